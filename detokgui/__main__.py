@@ -1,0 +1,3 @@
+from detokgui.app import main
+
+raise SystemExit(main())

@@ -1,0 +1,321 @@
+"""`Layer0`: the first transformer block of a GPT-2-family model with LayerNorm folded in.
+
+Notation as in SPEC §1. With C = I - (1/d) 1 1^T and ln_1's gamma, beta:
+
+    Wq_h = C diag(gamma) W^Q_h          bq_h = beta W^Q_h + b^Q_h       (same for K, V)
+    b^QK_h = bq_h Wk_h^T
+    W^VO_h = Wv_h W^O_h                 b^VO = (beta W^V + b^V) W^O + b^O
+
+so that for x_i = e_{t_i} + p_i and s_i = sigma(x_i) the model's query is
+q_i = x_i Wq_h / s_i + bq_h (and likewise k_j). Only the rank-d' factors are stored.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from detokgui.core import checkpoint
+from detokgui.core.errors import InputError, ModelLoadError
+
+ProgressFn = Callable[[float, str], None]
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@dataclass(eq=False)
+class Layer0:
+    """Folded layer-0 tensors of a GPT-2-family model, on one device.
+
+    Shapes: E [V, d], P [L, d]; Wq, Wk, Wv [H, d, d']; bq, bk, bv [H, d'];
+    bQK [H, d]; WO [H, d', d]; bVO [d].
+    """
+
+    name: str
+    E: torch.Tensor
+    P: torch.Tensor
+    ln1_weight: torch.Tensor
+    ln1_bias: torch.Tensor
+    W_attn: torch.Tensor  # [d, 3d], HF Conv1D layout (x @ W + b)
+    b_attn: torch.Tensor  # [3d]
+    W_O: torch.Tensor  # [d, d]
+    b_O: torch.Tensor  # [d]
+    ln2_weight: torch.Tensor
+    ln2_bias: torch.Tensor
+    W_fc: torch.Tensor  # [d, d_mlp]
+    b_fc: torch.Tensor
+    W_proj: torch.Tensor  # [d_mlp, d]
+    b_proj: torch.Tensor
+    n_heads: int
+    eps: float
+    scale_attn_weights: bool = True
+    activation: str = "gelu_new"
+    tokenizer: Any = None
+    load_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._fold()
+
+    # ------------------------------------------------------------------ shape
+
+    @property
+    def d(self) -> int:
+        return self.E.shape[1]
+
+    @property
+    def d_head(self) -> int:
+        return self.d // self.n_heads
+
+    @property
+    def n_vocab(self) -> int:
+        return self.E.shape[0]
+
+    @property
+    def n_positions(self) -> int:
+        return self.P.shape[0]
+
+    @property
+    def device(self) -> torch.device:
+        return self.E.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.E.dtype
+
+    @property
+    def temperature(self) -> float:
+        """Scores are divided by this before the softmax: sqrt(d') (1 if the model
+        was trained with scale_attn_weights=False)."""
+        return math.sqrt(self.d_head) if self.scale_attn_weights else 1.0
+
+    # ------------------------------------------------------------------ folding
+
+    def _fold(self) -> None:
+        d, H, dh = self.d, self.n_heads, self.d_head
+        # C diag(gamma) W: scale rows by gamma, then centre each column.
+        Wg = self.ln1_weight[:, None] * self.W_attn
+        Wg = Wg - Wg.mean(dim=0, keepdim=True)
+        b = self.ln1_bias @ self.W_attn + self.b_attn  # [3d]
+
+        def heads(M: torch.Tensor) -> torch.Tensor:  # [d, d] -> [H, d, d']
+            return M.reshape(d, H, dh).permute(1, 0, 2).contiguous()
+
+        self.Wq, self.Wk, self.Wv = (heads(Wg[:, i * d : (i + 1) * d]) for i in range(3))
+        self.bq, self.bk, self.bv = (b[i * d : (i + 1) * d].reshape(H, dh) for i in range(3))
+        self.bQK = torch.einsum("hk,hdk->hd", self.bq, self.Wk).contiguous()
+        self.WO = self.W_O.reshape(H, dh, d).contiguous()
+        self.bVO = b[2 * d :] @ self.W_O + self.b_O
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_tensors(
+        cls,
+        tensors: dict[str, torch.Tensor],
+        *,
+        n_heads: int,
+        eps: float,
+        name: str = "model",
+        scale_attn_weights: bool = True,
+        activation: str = "gelu_new",
+        tokenizer: Any = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> "Layer0":
+        """Build from un-prefixed layer-0 tensors (keys as `checkpoint.LAYER0_KEYS`)."""
+        dev = torch.device(device) if device is not None else default_device()
+        notes: list[str] = []
+        try:
+            moved = {k: t.to(device=dev, dtype=dtype) for k, t in tensors.items()}
+        except torch.cuda.OutOfMemoryError:
+            notes.append(f"Not enough {dev.type.upper()} memory; using the CPU instead.")
+            dev = torch.device("cpu")
+            moved = {k: t.to(device=dev, dtype=dtype) for k, t in tensors.items()}
+        t = moved
+        d = t["wte.weight"].shape[1]
+        if t["wpe.weight"].shape[1] != d or t["h.0.attn.c_attn.weight"].shape != (d, 3 * d):
+            raise ModelLoadError(f"{name}: layer-0 tensor shapes do not fit together.")
+        if d % n_heads:
+            raise ModelLoadError(f"{name}: hidden size {d} is not divisible by {n_heads} heads.")
+        return cls(
+            name=name,
+            E=t["wte.weight"],
+            P=t["wpe.weight"],
+            ln1_weight=t["h.0.ln_1.weight"],
+            ln1_bias=t["h.0.ln_1.bias"],
+            W_attn=t["h.0.attn.c_attn.weight"],
+            b_attn=t["h.0.attn.c_attn.bias"],
+            W_O=t["h.0.attn.c_proj.weight"],
+            b_O=t["h.0.attn.c_proj.bias"],
+            ln2_weight=t["h.0.ln_2.weight"],
+            ln2_bias=t["h.0.ln_2.bias"],
+            W_fc=t["h.0.mlp.c_fc.weight"],
+            b_fc=t["h.0.mlp.c_fc.bias"],
+            W_proj=t["h.0.mlp.c_proj.weight"],
+            b_proj=t["h.0.mlp.c_proj.bias"],
+            n_heads=n_heads,
+            eps=eps,
+            scale_attn_weights=scale_attn_weights,
+            activation=activation,
+            tokenizer=tokenizer,
+            notes=notes,
+        )
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype = torch.float32,
+        *,
+        progress: ProgressFn | None = None,
+        load_tokenizer: bool = True,
+    ) -> "Layer0":
+        """Load layer 0 of a hub model (`gpt2`, `distilgpt2`, ...) or a local folder.
+
+        Raises ModelLoadError with an actionable message on any failure."""
+        from detokgui.core.tokens import load_tokenizer as _load_tok
+
+        start = time.perf_counter()
+        name = str(name_or_path)
+        report = progress or (lambda f, m: None)
+        report(0.0, f"Locating {name}")
+        files = checkpoint.locate(name, progress=report)
+        shape = checkpoint.read_config(files.config, name)
+        report(0.3, f"Reading layer-0 weights of {name}")
+        tensors = checkpoint.read_layer0_tensors(files, name)
+        _check_shapes(tensors, shape, name)
+        tok = None
+        if load_tokenizer:
+            report(0.7, "Loading tokenizer")
+            tok = _load_tok(files.folder, name, shape.vocab_size)
+        report(0.85, "Folding LayerNorm")
+        layer = cls.from_tensors(
+            tensors,
+            n_heads=shape.n_head,
+            eps=shape.layer_norm_epsilon,
+            name=name,
+            scale_attn_weights=shape.scale_attn_weights,
+            activation=shape.activation_function,
+            tokenizer=tok,
+            device=device,
+            dtype=dtype,
+        )
+        layer.load_seconds = time.perf_counter() - start
+        report(1.0, f"Loaded {name}")
+        return layer
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any = None, name: str | None = None) -> "Layer0":
+        """Take layer 0 of an already loaded transformers GPT2Model / GPT2LMHeadModel."""
+        base = getattr(model, "transformer", model)
+        cfg = getattr(base, "config", None)
+        if cfg is None or getattr(cfg, "model_type", None) is None:
+            raise ModelLoadError("from_model expects a transformers GPT-2 model.")
+        checkpoint.check_architecture(cfg.to_dict(), name or cfg.name_or_path or "model")
+        state = {k: v.detach() for k, v in base.state_dict().items()}
+        keys = checkpoint._resolve_names(state, name or "model")
+        tensors = {k: state[v] for k, v in keys.items() if v in state}
+        first = next(iter(base.parameters()))
+        return cls.from_tensors(
+            tensors,
+            n_heads=cfg.n_head,
+            eps=cfg.layer_norm_epsilon,
+            name=name or cfg.name_or_path or "model",
+            scale_attn_weights=getattr(cfg, "scale_attn_weights", True),
+            activation=getattr(cfg, "activation_function", "gelu_new"),
+            tokenizer=tokenizer,
+            device=first.device,
+            dtype=first.dtype if first.dtype.is_floating_point else torch.float32,
+        )
+
+    def to(self, device: torch.device | str) -> "Layer0":
+        """A copy on another device (folded tensors recomputed there)."""
+        tensors = {
+            "wte.weight": self.E, "wpe.weight": self.P,
+            "h.0.ln_1.weight": self.ln1_weight, "h.0.ln_1.bias": self.ln1_bias,
+            "h.0.attn.c_attn.weight": self.W_attn, "h.0.attn.c_attn.bias": self.b_attn,
+            "h.0.attn.c_proj.weight": self.W_O, "h.0.attn.c_proj.bias": self.b_O,
+            "h.0.ln_2.weight": self.ln2_weight, "h.0.ln_2.bias": self.ln2_bias,
+            "h.0.mlp.c_fc.weight": self.W_fc, "h.0.mlp.c_fc.bias": self.b_fc,
+            "h.0.mlp.c_proj.weight": self.W_proj, "h.0.mlp.c_proj.bias": self.b_proj,
+        }
+        return Layer0.from_tensors(
+            tensors, n_heads=self.n_heads, eps=self.eps, name=self.name,
+            scale_attn_weights=self.scale_attn_weights, activation=self.activation,
+            tokenizer=self.tokenizer, device=device, dtype=self.dtype,
+        )
+
+    # ------------------------------------------------------------------ analyses
+
+    def check_token_ids(self, token_ids) -> torch.Tensor:
+        """Validate a token sequence and return it as a LongTensor on the layer's device."""
+        ids = torch.as_tensor(token_ids, dtype=torch.long).reshape(-1).to(self.device)
+        if ids.numel() == 0:
+            raise InputError("The token sequence is empty.")
+        if ids.numel() > self.n_positions:
+            raise InputError(
+                f"{ids.numel()} tokens is more than the model's {self.n_positions} positions; "
+                f"shorten the text to at most {self.n_positions} tokens."
+            )
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo < 0 or hi >= self.n_vocab:
+            bad = lo if lo < 0 else hi
+            raise InputError(f"Token id {bad} is outside the vocabulary (0..{self.n_vocab - 1}).")
+        return ids
+
+    def six_terms(self, token_ids) -> dict[str, torch.Tensor]:
+        """The six terms of SPEC §1 for one sequence: {"ee","pp","pe","ep","e","p"},
+        each [H, n, n] (query i, key j)."""
+        from detokgui.core.terms import six_terms
+
+        return six_terms(self, token_ids)
+
+    def attention(self, token_ids) -> torch.Tensor:
+        """alpha[h, i, j] = softmax_{j<=i}(sum of six terms / sqrt(d')), zero above the diagonal."""
+        from detokgui.core.terms import attention
+
+        return attention(self, token_ids)
+
+    def sigma_table(self, progress: ProgressFn | None = None) -> torch.Tensor:
+        """S[v, j] = sigma(e_v + p_j), [V, L]; computed once and cached."""
+        return self.sigma_stats(progress).table
+
+    def sigma_stats(self, progress: ProgressFn | None = None):
+        """The sigma table and its summaries (`sigma.SigmaStats`), cached."""
+        from detokgui.core import sigma
+        from detokgui.core.progress import run
+
+        if "sigma" not in self._cache:
+            cb = (lambda p: progress(p.fraction, p.message)) if progress else None
+            self._cache["sigma"] = run(sigma.iter_sigma_stats(self), cb)
+        return self._cache["sigma"]
+
+
+def _check_shapes(t: dict[str, torch.Tensor], shape: checkpoint.GPT2Shape, name: str) -> None:
+    d, V, L = shape.n_embd, shape.vocab_size, shape.n_positions
+    want = {
+        "wte.weight": (V, d),
+        "wpe.weight": (L, d),
+        "h.0.attn.c_attn.weight": (d, 3 * d),
+        "h.0.attn.c_attn.bias": (3 * d,),
+        "h.0.attn.c_proj.weight": (d, d),
+        "h.0.ln_1.weight": (d,),
+    }
+    for key, expected in want.items():
+        got = tuple(t[key].shape)
+        if key == "wte.weight" and got[1:] == (d,) and got[0] >= 1:
+            continue  # embedding rows may be padded beyond config.vocab_size
+        if got != expected:
+            raise ModelLoadError(
+                f"{name}: {key} has shape {list(got)} but config.json implies "
+                f"{list(expected)}; the checkpoint and its config do not match."
+            )

@@ -178,10 +178,8 @@ def locate(name_or_path: str, *, progress=None) -> CheckpointFiles:
 
 
 def _looks_like_path(name: str) -> bool:
-    return (
-        name.startswith((".", "~", "/")) or os.sep in name.replace("/", "", 1) or "\\" in name
-        or name.count("/") > 1
-    )
+    """Hub names are `name` or `owner/name`; anything else is meant as a folder."""
+    return name.startswith((".", "~", "/")) or name.count("/") > 1 or "\\" in name
 
 
 def _local_files(folder: Path, name: str) -> CheckpointFiles:
@@ -190,6 +188,7 @@ def _local_files(folder: Path, name: str) -> CheckpointFiles:
         raise ModelLoadError(
             f"{name} has no config.json: it is not a Hugging Face checkpoint folder."
         )
+    read_config(config, name)  # refuse other architectures before looking for weights
     single = folder / "model.safetensors"
     index = folder / "model.safetensors.index.json"
     binfile = folder / "pytorch_model.bin"

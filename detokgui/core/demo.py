@@ -52,7 +52,8 @@ def write_random_checkpoint(
             blk.ln_1.weight.copy_(1.0 + 0.3 * torch.randn(n_embd, generator=g))
             blk.ln_1.bias.copy_(0.2 * torch.randn(n_embd, generator=g))
             blk.attn.c_attn.bias.copy_(0.5 * torch.randn(3 * n_embd, generator=g))
-            blk.attn.c_attn.weight.mul_(8.0)
+            # q and k entries of order 1.5 whatever d is: scores like a trained model's.
+            blk.attn.c_attn.weight.mul_(1.5 / (config.initializer_range * n_embd**0.5))
             base.wpe.weight.mul_(3.0)
             base.wpe.weight[0].mul_(4.0)
             blk.attn.c_proj.bias.copy_(0.1 * torch.randn(n_embd, generator=g))

@@ -1,0 +1,165 @@
+"""Token-token affinity T_ee over the vocabulary (SPEC A2, A3).
+
+    T_ee(u, v) = (e_u Wq_h)(e_v Wk_h)^T / (s_u s_v)
+
+Token-only views need a sigma per token; the conventions (SPEC §1):
+    "mean"  s_v = mean_j S[v, j]                   (default; the paper's Table 1)
+    "at"    s_u = sigma(e_u + p_i), s_v = sigma(e_v + p_j) for chosen positions (i, j)
+    "none"  s = 1: raw e W^QK e^T ("without LayerNorm")
+
+A top-k over all V keys is one [V, d] @ [d, H] product: a_h = (e_u Wq_h) Wk_h^T is
+formed first, so neither W^QK_h (d x d) nor any V x V matrix is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from detokgui.core.errors import InputError
+from detokgui.core.sigma import tokens_at_position
+
+SIGMA_CONVENTIONS = ("mean", "at", "none")
+SIGMA_LABELS = {
+    "mean": "sigma = mean over positions",
+    "at": "sigma at positions (i, j)",
+    "none": "no LayerNorm (raw)",
+}
+
+
+@dataclass(frozen=True)
+class SigmaChoice:
+    """A token-only sigma convention; `positions` = (query i, key j) for "at"."""
+
+    convention: str = "mean"
+    positions: tuple[int, int] = (0, 0)
+
+    def __post_init__(self):
+        if self.convention not in SIGMA_CONVENTIONS:
+            raise InputError(
+                f"sigma convention must be one of {', '.join(SIGMA_CONVENTIONS)}, "
+                f"not {self.convention!r}"
+            )
+
+    def label(self) -> str:
+        if self.convention == "at":
+            return f"sigma at positions i={self.positions[0]}, j={self.positions[1]}"
+        return SIGMA_LABELS[self.convention]
+
+
+def _check_position(layer, p: int) -> int:
+    if not 0 <= int(p) < layer.n_positions:
+        raise InputError(f"Position {p} is outside 0..{layer.n_positions - 1}.")
+    return int(p)
+
+
+def _check_token(layer, t: int) -> int:
+    if not 0 <= int(t) < layer.n_vocab:
+        raise InputError(f"Token id {t} is outside the vocabulary (0..{layer.n_vocab - 1}).")
+    return int(t)
+
+
+def token_sigmas(layer, choice: SigmaChoice, side: str) -> torch.Tensor | None:
+    """Per-token sigma for the query side ("query") or key side ("key"), [V]; None = raw."""
+    if choice.convention == "none":
+        return None
+    if choice.convention == "mean":
+        return layer.sigma_stats().tok_mean
+    pos = choice.positions[0] if side == "query" else choice.positions[1]
+    return tokens_at_position(layer, _check_position(layer, pos))
+
+
+def _sigma_of(layer, choice: SigmaChoice, side: str, ids: torch.Tensor) -> torch.Tensor:
+    """Sigma for a few tokens only (no whole-vocabulary pass unless the convention needs it)."""
+    if choice.convention == "none":
+        return torch.ones(ids.shape[0], dtype=layer.dtype, device=layer.device)
+    if choice.convention == "mean":
+        return layer.sigma_stats().tok_mean[ids]
+    pos = choice.positions[0] if side == "query" else choice.positions[1]
+    return tokens_at_position(layer, _check_position(layer, pos), rows=ids)
+
+
+def _heads(layer, heads) -> list[int]:
+    hs = list(range(layer.n_heads)) if heads is None else [int(h) for h in heads]
+    for h in hs:
+        if not 0 <= h < layer.n_heads:
+            raise InputError(f"Head {h} is outside 0..{layer.n_heads - 1}.")
+    return hs
+
+
+@dataclass
+class TopK:
+    """Top-k result for one anchor token over all heads: ids/scores [len(heads), k]."""
+
+    anchor: int
+    direction: str  # "keys": best keys for a query; "queries": best queries for a key
+    heads: list[int]
+    ids: torch.Tensor
+    scores: torch.Tensor
+    sigma: SigmaChoice
+
+
+def _topk(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    k = max(1, min(int(k), scores.shape[1]))
+    vals, idx = torch.topk(scores, k, dim=1)
+    return vals, idx
+
+
+def topk_keys(layer, query: int, k: int = 10, sigma: SigmaChoice = SigmaChoice(), heads=None) -> TopK:
+    """Keys v with the highest T_ee(query, v), per head."""
+    u = _check_token(layer, query)
+    hs = _heads(layer, heads)
+    q = torch.matmul(layer.E[u], layer.Wq[hs])  # [h, d']
+    a = torch.einsum("hk,hdk->dh", q, layer.Wk[hs])  # [d, h]
+    s = (layer.E @ a).T  # [h, V]
+    s_key = token_sigmas(layer, sigma, "key")
+    if s_key is not None:
+        s_u = _sigma_of(layer, sigma, "query", torch.tensor([u], device=layer.device))
+        s.div_(s_key).div_(s_u)
+    vals, idx = _topk(s, k)
+    return TopK(u, "keys", hs, idx.cpu(), vals.cpu(), sigma)
+
+
+def topk_queries(
+    layer, key: int, k: int = 10, sigma: SigmaChoice = SigmaChoice(), heads=None
+) -> TopK:
+    """Queries u with the highest T_ee(u, key), per head."""
+    v = _check_token(layer, key)
+    hs = _heads(layer, heads)
+    kv = torch.matmul(layer.E[v], layer.Wk[hs])  # [h, d']
+    b = torch.einsum("hk,hdk->dh", kv, layer.Wq[hs])  # [d, h]
+    s = (layer.E @ b).T
+    s_query = token_sigmas(layer, sigma, "query")
+    if s_query is not None:
+        s_v = _sigma_of(layer, sigma, "key", torch.tensor([v], device=layer.device))
+        s.div_(s_query).div_(s_v)
+    vals, idx = _topk(s, k)
+    return TopK(v, "queries", hs, idx.cpu(), vals.cpu(), sigma)
+
+
+def affinity_block(
+    layer, query_ids, key_ids=None, sigma: SigmaChoice = SigmaChoice(), heads=None
+) -> torch.Tensor:
+    """T_ee for every (query, key) pair of two token sets, [len(heads), nq, nk]."""
+    hs = _heads(layer, heads)
+    qi = torch.as_tensor(query_ids, dtype=torch.long, device=layer.device).reshape(-1)
+    ki = qi if key_ids is None else torch.as_tensor(key_ids, dtype=torch.long, device=layer.device)
+    ki = ki.reshape(-1)
+    if qi.numel() == 0 or ki.numel() == 0:
+        raise InputError("The token set is empty.")
+    for t in (int(qi.min()), int(qi.max()), int(ki.min()), int(ki.max())):
+        _check_token(layer, t)
+    Q = torch.matmul(layer.E[qi], layer.Wq[hs])  # [h, nq, d']
+    K = torch.matmul(layer.E[ki], layer.Wk[hs])  # [h, nk, d']
+    out = torch.matmul(Q, K.transpose(1, 2))
+    s_q = _sigma_of(layer, sigma, "query", qi)
+    s_k = _sigma_of(layer, sigma, "key", ki)
+    return out / (s_q[:, None] * s_k[None, :])
+
+
+def random_token_sample(layer, n: int, seed: int = 0) -> list[int]:
+    """A seeded sample of n distinct token ids (same seed, same sample)."""
+    n = max(1, min(int(n), layer.n_vocab))
+    g = torch.Generator().manual_seed(int(seed))
+    return torch.randperm(layer.n_vocab, generator=g)[:n].sort().values.tolist()

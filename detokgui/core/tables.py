@@ -1,0 +1,92 @@
+"""Tidy tables (header + rows) of analysis results: what CSV export writes, from the same
+functions the views and tests use."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import torch
+
+from detokgui.core.terms import TERM_NAMES, causal_softmax
+from detokgui.core.tokens import display_token
+
+Table = tuple[list[str], Iterable[Sequence]]
+
+
+def fmt(x: float) -> str:
+    return f"{x:.9g}"
+
+
+def write_csv(path: str | Path, table: Table) -> int:
+    """Write a table as CSV with a header; returns the number of data rows."""
+    header, rows = table
+    n = 0
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for row in rows:
+            w.writerow([fmt(v) if isinstance(v, float) else v for v in row])
+            n += 1
+    return n
+
+
+def terms_table(layer, token_ids) -> Table:
+    """head,i,j,term,value for j <= i; term is one of the six names or `attention`."""
+    terms = layer.six_terms(token_ids)
+    total = sum(terms[k] for k in TERM_NAMES)
+    named = {**terms, "attention": causal_softmax(total, layer.temperature)}
+    n = total.shape[-1]
+    ii, jj = torch.tril_indices(n, n)
+    ii_l, jj_l = ii.tolist(), jj.tolist()
+
+    def rows():
+        for h in range(layer.n_heads):
+            for name, t in named.items():
+                vals = t[h][ii, jj].tolist()
+                for i, j, v in zip(ii_l, jj_l, vals):
+                    yield (h, i, j, name, float(v))
+
+    return ["head", "i", "j", "term", "value"], rows()
+
+
+def sigma_summary_table(layer) -> Table:
+    """position,mean,min,max of sigma(e_v + p_j) over the vocabulary."""
+    st = layer.sigma_stats()
+    cols = [st.pos_mean.tolist(), st.pos_min.tolist(), st.pos_max.tolist()]
+    rows = ((j, float(a), float(b), float(c)) for j, (a, b, c) in enumerate(zip(*cols)))
+    return ["position", "mean", "min", "max"], rows
+
+
+def topk_table(layer, result) -> Table:
+    """head,rank,<key|query>_id,<key|query>_token,score for a `affinity.TopK`."""
+    side = "key" if result.direction == "keys" else "query"
+    tok = layer.tokenizer
+
+    def rows():
+        for r, h in enumerate(result.heads):
+            for rank, (tid, score) in enumerate(
+                zip(result.ids[r].tolist(), result.scores[r].tolist()), start=1
+            ):
+                yield (h, rank, tid, display_token(tok, tid), float(score))
+
+    return ["head", "rank", f"{side}_id", f"{side}_token", "score"], rows()
+
+
+def heatmap_table(layer, values: torch.Tensor, heads, query_ids, key_ids) -> Table:
+    """head,query_index,query_id,query_token,key_index,key_id,key_token,value."""
+    tok = layer.tokenizer
+    qs = [(i, t, display_token(tok, t)) for i, t in enumerate(query_ids)]
+    ks = [(i, t, display_token(tok, t)) for i, t in enumerate(key_ids)]
+
+    def rows():
+        for r, h in enumerate(heads):
+            block = values[r].tolist()
+            for qi, qt, qs_ in qs:
+                for ki, kt, ks_ in ks:
+                    yield (h, qi, qt, qs_, ki, kt, ks_, float(block[qi][ki]))
+
+    header = ["head", "query_index", "query_id", "query_token", "key_index", "key_id",
+              "key_token", "value"]
+    return header, rows()

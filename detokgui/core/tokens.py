@@ -62,11 +62,63 @@ def load_tokenizer(folder: Path, name: str, n_vocab: int):
     return tok
 
 
+def _byte_level_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level BPE alphabet: the character that stands for each byte."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("\xa1"), ord("\xac") + 1),
+                 *range(ord("\xae"), ord("\xff") + 1)]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
+_ALPHABET = _byte_level_alphabet()
+
+
+def _show(text: str) -> str:
+    if text.startswith(" "):
+        text = SPACE_MARK + text[1:]
+    return text.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+
+
+def _from_piece(piece: str) -> str | None:
+    """Display form of one byte-level BPE piece ('ĠKorea' -> '␣Korea'); bytes that are not
+    valid UTF-8 on their own are shown as \\xNN. None if `piece` is not byte-level BPE."""
+    try:
+        raw = bytes(_ALPHABET[c] for c in piece)
+    except KeyError:
+        return None
+    try:
+        return _show(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "".join(chr(b) if 32 <= b < 127 else f"\\x{b:02x}" for b in raw)
+
+
+def vocabulary(tokenizer, n_vocab: int) -> list[str]:
+    """Display forms of ids 0..n_vocab-1 (ids beyond the tokenizer show as <id>)."""
+    if tokenizer is None:
+        return [f"<{i}>" for i in range(n_vocab)]
+    n = min(len(tokenizer), n_vocab)
+    pieces = tokenizer.convert_ids_to_tokens(list(range(n)))
+    special = set(getattr(tokenizer, "all_special_tokens", []) or [])
+    out = []
+    for i, piece in enumerate(pieces):
+        shown = piece if piece in special else _from_piece(piece or "")
+        out.append(shown if shown is not None else display_token(tokenizer, i))
+    out.extend(f"<{i}>" for i in range(n, n_vocab))
+    return out
+
+
 def display_token(tokenizer, token_id: int) -> str:
     """Decoded token with a visible leading-space marker and escaped control characters."""
     if tokenizer is None or token_id >= len(tokenizer):
         return f"<{token_id}>"
-    text = tokenizer.decode([int(token_id)], clean_up_tokenization_spaces=False)
-    if text.startswith(" "):
-        text = SPACE_MARK + text[1:]
-    return text.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+    piece = tokenizer.convert_ids_to_tokens(int(token_id))
+    shown = _from_piece(piece) if isinstance(piece, str) else None
+    if shown is not None and piece not in (getattr(tokenizer, "all_special_tokens", []) or []):
+        return shown
+    return _show(tokenizer.decode([int(token_id)], clean_up_tokenization_spaces=False))

@@ -1,0 +1,1 @@
+"""The Qt application. Panels talk only through `state.AppState`."""

@@ -1,0 +1,67 @@
+"""Start the GUI: argument parsing, QApplication, main window, screenshot mode."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="detokgui",
+        description="Explore the first attention layer of GPT-2-family models from the weights "
+        "alone. `detokgui export --help` lists the headless exports.",
+    )
+    p.add_argument("--model", default="gpt2",
+                   help="hub name, local checkpoint folder, or 'demo' (default gpt2)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                   help="default: CUDA when available, else CPU")
+    p.add_argument("--screenshot", metavar="PATH",
+                   help="load the model, draw, save a PNG of the window to PATH and exit")
+    p.add_argument("--view", metavar="NAME", help="with --screenshot: the view to show")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="with --screenshot: give up after this many seconds (default 300)")
+    return p
+
+
+def launch(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if args.screenshot and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            print("detokgui: error: --device cuda was asked for but no CUDA device is available",
+                  file=sys.stderr)
+            return 2
+
+    from PySide6.QtWidgets import QApplication
+
+    from detokgui.gui.figures import quiet_qt_messages
+    from detokgui.gui.main_window import MainWindow
+
+    quiet_qt_messages()
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setOrganizationName("detokgui")
+    app.setApplicationName("detokgui")
+    win = MainWindow(model=None, device=args.device)
+    if args.view:
+        if not win.show_view(args.view):
+            names = ", ".join(win.view_names())
+            print(f"detokgui: error: unknown view {args.view!r}; choose from {names}",
+                  file=sys.stderr)
+            return 2
+    win.show()
+    if args.screenshot:
+        from detokgui.gui.screenshot import ScreenshotWhenIdle
+
+        shooter = ScreenshotWhenIdle(win, args.screenshot, args.timeout)
+        win.load_model(args.model)
+        app.exec()
+        return shooter.exit_code
+    win.load_model(args.model)
+    return app.exec()

@@ -1,0 +1,399 @@
+"""The main window: panels in tabs around one shared AppState, model loading on a
+background thread, menus, status-bar progress with a cancel button."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, QStandardPaths, Qt, Slot
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QSpinBox,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from detokgui.gui.jobs import JobRunner
+from detokgui.gui.state import AppState
+
+DEMO_MODEL = "demo"
+DEMO_LABEL = "Demo model (random weights, real GPT-2 tokenizer)"
+MAX_RECENT = 8
+
+
+def demo_model_folder() -> Path:
+    base = QStandardPaths.writableLocation(QStandardPaths.CacheLocation) or str(
+        Path.home() / ".cache" / "detokgui"
+    )
+    return Path(base) / "demo-model-v1"
+
+
+def load_layer(name: str, device: str | None, report):
+    """Job body: load a model (or write and load the demo model) and its sigma table."""
+    from detokgui.core import Layer0
+    from detokgui.core.demo import write_random_checkpoint
+
+    if name == DEMO_MODEL:
+        folder = demo_model_folder()
+        if not (folder / "model.safetensors").is_file():
+            report(0.02, "Writing the demo model (random weights, once)")
+            write_random_checkpoint(folder, n_embd=384, n_head=12, n_positions=1024, seed=0)
+        layer = Layer0.from_pretrained(str(folder), device=device,
+                                       progress=lambda f, m: report(0.1 + 0.6 * f, m))
+        layer.name = "demo model (random weights)"
+    else:
+        layer = Layer0.from_pretrained(name, device=device,
+                                       progress=lambda f, m: report(0.7 * f, m))
+    layer.sigma_stats(progress=lambda f, m: report(0.7 + 0.3 * f, m))
+    return layer
+
+
+def default_query(layer) -> int:
+    """' Korea' (the paper's running example) when the tokenizer has it, else token 0."""
+    tok = layer.tokenizer
+    if tok is not None:
+        ids = tok.encode(" Korea")
+        if len(ids) == 1 and ids[0] < layer.n_vocab:
+            return ids[0]
+    return 0
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, model: str | None = None, device: str | None = None):
+        super().__init__()
+        from detokgui.gui.panels import PANEL_CLASSES, SIDE_PANEL_CLASSES
+
+        self.setWindowTitle("detokgui")
+        self.resize(1400, 900)
+        self.settings = QSettings()
+        self.device = device
+        self.state = AppState(self)
+        self.jobs = JobRunner(self)
+        self.load_error: str | None = None
+        self.loading_name: str | None = None
+
+        central = QWidget()
+        lay = QVBoxLayout(central)
+        lay.setContentsMargins(4, 4, 4, 4)
+        self.banner = QLabel()
+        self.banner.setWordWrap(True)
+        self.banner.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.banner.setStyleSheet(
+            "QLabel { background: #fdecea; color: #611a15; border: 1px solid #f5c6cb;"
+            " padding: 8px; border-radius: 4px; }"
+        )
+        self.banner.hide()
+        lay.addWidget(self.banner)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        lay.addWidget(self.tabs)
+        self.setCentralWidget(central)
+
+        self.panels = []
+        for cls in SIDE_PANEL_CLASSES:
+            panel = cls(self.state, self.jobs)
+            dock = QDockWidget(panel.title, self)
+            dock.setObjectName(f"dock_{panel.view_name}")
+            dock.setWidget(panel)
+            dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
+            self.addDockWidget(Qt.LeftDockWidgetArea, dock)
+            self.panels.append(panel)
+        for cls in PANEL_CLASSES:
+            panel = cls(self.state, self.jobs)
+            idx = self.tabs.addTab(panel, panel.title)
+            self.tabs.setTabToolTip(idx, panel.tooltip)
+            self.panels.append(panel)
+
+        self._build_toolbar()
+        self._build_status_bar()
+        self._build_menus()
+        self.state.message.connect(self.show_message)
+        self.jobs.progress.connect(self._on_progress)
+        self.jobs.failed.connect(self._on_job_failed)
+        self.jobs.busyChanged.connect(self._on_busy)
+        self.jobs.cancelled.connect(self._on_cancelled)
+        self.state.modelChanged.connect(self._on_model)
+        self.state.headChanged.connect(self.head_spin.setValue)
+        self.state.queryTokenChanged.connect(self._show_selection)
+        self.state.keyTokenChanged.connect(self._show_selection)
+        tab = self.settings.value("window/tab", 0, type=int)
+        self.tabs.setCurrentIndex(max(0, min(tab, self.tabs.count() - 1)))
+        self.tabs.currentChanged.connect(lambda i: self.settings.setValue("window/tab", i))
+        geometry = self.settings.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        if model:
+            self.load_model(model)
+
+    # ------------------------------------------------------------------ chrome
+
+    def _build_toolbar(self) -> None:
+        tb = self.addToolBar("Selection")
+        tb.setObjectName("selection_toolbar")
+        tb.setMovable(False)
+        tb.addWidget(QLabel(" Head "))
+        self.head_spin = QSpinBox()
+        self.head_spin.setRange(0, 0)
+        self.head_spin.setToolTip("Attention head shared by all panels (0-based). Keys: [ and ]")
+        self.head_spin.valueChanged.connect(self.state.set_head)
+        tb.addWidget(self.head_spin)
+        tb.addSeparator()
+        self.selection_label = QLabel()
+        self.selection_label.setToolTip("The shared selection: click tokens in any panel")
+        tb.addWidget(self.selection_label)
+        self._show_selection()
+
+    def _build_status_bar(self) -> None:
+        sb = self.statusBar()
+        self.model_label = QLabel("no model")
+        sb.addPermanentWidget(self.model_label)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setMaximumWidth(220)
+        self.progress.setTextVisible(False)
+        self.progress.hide()
+        sb.addPermanentWidget(self.progress)
+        self.cancel_button = QToolButton()
+        self.cancel_button.setText("Cancel")
+        self.cancel_button.setToolTip("Cancel running computations (Esc)")
+        self.cancel_button.clicked.connect(self.cancel_jobs)
+        self.cancel_button.hide()
+        sb.addPermanentWidget(self.cancel_button)
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        model_menu = mb.addMenu("&Model")
+        self._action(model_menu, "Open hub model…", self.ask_hub_model, QKeySequence("Ctrl+L"),
+                     "Load a Hugging Face model by name (gpt2, gpt2-medium, distilgpt2, …)")
+        self._action(model_menu, "Open model folder…", self.ask_model_folder,
+                     QKeySequence.Open, "Load a local GPT-2-architecture checkpoint folder")
+        self._action(model_menu, DEMO_LABEL, lambda: self.load_model(DEMO_MODEL),
+                     QKeySequence("Ctrl+D"), "Try the interface without any download")
+        self.recent_menu = model_menu.addMenu("Recent models")
+        self._fill_recent()
+        model_menu.addSeparator()
+        self._action(model_menu, "Quit", self.close, QKeySequence.Quit)
+
+        file_menu = mb.addMenu("&File")
+        for fmt, key in (("png", "Ctrl+Shift+P"), ("svg", "Ctrl+Shift+S"), ("csv", "Ctrl+Shift+C")):
+            self._action(file_menu, f"Export current view as {fmt.upper()}…",
+                         lambda _=False, f=fmt: self.export_current(f), QKeySequence(key))
+
+        view_menu = mb.addMenu("&View")
+        for i in range(self.tabs.count()):
+            self._action(view_menu, self.tabs.tabText(i),
+                         lambda _=False, k=i: self.tabs.setCurrentIndex(k),
+                         QKeySequence(f"Ctrl+{i + 1}") if i < 9 else None)
+        view_menu.addSeparator()
+        self._action(view_menu, "Previous head", lambda: self.state.set_head(self.state.head - 1),
+                     QKeySequence("["))
+        self._action(view_menu, "Next head", lambda: self.state.set_head(self.state.head + 1),
+                     QKeySequence("]"))
+        self._action(view_menu, "Cancel computations", self.cancel_jobs, QKeySequence("Esc"))
+
+        help_menu = mb.addMenu("&Help")
+        self._action(help_menu, "About detokgui", self.about)
+
+    def _action(self, menu, text, slot, shortcut=None, tip=""):
+        act = QAction(text, self)
+        if shortcut is not None:
+            act.setShortcut(shortcut)
+        if tip:
+            act.setStatusTip(tip)
+            act.setToolTip(tip)
+        act.triggered.connect(slot)
+        menu.addAction(act)
+        return act
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        recent = self.recent_models()
+        for name in recent:
+            label = DEMO_LABEL if name == DEMO_MODEL else name
+            self._action(self.recent_menu, label, lambda _=False, n=name: self.load_model(n))
+        self.recent_menu.setEnabled(bool(recent))
+
+    def recent_models(self) -> list[str]:
+        value = self.settings.value("models/recent", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def _remember(self, name: str) -> None:
+        recent = [name] + [r for r in self.recent_models() if r != name]
+        self.settings.setValue("models/recent", recent[:MAX_RECENT])
+        self._fill_recent()
+
+    # ------------------------------------------------------------------ model
+
+    def load_model(self, name: str) -> None:
+        name = str(name).strip()
+        if not name:
+            return
+        self.loading_name = name
+        self.load_error = None
+        self.banner.hide()
+        label = "demo model" if name == DEMO_MODEL else name
+        self.show_message(f"Loading {label}…")
+        device = self.device
+        self.jobs.submit(
+            "model",
+            lambda report: load_layer(name, device, report),
+            lambda layer, n=name: self._loaded(n, layer),
+            label=f"Loading {label}",
+            on_error=self._load_failed,
+        )
+
+    def _loaded(self, name: str, layer) -> None:
+        self.loading_name = None
+        self._remember(name)
+        self.state.set_model(layer)
+        if self.state.query_token < 0:
+            self.state.set_query_token(default_query(layer))
+        for note in layer.notes:
+            self.show_message(note)
+
+    def _load_failed(self, exc: BaseException) -> None:
+        self.loading_name = None
+        self.load_error = str(exc)
+        self.banner.setText(
+            f"<b>The model could not be loaded.</b><br>{_html(str(exc))}<br>"
+            "Use the <i>Model</i> menu to open another model, a local folder, or the demo model."
+        )
+        self.banner.show()
+
+    @Slot(object)
+    def _on_model(self, layer) -> None:
+        if layer is None:
+            self.model_label.setText("no model")
+            return
+        self.head_spin.setRange(0, layer.n_heads - 1)
+        self.head_spin.setValue(self.state.head)
+        self.banner.hide()
+        self.model_label.setText(
+            f"{layer.name} | {layer.device.type.upper()} | V={layer.n_vocab:,} "
+            f"L={layer.n_positions} d={layer.d} H={layer.n_heads} | "
+            f"loaded in {layer.load_seconds:.1f} s"
+        )
+        self.setWindowTitle(f"detokgui — {layer.name}")
+        self.show_message(f"Loaded {layer.name}", 5000)
+
+    def ask_hub_model(self) -> None:
+        name, ok = QInputDialog.getText(
+            self, "Open hub model",
+            "Hugging Face model name (gpt2, gpt2-medium, gpt2-large, gpt2-xl, distilgpt2, …):",
+            text=self.settings.value("models/last_hub", "gpt2"),
+        )
+        if ok and name.strip():
+            self.settings.setValue("models/last_hub", name.strip())
+            self.load_model(name)
+
+    def ask_model_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(
+            self, "Open GPT-2 checkpoint folder", self.settings.value("models/last_folder", "")
+        )
+        if folder:
+            self.settings.setValue("models/last_folder", folder)
+            self.load_model(folder)
+
+    # ------------------------------------------------------------------ jobs
+
+    @Slot(str, float, str)
+    def _on_progress(self, key: str, fraction: float, message: str) -> None:
+        self.progress.setValue(int(1000 * max(0.0, min(1.0, fraction))))
+        if message:
+            self.statusBar().showMessage(message)
+
+    @Slot(bool)
+    def _on_busy(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        self.cancel_button.setVisible(busy)
+        if not busy:
+            self.progress.setValue(0)
+
+    @Slot(str, str, object)
+    def _on_job_failed(self, key: str, message: str, exc) -> None:
+        import torch
+
+        if isinstance(exc, torch.cuda.OutOfMemoryError) and self.state.layer is not None:
+            self.show_message("GPU out of memory: moving the model to the CPU.", 10000)
+            self.state.set_model(self.state.layer.to("cpu"))
+            return
+        self.show_message(message, 15000)
+
+    @Slot(str)
+    def _on_cancelled(self, key: str) -> None:
+        if key == "model":
+            self.loading_name = None
+        self.show_message("Cancelled.", 3000)
+
+    def cancel_jobs(self) -> None:
+        self.jobs.cancel()
+
+    @Slot(str)
+    def show_message(self, text: str, timeout: int = 8000) -> None:
+        self.statusBar().showMessage(text, timeout)
+
+    def _show_selection(self, *_):
+        s = self.state
+        self.selection_label.setText(
+            f"  Query: {s.token_text(s.query_token)}    Key: {s.token_text(s.key_token)}  "
+        )
+
+    # ------------------------------------------------------------------ export & misc
+
+    def current_panel(self):
+        return self.tabs.currentWidget()
+
+    def view_names(self) -> list[str]:
+        return [p.view_name for p in self.panels]
+
+    def panel(self, view_name: str):
+        return next((p for p in self.panels if p.view_name == view_name), None)
+
+    def show_view(self, view_name: str) -> bool:
+        """Bring a panel to the front by its view name; False if there is none."""
+        panel = self.panel(view_name)
+        if panel is None:
+            return False
+        idx = self.tabs.indexOf(panel)
+        if idx >= 0:
+            self.tabs.setCurrentIndex(idx)
+        return True
+
+    def export_current(self, fmt: str) -> None:
+        panel = self.current_panel()
+        frames = panel.plot_frames() if panel is not None else []
+        if not frames:
+            QMessageBox.information(self, "Export", "This view has no plot to export.")
+            return
+        frames[0].export_dialog(fmt)
+
+    def about(self) -> None:
+        from detokgui import __version__
+
+        QMessageBox.about(
+            self, "About detokgui",
+            f"<b>detokgui {__version__}</b><br>The first attention layer of GPT-2-family "
+            "models, from the weights alone.<br>After Kamoda et al., <i>Weight-based Analysis "
+            "of Detokenization in Language Models</i> (NAACL Findings 2025).",
+        )
+
+    def closeEvent(self, event):  # noqa: N802 - Qt naming
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.jobs.cancel()
+        self.jobs.wait(3000)
+        super().closeEvent(event)
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

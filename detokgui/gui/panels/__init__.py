@@ -1,0 +1,8 @@
+"""Panel registry: the left dock holds SIDE_PANEL_CLASSES, the tabs PANEL_CLASSES."""
+
+from detokgui.gui.panels.heatmap import HeatmapPanel
+from detokgui.gui.panels.token_search import TokenSearchPanel
+from detokgui.gui.panels.topk import TopKPanel
+
+SIDE_PANEL_CLASSES = [TokenSearchPanel]
+PANEL_CLASSES = [TopKPanel, HeatmapPanel]

@@ -1,0 +1,285 @@
+"""Shared plotting: pyqtgraph set-up, an exportable plot frame, a heatmap with colour bar,
+hover and click, and PNG / SVG / CSV export.
+
+SVG is written with QSvgGenerator + render(): pyqtgraph 0.14's SVGExporter raises with
+PySide6 6.12 (pyqtgraph issue #3485).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, QSettings, QSize, Qt, Signal
+from PySide6.QtGui import QAction, QColor, QFontMetrics, QImage, QPainter, QPen
+from PySide6.QtWidgets import QFileDialog, QGraphicsView, QMessageBox, QVBoxLayout, QWidget
+
+from detokgui.core.tables import Table, write_csv
+
+pg.setConfigOptions(imageAxisOrder="row-major", background="w", foreground="k", antialias=True)
+
+EXPORT_FORMATS = ("png", "svg", "csv")
+HEAD_COLORS = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939",
+]
+
+
+def head_color(h: int) -> str:
+    return HEAD_COLORS[h % len(HEAD_COLORS)]
+
+
+def diverging_colormap() -> pg.ColorMap:
+    """Blue - white - red, white at the middle (use symmetric levels to centre on 0)."""
+    pos = [0.0, 0.25, 0.5, 0.75, 1.0]
+    colors = [(33, 102, 172), (146, 197, 222), (247, 247, 247), (244, 165, 130), (178, 24, 43)]
+    return pg.ColorMap(pos, colors)
+
+
+def symmetric_levels(values: np.ndarray) -> tuple[float, float]:
+    finite = values[np.isfinite(values)]
+    m = float(np.abs(finite).max()) if finite.size else 1.0
+    m = m if m > 0 else 1.0
+    return -m, m
+
+
+# --------------------------------------------------------------------------- export
+
+
+def save_png(widget: QWidget, path: str | Path, scale: float = 2.0) -> None:
+    """Render `widget` into a PNG at `scale` times its on-screen size."""
+    size = widget.size()
+    if size.width() < 10 or size.height() < 10:
+        size = QSize(800, 600)
+        widget.resize(size)
+    img = QImage(int(size.width() * scale), int(size.height() * scale), QImage.Format_ARGB32)
+    img.fill(QColor("white"))
+    painter = QPainter(img)
+    painter.setRenderHint(QPainter.Antialiasing)
+    painter.setRenderHint(QPainter.TextAntialiasing)
+    if isinstance(widget, QGraphicsView):
+        # QWidget.render on a scaled painter scales a graphics view twice; render the scene.
+        source = widget.mapToScene(widget.viewport().rect()).boundingRect()
+        widget.scene().render(painter, QRectF(img.rect()), source)
+    else:
+        painter.scale(scale, scale)
+        widget.render(painter)
+    painter.end()
+    if not img.save(str(path), "PNG"):
+        raise OSError(f"cannot write {path}")
+
+
+def save_svg(widget: QWidget, path: str | Path, title: str = "detokgui plot") -> None:
+    from PySide6.QtSvg import QSvgGenerator
+
+    size = widget.size()
+    if size.width() < 10 or size.height() < 10:
+        size = QSize(800, 600)
+        widget.resize(size)
+    gen = QSvgGenerator()
+    gen.setFileName(str(path))
+    gen.setSize(size)
+    gen.setViewBox(QRectF(0, 0, size.width(), size.height()))
+    gen.setTitle(title)
+    gen.setDescription("exported by detokgui")
+    painter = QPainter(gen)
+    widget.render(painter)
+    ok = painter.end()
+    del painter, gen  # the generator must not outlive the QApplication
+    if not ok:
+        raise OSError(f"cannot write {path}")
+
+
+def save_csv(table: Table, path: str | Path) -> int:
+    return write_csv(path, table)
+
+
+class PlotFrame(QWidget):
+    """A pyqtgraph GraphicsLayoutWidget that knows how to export itself.
+
+    `table_fn()` returns the plot's data as a tidy table (header, rows) for CSV, or
+    None when there is nothing to export yet."""
+
+    exported = Signal(str)  # path
+
+    def __init__(self, name: str, table_fn: Callable[[], Table | None] | None = None, parent=None):
+        super().__init__(parent)
+        self.name = name
+        self.table_fn = table_fn
+        self.view = pg.GraphicsLayoutWidget()
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.view)
+        actions = []
+        for fmt in EXPORT_FORMATS:
+            act = QAction(f"Export {fmt.upper()}…", self)
+            act.triggered.connect(lambda _=False, f=fmt: self.export_dialog(f))
+            actions.append(act)
+        # Replace pyqtgraph's own "Export..." (its SVG exporter is broken with PySide6 6.12).
+        self.view.scene().contextMenu = actions
+        self.export_actions = actions
+
+    def export(self, path: str | Path) -> int | None:
+        """Write PNG, SVG or CSV by the file's suffix; CSV returns the row count."""
+        path = Path(path)
+        fmt = path.suffix.lower().lstrip(".")
+        if fmt == "png":
+            save_png(self.view, path)
+        elif fmt == "svg":
+            save_svg(self.view, path, title=self.name)
+        elif fmt == "csv":
+            table = self.table_fn() if self.table_fn else None
+            if table is None:
+                raise ValueError(f"{self.name} has no data to export yet.")
+            n = save_csv(table, path)
+            self.exported.emit(str(path))
+            return n
+        else:
+            raise ValueError(f"Unknown export format {path.suffix!r}: use .png, .svg or .csv.")
+        self.exported.emit(str(path))
+        return None
+
+    def export_dialog(self, fmt: str) -> None:
+        settings = QSettings()
+        folder = settings.value("export/folder", str(Path.home()))
+        stem = self.name.lower().replace(" ", "_").replace("/", "-")
+        path, _ = QFileDialog.getSaveFileName(
+            self, f"Export {self.name} as {fmt.upper()}", str(Path(folder) / f"{stem}.{fmt}"),
+            f"{fmt.upper()} (*.{fmt})",
+        )
+        if not path:
+            return
+        if not path.lower().endswith("." + fmt):
+            path += "." + fmt
+        settings.setValue("export/folder", str(Path(path).parent))
+        try:
+            self.export(path)
+        except (OSError, ValueError) as exc:
+            QMessageBox.warning(self, "Export failed", str(exc))
+
+
+# --------------------------------------------------------------------------- heatmap
+
+
+class Heatmap(pg.PlotItem):
+    """A matrix as an image with tick labels, a symmetric diverging colour bar, hover text
+    and clickable cells. Rows are queries (top to bottom), columns keys."""
+
+    cellClicked = Signal(int, int)  # row, col
+    cellHovered = Signal(int, int)  # row, col (-1, -1 when outside)
+
+    def __init__(self, title: str = "", max_labels: int = 60, **kw):
+        super().__init__(title=title, **kw)
+        self.max_labels = max_labels
+        self.image = pg.ImageItem()
+        self.addItem(self.image)
+        self.invertY(True)
+        self.setAspectLocked(False)
+        self.setMenuEnabled(False)
+        self.getViewBox().setMouseEnabled(False, False)
+        self.hideButtons()
+        self.values = np.zeros((0, 0))
+        self.row_labels: list[str] = []
+        self.col_labels: list[str] = []
+        self.colorbar: pg.ColorBarItem | None = None
+        self.highlight = pg.QtWidgets.QGraphicsRectItem()
+        self.highlight.setPen(QPen(QColor("black"), 0))
+        self.highlight.setVisible(False)
+        self.addItem(self.highlight)
+        self.image.setColorMap(diverging_colormap())
+        self.scene_hover_connected = False
+
+    def attach_colorbar(self, layout: pg.GraphicsLayout, row: int, col: int) -> None:
+        self.colorbar = pg.ColorBarItem(colorMap=diverging_colormap(), interactive=False, width=12)
+        self.colorbar.setImageItem(self.image)
+        layout.addItem(self.colorbar, row, col)
+
+    def set_matrix(self, values: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
+                   levels: tuple[float, float] | None = None) -> None:
+        values = np.asarray(values, dtype=np.float32)
+        self.values = values
+        self.row_labels = list(row_labels)
+        self.col_labels = list(col_labels)
+        levels = levels or symmetric_levels(values)
+        self.image.setImage(values, levels=levels, autoLevels=False)
+        self.image.setRect(QRectF(0, 0, values.shape[1], values.shape[0]))
+        if self.colorbar is not None:
+            self.colorbar.setLevels(levels)
+        self._ticks(self.getAxis("left"), self.row_labels)
+        if len(self.col_labels) > 8 and self.max_labels:
+            # Alternate key labels between the bottom and top axes so they do not overlap.
+            self.showAxis("top")
+            even = [s if i % 2 == 0 else "" for i, s in enumerate(self.col_labels)]
+            odd = [s if i % 2 == 1 else "" for i, s in enumerate(self.col_labels)]
+            self._ticks(self.getAxis("bottom"), even)
+            self._ticks(self.getAxis("top"), odd)
+        else:
+            self.hideAxis("top")
+            self._ticks(self.getAxis("bottom"), self.col_labels)
+        self.setRange(xRange=(0, values.shape[1]), yRange=(0, values.shape[0]), padding=0)
+        self.highlight.setVisible(False)
+
+    def _ticks(self, axis, labels: list[str]) -> None:
+        n = len(labels)
+        if n == 0:
+            axis.setTicks([[]])
+            return
+        step = max(1, math.ceil(n / self.max_labels)) if self.max_labels else n + 1
+        ticks = [(i + 0.5, labels[i]) for i in range(0, n, step) if labels[i]]
+        axis.setTicks([ticks, []])
+        axis.setStyle(hideOverlappingLabels=False)
+        if axis.orientation == "left" and ticks:
+            # pyqtgraph widens the axis only on a later repaint; size it for the labels now.
+            metrics = QFontMetrics(axis.style.get("tickFont") or self.font())
+            axis.setWidth(max(metrics.horizontalAdvance(t) for _, t in ticks) + 25)
+
+    def cell_at(self, scene_pos: QPointF) -> tuple[int, int]:
+        if not self.sceneBoundingRect().contains(scene_pos) or self.values.size == 0:
+            return -1, -1
+        p = self.getViewBox().mapSceneToView(scene_pos)
+        r, c = int(math.floor(p.y())), int(math.floor(p.x()))
+        if 0 <= r < self.values.shape[0] and 0 <= c < self.values.shape[1]:
+            return r, c
+        return -1, -1
+
+    def describe(self, r: int, c: int) -> str:
+        if r < 0:
+            return ""
+        return (f"query {self.row_labels[r]!r}  key {self.col_labels[c]!r}  "
+                f"value {self.values[r, c]:.4g}")
+
+    def mark(self, r: int, c: int) -> None:
+        """Outline cell (r, c); (-1, -1) hides the outline."""
+        if r < 0 or c < 0 or r >= self.values.shape[0] or c >= self.values.shape[1]:
+            self.highlight.setVisible(False)
+            return
+        self.highlight.setRect(QRectF(c, r, 1, 1))
+        self.highlight.setVisible(True)
+
+    def mouseClickEvent(self, ev):  # noqa: N802 - Qt naming
+        if ev.button() == Qt.LeftButton:
+            r, c = self.cell_at(ev.scenePos())
+            if r >= 0:
+                self.cellClicked.emit(r, c)
+                ev.accept()
+                return
+        ev.ignore()
+
+
+def connect_hover(frame: PlotFrame, heatmaps: Callable[[], list[Heatmap]], show: Callable[[str], None]):
+    """Show the hovered cell's description via `show` (e.g. a label's setText)."""
+
+    def moved(pos):
+        for hm in heatmaps():
+            r, c = hm.cell_at(pos)
+            if r >= 0:
+                show(hm.describe(r, c))
+                hm.cellHovered.emit(r, c)
+                return
+        show("")
+
+    frame.view.scene().sigMouseMoved.connect(moved)
+    return moved

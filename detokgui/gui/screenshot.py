@@ -1,0 +1,56 @@
+"""`--screenshot`: wait until the model is loaded and every panel has finished drawing,
+save a PNG of the window, quit."""
+
+from __future__ import annotations
+
+import sys
+
+from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtWidgets import QApplication
+
+
+class ScreenshotWhenIdle(QObject):
+    def __init__(self, window, path: str, timeout_s: float):
+        super().__init__(window)
+        self.window = window
+        self.path = path
+        self.exit_code = 1
+        self.idle_ticks = 0
+        self.poll = QTimer(self)
+        self.poll.setInterval(100)
+        self.poll.timeout.connect(self._check)
+        self.poll.start()
+        QTimer.singleShot(int(timeout_s * 1000), self, self._timeout)
+
+    @Slot()
+    def _check(self) -> None:
+        w = self.window
+        if w.jobs.busy or w.loading_name is not None:
+            self.idle_ticks = 0
+            return
+        self.idle_ticks += 1
+        if self.idle_ticks < 5:  # idle for half a second: late requests have been made
+            return
+        if w.state.layer is not None:
+            self._shoot(0)
+        elif w.load_error is not None:
+            print(f"detokgui: error: {w.load_error}", file=sys.stderr)
+            self._shoot(1)
+
+    @Slot()
+    def _timeout(self) -> None:
+        print("detokgui: error: timed out before the window was ready", file=sys.stderr)
+        self._shoot(1)
+
+    def _shoot(self, code: int) -> None:
+        self.poll.stop()
+        QApplication.processEvents()
+        ok = self.window.grab().save(self.path, "PNG")
+        if not ok:
+            print(f"detokgui: error: cannot write {self.path}", file=sys.stderr)
+            code = 1
+        else:
+            print(f"wrote {self.path}")
+        self.exit_code = code
+        self.window.close()
+        QApplication.quit()

@@ -1,0 +1,142 @@
+"""AppState: the one shared selection. Panels read it and write it; they never talk to
+each other directly. Every setter emits only when the value really changes."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+
+
+class AppState(QObject):
+    """Model, head, query/key token, query position, token set, token sigma convention."""
+
+    modelChanged = Signal(object)  # Layer0 or None
+    headChanged = Signal(int)
+    queryTokenChanged = Signal(int)
+    keyTokenChanged = Signal(int)
+    queryPositionChanged = Signal(int)
+    tokenSetChanged = Signal(list)
+    sigmaChanged = Signal(object)  # affinity.SigmaChoice
+    selectionChanged = Signal()  # after any of the above
+    message = Signal(str)  # a line for the status bar
+
+    def __init__(self, parent=None):
+        from detokgui.core.affinity import SigmaChoice
+
+        super().__init__(parent)
+        self._layer = None
+        self._head = 0
+        self._query = -1
+        self._key = -1
+        self._position = 0
+        self._token_set: list[int] = []
+        self._sigma = SigmaChoice()
+
+    # -------------------------------------------------------------- read
+
+    @property
+    def layer(self):
+        return self._layer
+
+    @property
+    def head(self) -> int:
+        return self._head
+
+    @property
+    def query_token(self) -> int:
+        """Selected query token id, -1 when none."""
+        return self._query
+
+    @property
+    def key_token(self) -> int:
+        return self._key
+
+    @property
+    def query_position(self) -> int:
+        return self._position
+
+    @property
+    def token_set(self) -> list[int]:
+        return list(self._token_set)
+
+    @property
+    def sigma(self):
+        return self._sigma
+
+    def selection(self) -> tuple:
+        """A snapshot that identifies what a computation was made for."""
+        return (id(self._layer), self._head, self._query, self._key, self._position,
+                tuple(self._token_set), self._sigma)
+
+    # -------------------------------------------------------------- write
+
+    def set_model(self, layer) -> None:
+        if layer is self._layer:
+            return
+        self._layer = layer
+        if layer is not None:
+            self._head = min(self._head, layer.n_heads - 1)
+            self._position = min(self._position, layer.n_positions - 1)
+            self._query = self._query if 0 <= self._query < layer.n_vocab else -1
+            self._key = self._key if 0 <= self._key < layer.n_vocab else -1
+            self._token_set = [t for t in self._token_set if t < layer.n_vocab]
+        self.modelChanged.emit(layer)
+        self.selectionChanged.emit()
+
+    def set_head(self, head: int) -> None:
+        head = int(head)
+        if self._layer is not None:
+            head = max(0, min(head, self._layer.n_heads - 1))
+        if head != self._head:
+            self._head = head
+            self.headChanged.emit(head)
+            self.selectionChanged.emit()
+
+    def set_query_token(self, token: int) -> None:
+        token = int(token)
+        if token != self._query and self._valid_token(token):
+            self._query = token
+            self.queryTokenChanged.emit(token)
+            self.selectionChanged.emit()
+
+    def set_key_token(self, token: int) -> None:
+        token = int(token)
+        if token != self._key and self._valid_token(token):
+            self._key = token
+            self.keyTokenChanged.emit(token)
+            self.selectionChanged.emit()
+
+    def set_query_position(self, position: int) -> None:
+        position = int(position)
+        if self._layer is not None:
+            position = max(0, min(position, self._layer.n_positions - 1))
+        if position != self._position:
+            self._position = position
+            self.queryPositionChanged.emit(position)
+            self.selectionChanged.emit()
+
+    def set_token_set(self, tokens) -> None:
+        tokens = [int(t) for t in tokens if self._valid_token(int(t))]
+        if tokens != self._token_set:
+            self._token_set = tokens
+            self.tokenSetChanged.emit(list(tokens))
+            self.selectionChanged.emit()
+
+    def set_sigma(self, choice) -> None:
+        if choice != self._sigma:
+            self._sigma = choice
+            self.sigmaChanged.emit(choice)
+            self.selectionChanged.emit()
+
+    def _valid_token(self, token: int) -> bool:
+        if token < 0:
+            return token == -1
+        return self._layer is None or token < self._layer.n_vocab
+
+    # -------------------------------------------------------------- display
+
+    def token_text(self, token: int) -> str:
+        from detokgui.core.tokens import display_token
+
+        if token < 0:
+            return "(none)"
+        return display_token(self._layer.tokenizer if self._layer else None, token)

@@ -79,6 +79,98 @@ def export_sigma(args, layer):
     return write_csv(out, sigma_summary_table(layer))
 
 
+def _head_arg(layer, head):
+    if head is None:
+        return None
+    if not 0 <= head < layer.n_heads:
+        raise CliError(f"--head {head} is outside 0..{layer.n_heads - 1}")
+    return [head]
+
+
+def _topk_args(p):
+    p.add_argument("--query", required=True, help="text whose LAST token is the query token")
+    p.add_argument("--k", type=int, default=10, help="how many keys per head (default 10)")
+    p.add_argument("--head", type=int, default=None, help="only this head (default: all)")
+    p.add_argument("--sigma", choices=("mean", "none"), default="mean",
+                   help="sigma per token: mean over positions (default) or none (raw)")
+    p.add_argument("--out", required=True, help="CSV file")
+
+
+@export_command("topk", "top-k keys by T_ee for a query token: head,rank,key_id,key_token,score",
+                _topk_args)
+def export_topk(args, layer):
+    from detokgui.core.affinity import SigmaChoice, topk_keys
+    from detokgui.core.tables import topk_table, write_csv
+
+    out = _out_path(args, (".csv",))
+    if args.k < 1:
+        raise CliError("--k must be at least 1")
+    query = _tokens_of(layer, args.query)[-1]
+    result = topk_keys(layer, query, args.k, SigmaChoice(args.sigma), _head_arg(layer, args.head))
+    return write_csv(out, topk_table(layer, result))
+
+
+def _heatmap_args(p):
+    p.add_argument("--tokens", required=True, help="text whose tokens are compared pairwise")
+    p.add_argument("--head", type=int, default=0, help="head (default 0)")
+    p.add_argument("--sigma", choices=("mean", "none"), default="mean",
+                   help="sigma per token: mean over positions (default) or none (raw)")
+    p.add_argument("--out", required=True, help="file ending in .csv, .png or .svg")
+
+
+@export_command("heatmap", "T_ee between all pairs of a text's tokens, as CSV, PNG or SVG",
+                _heatmap_args)
+def export_heatmap(args, layer):
+    from detokgui.core.affinity import SigmaChoice, affinity_block
+    from detokgui.core.tables import heatmap_table, write_csv
+
+    out = _out_path(args, (".csv", ".png", ".svg"))
+    heads = _head_arg(layer, args.head)
+    ids = _tokens_of(layer, args.tokens)
+    values = affinity_block(layer, ids, ids, SigmaChoice(args.sigma), heads)
+    if out.suffix.lower() == ".csv":
+        return write_csv(out, heatmap_table(layer, values, heads, ids, ids))
+    from detokgui.gui.figures import heatmap_figure
+
+    heatmap_figure(layer, values[0].cpu().numpy(), ids, heads[0], SigmaChoice(args.sigma), out)
+    return None
+
+
+def _bias_args(p):
+    p.add_argument("--position", required=True, type=int,
+                   help="query position i (0-based, below n_positions)")
+    p.add_argument("--sigma", choices=("mean", "max", "min", "none"), default="mean",
+                   help="sigma per position: vocabulary mean (default), max, min, or none (raw)")
+    p.add_argument("--out", required=True, help="CSV file")
+
+
+@export_command(
+    "bias", "positional bias at query position i: head,j,t_p,t_pp,total,softmax", _bias_args
+)
+def export_bias(args, layer):
+    from detokgui.core.positional import check_position
+    from detokgui.core.tables import bias_table, write_csv
+
+    out = _out_path(args, (".csv",))
+    return write_csv(out, bias_table(layer, check_position(layer, args.position), args.sigma))
+
+
+def _neurons_args(p):
+    p.add_argument("--scaled", action="store_true",
+                   help="divide P[j] by the vocabulary-mean sigma at j (LayerNorm-scaled)")
+    p.add_argument("--out", required=True, help="CSV file")
+
+
+@export_command(
+    "neurons", "position-embedding dimensions: dim,norm,slope,r2,period,group", _neurons_args
+)
+def export_neurons(args, layer):
+    from detokgui.core.tables import neurons_table, write_csv
+
+    out = _out_path(args, (".csv",))
+    return write_csv(out, neurons_table(layer, scaled=args.scaled))
+
+
 # --------------------------------------------------------------------------- main
 
 

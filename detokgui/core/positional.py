@@ -1,0 +1,629 @@
+"""The position side of layer 0 (SPEC B1-B5, B7): what attention does when only positions
+(and possibly the query token) are known.
+
+Notation as in SPEC §1; P [L, d], Wq_h / Wk_h [d, d'], b^QK_h [d], s = a sigma per
+position. For a query position i and key positions j <= i, per head h:
+
+    T_p(j)     = b^QK_h p_j^T / s_j                          position self-assertion  (B1)
+    T_pp(i, j) = (p_i Wq_h)(p_j Wk_h)^T / (s_i s_j)          position-position        (B2)
+    bias(i, j) = softmax_{j<=i}((T_pp + T_p) / sqrt(d'))      positional bias          (B3)
+
+Position-only views take s from the vocabulary (`SIGMA_CHOICES`): s_j = mean_v, max_v or
+min_v of sigma(e_v + p_j), or "none" (s = 1: raw, "without LayerNorm").
+
+The per-layer products P Wq_h, P Wk_h ([H, L, d'] each) and b^QK P^T ([H, L]) are formed
+once (`position_factors`, cached on the layer) so that a query-position slider redraws all
+heads with one [H, i+1, d'] x [H, d'] product. No d x d matrix and no V x L x d tensor is
+ever built.
+
+Results are small dataclasses of numpy arrays on the CPU (float32 for float32 models),
+ready to plot or to write as CSV. Heads in results are listed in `heads` (0-based); the
+first array axis follows that list.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from detokgui.core.errors import InputError
+from detokgui.core.progress import Job, Progress, run
+
+SIGMA_CHOICES = ("mean", "max", "min", "none")
+SIGMA_LABELS = {
+    "mean": "sigma = vocabulary mean",
+    "max": "sigma = vocabulary max",
+    "min": "sigma = vocabulary min",
+    "none": "no LayerNorm (raw)",
+}
+
+_FACTORS_KEY = "positional.factors"
+_SLOPES_KEY = "positional.token_slopes"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    t = t.detach()
+    if t.dtype in (torch.float16, torch.bfloat16):
+        t = t.float()
+    return t.cpu().numpy().copy()  # never share memory with a cached tensor
+
+
+def _as_int(value, what: str) -> int:
+    try:
+        return operator.index(value)
+    except TypeError:
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise InputError(f"The {what} must be a whole number, not {value!r}.") from None
+
+
+def check_position(layer, i, what: str = "query position") -> int:
+    """Validate a position (0-based) against the model's n_positions; returns it as int."""
+    i = _as_int(i, what)
+    L = layer.n_positions
+    if not 0 <= i < L:
+        raise InputError(
+            f"The {what} {i} is outside 0..{L - 1} (the model has {L} positions)."
+        )
+    return i
+
+
+def check_heads(layer, heads) -> list[int]:
+    """None -> all heads; else validate each head index (0-based)."""
+    if heads is None:
+        return list(range(layer.n_heads))
+    if isinstance(heads, (int, np.integer)):
+        heads = [heads]
+    hs = [_as_int(h, "head") for h in heads]
+    if not hs:
+        raise InputError("No heads were selected.")
+    for h in hs:
+        if not 0 <= h < layer.n_heads:
+            raise InputError(f"Head {h} is outside 0..{layer.n_heads - 1}.")
+    return hs
+
+
+def check_sigma(which: str) -> str:
+    if which not in SIGMA_CHOICES:
+        raise InputError(
+            f"The position sigma must be one of {', '.join(SIGMA_CHOICES)}, not {which!r}."
+        )
+    return which
+
+
+def check_token(layer, token) -> int:
+    t = _as_int(token, "token id")
+    if not 0 <= t < layer.n_vocab:
+        raise InputError(f"Token id {t} is outside the vocabulary (0..{layer.n_vocab - 1}).")
+    return t
+
+
+def position_sigma(layer, which: str = "mean") -> torch.Tensor | None:
+    """Per-position sigma s_j [L] for a position-only view, or None for "none" (s = 1).
+
+    "mean"/"max"/"min" need the sigma table (one whole-vocabulary pass, cached on the
+    layer); "none" never triggers it."""
+    which = check_sigma(which)
+    if which == "none":
+        return None
+    return layer.sigma_stats().position_sigma(which)
+
+
+def sigma_stats_job(layer) -> Job:
+    """Generator job returning `layer.sigma_stats()`, computing it (with progress, so it
+    can be cancelled between chunks) when it is not cached yet."""
+    from detokgui.core import sigma as _sigma
+
+    cache = layer._cache
+    if "sigma" not in cache:
+        cache["sigma"] = yield from _sigma.iter_sigma_stats(layer)
+    return layer.sigma_stats()
+
+
+def _rescaled(job: Job, lo: float, hi: float) -> Job:
+    """Re-yield a job's progress mapped into [lo, hi]; return its result."""
+    while True:
+        try:
+            p = next(job)
+        except StopIteration as stop:
+            return stop.value
+        yield Progress(lo + (hi - lo) * p.fraction, p.message)
+
+
+def ls_weights(n: int, dtype=torch.float64, device=None) -> torch.Tensor:
+    """w_j = (j - jbar) / sum_j (j - jbar)^2 for j = 0..n-1, so that the least-squares
+    slope of y over j is sum_j w_j y_j (per position). Zeros when n < 2."""
+    j = torch.arange(n, dtype=dtype, device=device)
+    c = j - j.mean() if n else j
+    den = (c * c).sum()
+    return c / den if n >= 2 else torch.zeros_like(j)
+
+
+# --------------------------------------------------------------------------- factors
+
+
+@dataclass(eq=False)
+class PositionFactors:
+    """Per-layer products reused by every position view (computed once per layer)."""
+
+    Qp: torch.Tensor  # [H, L, d']  p_j Wq_h
+    Kp: torch.Tensor  # [H, L, d']  p_j Wk_h
+    Tp_raw: torch.Tensor  # [H, L]  b^QK_h p_j^T
+
+
+@torch.no_grad()
+def position_factors(layer) -> PositionFactors:
+    """P Wq_h, P Wk_h and b^QK_h P^T for all heads, cached in `layer._cache`."""
+    f = layer._cache.get(_FACTORS_KEY)
+    if f is None:
+        P = layer.P
+        f = PositionFactors(
+            Qp=torch.matmul(P, layer.Wq).contiguous(),
+            Kp=torch.matmul(P, layer.Wk).contiguous(),
+            Tp_raw=(layer.bQK @ P.T).contiguous(),
+        )
+        layer._cache[_FACTORS_KEY] = f
+    return f
+
+
+def _head_rows(t: torch.Tensor, hs: list[int], n_heads: int) -> torch.Tensor:
+    if hs == list(range(n_heads)):
+        return t
+    return t[hs]
+
+
+# --------------------------------------------------------------------------- B1-B3
+
+
+@dataclass
+class PositionalBias:
+    """B1-B3 at query position i, arrays [len(heads), i+1] over keys j = 0..i.
+
+    t_p = b^QK_h p_j^T / s_j;  t_pp = (p_i Wq_h)(p_j Wk_h)^T / (s_i s_j);
+    total = t_pp + t_p;  softmax = softmax_{j<=i}(total / temperature)."""
+
+    i: int
+    sigma: str
+    heads: list[int]
+    temperature: float
+    t_p: np.ndarray
+    t_pp: np.ndarray
+    total: np.ndarray
+    softmax: np.ndarray
+
+    @property
+    def j(self) -> np.ndarray:
+        return np.arange(self.i + 1)
+
+
+@torch.no_grad()
+def positional_bias(layer, i, sigma: str = "mean", heads=None) -> PositionalBias:
+    """T_p, T_pp, their sum and its causal softmax for query position i, keys j <= i.
+
+    sigma: "mean" | "max" | "min" over the vocabulary, or "none" (s = 1, raw).
+    Cost after the first call: one [H, i+1, d'] x [H, d'] product (well under 1 ms
+    at GPT-2-small size), so it can follow a slider."""
+    i = check_position(layer, i)
+    hs = check_heads(layer, heads)
+    s = position_sigma(layer, sigma)
+    f = position_factors(layer)
+    H = layer.n_heads
+    Kp = _head_rows(f.Kp, hs, H)[:, : i + 1]  # [h, i+1, d']
+    q = _head_rows(f.Qp, hs, H)[:, i]  # [h, d']
+    t_pp = torch.matmul(Kp, q.unsqueeze(-1)).squeeze(-1)  # [h, i+1]
+    t_p = _head_rows(f.Tp_raw, hs, H)[:, : i + 1]
+    if s is not None:
+        sj = s[: i + 1]
+        t_pp = t_pp / (sj * s[i])
+        t_p = t_p / sj
+    total = t_pp + t_p
+    soft = torch.softmax(total / layer.temperature, dim=-1)
+    return PositionalBias(
+        i=i, sigma=sigma, heads=hs, temperature=layer.temperature,
+        t_p=_np(t_p), t_pp=_np(t_pp), total=_np(total), softmax=_np(soft),
+    )
+
+
+def bias_lines(layer, i, heads=None, sigmas=("mean", "max", "min")) -> dict[str, PositionalBias]:
+    """`positional_bias` at one i for several sigma summaries (the B2 lines)."""
+    return {s: positional_bias(layer, i, s, heads) for s in sigmas}
+
+
+@dataclass
+class PositionBiasBand:
+    """B1: T_p over ALL positions j = 0..L-1, arrays [len(heads), L].
+
+    raw = b^QK_h p_j^T (no LayerNorm); mean/at_max_sigma/at_min_sigma = raw divided by
+    the vocabulary mean/max/min of sigma(e_v + p_j); lower/upper = the elementwise
+    min/max of the latter two: the range of T_p over the vocabulary's sigma."""
+
+    heads: list[int]
+    raw: np.ndarray
+    mean: np.ndarray
+    at_max_sigma: np.ndarray
+    at_min_sigma: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @property
+    def j(self) -> np.ndarray:
+        return np.arange(self.raw.shape[-1])
+
+
+@torch.no_grad()
+def position_bias_band(layer, heads=None) -> PositionBiasBand:
+    """T_p(j) = b^QK_h p_j^T / s_j for every j with s = mean, max, min, and raw (B1)."""
+    hs = check_heads(layer, heads)
+    st = layer.sigma_stats()
+    raw = _head_rows(position_factors(layer).Tp_raw, hs, layer.n_heads)
+    a, b = raw / st.pos_max, raw / st.pos_min
+    return PositionBiasBand(
+        heads=hs, raw=_np(raw), mean=_np(raw / st.pos_mean), at_max_sigma=_np(a),
+        at_min_sigma=_np(b), lower=_np(torch.minimum(a, b)), upper=_np(torch.maximum(a, b)),
+    )
+
+
+# --------------------------------------------------------------------------- B4
+
+
+@dataclass
+class PositionalPattern:
+    """B4 for query token x at position n, arrays [len(heads), n+1] over keys j <= n.
+
+    With s_n = sigma(e_x + p_n) exactly and key sigma s_j = vocabulary mean:
+        t_ep = (e_x Wq_h)(p_j Wk_h)^T / (s_n s_j)
+        t_pp = (p_n Wq_h)(p_j Wk_h)^T / (s_n s_j)
+        t_p  = b^QK_h p_j^T / s_j
+        pattern = softmax_{j<=n}((t_ep + t_pp + t_p) / temperature)
+    the attention if every key token contributed only its average LayerNorm scale."""
+
+    token: int
+    n: int
+    heads: list[int]
+    query_sigma: float
+    t_ep: np.ndarray
+    t_pp: np.ndarray
+    t_p: np.ndarray
+    scores: np.ndarray
+    pattern: np.ndarray
+
+    def grid(self) -> np.ndarray:
+        """The pattern as [len(heads), rows, cols] (see `pattern_grid`)."""
+        return pattern_grid(self.pattern)
+
+
+@torch.no_grad()
+def positional_pattern(layer, token, n, heads=None) -> PositionalPattern:
+    """softmax_{j<=n}((T_ep + T_pp + T_p) / sqrt(d')) for query token `token` at position n."""
+    from detokgui.core.sigma import sigma as _sigma
+
+    x = check_token(layer, token)
+    n = check_position(layer, n)
+    hs = check_heads(layer, heads)
+    s_key = layer.sigma_stats().pos_mean[: n + 1]
+    s_n = _sigma(layer.E[x] + layer.P[n], layer.eps)
+    f = position_factors(layer)
+    H = layer.n_heads
+    Kp = _head_rows(f.Kp, hs, H)[:, : n + 1]  # [h, n+1, d']
+    qe = torch.matmul(layer.E[x], layer.Wq[hs])  # [h, d']
+    qp = _head_rows(f.Qp, hs, H)[:, n]
+    scale = s_key * s_n
+    t_ep = torch.matmul(Kp, qe.unsqueeze(-1)).squeeze(-1) / scale
+    t_pp = torch.matmul(Kp, qp.unsqueeze(-1)).squeeze(-1) / scale
+    t_p = _head_rows(f.Tp_raw, hs, H)[:, : n + 1] / s_key
+    scores = t_ep + t_pp + t_p
+    pat = torch.softmax(scores / layer.temperature, dim=-1)
+    return PositionalPattern(
+        token=x, n=n, heads=hs, query_sigma=float(s_n), t_ep=_np(t_ep), t_pp=_np(t_pp),
+        t_p=_np(t_p), scores=_np(scores), pattern=_np(pat),
+    )
+
+
+def pattern_grid(values, cols: int | None = None) -> np.ndarray:
+    """Lay the last axis (m values over j = 0..m-1) out row by row on a near-square grid.
+
+    cols = ceil(sqrt(m)) unless given, rows = ceil(m / cols); j sits at
+    (j // cols, j % cols); cells past m are NaN. m = 400 gives 20 x 20.
+    Input [..., m] -> output [..., rows, cols] (float64)."""
+    a = np.asarray(values, dtype=np.float64)
+    m = a.shape[-1]
+    if m == 0:
+        raise InputError("There are no values to lay out.")
+    c = int(cols) if cols else math.isqrt(m - 1) + 1
+    if c < 1:
+        raise InputError(f"A grid needs at least one column, not {cols}.")
+    r = -(-m // c)
+    out = np.full(a.shape[:-1] + (r * c,), np.nan)
+    out[..., :m] = a
+    return out.reshape(a.shape[:-1] + (r, c))
+
+
+# --------------------------------------------------------------------------- head classes
+
+HEAD_LABELS = ("duplicate-token", "detokenization", "contextual", "other")
+
+#: Query position n used for classification (clipped to L-1): n+1 = 400 keys, the 20 x 20 grid.
+CLASSIFY_POSITION = 399
+#: Seeded sample of query tokens (pattern metrics are averaged over it; self-rank uses it).
+CLASSIFY_SAMPLE = 200
+#: "The previous few tokens": keys j = n-RECENT_WINDOW+1 .. n (the query's own position included).
+RECENT_WINDOW = 4
+#: detokenization: mean pattern weight on the RECENT_WINDOW last keys is at least this.
+DETOK_MIN_RECENT_WEIGHT = 0.5
+#: duplicate-token: at least this fraction of sampled query tokens u rank themselves within
+#: the top DUPLICATE_SELF_TOP_K of all V keys by T_ee(u, .) (key sigma = mean over positions).
+DUPLICATE_SELF_TOP_K = 10
+DUPLICATE_MIN_SELF_FRACTION = 0.5
+#: contextual: effective span exp(entropy of the pattern) is at least this fraction of n+1.
+CONTEXTUAL_MIN_SPAN_FRACTION = 0.2
+
+
+@dataclass
+class HeadClassification:
+    """Measured criteria per head (arrays [len(heads)]) and the label they imply.
+
+    Rules, first match wins (thresholds are the module constants):
+      duplicate-token  self_top_fraction >= DUPLICATE_MIN_SELF_FRACTION
+      detokenization   recent_weight >= DETOK_MIN_RECENT_WEIGHT
+      contextual       span_fraction >= CONTEXTUAL_MIN_SPAN_FRACTION
+      other            none of these
+    Pattern metrics are means over the sampled query tokens of the B4 pattern at n:
+      span = exp(-sum_j a_j log a_j), span_fraction = span / (n+1),
+      mean_distance = sum_j a_j (n - j), recent_weight = sum_{j > n-RECENT_WINDOW} a_j.
+    self_rank_median: median over the sample of 1 + #{v != u : T_ee(u,v) > T_ee(u,u)}.
+    bias_slope: least-squares slope over j = 0..n of T_p(j) (sigma = mean), per position."""
+
+    n: int
+    heads: list[int]
+    tokens: list[int]
+    span: np.ndarray
+    span_fraction: np.ndarray
+    mean_distance: np.ndarray
+    recent_weight: np.ndarray
+    self_rank_median: np.ndarray
+    self_top_fraction: np.ndarray
+    bias_slope: np.ndarray
+    labels: list[str]
+    reasons: list[str] = field(default_factory=list)
+
+    def rows(self) -> list[dict]:
+        """One dict per head, for a table."""
+        return [
+            {
+                "head": h, "label": self.labels[r], "span": float(self.span[r]),
+                "span_fraction": float(self.span_fraction[r]),
+                "mean_distance": float(self.mean_distance[r]),
+                "recent_weight": float(self.recent_weight[r]),
+                "self_rank_median": float(self.self_rank_median[r]),
+                "self_top_fraction": float(self.self_top_fraction[r]),
+                "bias_slope": float(self.bias_slope[r]), "reason": self.reasons[r],
+            }
+            for r, h in enumerate(self.heads)
+        ]
+
+
+def label_head(recent_weight: float, self_top_fraction: float, span_fraction: float) -> tuple[str, str]:
+    """(label, reason) from the three criteria, by the rules of `HeadClassification`."""
+    if self_top_fraction >= DUPLICATE_MIN_SELF_FRACTION:
+        return "duplicate-token", (
+            f"{self_top_fraction:.0%} of sampled tokens rank themselves in their top "
+            f"{DUPLICATE_SELF_TOP_K} keys (>= {DUPLICATE_MIN_SELF_FRACTION:.0%})")
+    if recent_weight >= DETOK_MIN_RECENT_WEIGHT:
+        return "detokenization", (
+            f"weight {recent_weight:.2f} on the last {RECENT_WINDOW} positions "
+            f"(>= {DETOK_MIN_RECENT_WEIGHT})")
+    if span_fraction >= CONTEXTUAL_MIN_SPAN_FRACTION:
+        return "contextual", (
+            f"effective span {span_fraction:.0%} of the context "
+            f"(>= {CONTEXTUAL_MIN_SPAN_FRACTION:.0%})")
+    return "other", "no criterion met"
+
+
+@torch.no_grad()
+def _pattern_batch(layer, tokens: torch.Tensor, n: int, hs: list[int]) -> torch.Tensor:
+    """B4 patterns for many query tokens at position n: [h, S, n+1]."""
+    from detokgui.core.sigma import sigma as _sigma
+
+    f = position_factors(layer)
+    H = layer.n_heads
+    s_key = layer.sigma_stats().pos_mean[: n + 1]
+    Xe = layer.E[tokens]  # [S, d]
+    s_n = _sigma(Xe + layer.P[n], layer.eps)  # [S]
+    Q = torch.matmul(Xe, layer.Wq[hs]) + _head_rows(f.Qp, hs, H)[:, n].unsqueeze(1)
+    Q = Q / s_n[None, :, None]  # [h, S, d']
+    Kp = _head_rows(f.Kp, hs, H)[:, : n + 1]
+    scores = torch.matmul(Q, Kp.transpose(1, 2))  # [h, S, n+1]
+    scores.add_(_head_rows(f.Tp_raw, hs, H)[:, None, : n + 1]).div_(s_key)
+    return torch.softmax(scores / layer.temperature, dim=-1)
+
+
+@torch.no_grad()
+def iter_self_ranks(layer, tokens, heads=None, chunk_rows: int | None = None) -> Job:
+    """Generator job: rank of each query token u among ALL V keys by T_ee(u, .) per head,
+    1 = best, ties not counted against u; returns a LongTensor [len(heads), len(tokens)].
+
+    Key sigma = mean over positions (the token-view default); the query's own sigma is a
+    common factor and does not change ranks. Streams the vocabulary in row chunks
+    through the rank-d' factors: cost ~ V d (H d') + V H S d'."""
+    hs = check_heads(layer, heads)
+    ids = torch.as_tensor(tokens, dtype=torch.long, device=layer.device).reshape(-1)
+    if ids.numel() == 0:
+        raise InputError("No query tokens were given.")
+    for t in (int(ids.min()), int(ids.max())):
+        check_token(layer, t)
+    st = yield from _rescaled(sigma_stats_job(layer), 0.0, 0.5)
+    s_key = st.tok_mean
+    h, S, V, dh = len(hs), ids.numel(), layer.n_vocab, layer.d_head
+    Q = torch.matmul(layer.E[ids], layer.Wq[hs])  # [h, S, d']
+    Wk = layer.Wk[hs].permute(1, 0, 2).reshape(layer.d, h * dh)  # [d, h d']
+    Ku = (layer.E[ids] @ Wk).reshape(S, h, dh).permute(1, 0, 2)  # [h, S, d']
+    own = (Q * Ku).sum(-1) / s_key[ids]  # [h, S]  T_ee(u, u) up to 1/s_u
+    above = torch.zeros(h, S, dtype=torch.long, device=layer.device)
+    step = int(chunk_rows or max(256, min(V, (16 << 20) // max(1, h * S * 4))))
+    buf = torch.empty(h, S, step, dtype=layer.dtype, device=layer.device)
+    for a in range(0, V, step):
+        b = min(V, a + step)
+        K = (layer.E[a:b] @ Wk).reshape(b - a, h, dh).permute(1, 2, 0)  # [h, d', c]
+        sc = torch.bmm(Q, K, out=buf[:, :, : b - a]) if b - a == step else torch.bmm(Q, K)
+        sc.div_(s_key[a:b])
+        gt = sc > own.unsqueeze(-1)
+        above += gt.sum(-1)
+        inside = (ids >= a) & (ids < b)
+        if inside.any():  # never count u against itself (rounding may differ)
+            cols = torch.nonzero(inside).squeeze(1)
+            above[:, cols] -= gt[:, cols, ids[cols] - a].long()
+        yield Progress(0.5 + 0.5 * b / V, f"self-rank over the vocabulary {b}/{V}")
+    return above + 1
+
+
+def iter_classify_heads(
+    layer, n: int | None = None, sample: int = CLASSIFY_SAMPLE, seed: int = 0, heads=None,
+) -> Job:
+    """Generator job returning a `HeadClassification` (B4). n defaults to
+    min(CLASSIFY_POSITION, L-1); `sample` query tokens are drawn with `seed`."""
+    from detokgui.core.affinity import random_token_sample
+
+    n = check_position(layer, min(CLASSIFY_POSITION, layer.n_positions - 1) if n is None else n)
+    hs = check_heads(layer, heads)
+    tokens = random_token_sample(layer, sample, seed)
+    ranks = yield from _rescaled(iter_self_ranks(layer, tokens, hs), 0.0, 0.9)
+    with torch.no_grad():
+        ids = torch.tensor(tokens, dtype=torch.long, device=layer.device)
+        pat = _pattern_batch(layer, ids, n, hs).double()  # [h, S, n+1]
+        ent = -(pat * torch.log(pat.clamp_min(1e-300))).sum(-1)  # [h, S]
+        span = ent.exp().mean(1)
+        dist = torch.arange(n, -1, -1, dtype=torch.float64, device=layer.device)
+        mean_distance = (pat * dist).sum(-1).mean(1)
+        recent = pat[..., max(0, n + 1 - RECENT_WINDOW):].sum(-1).mean(1)
+        t_p = _head_rows(position_factors(layer).Tp_raw, hs, layer.n_heads)[:, : n + 1]
+        t_p = t_p.double() / layer.sigma_stats().pos_mean[: n + 1].double()
+        slope = t_p @ ls_weights(n + 1, device=layer.device)
+        rk = ranks.double()
+        self_median = rk.median(dim=1).values
+        self_top = (ranks <= DUPLICATE_SELF_TOP_K).double().mean(1)
+    yield Progress(1.0, "classified heads")
+    span_np = _np(span)
+    frac = span_np / (n + 1)
+    rw, st_ = _np(recent), _np(self_top)
+    decided = [label_head(float(rw[r]), float(st_[r]), float(frac[r])) for r in range(len(hs))]
+    return HeadClassification(
+        n=n, heads=hs, tokens=tokens, span=span_np, span_fraction=frac,
+        mean_distance=_np(mean_distance), recent_weight=rw, self_rank_median=_np(self_median),
+        self_top_fraction=st_, bias_slope=_np(slope),
+        labels=[d[0] for d in decided], reasons=[d[1] for d in decided],
+    )
+
+
+def classify_heads(layer, n: int | None = None, sample: int = CLASSIFY_SAMPLE, seed: int = 0,
+                   heads=None) -> HeadClassification:
+    """`iter_classify_heads` run to completion."""
+    return run(iter_classify_heads(layer, n, sample, seed, heads))
+
+
+# --------------------------------------------------------------------------- B5
+
+
+@torch.no_grad()
+def position_variance(layer) -> np.ndarray:
+    """Var_k P[j, k] per position j (population variance over the d dims), [L]."""
+    return _np(torch.var(layer.P, dim=1, correction=0))
+
+
+@dataclass
+class LastPositionsPP:
+    """B5: raw T_pp(i, j) = (p_i Wq_h)(p_j Wk_h)^T for the last query positions.
+
+    values[h, r, j] for query positions[r], keys j = 0..L-1; NaN where j > positions[r]."""
+
+    heads: list[int]
+    positions: list[int]
+    values: np.ndarray
+
+
+def raw_pp_last_positions(layer, count: int = 5, heads=None) -> LastPositionsPP:
+    """Raw T_pp (no LayerNorm) for query positions L-count .. L-1 over j <= i."""
+    hs = check_heads(layer, heads)
+    L = layer.n_positions
+    count = _as_int(count, "number of positions")
+    if count < 1:
+        raise InputError(f"The number of positions must be at least 1, not {count}.")
+    positions = list(range(max(0, L - count), L))
+    vals = np.full((len(hs), len(positions), L), np.nan, dtype=np.float64)
+    for r, i in enumerate(positions):
+        vals[:, r, : i + 1] = positional_bias(layer, i, "none", hs).t_pp
+    return LastPositionsPP(heads=hs, positions=positions, values=vals)
+
+
+# --------------------------------------------------------------------------- B7
+
+
+@dataclass
+class TokenPositionSlopes:
+    """B7: per query token u and head h, the least-squares slope over j = 0..L-1 of the
+    raw e_u W^QK_h p_j^T (per position). slopes [V, len(heads)]."""
+
+    heads: list[int]
+    slopes: np.ndarray
+
+    def column(self, head: int) -> np.ndarray:
+        """Slopes of all V tokens for one head (by head index), e.g. for a histogram."""
+        try:
+            return self.slopes[:, self.heads.index(int(head))]
+        except ValueError:
+            raise InputError(f"Head {head} is not among the computed heads {self.heads}.") from None
+
+
+@torch.no_grad()
+def token_position_slopes(layer, heads=None) -> TokenPositionSlopes:
+    """slope_u,h = e_u . (Wq_h (Kp_h^T w)), Kp_h = P Wk_h, w_j = (j - jbar)/sum (j - jbar)^2.
+
+    The slope is linear in e_u, so the whole vocabulary is one [V, d] @ [d, H] product
+    (tens of ms at GPT-2-small size). Cached per layer for all heads."""
+    hs = check_heads(layer, heads)
+    full = layer._cache.get(_SLOPES_KEY)
+    if full is None:
+        f = position_factors(layer)
+        w = ls_weights(layer.n_positions, dtype=layer.dtype, device=layer.device)
+        c = torch.einsum("hjk,j->hk", f.Kp, w)  # [H, d']  Kp_h^T w
+        A = torch.einsum("hdk,hk->dh", layer.Wq, c)  # [d, H]
+        full = _np(layer.E @ A)  # [V, H]
+        layer._cache[_SLOPES_KEY] = full
+    return TokenPositionSlopes(heads=hs, slopes=full[:, hs])
+
+
+@dataclass
+class SlopeExtremes:
+    """Top (most positive) and bottom (most negative) slopes per head, [len(heads), k]."""
+
+    heads: list[int]
+    top_ids: np.ndarray
+    top_values: np.ndarray
+    bottom_ids: np.ndarray
+    bottom_values: np.ndarray
+
+
+def slope_extremes(result: TokenPositionSlopes, k: int = 10) -> SlopeExtremes:
+    """The k tokens with the largest and the k with the smallest slope, per head."""
+    V = result.slopes.shape[0]
+    k = max(1, min(_as_int(k, "k"), V))
+    cols = result.slopes.T  # [h, V]
+    order = np.argsort(cols, axis=1, kind="stable")
+    bottom = order[:, :k]
+    top = order[:, ::-1][:, :k]
+    return SlopeExtremes(
+        heads=list(result.heads),
+        top_ids=top.copy(), top_values=np.take_along_axis(cols, top, 1),
+        bottom_ids=bottom.copy(), bottom_values=np.take_along_axis(cols, bottom, 1),
+    )
+
+
+def slope_histogram(result: TokenPositionSlopes, head: int, bins: int = 60):
+    """(counts, edges) of one head's slopes over the vocabulary (numpy.histogram)."""
+    return np.histogram(result.column(head), bins=int(bins))

@@ -70,3 +70,40 @@ def model_attention(model, ids):
     with torch.no_grad():
         out = model(torch.tensor([list(ids)]), output_attentions=True)
     return out.attentions[0][0]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_qsettings(tmp_path_factory):
+    """Settings go to a temp folder, never to the user's real configuration."""
+    from PySide6.QtCore import QCoreApplication, QSettings
+
+    QSettings.setDefaultFormat(QSettings.IniFormat)
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope,
+                      str(tmp_path_factory.mktemp("settings")))
+    QCoreApplication.setOrganizationName("detokgui-tests")
+    QCoreApplication.setApplicationName("detokgui-tests")
+
+
+@pytest.fixture
+def window(qtbot, tiny_ckpt):
+    """The real main window with the tiny random checkpoint loaded through the GUI."""
+    from PySide6.QtCore import QSettings
+
+    from detokgui.gui.main_window import MainWindow
+
+    QSettings().clear()
+    win = MainWindow(model=str(tiny_ckpt), device="cpu")
+    qtbot.addWidget(win)
+    win.resize(1400, 900)
+    win.show()
+    qtbot.waitUntil(lambda: win.state.layer is not None, timeout=60000)
+    wait_idle(qtbot, win)
+    yield win
+    win.jobs.cancel()
+    win.jobs.wait(10000)
+
+
+def wait_idle(qtbot, win, timeout=30000):
+    """Until no job runs (results drawn)."""
+    qtbot.waitUntil(lambda: not win.jobs.busy, timeout=timeout)
+    qtbot.wait(20)

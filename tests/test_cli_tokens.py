@@ -1,0 +1,125 @@
+"""`detokgui export topk|heatmap` and `detokgui --screenshot`."""
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import torch
+
+from test_cli import read_csv, run_cli
+
+
+def brute_force_tee(layer_tensors, u):
+    """T_ee(u, v) for all v from raw checkpoint tensors with d x d W^QK formed explicitly."""
+    t = layer_tensors
+    E, P = t["E"], t["P"]
+    d, H = E.shape[1], t["H"]
+    g = t["ln_w"]
+    W = t["c_attn_w"]
+    C = torch.eye(d) - torch.full((d, d), 1.0 / d)
+    dh = d // H
+    # sigma per token = mean over positions of sigma(e_v + p_j), computed directly in chunks
+    sig = torch.empty(E.shape[0])
+    for a in range(0, E.shape[0], 2048):
+        x = E[a:a + 2048, None, :] + P[None]
+        sig[a:a + 2048] = torch.sqrt(x.var(-1, unbiased=False) + 1e-5).mean(1)
+    out = []
+    for h in range(H):
+        Wq = C @ torch.diag(g) @ W[:, h * dh:(h + 1) * dh]
+        Wk = C @ torch.diag(g) @ W[:, d + h * dh:d + (h + 1) * dh]
+        WQK = Wq @ Wk.T
+        out.append((E[u] @ WQK @ E.T) / (sig[u] * sig))
+    return torch.stack(out)
+
+
+def raw_tensors(folder):
+    from safetensors.torch import load_file
+    import json
+
+    st = load_file(str(folder / "model.safetensors"))
+    cfg = json.loads((folder / "config.json").read_text())
+    pre = "transformer."
+    return {
+        "E": st[pre + "wte.weight"], "P": st[pre + "wpe.weight"], "H": cfg["n_head"],
+        "ln_w": st[pre + "h.0.ln_1.weight"],
+        "c_attn_w": st[pre + "h.0.attn.c_attn.weight"],
+    }
+
+
+def test_topk_csv_matches_brute_force(tiny_ckpt, tiny_layer, tmp_path):
+    out = tmp_path / "topk.csv"
+    r = run_cli("topk", "--model", str(tiny_ckpt), "--query", " North Korea", "--k", "7",
+                "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    rows = read_csv(out)
+    assert list(rows[0]) == ["head", "rank", "key_id", "key_token", "score"]
+    u = tiny_layer.tokenizer.encode(" Korea")[0]
+    scores = brute_force_tee(raw_tensors(tiny_ckpt), u)
+    H = scores.shape[0]
+    assert len(rows) == H * 7
+    for h in range(H):
+        vals, ids = torch.topk(scores[h], 7)
+        mine = [r for r in rows if int(r["head"]) == h]
+        assert [int(r["rank"]) for r in mine] == list(range(1, 8))
+        assert [int(r["key_id"]) for r in mine] == ids.tolist()
+        for r_, v in zip(mine, vals.tolist()):
+            assert abs(float(r_["score"]) - v) < 1e-4 * max(1, abs(v))
+
+
+def test_topk_one_head_raw(tiny_ckpt, tiny_layer, tmp_path):
+    out = tmp_path / "topk.csv"
+    r = run_cli("topk", "--model", str(tiny_ckpt), "--query", " Korea", "--head", "3",
+                "--sigma", "none", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    rows = read_csv(out)
+    assert {int(r["head"]) for r in rows} == {3} and len(rows) == 10
+    L = tiny_layer
+    u = L.tokenizer.encode(" Korea")[0]
+    raw = (L.E[u] @ L.Wq[3]) @ (L.E @ L.Wk[3]).T
+    assert [int(r["key_id"]) for r in rows] == torch.topk(raw, 10).indices.tolist()
+
+
+def test_heatmap_exports(tiny_ckpt, tiny_layer, tmp_path):
+    text = " North Korea and South Korea"
+    ids = tiny_layer.tokenizer.encode(text)
+    for fmt in ("csv", "png", "svg"):
+        out = tmp_path / f"hm.{fmt}"
+        r = run_cli("heatmap", "--model", str(tiny_ckpt), "--tokens", text, "--head", "1",
+                    "--out", str(out))
+        assert r.returncode == 0, r.stderr
+        assert out.stat().st_size > 500
+    rows = read_csv(tmp_path / "hm.csv")
+    assert len(rows) == len(ids) ** 2
+    from detokgui.core.affinity import affinity_block
+
+    block = affinity_block(tiny_layer, ids, ids, heads=[1])[0]
+    for row in rows:
+        assert int(row["head"]) == 1
+        assert abs(float(row["value"]) - block[int(row["query_index"]), int(row["key_index"])].item()) < 1e-5
+    root = ET.parse(tmp_path / "hm.svg").getroot()
+    assert root.tag.endswith("svg") and sum(1 for _ in root.iter()) > 20
+    assert (tmp_path / "hm.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_token_exports_fail_cleanly(tiny_ckpt, tmp_path):
+    for args, message in [
+        (["topk", "--query", "", "--out", str(tmp_path / "a.csv")], "empty"),
+        (["topk", "--query", "x", "--head", "9", "--out", str(tmp_path / "a.csv")], "outside"),
+        (["heatmap", "--tokens", "x", "--out", str(tmp_path / "a.jpg")], "--out must end in"),
+    ]:
+        r = run_cli(*args, "--model", str(tiny_ckpt))
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_screenshot_mode(tiny_ckpt, tmp_path):
+    out = tmp_path / "shot.png"
+    r = subprocess.run([sys.executable, "-m", "detokgui", "--model", str(tiny_ckpt), "--view",
+                        "heatmap", "--screenshot", str(out)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = tmp_path / "bad.png"
+    r = subprocess.run([sys.executable, "-m", "detokgui", "--model", str(tmp_path / "nope"),
+                        "--screenshot", str(bad)], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and bad.exists()
+    assert "There is no folder" in r.stderr and "Traceback" not in r.stderr

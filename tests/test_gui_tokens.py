@@ -1,0 +1,194 @@
+"""The token side of the application, driven through its real widgets (offscreen)."""
+
+import csv
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import torch
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+
+from conftest import wait_idle
+from detokgui.core import affinity
+from detokgui.core.tokens import display_token
+
+KOREA, NORTH = 4969, 2258
+
+
+def panel(win, name):
+    return win.panel(name)
+
+
+def test_model_loads_through_the_window(window):
+    layer = window.state.layer
+    text = window.model_label.text()
+    assert "CPU" in text and "V=50,257" in text and "H=4" in text and "loaded in" in text
+    assert window.head_spin.maximum() == layer.n_heads - 1
+    assert not window.banner.isVisible()
+    assert window.state.query_token == KOREA  # the default query: ' Korea'
+
+
+def test_search_select_topk_click_heatmap(window, qtbot):
+    win, layer = window, window.state.layer
+    tokens = panel(win, "tokens")
+    qtbot.waitUntil(lambda: len(tokens.strings) == layer.n_vocab, timeout=10000)
+    tokens.search.setText(" North")
+    qtbot.waitUntil(lambda: tokens.results.rowCount() > 0, timeout=5000)
+    ids = [tokens.results.token_at(r) for r in range(tokens.results.rowCount())]
+    assert NORTH in ids and all("North" in tokens.strings[i] for i in ids)
+    tokens.results.cellClicked.emit(ids.index(NORTH), 2)
+    assert win.state.query_token == NORTH
+
+    topk = panel(win, "topk")
+    win.show_view("topk")
+    wait_idle(qtbot, win)
+    expected = affinity.topk_keys(layer, NORTH, topk.k_spin.value())
+    grid_tokens = [[topk.grid.item(r, c).text() for c in range(layer.n_heads)]
+                   for r in range(topk.k_spin.value())]
+    for c in range(layer.n_heads):
+        assert [row[c] for row in grid_tokens] == [
+            display_token(layer.tokenizer, t) for t in expected.ids[c].tolist()]
+    # one head in detail, head 2
+    win.state.set_head(2)
+    assert topk.detail.rowCount() == topk.k_spin.value()
+    detail_ids = [int(topk.detail.item(r, 2).text()) for r in range(topk.detail.rowCount())]
+    assert detail_ids == expected.ids[2].tolist()
+    scores = [float(topk.detail.item(r, 3).text()) for r in range(topk.detail.rowCount())]
+    np.testing.assert_allclose(scores, expected.scores[2].numpy(), atol=1e-4)
+    assert topk.detail.item(0, 4).text() == repr(
+        layer.tokenizer.decode([detail_ids[0], NORTH]))
+
+    # click the third key: it becomes the key token; the heatmap of the query's top-k marks it
+    topk.detail.cellClicked.emit(2, 1)
+    assert win.state.key_token == detail_ids[2]
+    hm = panel(win, "heatmap")
+    win.show_view("heatmap")
+    hm.source.setCurrentIndex(hm.source.findData("topk"))
+    wait_idle(qtbot, win)
+    assert hm.tokens[0] == NORTH and detail_ids[2] in hm.tokens
+    block = affinity.affinity_block(layer, hm.tokens, hm.tokens, heads=[2])[0].numpy()
+    np.testing.assert_allclose(hm.maps[0].values, block, rtol=1e-5, atol=1e-6)
+    mark = hm.maps[0].highlight
+    assert mark.isVisible()
+    assert mark.rect().x() == hm.tokens.index(detail_ids[2]) and mark.rect().y() == 0
+
+
+def test_heatmap_click_selects_tokens_and_hover_describes(window, qtbot):
+    win, layer = window, window.state.layer
+    hm = panel(win, "heatmap")
+    win.show_view("heatmap")
+    panel(win, "tokens").set_text(" North Korea and South Korea")
+    wait_idle(qtbot, win)
+    ids = layer.tokenizer.encode(" North Korea and South Korea")
+    assert hm.tokens == ids
+    item = hm.maps[0]
+    view = item.getViewBox()
+    scene_pos = view.mapViewToScene(pg_point(2.5, 1.5))  # row 1 (query), col 2 (key)
+    assert item.cell_at(scene_pos) == (1, 2)
+    win_pos = hm.frame.view.mapFromScene(scene_pos)
+    qtbot.mouseMove(hm.frame.view.viewport(), win_pos)
+    qtbot.waitUntil(lambda: "query" in hm.hover.text(), timeout=3000)
+    assert repr(display_token(layer.tokenizer, ids[1])) in hm.hover.text()
+    qtbot.mouseClick(hm.frame.view.viewport(), Qt.LeftButton, pos=win_pos)
+    assert win.state.query_token == ids[1] and win.state.key_token == ids[2]
+
+
+def pg_point(x, y):
+    from PySide6.QtCore import QPointF
+
+    return QPointF(x, y)
+
+
+def test_all_heads_grid_and_layernorm_toggle(window, qtbot):
+    win, layer = window, window.state.layer
+    hm = panel(win, "heatmap")
+    win.show_view("heatmap")
+    hm.source.setCurrentIndex(hm.source.findData("sample"))
+    hm.n_spin.setValue(12)
+    hm.all_heads.setChecked(True)
+    wait_idle(qtbot, win)
+    assert len(hm.maps) == layer.n_heads
+    sample = affinity.random_token_sample(layer, 12, hm.seed_spin.value())
+    assert hm.tokens == sample
+    hm.layernorm.setChecked(False)
+    wait_idle(qtbot, win)
+    raw = affinity.affinity_block(layer, sample, sample, affinity.SigmaChoice("none"))
+    np.testing.assert_allclose(np.stack([m.values for m in hm.maps]), raw.numpy(), rtol=1e-5,
+                               atol=1e-6)
+
+
+def _non_background_pixels(path):
+    img = QImage(str(path))
+    assert not img.isNull()
+    arr = np.frombuffer(img.convertToFormat(QImage.Format_RGB32).constBits(), np.uint8)
+    arr = arr.reshape(img.height(), img.width(), 4)[..., :3]
+    return int((arr < 240).any(axis=-1).sum())
+
+
+def test_export_each_format(window, qtbot, tmp_path):
+    win, layer = window, window.state.layer
+    for name in ("topk", "heatmap"):
+        win.show_view(name)
+        wait_idle(qtbot, win)
+        frame = panel(win, name).plot_frames()[0]
+        for fmt in ("png", "svg", "csv"):
+            frame.export(tmp_path / f"{name}.{fmt}")
+        assert _non_background_pixels(tmp_path / f"{name}.png") > 2000
+        root = ET.parse(tmp_path / f"{name}.svg").getroot()
+        shapes = [e for e in root.iter() if e.tag.split("}")[-1] in ("path", "rect", "image",
+                                                                      "polyline", "text")]
+        assert len(shapes) > 10
+    with open(tmp_path / "topk.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    res = affinity.topk_keys(layer, win.state.query_token, panel(win, "topk").k_spin.value())
+    assert len(rows) == res.ids.numel()
+    for row in rows:
+        h, rank = int(row["head"]), int(row["rank"])
+        assert int(row["key_id"]) == res.ids[h, rank - 1].item()
+        assert abs(float(row["score"]) - res.scores[h, rank - 1].item()) < 1e-5
+    with open(tmp_path / "heatmap.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    hm = panel(win, "heatmap")
+    n = len(hm.tokens)
+    assert len(rows) == n * n
+    block = affinity.affinity_block(layer, hm.tokens, hm.tokens, heads=hm.heads)
+    for row in rows[::7]:
+        v = block[0, int(row["query_index"]), int(row["key_index"])].item()
+        assert abs(float(row["value"]) - v) < 1e-5
+
+
+def test_sigma_convention_is_shared_and_used(window, qtbot):
+    win, layer = window, window.state.layer
+    topk = panel(win, "topk")
+    win.show_view("topk")
+    choice = affinity.SigmaChoice("at", (3, 1))
+    win.state.set_sigma(choice)
+    wait_idle(qtbot, win)
+    expected = affinity.topk_keys(layer, win.state.query_token, topk.k_spin.value(), choice)
+    assert torch.equal(topk.result.ids, expected.ids)
+    assert "i=3, j=1" in topk.status.text()
+    topk.direction.setCurrentIndex(topk.direction.findData("queries"))
+    win.state.set_key_token(NORTH)
+    wait_idle(qtbot, win)
+    rev = affinity.topk_queries(layer, NORTH, topk.k_spin.value(), choice)
+    assert topk.result.direction == "queries" and torch.equal(topk.result.ids, rev.ids)
+
+
+def test_failed_load_keeps_window_usable(qtbot, tmp_path, tiny_ckpt):
+    from detokgui.gui.main_window import MainWindow
+
+    win = MainWindow(model=str(tmp_path / "missing"), device="cpu")
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitUntil(lambda: win.load_error is not None, timeout=20000)
+    assert win.banner.isVisible() and "There is no folder" in win.banner.text()
+    assert win.state.layer is None
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.json").write_text('{"model_type": "llama", "rope_theta": 1e4}')
+    win.load_model(str(tmp_path / "bad"))
+    qtbot.waitUntil(lambda: win.load_error is not None and "rotary" in win.load_error, timeout=20000)
+    win.load_model(str(tiny_ckpt))  # the menu's "try another" path
+    qtbot.waitUntil(lambda: win.state.layer is not None, timeout=60000)
+    assert not win.banner.isVisible()
+    assert str(tiny_ckpt) in win.recent_models()
+    wait_idle(qtbot, win)

@@ -1,0 +1,151 @@
+"""The job runner: progress, cancel, stale results dropped, errors reported."""
+
+import time
+
+import pytest
+from PySide6.QtCore import QObject, Slot
+
+from detokgui.core.errors import InputError
+from detokgui.core.progress import Progress
+from detokgui.gui.jobs import JobRunner
+
+
+class Recorder(QObject):
+    def __init__(self):
+        super().__init__()
+        self.events = []
+
+    @Slot(str, float, str)
+    def progress(self, key, fraction, message):
+        self.events.append(("progress", key, round(fraction, 3)))
+
+    @Slot(str, str, object)
+    def failed(self, key, message, exc):
+        self.events.append(("failed", key, message))
+
+    @Slot(str)
+    def cancelled(self, key):
+        self.events.append(("cancelled", key))
+
+
+@pytest.fixture
+def runner(qtbot):
+    r = JobRunner()
+    rec = Recorder()
+    r.progress.connect(rec.progress)
+    r.failed.connect(rec.failed)
+    r.cancelled.connect(rec.cancelled)
+    yield r, rec
+    r.cancel()
+    r.wait(5000)
+
+
+def slow_job(steps, delay=0.02):
+    for i in range(steps):
+        time.sleep(delay)
+        yield Progress((i + 1) / steps, f"step {i + 1}")
+    return "finished"
+
+
+def test_result_and_progress_arrive_on_gui_thread(qtbot, runner):
+    r, rec = runner
+    results = []
+    import threading
+
+    main = threading.get_ident()
+    r.submit("a", lambda: slow_job(5), lambda res: results.append((res, threading.get_ident())))
+    qtbot.waitUntil(lambda: bool(results), timeout=5000)
+    assert results == [("finished", main)]
+    assert [e for e in rec.events if e[0] == "progress"][-1] == ("progress", "a", 1.0)
+
+
+def test_cancel_stops_a_running_generator(qtbot, runner):
+    r, rec = runner
+    results = []
+    steps_done = []
+
+    def job():
+        for i in range(1000):
+            steps_done.append(i)
+            time.sleep(0.01)
+            yield Progress(i / 1000)
+        return "never"
+
+    r.submit("long", job, results.append)
+    qtbot.waitUntil(lambda: len(steps_done) > 3, timeout=5000)
+    r.cancel("long")
+    qtbot.waitUntil(lambda: ("cancelled", "long") in rec.events, timeout=5000)
+    n = len(steps_done)
+    qtbot.wait(100)
+    assert len(steps_done) <= n + 1 and results == [] and not r.busy
+
+
+def test_callback_style_job_is_cancelled_through_report(qtbot, runner):
+    r, rec = runner
+    calls = []
+
+    def job(report):
+        for i in range(1000):
+            calls.append(i)
+            time.sleep(0.01)
+            report(i / 1000, "working")
+        return "never"
+
+    r.submit("cb", job)
+    qtbot.waitUntil(lambda: len(calls) > 3, timeout=5000)
+    r.cancel()
+    qtbot.waitUntil(lambda: ("cancelled", "cb") in rec.events, timeout=5000)
+
+
+def test_newer_job_with_same_key_wins(qtbot, runner):
+    r, _ = runner
+    results = []
+    r.submit("k", lambda: slow_job(10, 0.02) and "old", results.append)
+    r.submit("k", lambda: (time.sleep(0.05), "new")[1], results.append)
+    qtbot.waitUntil(lambda: not r.busy, timeout=5000)
+    qtbot.wait(50)
+    assert results == ["new"]
+
+
+def test_stale_result_that_already_finished_is_dropped(qtbot, runner):
+    r, _ = runner
+    results = []
+    r.submit("k", lambda: (time.sleep(0.1), "first")[1], results.append)
+    time.sleep(0.02)  # first is now running; it cannot be taken back from the pool
+    r.submit("k", lambda: (time.sleep(0.3), "second")[1], results.append)
+    qtbot.waitUntil(lambda: bool(results), timeout=5000)
+    assert results == ["second"]
+
+
+def test_errors_reach_the_status_line(qtbot, runner):
+    r, rec = runner
+
+    def bad():
+        raise InputError("Position 5000 is outside 0..1023.")
+
+    def crash():
+        return 1 / 0
+
+    r.submit("a", bad)
+    r.submit("b", crash)
+    qtbot.waitUntil(lambda: len([e for e in rec.events if e[0] == "failed"]) == 2, timeout=5000)
+    messages = dict((e[1], e[2]) for e in rec.events if e[0] == "failed")
+    assert messages["a"] == "Position 5000 is outside 0..1023."
+    assert "ZeroDivisionError" in messages["b"]
+
+
+def test_window_cancel_button(window, qtbot):
+    win = window
+
+    def job():
+        for i in range(1000):
+            time.sleep(0.01)
+            yield Progress(i / 1000, "long computation")
+
+    win.jobs.submit("test", job)
+    qtbot.waitUntil(lambda: win.cancel_button.isVisible(), timeout=3000)
+    qtbot.waitUntil(lambda: win.progress.value() > 0, timeout=3000)
+    win.cancel_button.click()
+    qtbot.waitUntil(lambda: not win.jobs.busy, timeout=5000)
+    assert not win.cancel_button.isVisible()
+    assert "Cancelled" in win.statusBar().currentMessage()

@@ -25,6 +25,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def app_icon():
+    from importlib.resources import files
+
+    from PySide6.QtGui import QIcon
+
+    return QIcon(str(files("detokgui.resources") / "detokgui.svg"))
+
+
 def launch(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -48,6 +56,7 @@ def launch(argv: list[str]) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("detokgui")
     app.setApplicationName("detokgui")
+    app.setWindowIcon(app_icon())
     win = MainWindow(model=None, device=args.device)
     if args.view:
         if not win.show_view(args.view):

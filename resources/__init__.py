@@ -1,0 +1,1 @@
+"""Icons and desktop files; installed as the package `detokgui.resources`."""

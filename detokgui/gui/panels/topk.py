@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QSpinBox,
     QSplitter,
@@ -96,7 +95,7 @@ class TopKPanel(Panel):
         self.detail.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.detail.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.detail.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.detail.horizontalHeader().setSectionResizeMode(4, QHeaderView.Stretch)
+        self.detail.horizontalHeader().setStretchLastSection(True)
         self.detail.cellClicked.connect(self._detail_clicked)
         rl.addWidget(self.detail, 1)
         self.frame = PlotFrame("Top-k affinity", self._table)

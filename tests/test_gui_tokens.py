@@ -192,3 +192,21 @@ def test_failed_load_keeps_window_usable(qtbot, tmp_path, tiny_ckpt):
     assert not win.banner.isVisible()
     assert str(tiny_ckpt) in win.recent_models()
     wait_idle(qtbot, win)
+
+
+def test_right_click_offers_export(window, qtbot):
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QContextMenuEvent
+    from PySide6.QtWidgets import QApplication
+
+    win = window
+    win.show_view("heatmap")
+    wait_idle(qtbot, win)
+    frame = panel(win, "heatmap").plot_frames()[0]
+    center = frame.view.viewport().rect().center()
+    QApplication.sendEvent(frame.view.viewport(),
+                           QContextMenuEvent(QContextMenuEvent.Mouse, QPoint(center)))
+    qtbot.waitUntil(lambda: QApplication.activePopupWidget() is not None, timeout=3000)
+    menu = QApplication.activePopupWidget()
+    assert [a.text() for a in menu.actions()] == ["Export PNG…", "Export SVG…", "Export CSV…"]
+    menu.close()

@@ -15,7 +15,15 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QColor, QFontMetrics, QImage, QPainter, QPen
-from PySide6.QtWidgets import QFileDialog, QGraphicsView, QMessageBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QGraphicsView,
+    QMenu,
+    QMessageBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from detokgui.core.tables import Table, write_csv
 
@@ -118,9 +126,19 @@ class PlotFrame(QWidget):
             act = QAction(f"Export {fmt.upper()}…", self)
             act.triggered.connect(lambda _=False, f=fmt: self.export_dialog(f))
             actions.append(act)
-        # Replace pyqtgraph's own "Export..." (its SVG exporter is broken with PySide6 6.12).
+        # Replace pyqtgraph's own "Export..." (its SVG exporter is broken with PySide6 6.12):
+        # plots with a ViewBox menu append these actions; elsewhere a right-click shows them.
         self.view.scene().contextMenu = actions
         self.export_actions = actions
+        self.view.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._context_menu)
+
+    def _context_menu(self, pos) -> None:
+        if QApplication.activePopupWidget() is not None:
+            return  # a pyqtgraph ViewBox menu (which holds the export actions) is open
+        menu = QMenu(self)
+        menu.addActions(self.export_actions)
+        menu.popup(self.view.mapToGlobal(pos))
 
     def export(self, path: str | Path) -> int | None:
         """Write PNG, SVG or CSV by the file's suffix; CSV returns the row count."""

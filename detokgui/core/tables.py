@@ -90,3 +90,31 @@ def heatmap_table(layer, values: torch.Tensor, heads, query_ids, key_ids) -> Tab
     header = ["head", "query_index", "query_id", "query_token", "key_index", "key_id",
               "key_token", "value"]
     return header, rows()
+
+
+def bias_table(layer, i: int, sigma: str = "mean") -> Table:
+    """head,j,t_p,t_pp,total,softmax at query position i for keys j <= i (SPEC B1-B3);
+    sigma per position = the vocabulary mean/max/min, or none (raw)."""
+    from detokgui.core.positional import positional_bias
+
+    b = positional_bias(layer, i, sigma)
+    cols = [b.t_p.tolist(), b.t_pp.tolist(), b.total.tolist(), b.softmax.tolist()]
+
+    def rows():
+        for r, h in enumerate(b.heads):
+            for j in range(b.i + 1):
+                yield (h, j, *(float(c[r][j]) for c in cols))
+
+    return ["head", "j", "t_p", "t_pp", "total", "softmax"], rows()
+
+
+def neurons_table(layer, scaled: bool = False) -> Table:
+    """dim,norm,slope,r2,period,group of the position-embedding curves P[:, k] (SPEC B6);
+    slope is per position (least squares over 0..L-1); `scaled` divides P[j] by the
+    vocabulary-mean sigma at j."""
+    from detokgui.core.neurons import neuron_stats
+
+    st = neuron_stats(layer, scaled)
+    cols = [st.norm.tolist(), st.slope.tolist(), st.r2.tolist(), st.period.tolist()]
+    rows = ((k, *(float(c[k]) for c in cols), st.group[k]) for k in range(len(st.group)))
+    return ["dim", "norm", "slope", "r2", "period", "group"], rows

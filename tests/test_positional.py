@@ -368,10 +368,15 @@ def test_all_heads_at_last_position_is_fast(small_ckpt):
     layer = Layer0.from_pretrained(str(small_ckpt), device="cpu", load_tokenizer=False)
     L = layer.n_positions
     pos.positional_bias(layer, L - 1, "none")  # builds the cached factors
-    times = []
-    for k in range(60):
-        t = time.perf_counter()
-        b = pos.positional_bias(layer, L - 1 - (k % 7), "none")
-        times.append(time.perf_counter() - t)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a busy 2-core machine makes multi-threaded timings erratic
+    try:
+        times = []
+        for k in range(60):
+            t = time.perf_counter()
+            b = pos.positional_bias(layer, L - 1 - (k % 7), "none")
+            times.append(time.perf_counter() - t)
+    finally:
+        torch.set_num_threads(threads)
     assert b.softmax.shape[0] == 12 and L - 7 <= b.softmax.shape[1] <= L
-    assert sorted(times)[len(times) // 2] < 0.010
+    assert sorted(times)[len(times) // 2] < 0.010, sorted(times)

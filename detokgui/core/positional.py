@@ -19,6 +19,19 @@ ever built.
 Results are small dataclasses of numpy arrays on the CPU (float32 for float32 models),
 ready to plot or to write as CSV. Heads in results are listed in `heads` (0-based); the
 first array axis follows that list.
+
+Which function feeds which view:
+    B1  position_bias_band          T_p over all j: raw, sigma mean, min..max band
+    B2  bias_lines / positional_bias  T_pp at query i for sigma mean / max / min
+    B3  positional_bias             T_pp + T_p and its softmax at i (slider-fast)
+    B4  positional_pattern, pattern_grid, iter_classify_heads / classify_heads
+    B5  position_variance, raw_pp_last_positions
+    B7  positional_bias(sigma="none") and position_bias_band(...).raw for the raw terms;
+        token_position_slopes, slope_extremes, slope_histogram for the token slopes
+Everything with a sigma other than "none" (and B4) needs the sigma table: the first call
+computes it (seconds at GPT-2 size); run `sigma_stats_job(layer)` on a worker first.
+Invalid positions, heads, tokens or sigma names raise `InputError` with a message for
+the user.
 """
 
 from __future__ import annotations

@@ -118,3 +118,24 @@ def neurons_table(layer, scaled: bool = False) -> Table:
     cols = [st.norm.tolist(), st.slope.tolist(), st.r2.tolist(), st.period.tolist()]
     rows = ((k, *(float(c[k]) for c in cols), st.group[k]) for k in range(len(st.group)))
     return ["dim", "norm", "slope", "r2", "period", "group"], rows
+
+
+def neuron_curves_table(layer, dims, scaled: bool = False) -> Table:
+    """dim,position,value: the curves P[:, k] of the given dimensions (SPEC B6), raw or
+    divided by the vocabulary-mean sigma at each position (`scaled`)."""
+    from detokgui.core.neurons import position_curves
+
+    dims = [int(k) for k in dims]
+    curves = position_curves(layer, scaled)
+    cols = {k: curves[:, k].tolist() for k in dims}
+    rows = ((k, j, float(v)) for k in dims for j, v in enumerate(cols[k]))
+    return ["dim", "position", "value"], rows
+
+
+def embedding_overlap_table(result) -> Table:
+    """direction,singular_value,overlap,baseline of a `neurons.EmbeddingOverlap`: for each
+    of the token embedding's top SVD directions (0 = largest singular value), the share of
+    its squared weight on the position-heavy dims; baseline = m / d (a random direction)."""
+    sv, ov = result.singular_values.tolist(), result.overlap.tolist()
+    rows = ((i, float(sv[i]), float(ov[i]), float(result.baseline)) for i in range(len(ov)))
+    return ["direction", "singular_value", "overlap", "baseline"], rows

@@ -139,3 +139,94 @@ def embedding_overlap_table(result) -> Table:
     sv, ov = result.singular_values.tolist(), result.overlap.tolist()
     rows = ((i, float(sv[i]), float(ov[i]), float(result.baseline)) for i in range(len(ov)))
     return ["direction", "singular_value", "overlap", "baseline"], rows
+
+
+# --------------------------------------------------------------------------- B4, B7 panels
+
+
+def pattern_table(layer, result, heads=None, cols: int | None = None) -> Table:
+    """head,query_id,query_token,n,j,grid_row,grid_col,t_ep,t_pp,t_p,score,pattern for a
+    `positional.PositionalPattern` (SPEC B4); grid_row/grid_col place j on the grid of
+    `positional.pattern_grid` with `cols` columns (default ceil(sqrt(n+1)))."""
+    import math
+
+    m = result.n + 1
+    c = int(cols) if cols else math.isqrt(m - 1) + 1
+    keep = list(result.heads) if heads is None else [int(h) for h in heads]
+    token = display_token(layer.tokenizer, result.token)
+    arrays = [result.t_ep, result.t_pp, result.t_p, result.scores, result.pattern]
+
+    def rows():
+        for h in keep:
+            r = result.heads.index(h)
+            vals = [a[r].tolist() for a in arrays]
+            for j in range(m):
+                yield (h, result.token, token, result.n, j, j // c, j % c,
+                       *(float(v[j]) for v in vals))
+
+    return ["head", "query_id", "query_token", "n", "j", "grid_row", "grid_col", "t_ep",
+            "t_pp", "t_p", "score", "pattern"], rows()
+
+
+def head_classification_table(result) -> Table:
+    """head,label,span,span_fraction,mean_distance,recent_weight,self_rank_median,
+    self_top_fraction,bias_slope,n,sample,reason for a `positional.HeadClassification`."""
+    keys = ["span", "span_fraction", "mean_distance", "recent_weight", "self_rank_median",
+            "self_top_fraction", "bias_slope"]
+    rows = ((d["head"], d["label"], *(d[k] for k in keys), result.n, len(result.tokens),
+             d["reason"]) for d in result.rows())
+    return ["head", "label", *keys, "n", "sample", "reason"], rows
+
+
+def slope_histogram_table(result, head: int, bins: int = 60) -> Table:
+    """head,bin,left,right,count: the histogram of one head's token-position slopes over
+    the vocabulary (SPEC B7, `positional.slope_histogram`)."""
+    from detokgui.core.positional import slope_histogram
+
+    counts, edges = slope_histogram(result, head, bins)
+    e = edges.tolist()
+    rows = ((int(head), b, float(e[b]), float(e[b + 1]), int(n))
+            for b, n in enumerate(counts.tolist()))
+    return ["head", "bin", "left", "right", "count"], rows
+
+
+def slope_extremes_table(layer, extremes) -> Table:
+    """head,side,rank,token_id,token,slope for a `positional.SlopeExtremes`; side is
+    `top` (most positive slopes) or `bottom` (most negative)."""
+    tok = layer.tokenizer
+
+    def rows():
+        for r, h in enumerate(extremes.heads):
+            for side, ids, vals in (("top", extremes.top_ids, extremes.top_values),
+                                    ("bottom", extremes.bottom_ids, extremes.bottom_values)):
+                for rank, (t, v) in enumerate(zip(ids[r].tolist(), vals[r].tolist()), start=1):
+                    yield (h, side, rank, t, display_token(tok, t), float(v))
+
+    return ["head", "side", "rank", "token_id", "token", "slope"], rows()
+
+
+def token_position_curve_table(layer, token: int, heads=None) -> Table:
+    """head,token_id,token,j,raw,fit: the raw query-token x key-position term
+    e_u W^QK_h p_j^T over every key position j (SPEC B7) and its least-squares line, whose
+    slope is `positional.token_position_slopes` for token u."""
+    from detokgui.core.positional import check_heads, check_token, ls_weights, position_factors
+
+    u = check_token(layer, token)
+    hs = check_heads(layer, heads)
+    f = position_factors(layer)
+    with torch.no_grad():
+        q = torch.matmul(layer.E[u], layer.Wq[hs])  # [h, d']
+        raw = torch.matmul(f.Kp[hs], q.unsqueeze(-1)).squeeze(-1).double()  # [h, L]
+        L = raw.shape[1]
+        j = torch.arange(L, dtype=torch.float64, device=raw.device)
+        slope = raw @ ls_weights(L, device=raw.device)
+        fit = (raw.mean(1) - slope * j.mean())[:, None] + slope[:, None] * j
+    raw_l, fit_l = raw.tolist(), fit.tolist()
+    name = display_token(layer.tokenizer, u)
+
+    def rows():
+        for r, h in enumerate(hs):
+            for jj in range(L):
+                yield (h, u, name, jj, float(raw_l[r][jj]), float(fit_l[r][jj]))
+
+    return ["head", "token_id", "token", "j", "raw", "fit"], rows()

@@ -114,7 +114,11 @@ class Job(QObject):
     @Slot(object)
     def _done(self, result: Any) -> None:
         self._finish()
-        if self.stale or self.cancel_event.is_set():
+        if self.stale:
+            return
+        if self.cancel_event.is_set():  # finished just before the cancel: report the cancel
+            self.runner.finished.emit(self.key)
+            self.runner.cancelled.emit(self.key)
             return
         self.runner.finished.emit(self.key)
         if self.on_done is not None:

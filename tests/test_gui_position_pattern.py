@@ -1,0 +1,293 @@
+"""B4 positional pattern and B7 key-position slopes, driven through the real window
+(offscreen): values against the core and against a direct computation, linking through
+the shared selection, and export."""
+
+import csv
+import math
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import torch
+from conftest import wait_idle
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QImage
+
+from detokgui.core import positional
+
+NORTH = 2258
+
+
+def _sigma(x, eps):
+    return torch.sqrt(x.var(dim=-1, unbiased=False) + eps)
+
+
+_KEY_SIGMA: dict = {}
+
+
+def key_sigma(layer, n: int) -> torch.Tensor:
+    """mean_v sigma(e_v + p_j) for j = 0..n, straight from the definition (cached)."""
+    have = _KEY_SIGMA.get(id(layer), torch.zeros(0, dtype=torch.float64))
+    E, P = layer.E.double(), layer.P.double()
+    extra = [_sigma(E + P[j], layer.eps).mean() for j in range(len(have), n + 1)]
+    if extra:
+        have = torch.cat([have, torch.stack(extra)])
+        _KEY_SIGMA[id(layer)] = have
+    return have[: n + 1]
+
+
+def direct_pattern(layer, token: int, n: int, head: int) -> np.ndarray:
+    """B4 from its definition, in float64: W^QK_h formed explicitly, every sigma computed
+    from the embeddings (key sigma = mean over the whole vocabulary at each position)."""
+    E, P = layer.E.double(), layer.P.double()
+    Wq, Wk = layer.Wq[head].double(), layer.Wk[head].double()
+    W = Wq @ Wk.T  # d x d
+    b = layer.bq[head].double() @ Wk.T  # b^QK_h
+
+    s_key = key_sigma(layer, n)
+    s_n = _sigma(E[token] + P[n], layer.eps)
+    keys = P[: n + 1]
+    t_ep = (E[token] @ W @ keys.T) / (s_n * s_key)
+    t_pp = (P[n] @ W @ keys.T) / (s_n * s_key)
+    t_p = (keys @ b) / s_key
+    scores = (t_ep + t_pp + t_p) / math.sqrt(layer.d_head)
+    return torch.softmax(scores, dim=0).numpy()
+
+
+def curve_data(item):
+    x, y = item.getData()
+    return np.asarray(x), np.asarray(y)
+
+
+def click_scene(qtbot, frame, scene_pos):
+    pos = frame.view.mapFromScene(scene_pos)
+    qtbot.mouseClick(frame.view.viewport(), Qt.LeftButton, pos=pos)
+
+
+def test_pattern_follows_token_position_and_head(window, qtbot):
+    win, layer = window, window.state.layer
+    pat = win.panel("pattern")
+    win.show_view("pattern")
+    tokens = win.panel("tokens")
+    tokens.set_text(" North Korea")
+    tokens.text_tokens.cellClicked.emit(0, 1)  # the token side selects ' North'
+    assert win.state.query_token == NORTH
+    pat.n_spin.setValue(50)
+    assert win.state.query_position == 50
+    win.state.set_head(2)
+    wait_idle(qtbot, win)
+
+    assert (pat.result.token, pat.result.n) == (NORTH, 50)
+    core = positional.positional_pattern(layer, NORTH, 50)
+    x, y = curve_data(pat.line_items[2])
+    np.testing.assert_array_equal(x, np.arange(51))
+    np.testing.assert_allclose(y, core.pattern[2], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(y, direct_pattern(layer, NORTH, 50, 2), rtol=1e-4, atol=1e-7)
+    assert abs(y.sum() - 1) < 1e-5
+    # the grid: 51 keys on 7 rows of 8, blank (NaN) past n, n outlined
+    grid = pat.grid_values
+    assert grid.shape == (7, 8)
+    np.testing.assert_allclose(grid.ravel()[:51], core.pattern[2], rtol=1e-6)
+    assert np.isnan(grid.ravel()[51:]).all()
+    assert pat.grid_mark.isVisible() and pat.grid_mark.rect().topLeft() == QPointF(50 % 8, 50 // 8)
+
+    # another head only redraws; the position spin box follows the shared state
+    win.state.set_head(3)
+    np.testing.assert_allclose(curve_data(pat.line_items[3])[1], core.pattern[3], rtol=1e-6)
+    win.state.set_query_position(77)
+    assert pat.n_spin.value() == 77
+    wait_idle(qtbot, win)
+    np.testing.assert_allclose(curve_data(pat.line_items[3])[1],
+                               direct_pattern(layer, NORTH, 77, 3), rtol=1e-4, atol=1e-7)
+
+    # all heads: one line per head, each equal to the core
+    pat.heads_combo.setCurrentIndex(pat.heads_combo.findData("all"))
+    assert sorted(pat.line_items) == list(range(layer.n_heads))
+    core = positional.positional_pattern(layer, NORTH, 77)
+    for h, item in pat.line_items.items():
+        np.testing.assert_allclose(curve_data(item)[1], core.pattern[h], rtol=1e-6)
+
+    # clicking a position on the line plot, then on the grid, sets the query position
+    vb = pat.line_plot.getViewBox()
+    click_scene(qtbot, pat.line_frame, vb.mapViewToScene(QPointF(20, float(core.pattern[3, 20]))))
+    assert win.state.query_position == 20 and pat.n_spin.value() == 20
+    wait_idle(qtbot, win)
+    assert pat.result.n == 20 and pat.grid_values.shape == (5, 5)
+    gvb = pat.grid_plot.getViewBox()
+    click_scene(qtbot, pat.grid_frame, gvb.mapViewToScene(QPointF(2.5, 1.5)))  # row 1, col 2
+    assert win.state.query_position == 1 * 5 + 2
+    wait_idle(qtbot, win)
+    assert pat.result.n == 7
+
+
+def test_stale_pattern_is_dropped(window, qtbot):
+    win = window
+    pat = win.panel("pattern")
+    win.show_view("pattern")
+    for n in (10, 11, 12, 13):
+        win.state.set_query_position(n)
+    win.state.set_query_token(NORTH)
+    wait_idle(qtbot, win)
+    assert (pat.result.token, pat.result.n) == (NORTH, 13)
+    assert len(curve_data(pat.line_items[win.state.head])[0]) == 14
+
+
+def test_head_classification_table(window, qtbot):
+    win, layer = window, window.state.layer
+    pat = win.panel("pattern")
+    win.show_view("pattern")
+    wait_idle(qtbot, win)
+    assert pat.classify_button.isEnabled()
+    expected = {r["head"]: r for r in positional.classify_heads(layer).rows()}
+    rows = pat.class_rows()
+    assert sorted(int(r["head"]) for r in rows) == list(range(layer.n_heads))
+    for r in rows:
+        e = expected[int(r["head"])]
+        assert r["label"] == e["label"]
+        for key in ("span", "span_fraction", "mean_distance", "recent_weight",
+                    "self_rank_median", "self_top_fraction", "bias_slope"):
+            assert math.isclose(float(r[key]), e[key], rel_tol=2e-3, abs_tol=1e-3 * (
+                1 if key.endswith("fraction") or key == "recent_weight" else 0)), (key, r, e)
+    # the reason is the row's tooltip; a click selects the head, also after sorting
+    t = pat.class_table
+    assert expected[int(t.item(0, 0).text())]["reason"] in t.item(0, 1).toolTip()
+    t.sortItems(2, Qt.DescendingOrder)  # by span
+    spans = [float(t.item(r, 2).text()) for r in range(t.rowCount())]
+    assert spans == sorted(spans, reverse=True)
+    widest = int(t.item(0, 0).text())
+    t.cellClicked.emit(0, 3)
+    assert win.state.head == widest
+    assert [i.row() for i in t.selectionModel().selectedRows()] == [0]
+
+
+def test_classification_can_be_cancelled_and_restarted(window, qtbot):
+    win, layer = window, window.state.layer
+    pat = win.panel("pattern")
+    win.show_view("pattern")  # starts the classification
+    assert not pat.classify_button.isEnabled()
+    win.cancel_jobs()
+    wait_idle(qtbot, win)
+    assert "cancelled" in pat.classes_label.text()
+    assert pat.classify_button.isEnabled() and pat.class_table.rowCount() == 0
+    qtbot.mouseClick(pat.classify_button, Qt.LeftButton)
+    wait_idle(qtbot, win)
+    assert pat.class_table.rowCount() == layer.n_heads
+
+
+def test_job_finished_just_before_cancel_reports_cancel(qtbot):
+    """A job whose result is already queued when it is cancelled reports the cancel (a
+    panel waiting for it must not stay at "computing…") and its result is dropped."""
+    from PySide6.QtCore import QObject, Slot
+
+    from detokgui.gui.jobs import JobRunner
+
+    class Seen(QObject):
+        def __init__(self):
+            super().__init__()
+            self.keys = []
+
+        @Slot(str)
+        def cancelled(self, key):
+            self.keys.append(key)
+
+    runner, seen, results = JobRunner(), Seen(), []
+    runner.cancelled.connect(seen.cancelled)
+    runner.submit("k", lambda: "done", results.append)
+    runner.wait(5000)  # finished in the worker; its result waits in the event queue
+    runner.cancel("k")
+    qtbot.waitUntil(lambda: not runner.busy, timeout=5000)
+    assert results == [] and seen.keys == ["k"]
+
+
+def test_slopes_histogram_extremes_and_click(window, qtbot):
+    win, layer = window, window.state.layer
+    sl = win.panel("slopes")
+    win.show_view("slopes")
+    win.state.set_head(1)
+    wait_idle(qtbot, win)
+    res = positional.token_position_slopes(layer)
+    counts, edges = positional.slope_histogram(res, 1, sl.bins_spin.value())
+    x, y = curve_data(sl.hist_plot.listDataItems()[0])
+    np.testing.assert_allclose(x, edges, rtol=1e-6)
+    np.testing.assert_array_equal(y, counts)
+    ext = positional.slope_extremes(res, sl.k_spin.value())
+    assert sl.extreme_ids("top") == ext.top_ids[1].tolist()
+    assert sl.extreme_ids("bottom") == ext.bottom_ids[1].tolist()
+    assert float(sl.tables["top"].item(0, 2).text()) == float(f"{ext.top_values[1, 0]:.4g}")
+
+    # clicking an extreme token selects it; the histogram marks it, the curve shows it
+    target = ext.bottom_ids[1, 2].item()
+    sl.tables["bottom"].cellClicked.emit(2, 0)
+    assert win.state.query_token == target
+    wait_idle(qtbot, win)
+    assert sl.marker.isVisible() and math.isclose(sl.marker.value(), res.column(1)[target],
+                                                  rel_tol=1e-6)
+    raw, fit = sl.curve_plot.listDataItems()[:2]
+    xs, fy = curve_data(fit)
+    slope = np.polyfit(xs, fy, 1)[0]
+    assert math.isclose(slope, res.column(1)[target], rel_tol=1e-4)
+    np.testing.assert_allclose(np.polyfit(*curve_data(raw), 1)[0], slope, rtol=1e-4)
+    assert [i.row() for i in sl.tables["bottom"].selectionModel().selectedRows()] == [2]
+
+    # a fewer extremes / other bins request recomputes; the head switch only redraws
+    sl.k_spin.setValue(5)
+    wait_idle(qtbot, win)
+    assert len(sl.extreme_ids("top")) == 5
+    win.state.set_head(3)
+    assert sl.extreme_ids("top") == positional.slope_extremes(res, 5).top_ids[3].tolist()
+
+    # a click on the curve sets the shared query position, which the pattern panel uses
+    vb = sl.curve_plot.getViewBox()
+    click_scene(qtbot, sl.curve_frame, vb.mapViewToScene(QPointF(30, 0)))
+    assert win.state.query_position == 30
+    assert win.panel("pattern").n_spin.value() == 30
+
+
+def _non_background_pixels(path):
+    img = QImage(str(path))
+    assert not img.isNull()
+    arr = np.frombuffer(img.convertToFormat(QImage.Format_RGB32).constBits(), np.uint8)
+    arr = arr.reshape(img.height(), img.width(), 4)[..., :3]
+    return int((arr < 240).any(axis=-1).sum())
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_export_each_format(window, qtbot, tmp_path):
+    win, layer = window, window.state.layer
+    win.state.set_query_token(NORTH)
+    win.state.set_query_position(40)
+    win.state.set_head(1)
+    for name in ("pattern", "slopes"):
+        win.show_view(name)
+        wait_idle(qtbot, win)
+        for k, frame in enumerate(win.panel(name).plot_frames()):
+            for fmt in ("png", "svg", "csv"):
+                frame.export(tmp_path / f"{name}{k}.{fmt}")
+            assert _non_background_pixels(tmp_path / f"{name}{k}.png") > 2000
+            root = ET.parse(tmp_path / f"{name}{k}.svg").getroot()
+            shapes = [e for e in root.iter()
+                      if e.tag.split("}")[-1] in ("path", "rect", "image", "polyline", "text")]
+            assert len(shapes) > 10
+
+    core = positional.positional_pattern(layer, NORTH, 40)
+    line = _rows(tmp_path / "pattern0.csv")  # the selected head's line
+    assert len(line) == 41 and {r["head"] for r in line} == {"1"}
+    np.testing.assert_allclose([float(r["pattern"]) for r in line], core.pattern[1], rtol=1e-6)
+    np.testing.assert_allclose([float(r["t_ep"]) for r in line], core.t_ep[1], rtol=1e-5)
+    grid = _rows(tmp_path / "pattern1.csv")
+    assert [(int(r["grid_row"]), int(r["grid_col"])) for r in grid] == [
+        (j // 7, j % 7) for j in range(41)]  # ceil(sqrt(41)) = 7 columns
+
+    res = positional.token_position_slopes(layer)
+    counts, edges = positional.slope_histogram(res, 1, win.panel("slopes").bins_spin.value())
+    hist = _rows(tmp_path / "slopes0.csv")
+    assert [int(r["count"]) for r in hist] == counts.tolist()
+    np.testing.assert_allclose([float(r["left"]) for r in hist], edges[:-1], rtol=1e-6)
+    curve = _rows(tmp_path / "slopes1.csv")
+    assert len(curve) == layer.n_positions and {r["token_id"] for r in curve} == {str(NORTH)}
+    fit = np.array([float(r["fit"]) for r in curve])
+    assert math.isclose(np.polyfit(np.arange(len(fit)), fit, 1)[0], res.column(1)[NORTH],
+                        rel_tol=1e-4)

@@ -182,23 +182,17 @@ class PlotFrame(QWidget):
 # --------------------------------------------------------------------------- heatmap
 
 
-class Heatmap(pg.PlotItem):
-    """A matrix as an image with tick labels, a symmetric diverging colour bar, hover text
-    and clickable cells. Rows are queries (top to bottom), columns keys."""
+class _MatrixCells:
+    """What a heatmap and a heatmap tile share: the matrix as an image in a view box, its
+    labels, hover text, the outlined cell, clicks on cells and an optional colour bar.
+    Rows are queries (top to bottom), columns keys."""
 
-    cellClicked = Signal(int, int)  # row, col
-    cellHovered = Signal(int, int)  # row, col (-1, -1 when outside)
-
-    def __init__(self, title: str = "", max_labels: int = 60, **kw):
-        super().__init__(title=title, **kw)
-        self.max_labels = max_labels
+    def _init_cells(self, vb: pg.ViewBox) -> None:
         self.image = pg.ImageItem()
-        self.addItem(self.image)
-        self.invertY(True)
-        self.setAspectLocked(False)
-        self.setMenuEnabled(False)
-        self.getViewBox().setMouseEnabled(False, False)
-        self.hideButtons()
+        vb.addItem(self.image)
+        vb.invertY(True)
+        vb.setAspectLocked(False)
+        vb.setMouseEnabled(False, False)
         self.values = np.zeros((0, 0))
         self.row_labels: list[str] = []
         self.col_labels: list[str] = []
@@ -206,17 +200,22 @@ class Heatmap(pg.PlotItem):
         self.highlight = pg.QtWidgets.QGraphicsRectItem()
         self.highlight.setPen(QPen(QColor("black"), 0))
         self.highlight.setVisible(False)
-        self.addItem(self.highlight)
+        vb.addItem(self.highlight)
         self.image.setColorMap(diverging_colormap())
-        self.scene_hover_connected = False
+
+    def make_colorbar(self) -> pg.ColorBarItem:
+        """This map's colour bar, made on first use (~10 ms: it is a PlotItem) and kept."""
+        if self.colorbar is None:
+            self.colorbar = pg.ColorBarItem(colorMap=diverging_colormap(), interactive=False,
+                                            width=12)
+            self.colorbar.setImageItem(self.image)
+        return self.colorbar
 
     def attach_colorbar(self, layout: pg.GraphicsLayout, row: int, col: int) -> None:
-        self.colorbar = pg.ColorBarItem(colorMap=diverging_colormap(), interactive=False, width=12)
-        self.colorbar.setImageItem(self.image)
-        layout.addItem(self.colorbar, row, col)
+        layout.addItem(self.make_colorbar(), row, col)
 
-    def set_matrix(self, values: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
-                   levels: tuple[float, float] | None = None) -> None:
+    def _set_image(self, values: np.ndarray, row_labels: Sequence[str],
+                   col_labels: Sequence[str], levels: tuple[float, float] | None):
         values = np.asarray(values, dtype=np.float32)
         self.values = values
         self.row_labels = list(row_labels)
@@ -226,33 +225,8 @@ class Heatmap(pg.PlotItem):
         self.image.setRect(QRectF(0, 0, values.shape[1], values.shape[0]))
         if self.colorbar is not None:
             self.colorbar.setLevels(levels)
-        self._ticks(self.getAxis("left"), self.row_labels)
-        if len(self.col_labels) > 8 and self.max_labels:
-            # Alternate key labels between the bottom and top axes so they do not overlap.
-            self.showAxis("top")
-            even = [s if i % 2 == 0 else "" for i, s in enumerate(self.col_labels)]
-            odd = [s if i % 2 == 1 else "" for i, s in enumerate(self.col_labels)]
-            self._ticks(self.getAxis("bottom"), even)
-            self._ticks(self.getAxis("top"), odd)
-        else:
-            self.hideAxis("top")
-            self._ticks(self.getAxis("bottom"), self.col_labels)
-        self.setRange(xRange=(0, values.shape[1]), yRange=(0, values.shape[0]), padding=0)
         self.highlight.setVisible(False)
-
-    def _ticks(self, axis, labels: list[str]) -> None:
-        n = len(labels)
-        if n == 0:
-            axis.setTicks([[]])
-            return
-        step = max(1, math.ceil(n / self.max_labels)) if self.max_labels else n + 1
-        ticks = [(i + 0.5, labels[i]) for i in range(0, n, step) if labels[i]]
-        axis.setTicks([ticks, []])
-        axis.setStyle(hideOverlappingLabels=False)
-        if axis.orientation == "left" and ticks:
-            # pyqtgraph widens the axis only on a later repaint; size it for the labels now.
-            metrics = QFontMetrics(axis.style.get("tickFont") or self.font())
-            axis.setWidth(max(metrics.horizontalAdvance(t) for _, t in ticks) + 25)
+        return values
 
     def cell_at(self, scene_pos: QPointF) -> tuple[int, int]:
         if not self.sceneBoundingRect().contains(scene_pos) or self.values.size == 0:
@@ -285,6 +259,81 @@ class Heatmap(pg.PlotItem):
                 ev.accept()
                 return
         ev.ignore()
+
+
+class Heatmap(_MatrixCells, pg.PlotItem):
+    """A matrix as an image with tick labels, a symmetric diverging colour bar, hover text
+    and clickable cells."""
+
+    cellClicked = Signal(int, int)  # row, col
+    cellHovered = Signal(int, int)  # row, col (-1, -1 when outside)
+
+    def __init__(self, title: str = "", max_labels: int = 60, **kw):
+        kw.setdefault("enableMenu", False)  # no plot menu; skips building one
+        super().__init__(title=title, **kw)
+        self.max_labels = max_labels
+        self.setMenuEnabled(False)
+        self.hideButtons()
+        self._init_cells(self.getViewBox())
+
+    def set_matrix(self, values: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
+                   levels: tuple[float, float] | None = None) -> None:
+        values = self._set_image(values, row_labels, col_labels, levels)
+        self._ticks(self.getAxis("left"), self.row_labels)
+        if len(self.col_labels) > 8 and self.max_labels:
+            # Alternate key labels between the bottom and top axes so they do not overlap.
+            self.showAxis("top")
+            even = [s if i % 2 == 0 else "" for i, s in enumerate(self.col_labels)]
+            odd = [s if i % 2 == 1 else "" for i, s in enumerate(self.col_labels)]
+            self._ticks(self.getAxis("bottom"), even)
+            self._ticks(self.getAxis("top"), odd)
+        else:
+            self.hideAxis("top")
+            self._ticks(self.getAxis("bottom"), self.col_labels)
+        self.setRange(xRange=(0, values.shape[1]), yRange=(0, values.shape[0]), padding=0)
+
+    def _ticks(self, axis, labels: list[str]) -> None:
+        n = len(labels)
+        if n == 0:
+            axis.setTicks([[]])
+            return
+        step = max(1, math.ceil(n / self.max_labels)) if self.max_labels else n + 1
+        ticks = [(i + 0.5, labels[i]) for i in range(0, n, step) if labels[i]]
+        axis.setTicks([ticks, []])
+        axis.setStyle(hideOverlappingLabels=False)
+        if axis.orientation == "left" and ticks:
+            # pyqtgraph widens the axis only on a later repaint; size it for the labels now.
+            metrics = QFontMetrics(axis.style.get("tickFont") or self.font())
+            axis.setWidth(max(metrics.horizontalAdvance(t) for _, t in ticks) + 25)
+
+
+class HeatmapTile(_MatrixCells, pg.GraphicsLayout):
+    """One small heatmap of a grid: a title over a framed image, no axes or tick labels.
+
+    Same interface as Heatmap, at a fraction of its cost: a PlotItem (four axes, a
+    plot-options menu) takes ~10 ms to build, a tile ~1 ms, so a grid of 12 heads draws
+    without stalling the event loop."""
+
+    cellClicked = Signal(int, int)  # row, col
+    cellHovered = Signal(int, int)  # row, col (-1, -1 when outside)
+
+    def __init__(self, title: str = ""):
+        super().__init__()
+        self.layout.setContentsMargins(1, 1, 1, 1)
+        self.layout.setSpacing(0)
+        self.title = self.addLabel(title, size="11pt")
+        self.nextRow()
+        self.view = pg.ViewBox(enableMenu=False, border=pg.mkPen("k", width=1))
+        self.addItem(self.view)
+        self._init_cells(self.view)
+
+    def getViewBox(self) -> pg.ViewBox:  # noqa: N802 - same name as PlotItem's
+        return self.view
+
+    def set_matrix(self, values: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
+                   levels: tuple[float, float] | None = None) -> None:
+        values = self._set_image(values, row_labels, col_labels, levels)
+        self.view.setRange(xRange=(0, values.shape[1]), yRange=(0, values.shape[0]), padding=0)
 
 
 def connect_hover(frame: PlotFrame, heatmaps: Callable[[], list[Heatmap]], show: Callable[[str], None]):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from PySide6.QtCore import Slot
+from PySide6.QtCore import QTimer, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -19,8 +19,9 @@ from PySide6.QtWidgets import (
 
 from detokgui.core import affinity
 from detokgui.core.tables import heatmap_table
+from detokgui.core.tokens import display_token
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import Heatmap, PlotFrame, connect_hover
+from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame, connect_hover
 
 SOURCES = (("text", "Tokens of the typed text"), ("sample", "Random sample"),
            ("topk", "Query + its top-k keys"))
@@ -51,8 +52,13 @@ class HeatmapPanel(Panel):
         self.values = None  # [len(heads), n, n]
         self.heads: list[int] = []
         self.tokens: list[int] = []
+        self.labels: list[str] = []
         self.request = None
-        self.maps: list[Heatmap] = []
+        self.maps: list[Heatmap | HeatmapTile] = []  # what is shown
+        # Plot items are built once and reused: a Heatmap (a PlotItem) or a colour bar costs
+        # ~10 ms to build, a grid tile ~1.5 ms.
+        self.single: Heatmap | None = None
+        self.tiles: list[HeatmapTile] = []  # for the all-heads grid
         lay = QVBoxLayout(self)
 
         row = QHBoxLayout()
@@ -157,12 +163,16 @@ class HeatmapPanel(Panel):
         if request == self.request:
             return
         self.request = request
+        if len(heads) > 1:
+            self._build_tiles(len(heads))  # while the values compute
 
         def job():
             tokens = heatmap_tokens(layer, source, token_set, query, head, state.sigma, n, seed)
             if not tokens:
-                return tokens, None
-            return tokens, affinity.affinity_block(layer, tokens, tokens, sigma, heads).cpu().numpy()
+                return tokens, [], None
+            labels = [display_token(layer.tokenizer, t) for t in tokens]
+            values = affinity.affinity_block(layer, tokens, tokens, sigma, heads).cpu().numpy()
+            return tokens, labels, values
 
         self.hover.setText("computing…")
         self.jobs.submit(self.job_key(), job, lambda res, req=request, hs=heads: self._done(req, hs, res),
@@ -171,24 +181,24 @@ class HeatmapPanel(Panel):
     def _done(self, request, heads, result) -> None:
         if request != self.request:
             return
-        tokens, values = result
-        self.tokens, self.values, self.heads = tokens, values, heads
+        self.tokens, self.labels, self.values = result
+        self.heads = heads
         self._draw()
 
     # ------------------------------------------------------------------ draw
 
     def _draw(self) -> None:
         view = self.frame.view
-        view.clear()
-        self.maps = []
         if self.values is None:
+            view.clear()
+            self.maps = []
             hint = {"text": "Type text in the Tokens panel.",
                     "topk": "Select a query token in the Tokens panel."}.get(
                         self.source.currentData(), "")
             view.addLabel(hint or "No tokens.")
             self.hover.setText(" ")
             return
-        labels = [self.state.token_text(t) for t in self.tokens]
+        labels = self.labels
         n_maps = len(self.heads)
         cols = 1 if n_maps == 1 else math.ceil(math.sqrt(n_maps))
         levels = None
@@ -196,25 +206,47 @@ class HeatmapPanel(Panel):
             m = float(np.nanmax(np.abs(self.values))) or 1.0
             levels = (-m, m)
         kind = "T_ee" if self.layernorm.isChecked() else "raw e W^QK e^T"
-        for k, h in enumerate(self.heads):
-            hm = Heatmap(title=f"head {h}" if n_maps > 1 else f"head {h}: {kind} "
-                         f"({self.sigma().label()})", max_labels=60 if n_maps == 1 else 0)
-            hm.setLabel("left", "query") if n_maps == 1 else None
-            hm.setLabel("bottom", "key") if n_maps == 1 else None
-            if n_maps > 1:
-                hm.getAxis("left").setStyle(showValues=False)
-                hm.getAxis("bottom").setStyle(showValues=False)
-            view.addItem(hm, row=k // cols, col=k % cols)
+        maps = self._grid_tiles(n_maps) if n_maps > 1 else [self._single_map()]
+        if maps != self.maps:  # lay them out; the same items stay where they are
+            view.clear()
+            for k, hm in enumerate(maps):
+                view.addItem(hm, row=k // cols, col=k % cols)
+            maps[0].attach_colorbar(view.ci, 0, cols)
+            self.maps = maps
+        for k, (h, hm) in enumerate(zip(self.heads, maps)):
+            if n_maps == 1:
+                hm.setTitle(f"head {h}: {kind} ({self.sigma().label()})")
+            else:
+                hm.title.setText(f"head {h}")
             hm.set_matrix(self.values[k], labels, labels, levels)
-            hm.cellClicked.connect(lambda r, c, head=h: self._cell_clicked(head, r, c))
-            self.maps.append(hm)
-        bar_host = self.maps[0]
-        bar_host.attach_colorbar(view.ci, 0, cols)
-        if n_maps > 1:
-            for hm in self.maps[1:]:
-                hm.image.setLevels(levels)
         self._mark_selection()
         self.hover.setText(f"{len(self.tokens)} tokens · {kind} · hover a cell")
+
+    def _single_map(self) -> Heatmap:
+        if self.single is None:
+            self.single = Heatmap(max_labels=60)
+            self.single.setLabel("left", "query")
+            self.single.setLabel("bottom", "key")
+            self.single.cellClicked.connect(
+                lambda r, c: self._cell_clicked(self.heads[0], r, c))
+        return self.single
+
+    def _grid_tiles(self, n: int) -> list[HeatmapTile]:
+        """n tiles for the all-heads grid (light items: no axes, no menus), and the first
+        tile's colour bar."""
+        while len(self.tiles) < n:
+            k, tile = len(self.tiles), HeatmapTile()
+            tile.cellClicked.connect(lambda r, c, k=k: self._cell_clicked(self.heads[k], r, c))
+            self.tiles.append(tile)
+        self.tiles[0].make_colorbar()
+        return self.tiles[:n]
+
+    def _build_tiles(self, n: int, per_turn: int = 3) -> None:
+        """Build the grid's tiles a few per event-loop turn, so that neither the request
+        nor the result stalls the interface (the result's draw builds any still missing)."""
+        if len(self.tiles) < n:
+            self._grid_tiles(min(n, len(self.tiles) + per_turn))
+            QTimer.singleShot(0, self, lambda: self._build_tiles(n, per_turn))
 
     def _cell_clicked(self, head: int, r: int, c: int) -> None:
         self.state.set_head(head)

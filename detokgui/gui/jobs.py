@@ -13,13 +13,14 @@ GUI-thread QObject (a plain function or lambda would run in the worker thread).
 
 from __future__ import annotations
 
+import gc
 import inspect
 import itertools
 import threading
 import traceback
 from typing import Any, Callable
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
 
 from detokgui.core.errors import Cancelled, DetokError
 from detokgui.core.progress import Progress
@@ -157,6 +158,35 @@ class Job(QObject):
         return first
 
 
+_gc_timer: QTimer | None = None
+
+
+def collect_garbage_on_gui_thread(interval_ms: int = 500) -> None:
+    """Run Python's cyclic garbage collector only on the GUI thread (once per process).
+
+    The automatic collector runs in whichever thread allocates when a threshold is
+    crossed. When that is a job's worker thread and the garbage holds GUI-thread Qt objects
+    (a closed window's pyqtgraph items), their destructors run there and deadlock against
+    the GUI thread or crash PySide. So: automatic collection off, and a GUI-thread timer
+    that collects a generation whenever its count has passed its threshold."""
+    global _gc_timer
+    app = QCoreApplication.instance()
+    if _gc_timer is not None or app is None:
+        return
+    gc.disable()
+    _gc_timer = QTimer(app)
+    _gc_timer.timeout.connect(_collect_due_generation)
+    _gc_timer.start(interval_ms)
+
+
+def _collect_due_generation() -> None:
+    counts, thresholds = gc.get_count(), gc.get_threshold()
+    for gen in (2, 1, 0):
+        if counts[gen] > thresholds[gen]:
+            gc.collect(gen)
+            return
+
+
 class JobRunner(QObject):
     """Submit jobs by key; emits progress/finished/failed for the status bar."""
 
@@ -168,6 +198,7 @@ class JobRunner(QObject):
 
     def __init__(self, parent=None, max_threads: int = 2):
         super().__init__(parent)
+        collect_garbage_on_gui_thread()
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max_threads)
         self._latest: dict[str, Job] = {}

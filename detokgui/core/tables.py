@@ -141,6 +141,68 @@ def embedding_overlap_table(result) -> Table:
     return ["direction", "singular_value", "overlap", "baseline"], rows
 
 
+# --------------------------------------------------------------------------- position panels
+
+
+def position_band_table(layer, heads=None) -> Table:
+    """head,j,raw,t_p_mean,t_p_sigma_max,t_p_sigma_min,lower,upper: T_p over every key
+    position j (SPEC B1) — raw b^QK p_j^T, divided by the vocabulary mean / max / min
+    sigma, and the band between the last two."""
+    from detokgui.core.positional import position_bias_band
+
+    b = position_bias_band(layer, heads)
+    cols = [b.raw, b.mean, b.at_max_sigma, b.at_min_sigma, b.lower, b.upper]
+    cols = [c.tolist() for c in cols]
+
+    def rows():
+        for r, h in enumerate(b.heads):
+            for j in range(b.raw.shape[1]):
+                yield (h, j, *(float(c[r][j]) for c in cols))
+
+    return ["head", "j", "raw", "t_p_mean", "t_p_sigma_max", "t_p_sigma_min", "lower",
+            "upper"], rows()
+
+
+def bias_lines_table(layer, i: int, sigmas=("mean", "max", "min"), heads=None) -> Table:
+    """head,i,sigma,j,t_p,t_pp,total,softmax: `bias_table` at query position i for each
+    position sigma in `sigmas` (SPEC B2 lines, B3), only the rows of `heads`."""
+    keep = None if heads is None else {int(h) for h in heads}
+    tables = [(s, bias_table(layer, i, s)) for s in sigmas]
+
+    def rows():
+        for s, (_header, body) in tables:
+            for row in body:
+                if keep is None or row[0] in keep:
+                    yield (row[0], i, s, *row[1:])
+
+    return ["head", "i", "sigma", "j", "t_p", "t_pp", "total", "softmax"], rows()
+
+
+def position_variance_table(layer) -> Table:
+    """position,variance: Var_k P[j, k] of each position embedding (SPEC B5)."""
+    from detokgui.core.positional import position_variance
+
+    var = position_variance(layer).tolist()
+    return ["position", "variance"], ((j, float(v)) for j, v in enumerate(var))
+
+
+def last_positions_table(layer, count: int = 5, heads=None) -> Table:
+    """head,i,j,raw_t_pp: T_pp without LayerNorm for the last `count` query positions i,
+    keys j <= i (SPEC B5)."""
+    from detokgui.core.positional import raw_pp_last_positions
+
+    res = raw_pp_last_positions(layer, count, heads)
+
+    def rows():
+        for r, h in enumerate(res.heads):
+            for k, i in enumerate(res.positions):
+                vals = res.values[r, k, : i + 1].tolist()
+                for j, v in enumerate(vals):
+                    yield (h, i, j, float(v))
+
+    return ["head", "i", "j", "raw_t_pp"], rows()
+
+
 # --------------------------------------------------------------------------- B4, B7 panels
 
 

@@ -4,8 +4,10 @@ from detokgui.gui.panels.heatmap import HeatmapPanel
 from detokgui.gui.panels.token_search import TokenSearchPanel
 from detokgui.gui.panels.topk import TopKPanel
 from detokgui.gui.panels.neurons import NeuronBrowserPanel
+from detokgui.gui.panels.positional_bias import PositionalBiasPanel
+from detokgui.gui.panels.position_stats import PositionStatsPanel
 from detokgui.gui.panels.key_position import KeyPositionPanel
 from detokgui.gui.panels.positional_pattern import PositionalPatternPanel
 
 SIDE_PANEL_CLASSES = [TokenSearchPanel]
-PANEL_CLASSES = [TopKPanel, HeatmapPanel, NeuronBrowserPanel, PositionalPatternPanel, KeyPositionPanel]
+PANEL_CLASSES = [TopKPanel, HeatmapPanel, NeuronBrowserPanel, PositionalBiasPanel, PositionStatsPanel, PositionalPatternPanel, KeyPositionPanel]

@@ -1,0 +1,257 @@
+"""Position-side speed benchmark (not a test).
+
+    python benchmarks/bench_position.py [--checkpoint FOLDER] [--steps 40]
+
+1. Slider step: the Positional bias panel (B1-B3) with all 12 heads visible in its four
+   plots (48 small plots), the query position set through its slider to each of the last
+   --steps + 1 positions up to i = L-1 (after 5 untimed steps); time from setting the
+   slider until every plot has been recomputed (job runner), redrawn and painted.
+   Target: median and max <= 33 ms (30 frames a second).
+2. Drag: 300 slider values set back to back (a fast drag): how many computations ran and
+   how many were ever in flight at once (must be 1: work is never queued up).
+3. B7 whole-vocabulary slopes (core.positional.token_position_slopes, all heads, caches
+   cleared) vs one [V, d] @ [d, L] matmul per head. Target: ratio <= 2.
+
+Runs offscreen on a random checkpoint with GPT-2-small dimensions (d=768, 12 heads, 1024
+positions, the real GPT-2 vocabulary size) in a 1400 x 900 window. Exit status 1 when a
+target is missed. Other processes on the CPU inflate the times: run it on an idle machine.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before Qt is imported
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+STEP_TARGET_MS = 33.0
+WARMUP = 5  # untimed slider steps before the timed ones
+SLOPES_TARGET_RATIO = 2.0
+
+
+class PaintCounter:
+    """Counts paint events of widgets (the plots' viewports)."""
+
+    def __init__(self, widgets):
+        from PySide6.QtCore import QEvent, QObject
+
+        counter = self
+
+        class Filter(QObject):
+            def eventFilter(self, obj, ev):
+                if ev.type() == QEvent.Paint:
+                    counter.counts[obj] = counter.counts.get(obj, 0) + 1
+                return False
+
+        self.counts: dict = {}
+        self.filter = Filter()
+        self.widgets = list(widgets)
+        for w in self.widgets:
+            w.installEventFilter(self.filter)
+
+    def snapshot(self) -> dict:
+        return {w: self.counts.get(w, 0) for w in self.widgets}
+
+    def all_painted_since(self, snap: dict) -> bool:
+        return all(self.counts.get(w, 0) > snap[w] for w in self.widgets)
+
+
+def pump_until(app, predicate, timeout: float = 60.0) -> None:
+    """Run the event loop until predicate() is true (checked every millisecond by a
+    precise timer, so waiting costs the GUI thread nothing)."""
+    from PySide6.QtCore import QEventLoop, Qt, QTimer
+
+    if predicate():
+        return
+    t0 = time.perf_counter()
+    loop = QEventLoop()
+    timed_out = []
+
+    def poll():
+        if predicate():
+            loop.quit()
+        elif time.perf_counter() - t0 > timeout:
+            timed_out.append(True)
+            loop.quit()
+
+    timer = QTimer()
+    timer.setTimerType(Qt.PreciseTimer)
+    timer.setInterval(1)
+    timer.timeout.connect(poll)
+    timer.start()
+    loop.exec()
+    timer.stop()
+    if timed_out:
+        raise TimeoutError("timed out")
+
+
+def bench_slider(app, win, steps: int):
+    panel = win.panel("bias")
+    win.show_view("bias")
+    panel.window_box.setChecked(False)
+    for b in panel.show_buttons.values():
+        b.setChecked(True)
+    panel.heads_box.set_mode("all")
+    L = win.state.layer.n_positions
+    H = win.state.layer.n_heads
+    for i in range(L - 1 - steps - WARMUP, L - 1 - steps):  # untimed: first paints, caches
+        panel.slider.setValue(i)
+        pump_until(app, lambda i=i: panel.request is not None and panel.request[1] == i
+                   and not win.jobs.busy)
+    assert len(panel.result.heads) == H
+    viewports = [f.view.viewport() for f in panel.plot_frames()]
+    paints = PaintCounter(viewports)
+    for _ in range(3):  # settle: layout, first paints
+        app.processEvents()
+        time.sleep(0.02)
+    totals, draws = [], []
+    values = list(range(L - 1 - steps, L))  # steps + 1 positions ending at L-1
+    for i in values:
+        snap = paints.snapshot()
+        t0 = time.perf_counter()
+        panel.slider.setValue(i)
+        pump_until(app, lambda i=i: panel.request is not None and panel.request[1] == i)
+        pump_until(app, lambda snap=snap: paints.all_painted_since(snap))
+        totals.append(1000 * (time.perf_counter() - t0))
+        draws.append(panel.draw_ms)
+        # grid cells show i and the values of the core functions
+        assert panel.result.i == i
+    return totals, draws
+
+
+def bench_drag(app, win, n: int = 300):
+    panel = win.panel("bias")
+    L = win.state.layer.n_positions
+    submits, max_inflight = [], 0
+    original = win.jobs.submit
+
+    def counting_submit(key, *a, **kw):
+        nonlocal max_inflight
+        if key == panel.job_key():
+            submits.append(key)
+            running = sum(1 for j in win.jobs._active if j.key == key)
+            max_inflight = max(max_inflight, running + 1)
+        return original(key, *a, **kw)
+
+    win.jobs.submit = counting_submit
+    try:
+        start = L - n - 1
+        t0 = time.perf_counter()
+        for k in range(n):
+            panel.slider.setValue(start + k)
+            app.processEvents()  # one event-loop pass per mouse move
+        last = start + n - 1
+        pump_until(app, lambda: panel.request is not None and panel.request[1] == last
+                   and not win.jobs.busy)
+        elapsed = time.perf_counter() - t0
+    finally:
+        win.jobs.submit = original
+    return n, len(submits), max_inflight, elapsed
+
+
+def bench_slopes(layer, repeats: int = 3):
+    import torch
+
+    from detokgui.core import positional
+
+    def clear():
+        layer._cache.pop(positional._SLOPES_KEY, None)
+        layer._cache.pop(positional._FACTORS_KEY, None)
+
+    torch.manual_seed(0)
+    B = torch.randn(layer.d, layer.n_positions, dtype=layer.dtype)
+    with torch.inference_mode():
+        mm = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            layer.E @ B
+            mm.append(time.perf_counter() - t0)
+        sl = []
+        for _ in range(repeats):
+            clear()
+            t0 = time.perf_counter()
+            positional.token_position_slopes(layer)
+            sl.append(time.perf_counter() - t0)
+    return min(sl), min(mm)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--checkpoint", help="a GPT-2 checkpoint folder (default: write a random "
+                   "GPT-2-small-sized one to a temporary folder)")
+    p.add_argument("--steps", type=int, default=40, help="slider steps to time (default 40)")
+    args = p.parse_args(argv)
+
+    from PySide6.QtCore import QCoreApplication, QSettings
+    from PySide6.QtWidgets import QApplication
+
+    tmp = tempfile.TemporaryDirectory(prefix="bench_position_")
+    QSettings.setDefaultFormat(QSettings.IniFormat)
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(Path(tmp.name) / "settings"))
+    app = QApplication.instance() or QApplication(["bench_position"])
+    QCoreApplication.setOrganizationName("detokgui-bench")
+    QCoreApplication.setApplicationName("bench_position")
+
+    import torch
+
+    from detokgui.core.demo import write_random_checkpoint
+    from detokgui.gui.main_window import MainWindow
+
+    folder = args.checkpoint
+    if folder is None:
+        folder = str(Path(tmp.name) / "gpt2-small-random")
+        print("writing a random GPT-2-small-sized checkpoint …", flush=True)
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        write_random_checkpoint(folder, n_embd=768, n_head=12, n_positions=1024, seed=0)
+    win = MainWindow(model=folder, device="cpu")
+    win.resize(1400, 900)
+    win.show()
+    pump_until(app, lambda: win.state.layer is not None, timeout=300)
+    pump_until(app, lambda: not win.jobs.busy, timeout=300)
+    layer = win.state.layer
+    print(f"model: V={layer.n_vocab} L={layer.n_positions} d={layer.d} H={layer.n_heads}, "
+          f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs")
+
+    totals, draws = bench_slider(app, win, args.steps)
+    med, worst = statistics.median(totals), max(totals)
+    p90 = sorted(totals)[int(0.9 * (len(totals) - 1))]
+    print(f"\nslider step near i = L-1, all {layer.n_heads} heads, 4 plots "
+          f"({len(totals)} steps, compute + draw + paint):")
+    print(f"  median {med:.1f} ms, 90th percentile {p90:.1f} ms, max {worst:.1f} ms   "
+          f"(target <= {STEP_TARGET_MS:.0f} ms)")
+    print(f"  [the GUI thread's share (setData, ranges): median {statistics.median(draws):.1f} ms;"
+          f" load average while running {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs]")
+
+    n, jobs, inflight, elapsed = bench_drag(app, win)
+    print(f"\ndrag: {n} slider values in {1000 * elapsed:.0f} ms -> {jobs} computations, "
+          f"at most {inflight} in flight   (target: 1, never queued)")
+
+    slopes, mm = bench_slopes(layer)
+    ratio = slopes / (layer.n_heads * mm)
+    print(f"\nB7 slopes, all {layer.n_heads} heads over V={layer.n_vocab}: {1000 * slopes:.1f} ms; "
+          f"one [V, d] @ [d, L] matmul: {1000 * mm:.0f} ms")
+    print(f"  slopes / ({layer.n_heads} heads x matmul) = {ratio:.4f}   "
+          f"(target <= {SLOPES_TARGET_RATIO:g}; per head {slopes / layer.n_heads * 1000:.2f} ms "
+          f"= {slopes / layer.n_heads / mm:.4f} matmul)")
+
+    ok = med <= STEP_TARGET_MS and worst <= STEP_TARGET_MS and inflight == 1 \
+        and ratio <= SLOPES_TARGET_RATIO
+    print("\nall targets met" if ok else "\nTARGET MISSED")
+    win.jobs.cancel()
+    win.jobs.wait(10000)
+    win.close()
+    sys.stdout.flush()
+    os._exit(0 if ok else 1)  # skip interpreter teardown of Qt objects (PySide6 may crash)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,476 @@
+"""What the position panels (B1-B3, B5) share: which heads are visible (the selected one,
+all of them, or a chosen set), one PlotFrame's per-head small multiples with shared axes,
+and clicks that choose a query position."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, QSettings, Qt, Signal, Slot
+from PySide6.QtGui import QBrush, QColor, QFont, QPen
+from PySide6.QtWidgets import (
+    QComboBox,
+    QGraphicsItem,
+    QGraphicsLineItem,
+    QGraphicsRectItem,
+    QGraphicsSimpleTextItem,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QWidget,
+)
+
+from detokgui.gui.plots import PlotFrame, head_color
+
+HEAD_MODES = (("selected", "Selected head"), ("all", "All heads"), ("set", "Chosen heads"))
+LEFT_AXIS_WIDTH = 46
+TICK_PX_X = 40  # at least this many pixels between labelled x ticks
+TICK_PX_Y = 28
+TITLE_SIZE = "10pt"
+MASKED_BRUSH = QColor(120, 120, 120, 38)
+
+
+def parse_heads(text: str, n_heads: int) -> list[int]:
+    """'0,3,7' or '0-3 8' -> the valid heads, sorted, each once; others are ignored."""
+    heads: set[int] = set()
+    for a, b in re.findall(r"(\d+)(?:\s*-\s*(\d+))?", text or ""):
+        lo, hi = int(a), int(b) if b else int(a)
+        heads.update(h for h in range(min(lo, hi), max(lo, hi) + 1) if h < n_heads)
+    return sorted(heads)
+
+
+def nice_step(x: float) -> float:
+    """The smallest of 1, 2, 5 x 10^k that is at least x (x > 0)."""
+    if not np.isfinite(x) or x <= 0:
+        return 1.0
+    base = 10.0 ** math.floor(math.log10(x))
+    return next(m * base for m in (1, 2, 5, 10) if m * base >= x * (1 - 1e-9))
+
+
+def peak_decimate(x: np.ndarray, y: np.ndarray, pixels: float) -> tuple[np.ndarray, np.ndarray]:
+    """At most ~2 points per pixel: consecutive points in bins of k, each bin drawn as its
+    min and its max (so every spike stays visible), the last partial bin as is.
+
+    A 1024-point line in a 100-pixel plot draws 5x faster and looks the same."""
+    n = y.shape[0]
+    k = int(np.ceil(n / max(pixels, 1.0)))
+    if pixels < 2 or k < 3:
+        return x, y
+    m = (n // k) * k
+    yb = y[:m].reshape(-1, k)
+    ys = np.empty(2 * yb.shape[0] + (n - m), dtype=y.dtype)
+    xs = np.empty_like(ys, dtype=np.float64)
+    ys[0:2 * yb.shape[0]:2] = yb.min(axis=1)
+    ys[1:2 * yb.shape[0]:2] = yb.max(axis=1)
+    xb = x[:m].reshape(-1, k)
+    xs[0:2 * yb.shape[0]:2] = xb[:, 0]
+    xs[1:2 * yb.shape[0]:2] = xb[:, -1]
+    ys[2 * yb.shape[0]:] = y[m:]
+    xs[2 * yb.shape[0]:] = x[m:]
+    return xs, ys
+
+
+def smaller_nice_step(step: float) -> float:
+    """The next smaller of 1, 2, 5 x 10^k."""
+    base = 10.0 ** math.floor(math.log10(step) + 1e-9)
+    mantissa = round(step / base)
+    return {1: 0.5, 2: 1.0, 5: 2.0}.get(mantissa, 1.0) * base
+
+
+def grid_columns(n: int) -> int:
+    return 1 if n <= 1 else math.ceil(math.sqrt(n))
+
+
+class HeadChooser(QWidget):
+    """Selected head / all heads / a chosen set ("0,3,7"), remembered under `key`."""
+
+    changed = Signal()
+
+    def __init__(self, key: str, parent=None):
+        super().__init__(parent)
+        self.key = key
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(QLabel("Heads"))
+        self.combo = QComboBox()
+        for mode, text in HEAD_MODES:
+            self.combo.addItem(text, mode)
+        self.combo.setToolTip("Which heads to plot: the head selected in the toolbar, a grid of\n"
+                              "all heads, or the heads typed in the box (e.g. 0,3,7 or 0-5)")
+        lay.addWidget(self.combo)
+        self.edit = QLineEdit()
+        self.edit.setPlaceholderText("e.g. 0,3,7")
+        self.edit.setToolTip("Heads to plot (0-based): numbers and ranges, e.g. 0,3,7 or 0-5")
+        self.edit.setMaximumWidth(110)
+        lay.addWidget(self.edit)
+        settings = QSettings()
+        mode = settings.value(f"{key}/heads", "selected")
+        self.combo.setCurrentIndex(max(0, self.combo.findData(mode)))
+        self.edit.setText(str(settings.value(f"{key}/head_set", "0,1,2,3")))
+        self.edit.setVisible(self.mode == "set")
+        self.combo.currentIndexChanged.connect(self._mode_changed)
+        self.edit.editingFinished.connect(self._set_changed)
+
+    @property
+    def mode(self) -> str:
+        return self.combo.currentData()
+
+    def set_mode(self, mode: str, head_set: str | None = None) -> None:
+        if head_set is not None:
+            self.edit.setText(head_set)
+            QSettings().setValue(f"{self.key}/head_set", head_set)
+        self.combo.setCurrentIndex(self.combo.findData(mode))
+        self.changed.emit()
+
+    def heads(self, selected: int, n_heads: int) -> list[int]:
+        if self.mode == "all":
+            return list(range(n_heads))
+        if self.mode == "set":
+            return parse_heads(self.edit.text(), n_heads) or [min(selected, n_heads - 1)]
+        return [min(selected, n_heads - 1)]
+
+    @Slot()
+    def _mode_changed(self, *_):
+        self.edit.setVisible(self.mode == "set")
+        QSettings().setValue(f"{self.key}/heads", self.mode)
+        self.changed.emit()
+
+    @Slot()
+    def _set_changed(self):
+        QSettings().setValue(f"{self.key}/head_set", self.edit.text())
+        if self.mode == "set":
+            self.changed.emit()
+
+
+class ViewCurve(pg.PlotCurveItem):
+    """A curve whose bounding rectangle is the view range of its cell.
+
+    pyqtgraph computes a curve's bounds from its data (nan-aware min/max and pixel
+    padding) after every setData: ~0.1 ms per curve, 7 ms per slider step for 60 curves.
+    The view clips its children anyway and these views never auto-range, so the view
+    rectangle is a correct (if generous) bound at no cost."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self._view_rect = QRectF()
+
+    def set_view_rect(self, rect: QRectF) -> None:
+        if rect != self._view_rect:
+            self.prepareGeometryChange()
+            self._view_rect = QRectF(rect)
+
+    def boundingRect(self):
+        return self._view_rect
+
+    def dataBounds(self, ax, frac=1.0, orthoRange=None):
+        r = self._view_rect
+        return (r.left(), r.right()) if ax == 0 else (r.top(), r.bottom())
+
+
+class HeadCell(pg.GraphicsLayout):
+    """One head's plot: a view box with left and bottom axes, the head's name in its
+    corner, a shaded "masked" region (keys j > i) and a marker line at j = i.
+
+    Lighter than a PlotItem (no plot-options menu, which costs ~5 ms each to build), so
+    a grid of 12 heads in four plots builds in a fraction of a second."""
+
+    def __init__(self, head: int):
+        super().__init__()
+        self.head = head
+        self.layout.setContentsMargins(2, 2, 2, 2)
+        self.layout.setSpacing(0)
+        self.vb = pg.ViewBox(enableMenu=False, defaultPadding=0)
+        self.vb.disableAutoRange()
+        self.left = pg.AxisItem("left", linkView=self.vb)
+        self.bottom = pg.AxisItem("bottom", linkView=self.vb)
+        self.left.setWidth(LEFT_AXIS_WIDTH)
+        for ax in (self.left, self.bottom):
+            ax.enableAutoSIPrefix(False)  # else every range change re-renders its label
+        self.addItem(self.left, row=0, col=0)
+        self.addItem(self.vb, row=0, col=1)
+        self.addItem(self.bottom, row=1, col=1)
+        self.name = QGraphicsSimpleTextItem(f"head {head}", self.vb)
+        self.name.setBrush(QBrush(QColor(head_color(head))))
+        font = QFont()
+        font.setPointSizeF(8.5)
+        font.setBold(True)
+        self.name.setFont(font)
+        self.name.setPos(4, 1)
+        self.name.setZValue(20)
+        # Static between range changes: paint the name and the axes from pixmaps while a
+        # slider redraws the curves (a grid of 48 plots repaints in a few ms less).
+        for item in (self.name, self.left, self.bottom):
+            item.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
+        self.masked = QGraphicsRectItem()
+        self.masked.setBrush(QBrush(MASKED_BRUSH))
+        self.masked.setPen(QPen(Qt.NoPen))
+        self.masked.setZValue(-10)
+        self.masked.setVisible(False)
+        self.vb.addItem(self.masked, ignoreBounds=True)
+        self.marker = QGraphicsLineItem()
+        pen = QPen(QColor(0, 0, 0, 170), 0, Qt.DashLine)
+        pen.setCosmetic(True)
+        self.marker.setPen(pen)
+        self.marker.setZValue(-5)
+        self.marker.setVisible(False)
+        self.vb.addItem(self.marker, ignoreBounds=True)
+        self.curves: dict[str, pg.PlotCurveItem] = {}
+        self.ranges = None  # ((x0, x1), (y0, y1)) last set by set_view
+        self.full: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # undecimated curve data
+        self.vb.sigRangeChanged.connect(self._range_changed)  # set here or by the mouse
+
+    def add_curve(self, name: str, pen, visible: bool = True) -> pg.PlotCurveItem:
+        curve = ViewCurve(pen=pen, skipFiniteCheck=True)
+        curve.set_view_rect(self._view_rect())
+        curve.setVisible(visible)
+        self.vb.addItem(curve)
+        self.curves[name] = curve
+        return curve
+
+    def _view_rect(self) -> QRectF:
+        return self.vb.viewRect() if self.ranges is not None else QRectF()
+
+    def _range_changed(self, *_) -> None:
+        rect = self.vb.viewRect()
+        for curve in self.curves.values():
+            curve.set_view_rect(rect)
+
+    def set_curve(self, name: str, x: np.ndarray, y: np.ndarray) -> None:
+        """Show (x, y) on curve `name`, thinned to ~2 points per pixel of this cell when
+        the view's range is set (call set_view first); `full[name]` keeps the data."""
+        self.full[name] = (x, y)
+        w = self.vb.width()
+        if self.ranges is not None and w > 1 and x.shape[0] > 2:
+            x0, x1 = self.ranges[0]
+            pixels = w * (float(x[-1]) - float(x[0])) / max(x1 - x0, 1e-12)
+            x, y = peak_decimate(x, y, pixels)
+        self.curves[name].setData(x, y)
+
+    def set_small(self, small: bool) -> None:
+        self.bottom.setLabel(None if small else "key position j")
+        self.bottom.showLabel(not small)
+        font = QFont()
+        font.setPointSizeF(7.5 if small else 9)
+        for ax in (self.left, self.bottom):
+            # labels may run this many pixels past the axis ends: "0" at the left edge
+            # shows, a wide label would reach into the next cell and is dropped
+            ax.setStyle(tickFont=font, tickLength=-4 if small else -5,
+                        hideOverlappingLabels=4 if small else 12)
+
+    def show_axes(self, left: bool, bottom: bool) -> None:
+        self.left.setVisible(left)
+        self.bottom.setVisible(bottom)
+        self.left.setWidth(LEFT_AXIS_WIDTH if left else 0)
+        self.bottom.setHeight(None if bottom else 0)
+
+    def set_view(self, x_range, y_range, i: int | None, mask_to: float) -> None:
+        """Set the shown ranges; with i, mark j = i and shade keys j > i up to mask_to."""
+        (x0, x1), (y0, y1) = x_range, y_range
+        if self.ranges != ((x0, x1), (y0, y1)):
+            self.vb.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0, update=True)
+            # pyqtgraph applies a new range to the view's transform only when it is about
+            # to paint, and that change schedules a second full paint; apply it now.
+            self.vb.updateMatrix()
+            self.ranges = ((x0, x1), (y0, y1))
+        if i is None:
+            self.marker.setVisible(False)
+            self.masked.setVisible(False)
+            return
+        self.marker.setLine(float(i), y0, float(i), y1)
+        self.marker.setVisible(True)
+        self.masked.setRect(QRectF(i + 0.5, y0, max(0.0, mask_to - i - 0.5), y1 - y0))
+        self.masked.setVisible(mask_to > i + 0.5)
+
+    def set_ticks(self, x_step: float | None, y_step: float | None) -> None:
+        # only on a change: setting the spacing makes the axis re-render its labels
+        for ax, step in ((self.bottom, x_step), (self.left, y_step)):
+            if step and ax.isVisible() and ax._tickSpacing != [(step, 0)]:
+                ax.setTickSpacing(levels=[(step, 0)])
+
+    def x_at(self, scene_pos: QPointF) -> float | None:
+        """The data x under a scene position, None when outside this cell's view box."""
+        if not self.vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        return float(self.vb.mapSceneToView(scene_pos).x())
+
+
+class HeadGrid:
+    """The per-head cells of one PlotFrame: a title row, then the visible heads' cells on
+    a near-square grid. All cells show the same ranges (shared axes: set explicitly; tick
+    labels only on the left column and bottom row). Cells are built once per head and
+    reused; `build(cell)` adds a new cell's curves."""
+
+    def __init__(self, frame: PlotFrame, title: str, build: Callable[[HeadCell], None]):
+        self.frame = frame
+        self.layout: pg.GraphicsLayout = frame.view.ci
+        self.layout.setContentsMargins(4, 2, 8, 4)
+        self.layout.setSpacing(2)
+        self.build = build
+        self.title = pg.LabelItem(" ", size=TITLE_SIZE, justify="left")
+        self.title.setMinimumWidth(0)
+        self.title.setFixedHeight(24)
+        self.set_title(title)
+        self.cells: dict[int, HeadCell] = {}
+        self.heads: list[int] = []
+        self.x_range: tuple[float, float] | None = None  # shown by every cell
+        self.y_range: tuple[float, float] | None = None
+        self.layout.addItem(self.title, row=0, col=0)
+
+    def cell(self, head: int) -> HeadCell:
+        cell = self.cells.get(head)
+        if cell is None:
+            cell = HeadCell(head)
+            cell.vb.sigResized.connect(self.update_ticks)
+            self.build(cell)
+            self.cells[head] = cell
+        return cell
+
+    def visible(self) -> list[HeadCell]:
+        return [self.cells[h] for h in self.heads]
+
+    def set_heads(self, heads: list[int]) -> bool:
+        """Lay out the cells of `heads`; False when they are already shown."""
+        heads = list(heads)
+        if heads == self.heads:
+            return False
+        for item in list(self.layout.items):
+            self.layout.removeItem(item)
+        n = len(heads)
+        cols = grid_columns(n)
+        rows = math.ceil(n / cols) if n else 0
+        self.layout.addItem(self.title, row=0, col=0, colspan=max(1, cols))
+        for k, h in enumerate(heads):
+            cell = self.cell(h)
+            r, c = divmod(k, cols)
+            below = k + cols < n
+            cell.show_axes(left=c == 0, bottom=not below)
+            cell.set_small(n > 1)
+            self.layout.addItem(cell, row=1 + r, col=c)
+        grid = self.layout.layout
+        grid.setRowStretchFactor(0, 0)
+        for r in range(1, grid.rowCount()):
+            grid.setRowStretchFactor(r, 1 if r <= rows else 0)
+        for c in range(grid.columnCount()):
+            grid.setColumnStretchFactor(c, 1 if c < cols else 0)
+        # While only the (height-limited) title was in it, activating the layout shrank the
+        # top-level item to the title's height; give it the view's area back.
+        self.layout.setGeometry(self.frame.view.range)
+        self.heads = heads
+        return True
+
+    def set_title(self, html: str) -> None:
+        """Change the title's text without asking the layout for room: LabelItem.setText
+        would, and a text that grows (i = 999 -> 1000) re-lays out every cell."""
+        if html != self.title.text:
+            self.title.text = html
+            self.title.item.setHtml(
+                f"<span style='color:#000000; font-size:{TITLE_SIZE}'>{html}</span>")
+
+    def set_view(self, x_range, y_range, i: int | None = None, mask_to: float = 0.0) -> None:
+        self.x_range, self.y_range = tuple(x_range), tuple(y_range)
+        for cell in self.visible():
+            cell.set_view(x_range, y_range, i, mask_to)
+        self.update_ticks()
+
+    def update_ticks(self, *_) -> None:
+        """The same tick steps on every cell (shared axes), from the smallest cell's size in
+        pixels: small multiples get a few readable labels (pyqtgraph's own choice overlaps
+        them in cells ~100 px wide)."""
+        cells = [c for c in self.visible() if c.ranges is not None]
+        if not cells:
+            return
+        (x0, x1), (y0, y1) = cells[0].ranges
+        w = min(c.vb.width() for c in cells)
+        h = min(c.vb.height() for c in cells)
+        x_step = nice_step((x1 - x0) * TICK_PX_X / w) if w > 1 else None
+        y_step = None
+        if h > 1:
+            y_step = nice_step((y1 - y0) * TICK_PX_Y / h)
+            # Labels at the very ends are dropped (they would reach into the next cell):
+            # make sure at least two ticks lie inside, away from the ends.
+            margin = 7 * (y1 - y0) / h
+            for _ in range(3):
+                first = math.ceil((y0 + margin) / y_step)
+                if math.floor((y1 - margin) / y_step) - first >= 1:
+                    break
+                y_step = smaller_nice_step(y_step)
+        for c in cells:
+            c.set_ticks(x_step, y_step)
+
+    def at(self, scene_pos: QPointF) -> tuple[int, float] | None:
+        """(head, data x) of the cell under a scene position, or None."""
+        for h in self.heads:
+            x = self.cells[h].x_at(scene_pos)
+            if x is not None:
+                return h, x
+        return None
+
+
+def stable_range(current, lo: float, hi: float, zero_based: bool = False,
+                 min_fill: float = 0.6, pad: float = 0.06) -> tuple[float, float]:
+    """A view range for data in [lo, hi] that changes only when it has to.
+
+    The current range is kept while the data fit inside it and fill at least `min_fill`
+    of it; otherwise a new one is padded and rounded outward to a tenth-of-span "nice"
+    step. A dragged slider thus rarely changes the axes, which are the costly part of a
+    redraw. zero_based: the range starts at 0 (probabilities)."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return current or ((0.0, 1.0) if zero_based else (-1.0, 1.0))
+    if zero_based:
+        lo = 0.0
+    if hi <= lo:
+        d = max(abs(lo), abs(hi), 1e-12) * 0.1
+        lo, hi = (lo, hi + d) if zero_based else (lo - d, hi + d)
+    if current is not None:
+        c0, c1 = current
+        if c0 <= lo and hi <= c1 and (hi - lo) >= min_fill * (c1 - c0):
+            return current
+    span = hi - lo
+    step = nice_step(span / 10)
+    y0 = 0.0 if zero_based else math.floor((lo - pad * span) / step) * step
+    return y0, math.ceil((hi + pad * span) / step) * step
+
+
+def growing_x_range(current, i: int) -> tuple[float, float]:
+    """x range for keys 0..i with a strip of masked keys past i: kept while i stays inside
+    it with at most ~12 % to spare, so the x axis changes every few dozen slider steps
+    rather than at every one."""
+    if current is not None and i + 1 <= current[1] <= i + 3 + 0.12 * (i + 1):
+        return current
+    x1 = i + 2 + 0.06 * (i + 1)
+    q = nice_step(0.02 * (i + 1))
+    x1 = math.ceil(x1 / q) * q
+    return -max(0.5, 0.02 * x1), x1
+
+
+def data_range(arrays, a: int, b: int) -> tuple[float, float]:
+    """min and max over arrays[..., a:b] (NaNs ignored) of several arrays."""
+    lo, hi = np.inf, -np.inf
+    for arr in arrays:
+        part = np.asarray(arr)[..., a:b]
+        if part.size:
+            lo = min(lo, float(np.nanmin(part)))
+            hi = max(hi, float(np.nanmax(part)))
+    return lo, hi
+
+
+def connect_position_clicks(grid: HeadGrid, n_positions: Callable[[], int],
+                            choose: Callable[[int], None]) -> None:
+    """A left click inside any cell of `grid` chooses the query position under it."""
+
+    def clicked(ev):
+        if ev.button() != Qt.LeftButton or ev.double():
+            return
+        hit = grid.at(ev.scenePos())
+        if hit is None:
+            return
+        L = n_positions()
+        if L > 0:
+            choose(int(max(0, min(L - 1, round(hit[1])))))
+            ev.accept()
+
+    grid.frame.view.scene().sigMouseClicked.connect(clicked)

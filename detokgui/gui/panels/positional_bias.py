@@ -1,0 +1,522 @@
+"""B1-B3 Positional bias (the paper's Fig 3-A..D, 8-10): for every visible head, T_p over
+key position j with the band of the vocabulary's sigma (or raw, without LayerNorm),
+T_pp(i, j) at the query position i for the mean / max / min sigma, and T_pp + T_p with
+its softmax at temperature sqrt(d'). One query-position slider drives every plot; a
+window control zooms on the last w keys before i (Fig 3-E)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QSlider,
+    QSpinBox,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+)
+
+from detokgui.core.positional import (
+    SIGMA_CHOICES,
+    PositionalBias,
+    PositionBiasBand,
+    bias_lines,
+    position_bias_band,
+    positional_bias,
+)
+from detokgui.core.tables import bias_lines_table, position_band_table
+from detokgui.gui.panels.base import Panel
+from detokgui.gui.panels.position_common import (
+    HeadCell,
+    HeadChooser,
+    HeadGrid,
+    connect_position_clicks,
+    data_range,
+    growing_x_range,
+    stable_range,
+)
+from detokgui.gui.plots import PlotFrame, head_color
+
+DEFAULT_POSITION = 50
+DEFAULT_WINDOW = 32
+LINE_SIGMAS = ("mean", "max", "min")  # the B2 lines
+LINE_STYLES = {"mean": Qt.SolidLine, "max": Qt.DashLine, "min": Qt.DotLine}
+SIGMA_TEXT = {"mean": "σ = vocabulary mean", "max": "σ = vocabulary max",
+              "min": "σ = vocabulary min", "none": "no LayerNorm (raw)"}
+SIGMA_SHORT = {"mean": "σ mean", "max": "σ max", "min": "σ min", "none": "no LayerNorm"}
+# key, frame name (export file stem), button text, tooltip
+FRAMES = (
+    ("tp", "Positional bias T_p", "T_p",
+     "B1: position self-assertion T_p(j) = b^QK p_j^T / s_j over every key position"),
+    ("tpp", "Positional bias T_pp", "T_pp",
+     "B2: position-position term T_pp(i, j) at the query position, for σ mean / max / min"),
+    ("total", "Positional bias T_pp + T_p", "T_pp + T_p",
+     "B3: T_pp + T_p at the query position"),
+    ("softmax", "Positional bias softmax", "softmax",
+     "B3: softmax over j <= i of (T_pp + T_p) / sqrt(d'): attention from position alone"),
+)
+
+
+@dataclass
+class BiasResult:
+    """Everything the plots show at one query position, from the core functions."""
+
+    i: int
+    heads: list[int]
+    sigma: str  # the B3 sigma
+    lines: dict[str, PositionalBias]  # B2: T_pp for sigma mean / max / min
+    b3: PositionalBias  # B3: total and softmax with `sigma`
+    band: PositionBiasBand  # B1 (does not depend on i)
+
+
+def compute_bias(layer, i: int, heads: list[int], sigma: str) -> BiasResult:
+    lines = bias_lines(layer, i, heads, LINE_SIGMAS)
+    b3 = lines[sigma] if sigma in lines else positional_bias(layer, i, sigma, heads)
+    return BiasResult(i=i, heads=list(heads), sigma=sigma, lines=lines, b3=b3,
+                      band=position_bias_band(layer, heads))
+
+
+def _pen(color: str, style=Qt.SolidLine):
+    """Hairline pens only: Qt strokes a 1024-point antialiased line of width 1.5 some 20x
+    slower than one of width 1 (12 ms against 0.25 ms per plot), too slow for a slider."""
+    return pg.mkPen(color, width=1, style=style)
+
+
+class PositionalBiasPanel(Panel):
+    title = "Positional bias"
+    view_name = "bias"
+    tooltip = "How position alone biases attention: T_p, T_pp and their softmax at a query position (B1-B3)"
+
+    drawn = Signal()  # after the plots show a new result
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        self.request = None  # (model serial, i, heads, sigma) of the result on screen
+        self.result: BiasResult | None = None
+        self.inflight = None  # the request being computed; at most one at a time
+        self.draw_ms = 0.0
+        self._serial = 0  # bumped per model: identifies its data without holding it
+        self._defaulted = False
+        self._b1_keys: dict[int, tuple] = {}  # head -> what its B1 curves hold
+        self._x_range = None  # x range of the T_pp / total / softmax plots
+        settings = QSettings()
+        lay = QVBoxLayout(self)
+
+        row = QHBoxLayout()
+        self.heads_box = HeadChooser("bias")
+        row.addWidget(self.heads_box)
+        row.addSpacing(12)
+        row.addWidget(QLabel("B3 σ"))
+        self.sigma = QComboBox()
+        for s in SIGMA_CHOICES:
+            self.sigma.addItem(SIGMA_TEXT[s], s)
+        self.sigma.setCurrentIndex(max(0, self.sigma.findData(settings.value("bias/sigma", "mean"))))
+        self.sigma.setToolTip("The per-position σ that T_pp + T_p and its softmax divide by:\n"
+                              "the vocabulary's mean, max or min of σ(e_v + p_j), or none (raw).\n"
+                              "(The T_pp plot always shows mean, max and min.)")
+        row.addWidget(self.sigma)
+        self.raw = QCheckBox("T_p without LayerNorm")
+        self.raw.setChecked(settings.value("bias/raw", False, type=bool))
+        self.raw.setToolTip("Off: T_p = b^QK p_j^T / s_j with the band of the vocabulary's σ\n"
+                            "(min to max) and the mean line.\n"
+                            "On: the raw b^QK p_j^T, 'without LayerNorm' (Fig 8).")
+        row.addWidget(self.raw)
+        row.addSpacing(12)
+        self.window_box = QCheckBox("Window")
+        self.window_box.setChecked(settings.value("bias/window", False, type=bool))
+        self.window_box.setToolTip("Zoom every plot on the last w key positions before i\n"
+                                   "(the paper's Fig 3-E view)")
+        row.addWidget(self.window_box)
+        self.window_size = QSpinBox()
+        self.window_size.setRange(2, 100_000)
+        self.window_size.setValue(settings.value("bias/window_size", DEFAULT_WINDOW, type=int))
+        self.window_size.setToolTip("w: how many key positions (i-w+1 .. i) the window shows")
+        row.addWidget(self.window_size)
+        row.addStretch(1)
+        row.addWidget(QLabel("Show"))
+        self.show_buttons: dict[str, QToolButton] = {}
+        for key, _name, text, tip in FRAMES:
+            b = QToolButton()
+            b.setText(text)
+            b.setCheckable(True)
+            b.setChecked(settings.value(f"bias/show_{key}", True, type=bool))
+            b.setToolTip(f"Show or hide this plot — {tip}")
+            row.addWidget(b)
+            self.show_buttons[key] = b
+        lay.addLayout(row)
+
+        pos_row = QHBoxLayout()
+        pos_label = QLabel("Query position i")
+        pos_row.addWidget(pos_label)
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setRange(0, 0)
+        self.slider.setPageStep(16)
+        self.slider.setToolTip("Query position i (0-based), shared with every panel.\n"
+                               "Drag to redraw all visible heads; click a plot to jump there.")
+        pos_row.addWidget(self.slider, 1)
+        self.spin = QSpinBox()
+        self.spin.setRange(0, 0)
+        self.spin.setToolTip("Query position i (0-based)")
+        self.spin.setKeyboardTracking(False)
+        pos_row.addWidget(self.spin)
+        self.max_label = QLabel("of 0")
+        pos_row.addWidget(self.max_label)
+        lay.addLayout(pos_row)
+
+        self.frames: dict[str, PlotFrame] = {}
+        self.grids: dict[str, HeadGrid] = {}
+        builders = {"tp": self._build_tp, "tpp": self._build_tpp,
+                    "total": self._build_total, "softmax": self._build_softmax}
+        for key, name, _text, _tip in FRAMES:
+            frame = PlotFrame(name, lambda k=key: self._table(k))
+            frame.setMinimumSize(160, 120)
+            self.frames[key] = frame
+            self.grids[key] = HeadGrid(frame, "", builders[key])
+            connect_position_clicks(self.grids[key], self._n_positions,
+                                    self.state.set_query_position)
+            frame.view.scene().sigMouseMoved.connect(lambda pos, k=key: self._hover(k, pos))
+        self.split = QSplitter(Qt.Vertical)
+        self.rows = []
+        for keys in (("tp", "tpp"), ("total", "softmax")):
+            s = QSplitter(Qt.Horizontal)
+            for k in keys:
+                s.addWidget(self.frames[k])
+            self.split.addWidget(s)
+            self.rows.append((s, keys))
+        lay.addWidget(self.split, 1)
+        self.status = QLabel(" ")
+        self.status.setToolTip("Hover over a plot to read its values; click to choose the query position")
+        lay.addWidget(self.status)
+        self._apply_shown()
+
+        # Slider-driven work: computing all heads at i = L-1 takes ~1-2 ms at GPT-2-small
+        # size (measured; more than "sub-millisecond"), so it runs on the job runner under
+        # one fixed key. At most one computation is in flight: changes made meanwhile only
+        # mark the newest request, which is computed when the running one returns, so a
+        # dragged slider never queues work and redraws as fast as compute + draw allow.
+        self.coalesce = QTimer(self)
+        self.coalesce.setSingleShot(True)
+        self.coalesce.setInterval(0)  # merge the signals of one event-loop pass
+        self.coalesce.timeout.connect(self._submit)
+
+        self.heads_box.changed.connect(self.schedule)
+        self.sigma.currentIndexChanged.connect(self._sigma_changed)
+        self.raw.toggled.connect(self._option_changed)
+        self.window_box.toggled.connect(self._option_changed)
+        self.window_size.valueChanged.connect(self._option_changed)
+        for b in self.show_buttons.values():
+            b.toggled.connect(self._shown_changed)
+        self.slider.valueChanged.connect(self.state.set_query_position)
+        self.spin.valueChanged.connect(self.state.set_query_position)
+        state.modelChanged.connect(self._model_changed)
+        state.queryPositionChanged.connect(self._position_changed)
+        state.headChanged.connect(self._head_changed)
+        jobs.cancelled.connect(self._job_cancelled)
+        if state.layer is not None:
+            self._model_changed(state.layer)
+
+    def plot_frames(self):
+        return [self.frames[key] for key, *_ in FRAMES]
+
+    def _n_positions(self) -> int:
+        return self.layer.n_positions if self.layer is not None else 0
+
+    # ------------------------------------------------------------------ state
+
+    @Slot(object)
+    def _model_changed(self, layer) -> None:
+        self._serial += 1
+        self._b1_keys.clear()
+        if layer is None:
+            return
+        top = layer.n_positions - 1
+        for w in (self.slider, self.spin):
+            w.blockSignals(True)
+            w.setRange(0, top)
+            w.blockSignals(False)
+        self.max_label.setText(f"of {top}")
+        self.window_size.setMaximum(layer.n_positions)
+        if not self._defaulted:
+            self._defaulted = True
+            if self.state.query_position == 0:
+                self.state.set_query_position(min(DEFAULT_POSITION, top))
+        self._position_changed(self.state.query_position)
+
+    @Slot(int)
+    def _position_changed(self, i: int) -> None:
+        for w in (self.slider, self.spin):
+            if w.value() != i:
+                w.blockSignals(True)
+                w.setValue(i)
+                w.blockSignals(False)
+        self.schedule()
+
+    @Slot()
+    def _head_changed(self, *_):
+        self.schedule()  # a no-op unless the selected head is shown
+
+    @Slot()
+    def _sigma_changed(self, *_):
+        QSettings().setValue("bias/sigma", self.sigma.currentData())
+        self.schedule()
+
+    @Slot()
+    def _option_changed(self, *_):
+        s = QSettings()
+        s.setValue("bias/raw", self.raw.isChecked())
+        s.setValue("bias/window", self.window_box.isChecked())
+        s.setValue("bias/window_size", self.window_size.value())
+        self._draw()
+
+    @Slot()
+    def _shown_changed(self, *_):
+        for key, b in self.show_buttons.items():
+            QSettings().setValue(f"bias/show_{key}", b.isChecked())
+        self._apply_shown()
+        self._draw()
+
+    def _apply_shown(self) -> None:
+        for split, keys in self.rows:
+            any_shown = False
+            for k in keys:
+                shown = self.show_buttons[k].isChecked()
+                self.frames[k].setVisible(shown)
+                any_shown |= shown
+            split.setVisible(any_shown)
+
+    def showEvent(self, ev):
+        super().showEvent(ev)
+        self.schedule()  # changes made while hidden were not computed
+
+    # ------------------------------------------------------------------ compute
+
+    def heads(self) -> list[int]:
+        layer = self.layer
+        return self.heads_box.heads(self.state.head, layer.n_heads) if layer else []
+
+    def current_request(self):
+        if self.layer is None:
+            return None
+        return (self._serial, self.state.query_position, tuple(self.heads()),
+                self.sigma.currentData())
+
+    @Slot()
+    def schedule(self, *_) -> None:
+        """Ask for the plots of the current selection (coalesced, never queued)."""
+        self.coalesce.start()
+
+    @Slot()
+    def _submit(self) -> None:
+        if self.inflight is not None or not self.isVisible():
+            return  # the running job's return resubmits; showEvent catches up
+        request = self.current_request()
+        if request is None or request == self.request:
+            return
+        layer = self.layer
+        _serial, i, heads, sigma = request
+        self.inflight = request
+        self.jobs.submit(
+            self.job_key(), lambda: compute_bias(layer, i, list(heads), sigma),
+            lambda res, req=request: self._done(req, res), label="Positional bias",
+            on_error=lambda exc, req=request: self._failed(req, exc))
+
+    def _done(self, request, result: BiasResult) -> None:
+        self.inflight = None
+        if request == self.current_request():
+            self.request = request
+            self.result = result
+            self._draw()
+        else:
+            self._submit()  # made for an older selection: drop it, compute the newest
+
+    def _failed(self, request, exc) -> None:
+        self.inflight = None
+        self.status.setText(f"Positional bias failed: {exc}")
+        if request != self.current_request():
+            self._submit()
+
+    @Slot(str)
+    def _job_cancelled(self, key: str) -> None:
+        if key == self.job_key():
+            self.inflight = None
+
+    # ------------------------------------------------------------------ draw
+
+    def _build_tp(self, cell: HeadCell) -> None:
+        color = head_color(cell.head)
+        cell.vb.setMouseEnabled(False, False)  # the slider and the window set the view
+        lower = pg.PlotCurveItem(skipFiniteCheck=True)
+        upper = pg.PlotCurveItem(skipFiniteCheck=True)
+        fill_color = QColor(color)
+        fill_color.setAlpha(70)
+        cell.band = pg.FillBetweenItem(lower, upper, brush=fill_color)
+        # Filling the band of a jagged T_p costs ~4 ms per plot; it changes only with the
+        # model or the window, so paint it from a cached pixmap while the slider moves.
+        cell.band.setCacheMode(cell.band.CacheMode.DeviceCoordinateCache)
+        cell.band_curves = (lower, upper)
+        cell.vb.addItem(cell.band)
+        cell.add_curve("mean", _pen(color))
+        cell.add_curve("raw", _pen(color), visible=False)
+
+    def _build_tpp(self, cell: HeadCell) -> None:
+        cell.vb.setMouseEnabled(False, False)
+        color = head_color(cell.head)
+        for s in LINE_SIGMAS:
+            cell.add_curve(s, _pen(color, LINE_STYLES[s]))
+
+    def _build_total(self, cell: HeadCell) -> None:
+        cell.vb.setMouseEnabled(False, False)
+        cell.add_curve("total", _pen(head_color(cell.head)))
+
+    def _build_softmax(self, cell: HeadCell) -> None:
+        cell.vb.setMouseEnabled(False, False)
+        cell.add_curve("softmax", _pen(head_color(cell.head)))
+
+    def _shown(self, key: str) -> bool:
+        return self.show_buttons[key].isChecked()
+
+    def x_window(self, i: int) -> tuple[tuple[float, float], int, int] | None:
+        """With the window on: the x range and the key slice [a, b) it shows."""
+        if not self.window_box.isChecked():
+            return None
+        a = max(0, i - self.window_size.value() + 1)
+        pad = max(1.0, 0.08 * (i - a + 1))
+        return (a - 0.5, i + pad), a, i + 1
+
+    @Slot()
+    def _draw(self, *_) -> None:
+        res, layer = self.result, self.layer
+        if res is None or layer is None or self.request is None or self.request[0] != self._serial:
+            return
+        t0 = time.perf_counter()
+        i, heads, L = res.i, res.heads, layer.n_positions
+        win = self.x_window(i)
+        if win is None:  # keys 0..i, with a strip of the masked keys past i
+            self._x_range = growing_x_range(self._x_range, i)
+            xr, a, b = self._x_range, 0, i + 1
+        else:
+            xr, a, b = win
+        J = np.arange(i + 1)
+        for key, *_ in FRAMES:
+            if not self._shown(key):
+                continue
+            grid = self.grids[key]
+            grid.set_heads(heads)
+            getattr(self, f"_draw_{key}")(grid, res, J, xr, a, b, L, win is not None)
+        self.draw_ms = 1000 * (time.perf_counter() - t0)
+        self.status.setText(
+            f"i = {i} · {len(heads)} head{'s' if len(heads) != 1 else ''} · "
+            f"keys {a}..{i}" + (f" (window w = {self.window_size.value()})" if win else "")
+            + " · hover to read values, click to choose i")
+        self.drawn.emit()
+
+    def _draw_tp(self, grid, res, J, xr, a, b, L, windowed) -> None:
+        raw = self.raw.isChecked()
+        band = res.band
+        x_range = xr if windowed else (-0.02 * L, L - 1 + 0.02 * L)
+        lo_j = max(0, int(np.floor(x_range[0] + 0.5)))
+        hi_j = min(L, int(np.ceil(x_range[1])) + 1)
+        arrays = [band.raw] if raw else [band.lower, band.upper, band.mean]
+        y_range = stable_range(grid.y_range, *data_range(arrays, lo_j, hi_j))
+        grid.set_view(x_range, y_range, res.i, x_range[1])
+        # All positions, or with the window only the keys in view (a short band fills fast).
+        s0, s1 = (max(0, lo_j - 1), min(L, hi_j + 1)) if windowed else (0, L)
+        js = np.arange(s0, s1)
+        for r, h in enumerate(res.heads):
+            cell = grid.cell(h)
+            key = (self._serial, raw, s0, s1, round(cell.vb.width()))
+            if self._b1_keys.get(h) == key:
+                continue  # unchanged: only the marker moved
+            self._b1_keys[h] = key
+            lower, upper = cell.band_curves
+            lower.setData(js, band.lower[r, s0:s1])
+            upper.setData(js, band.upper[r, s0:s1])
+            cell.set_curve("mean", js, band.mean[r, s0:s1])
+            cell.set_curve("raw", js, band.raw[r, s0:s1])
+            cell.band.setVisible(not raw)
+            cell.curves["mean"].setVisible(not raw)
+            cell.curves["raw"].setVisible(raw)
+        if raw:
+            grid.set_title("<b>B1</b> raw b<sup>QK</sup>p<sub>j</sub><sup>T</sup> (T<sub>p</sub>"
+                           " without LayerNorm) over key position j")
+        else:
+            grid.set_title("<b>B1</b> T<sub>p</sub>(j) = b<sup>QK</sup>p<sub>j</sub><sup>T</sup>"
+                           " / s<sub>j</sub> — line: σ mean, band: σ min…max")
+
+    def _draw_tpp(self, grid, res, J, xr, a, b, L, windowed) -> None:
+        arrays = [res.lines[s].t_pp for s in LINE_SIGMAS]
+        grid.set_view(xr, stable_range(grid.y_range, *data_range(arrays, a, b)), res.i, xr[1])
+        for r, h in enumerate(res.heads):
+            cell = grid.cell(h)
+            for s in LINE_SIGMAS:
+                cell.set_curve(s, J, res.lines[s].t_pp[r])
+        grid.set_title(f"<b>B2</b> T<sub>pp</sub>(i = {res.i}, j), j ≤ i — σ mean (solid), "
+                       "max (dashed), min (dotted)")
+
+    def _draw_total(self, grid, res, J, xr, a, b, L, windowed) -> None:
+        y_range = stable_range(grid.y_range, *data_range([res.b3.total], a, b))
+        grid.set_view(xr, y_range, res.i, xr[1])
+        for r, h in enumerate(res.heads):
+            grid.cell(h).set_curve("total", J, res.b3.total[r])
+        grid.set_title(f"<b>B3</b> T<sub>pp</sub> + T<sub>p</sub> at i = {res.i}, j ≤ i "
+                       f"({SIGMA_SHORT[res.sigma]})")
+
+    def _draw_softmax(self, grid, res, J, xr, a, b, L, windowed) -> None:
+        # the largest probability jumps as i moves: keep the range while it stays above 1/4
+        y_range = stable_range(grid.y_range, *data_range([res.b3.softmax], a, b),
+                               zero_based=True, min_fill=0.25)
+        grid.set_view(xr, y_range, res.i, xr[1])
+        for r, h in enumerate(res.heads):
+            grid.cell(h).set_curve("softmax", J, res.b3.softmax[r])
+        grid.set_title(f"<b>B3</b> softmax<sub>j≤i</sub>((T<sub>pp</sub> + T<sub>p</sub>)"
+                       f" / √d′) at i = {res.i}, √d′ = {res.b3.temperature:.4g} "
+                       f"({SIGMA_SHORT[res.sigma]})")
+
+    # ------------------------------------------------------------------ hover & export
+
+    def _hover(self, key: str, pos) -> None:
+        res = self.result
+        hit = self.grids[key].at(pos)
+        if res is None or hit is None or self.layer is None:
+            return
+        h, x = hit
+        if h not in res.heads:
+            return
+        r, j, i = res.heads.index(h), round(x), res.i
+        if not 0 <= j < self.layer.n_positions:
+            return
+        where = f"head {h} · i = {i} · j = {j}: "
+        if key == "tp":
+            bd = res.band
+            text = (f"raw b^QK p_j = {bd.raw[r, j]:.4g}" if self.raw.isChecked() else
+                    f"T_p = {bd.mean[r, j]:.4g} (σ mean), band {bd.lower[r, j]:.4g} … "
+                    f"{bd.upper[r, j]:.4g}")
+            if j > i:
+                text += " · masked for this query (j > i)"
+        elif j > i:
+            text = "masked: a query at i attends to keys j ≤ i only"
+        elif key == "tpp":
+            text = "T_pp " + ", ".join(f"σ {s} {res.lines[s].t_pp[r, j]:.4g}" for s in LINE_SIGMAS)
+        elif key == "total":
+            text = f"T_pp + T_p = {res.b3.total[r, j]:.4g} ({SIGMA_TEXT[res.sigma]})"
+        else:
+            text = f"softmax = {res.b3.softmax[r, j]:.4g} ({SIGMA_TEXT[res.sigma]})"
+        self.status.setText(where + text)
+
+    def _table(self, key: str):
+        res, layer = self.result, self.layer
+        if res is None or layer is None:
+            return None
+        if key == "tp":
+            return position_band_table(layer, res.heads)
+        sigmas = LINE_SIGMAS if key == "tpp" else (res.sigma,)
+        return bias_lines_table(layer, res.i, sigmas, res.heads)

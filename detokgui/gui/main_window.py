@@ -80,6 +80,7 @@ class MainWindow(QMainWindow):
         self.jobs = JobRunner(self)
         self.load_error: str | None = None
         self.loading_name: str | None = None
+        self._progress_message = ""
 
         central = QWidget()
         lay = QVBoxLayout(central)
@@ -311,6 +312,7 @@ class MainWindow(QMainWindow):
     def _on_progress(self, key: str, fraction: float, message: str) -> None:
         self.progress.setValue(int(1000 * max(0.0, min(1.0, fraction))))
         if message:
+            self._progress_message = message
             self.statusBar().showMessage(message)
 
     @Slot(bool)
@@ -319,6 +321,8 @@ class MainWindow(QMainWindow):
         self.cancel_button.setVisible(busy)
         if not busy:
             self.progress.setValue(0)
+            if self.statusBar().currentMessage() == self._progress_message:
+                self.statusBar().clearMessage()
 
     @Slot(str, str, object)
     def _on_job_failed(self, key: str, message: str, exc) -> None:

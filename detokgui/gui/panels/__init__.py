@@ -1,13 +1,22 @@
-"""Panel registry: the left dock holds SIDE_PANEL_CLASSES, the tabs PANEL_CLASSES."""
+"""Panel registry: the left dock holds SIDE_PANEL_CLASSES, the tabs PANEL_CLASSES (in tab
+order: token side, then position side)."""
 
 from detokgui.gui.panels.heatmap import HeatmapPanel
+from detokgui.gui.panels.key_position import KeyPositionPanel
+from detokgui.gui.panels.neurons import NeuronBrowserPanel
+from detokgui.gui.panels.position_stats import PositionStatsPanel
+from detokgui.gui.panels.positional_bias import PositionalBiasPanel
+from detokgui.gui.panels.positional_pattern import PositionalPatternPanel
 from detokgui.gui.panels.token_search import TokenSearchPanel
 from detokgui.gui.panels.topk import TopKPanel
-from detokgui.gui.panels.neurons import NeuronBrowserPanel
-from detokgui.gui.panels.positional_bias import PositionalBiasPanel
-from detokgui.gui.panels.position_stats import PositionStatsPanel
-from detokgui.gui.panels.key_position import KeyPositionPanel
-from detokgui.gui.panels.positional_pattern import PositionalPatternPanel
 
 SIDE_PANEL_CLASSES = [TokenSearchPanel]
-PANEL_CLASSES = [TopKPanel, HeatmapPanel, NeuronBrowserPanel, PositionalBiasPanel, PositionStatsPanel, PositionalPatternPanel, KeyPositionPanel]
+PANEL_CLASSES = [
+    TopKPanel,
+    HeatmapPanel,
+    PositionalBiasPanel,
+    PositionalPatternPanel,
+    KeyPositionPanel,
+    PositionStatsPanel,
+    NeuronBrowserPanel,
+]

@@ -368,6 +368,10 @@ class NeuronBrowserPanel(Panel):
     def plot_frames(self):
         return [self.curve_frame, self.overlap_frame]
 
+    def showEvent(self, event):  # noqa: N802 - Qt naming
+        super().showEvent(event)
+        self.refresh()
+
     # ------------------------------------------------------------------ controls
 
     @Slot(object)
@@ -425,6 +429,8 @@ class NeuronBrowserPanel(Panel):
         if layer is None:
             self.stats_request = None
             return
+        if not self.isVisible():
+            return  # computed when the tab is shown (showEvent)
         scaled = self.scaled.isChecked()
         request = (id(layer), scaled)
         if request != self.stats_request:
@@ -464,6 +470,8 @@ class NeuronBrowserPanel(Panel):
         if layer is None:
             self.overlap_request = None
             return
+        if not self.isVisible():
+            return  # computed when the tab is shown (showEvent)
         r, m = self.r_spin.value(), self.m_spin.value()
         scaled, centre = self.scaled.isChecked(), self.centre.isChecked()
         self.settings.setValue("neurons/r", r)

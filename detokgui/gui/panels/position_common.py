@@ -251,6 +251,10 @@ class HeadCell(pg.GraphicsLayout):
         self.curves[name].setData(x, y)
 
     def set_small(self, small: bool) -> None:
+        # Antialiasing every segment of 48 small curves costs most of a slider frame;
+        # at small-multiple size the difference is not visible.
+        for curve in self.curves.values():
+            curve.opts["antialias"] = not small
         self.bottom.setLabel(None if small else "key position j")
         self.bottom.showLabel(not small)
         font = QFont()

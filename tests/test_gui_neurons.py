@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 from conftest import wait_idle
+from exported import non_background_pixels
 from PySide6.QtCore import (
     QCoreApplication,
     QEvent,
@@ -21,7 +22,6 @@ from PySide6.QtCore import (
     QPointF,
     Qt,
 )
-from PySide6.QtGui import QImage
 
 from detokgui.core import neurons
 from detokgui.gui.panels.neurons import (
@@ -283,14 +283,6 @@ def test_overlap_plot_equals_the_core(pe_window, qtbot):
     assert "Centred" in panel.overlap_plot.titleLabel.text
 
 
-def _non_background_pixels(path):
-    img = QImage(str(path))
-    assert not img.isNull()
-    arr = np.frombuffer(img.convertToFormat(QImage.Format_RGB32).constBits(), np.uint8)
-    arr = arr.reshape(img.height(), img.width(), 4)[..., :3]
-    return int((arr < 240).any(axis=-1).sum())
-
-
 def test_export_each_format(pe_window, qtbot, tmp_path):
     win, layer = pe_window, pe_window.state.layer
     panel = win.panel("neurons")
@@ -299,7 +291,7 @@ def test_export_each_format(pe_window, qtbot, tmp_path):
     for n, frame in enumerate(frames):
         for fmt in ("png", "svg", "csv"):
             frame.export(tmp_path / f"f{n}.{fmt}")
-        assert _non_background_pixels(tmp_path / f"f{n}.png") > 2000
+        assert non_background_pixels(tmp_path / f"f{n}.png") > 2000
         root = ET.parse(tmp_path / f"f{n}.svg").getroot()
         shapes = [e for e in root.iter() if e.tag.split("}")[-1] in ("path", "rect", "polyline",
                                                                       "text", "image")]

@@ -3,16 +3,15 @@ slider drives every plot with the values of the core functions, clicks choose a 
 every plot exports, and a checkpoint with other n_positions works end to end."""
 
 import csv
-import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
 from conftest import wait_idle
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QImage
 
 from detokgui.core import positional
 from detokgui.core.demo import write_random_checkpoint
+from exported import non_background_pixels, svg_shapes
 
 
 def drawn(panel, i=None):
@@ -202,20 +201,6 @@ def test_click_on_a_plot_chooses_the_query_position(window, qtbot):
     assert win.state.query_position == 33 and stats.marker.value() == 33
 
 
-def _non_background_pixels(path):
-    img = QImage(str(path))
-    assert not img.isNull()
-    arr = np.frombuffer(img.convertToFormat(QImage.Format_RGB32).constBits(), np.uint8)
-    arr = arr.reshape(img.height(), img.width(), 4)[..., :3]
-    return int((arr < 240).any(axis=-1).sum())
-
-
-def _svg_shapes(path):
-    root = ET.parse(path).getroot()
-    return [e for e in root.iter() if e.tag.split("}")[-1] in ("path", "rect", "image",
-                                                                "polyline", "text")]
-
-
 def _rows(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -232,8 +217,8 @@ def test_export_each_format(window, qtbot, tmp_path):
     for key, frame in names.items():
         for fmt in ("png", "svg", "csv"):
             frame.export(tmp_path / f"{key}.{fmt}")
-        assert _non_background_pixels(tmp_path / f"{key}.png") > 2000
-        assert len(_svg_shapes(tmp_path / f"{key}.svg")) > 10
+        assert non_background_pixels(tmp_path / f"{key}.png") > 2000
+        assert len(svg_shapes(tmp_path / f"{key}.svg")) > 10
     rows = _rows(tmp_path / "tp.csv")
     band = positional.position_bias_band(layer, [0, 3])
     assert len(rows) == 2 * L
@@ -268,8 +253,8 @@ def test_export_each_format(window, qtbot, tmp_path):
     for name, frame in (("variance", var_frame), ("last", last_frame)):
         for fmt in ("png", "svg", "csv"):
             frame.export(tmp_path / f"{name}.{fmt}")
-        assert _non_background_pixels(tmp_path / f"{name}.png") > 2000
-        assert len(_svg_shapes(tmp_path / f"{name}.svg")) > 10
+        assert non_background_pixels(tmp_path / f"{name}.png") > 2000
+        assert len(svg_shapes(tmp_path / f"{name}.svg")) > 10
     rows = _rows(tmp_path / "variance.csv")
     var = positional.position_variance(layer)
     assert len(rows) == L

@@ -10,9 +10,9 @@ import numpy as np
 import torch
 from conftest import wait_idle
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QImage
 
 from detokgui.core import positional
+from exported import non_background_pixels
 
 NORTH = 2258
 
@@ -242,14 +242,6 @@ def test_slopes_histogram_extremes_and_click(window, qtbot):
     assert win.panel("pattern").n_spin.value() == 30
 
 
-def _non_background_pixels(path):
-    img = QImage(str(path))
-    assert not img.isNull()
-    arr = np.frombuffer(img.convertToFormat(QImage.Format_RGB32).constBits(), np.uint8)
-    arr = arr.reshape(img.height(), img.width(), 4)[..., :3]
-    return int((arr < 240).any(axis=-1).sum())
-
-
 def _rows(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -266,7 +258,7 @@ def test_export_each_format(window, qtbot, tmp_path):
         for k, frame in enumerate(win.panel(name).plot_frames()):
             for fmt in ("png", "svg", "csv"):
                 frame.export(tmp_path / f"{name}{k}.{fmt}")
-            assert _non_background_pixels(tmp_path / f"{name}{k}.png") > 2000
+            assert non_background_pixels(tmp_path / f"{name}{k}.png") > 2000
             root = ET.parse(tmp_path / f"{name}{k}.svg").getroot()
             shapes = [e for e in root.iter()
                       if e.tag.split("}")[-1] in ("path", "rect", "image", "polyline", "text")]

@@ -6,11 +6,11 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import torch
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QImage
 
 from conftest import wait_idle
 from detokgui.core import affinity
 from detokgui.core.tokens import display_token
+from exported import non_background_pixels
 
 KOREA, NORTH = 4969, 2258
 
@@ -117,14 +117,6 @@ def test_all_heads_grid_and_layernorm_toggle(window, qtbot):
                                atol=1e-6)
 
 
-def _non_background_pixels(path):
-    img = QImage(str(path))
-    assert not img.isNull()
-    arr = np.frombuffer(img.convertToFormat(QImage.Format_RGB32).constBits(), np.uint8)
-    arr = arr.reshape(img.height(), img.width(), 4)[..., :3]
-    return int((arr < 240).any(axis=-1).sum())
-
-
 def test_export_each_format(window, qtbot, tmp_path):
     win, layer = window, window.state.layer
     for name in ("topk", "heatmap"):
@@ -133,7 +125,7 @@ def test_export_each_format(window, qtbot, tmp_path):
         frame = panel(win, name).plot_frames()[0]
         for fmt in ("png", "svg", "csv"):
             frame.export(tmp_path / f"{name}.{fmt}")
-        assert _non_background_pixels(tmp_path / f"{name}.png") > 2000
+        assert non_background_pixels(tmp_path / f"{name}.png") > 2000
         root = ET.parse(tmp_path / f"{name}.svg").getroot()
         shapes = [e for e in root.iter() if e.tag.split("}")[-1] in ("path", "rect", "image",
                                                                       "polyline", "text")]

@@ -15,12 +15,12 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before Qt is imported
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
 
 STALL_TARGET_MS = 50.0
 TOPK_TARGET_MS = 150.0

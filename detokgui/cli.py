@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 EXPORTS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable]] = {}
 

@@ -4,10 +4,10 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import pytest
+import torch
 
-from detokgui.core.demo import write_random_checkpoint  # noqa: E402
+from detokgui.core.demo import write_random_checkpoint
 
 
 def _real_gpt2_cached() -> bool:

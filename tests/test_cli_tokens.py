@@ -5,7 +5,6 @@ import sys
 import xml.etree.ElementTree as ET
 
 import torch
-
 from test_cli import read_csv, run_cli
 
 
@@ -33,8 +32,9 @@ def brute_force_tee(layer_tensors, u):
 
 
 def raw_tensors(folder):
-    from safetensors.torch import load_file
     import json
+
+    from safetensors.torch import load_file
 
     st = load_file(str(folder / "model.safetensors"))
     cfg = json.loads((folder / "config.json").read_text())

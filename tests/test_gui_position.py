@@ -7,11 +7,11 @@ import csv
 import numpy as np
 import pytest
 from conftest import wait_idle
+from exported import non_background_pixels, svg_shapes
 from PySide6.QtCore import QPointF, Qt
 
 from detokgui.core import positional
 from detokgui.core.demo import write_random_checkpoint
-from exported import non_background_pixels, svg_shapes
 
 
 def drawn(panel, i=None):

@@ -9,10 +9,10 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import torch
 from conftest import wait_idle
+from exported import non_background_pixels
 from PySide6.QtCore import QPointF, Qt
 
 from detokgui.core import positional
-from exported import non_background_pixels
 
 NORTH = 2258
 

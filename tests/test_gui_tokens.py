@@ -5,12 +5,12 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import torch
+from conftest import wait_idle
+from exported import non_background_pixels
 from PySide6.QtCore import Qt
 
-from conftest import wait_idle
 from detokgui.core import affinity
 from detokgui.core.tokens import display_token
-from exported import non_background_pixels
 
 KOREA, NORTH = 4969, 2258
 

@@ -5,8 +5,7 @@ import json
 import pytest
 import torch
 
-from detokgui.core import Layer0, ModelLoadError
-from detokgui.core import checkpoint
+from detokgui.core import Layer0, ModelLoadError, checkpoint
 from detokgui.core.demo import write_random_checkpoint
 
 

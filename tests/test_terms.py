@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-
 from conftest import model_attention
+
 from detokgui.core import InputError, Layer0
 from detokgui.core.demo import write_random_checkpoint
 from detokgui.core.terms import TERM_NAMES, query_constants

@@ -4,4 +4,4 @@ from detokgui.core.errors import Cancelled, DetokError, InputError, ModelLoadErr
 from detokgui.core.terms import TERM_NAMES
 from detokgui.core.weights import Layer0
 
-__all__ = ["Layer0", "ModelLoadError", "InputError", "DetokError", "Cancelled", "TERM_NAMES"]
+__all__ = ["TERM_NAMES", "Cancelled", "DetokError", "InputError", "Layer0", "ModelLoadError"]

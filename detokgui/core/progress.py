@@ -6,8 +6,9 @@ drain them with `run`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Callable, Generator, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 

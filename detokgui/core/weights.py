@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -129,7 +130,7 @@ class Layer0:
         tokenizer: Any = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype = torch.float32,
-    ) -> "Layer0":
+    ) -> Layer0:
         """Build from un-prefixed layer-0 tensors (keys as `checkpoint.LAYER0_KEYS`)."""
         dev = torch.device(device) if device is not None else default_device()
         notes: list[str] = []
@@ -178,7 +179,7 @@ class Layer0:
         *,
         progress: ProgressFn | None = None,
         load_tokenizer: bool = True,
-    ) -> "Layer0":
+    ) -> Layer0:
         """Load layer 0 of a hub model (`gpt2`, `distilgpt2`, ...) or a local folder.
 
         Raises ModelLoadError with an actionable message on any failure."""
@@ -214,7 +215,7 @@ class Layer0:
         return layer
 
     @classmethod
-    def from_model(cls, model: Any, tokenizer: Any = None, name: str | None = None) -> "Layer0":
+    def from_model(cls, model: Any, tokenizer: Any = None, name: str | None = None) -> Layer0:
         """Take layer 0 of an already loaded transformers GPT2Model / GPT2LMHeadModel."""
         base = getattr(model, "transformer", model)
         cfg = getattr(base, "config", None)
@@ -237,7 +238,7 @@ class Layer0:
             dtype=first.dtype if first.dtype.is_floating_point else torch.float32,
         )
 
-    def to(self, device: torch.device | str) -> "Layer0":
+    def to(self, device: torch.device | str) -> Layer0:
         """A copy on another device (folded tensors recomputed there)."""
         tensors = {
             "wte.weight": self.E, "wpe.weight": self.P,

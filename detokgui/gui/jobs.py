@@ -18,7 +18,8 @@ import inspect
 import itertools
 import threading
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
 
@@ -82,7 +83,7 @@ class _Task(QRunnable):
 class Job(QObject):
     """Handle of one submitted job; lives on the GUI thread."""
 
-    def __init__(self, runner: "JobRunner", key: str, label: str, on_done, on_error, task_fn):
+    def __init__(self, runner: JobRunner, key: str, label: str, on_done, on_error, task_fn):
         super().__init__(runner)
         self.runner = runner
         self.key = key

@@ -392,7 +392,7 @@ class MainWindow(QMainWindow):
             "of Detokenization in Language Models</i> (NAACL Findings 2025).",
         )
 
-    def closeEvent(self, event):  # noqa: N802 - Qt naming
+    def closeEvent(self, event):
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.jobs.cancel()
         self.jobs.wait(3000)

@@ -8,8 +8,8 @@ PySide6 6.12 (pyqtgraph issue #3485).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -251,7 +251,7 @@ class _MatrixCells:
         self.highlight.setRect(QRectF(c, r, 1, 1))
         self.highlight.setVisible(True)
 
-    def mouseClickEvent(self, ev):  # noqa: N802 - Qt naming
+    def mouseClickEvent(self, ev):
         if ev.button() == Qt.LeftButton:
             r, c = self.cell_at(ev.scenePos())
             if r >= 0:
@@ -327,7 +327,7 @@ class HeatmapTile(_MatrixCells, pg.GraphicsLayout):
         self.addItem(self.view)
         self._init_cells(self.view)
 
-    def getViewBox(self) -> pg.ViewBox:  # noqa: N802 - same name as PlotItem's
+    def getViewBox(self) -> pg.ViewBox:
         return self.view
 
     def set_matrix(self, values: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],

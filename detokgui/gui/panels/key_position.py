@@ -158,7 +158,7 @@ class KeyPositionPanel(Panel):
     def plot_frames(self):
         return [self.hist_frame, self.curve_frame]
 
-    def showEvent(self, event):  # noqa: N802 - Qt naming
+    def showEvent(self, event):
         super().showEvent(event)
         self.refresh()
 

@@ -368,7 +368,7 @@ class NeuronBrowserPanel(Panel):
     def plot_frames(self):
         return [self.curve_frame, self.overlap_frame]
 
-    def showEvent(self, event):  # noqa: N802 - Qt naming
+    def showEvent(self, event):
         super().showEvent(event)
         self.refresh()
 

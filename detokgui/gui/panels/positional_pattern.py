@@ -256,7 +256,7 @@ class PositionalPatternPanel(Panel):
         self._draw()
         self._mark_class_row()
 
-    def showEvent(self, event):  # noqa: N802 - Qt naming
+    def showEvent(self, event):
         super().showEvent(event)
         self.refresh()
         self.classify()  # once per model, when the panel is first seen

@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from eventloop import wait_until
+
 STALL_TARGET_MS = 50.0
 TOPK_TARGET_MS = 150.0
 HEATMAP_N = 200
@@ -59,35 +61,6 @@ class StallMeter:
     @property
     def worst_ms(self) -> float:
         return 1000.0 * max(self.gaps, default=0.0)
-
-
-def wait_until(predicate, timeout: float = 120.0) -> float:
-    """Run the event loop until predicate() is true (polled every millisecond by a
-    timer); the time it took in seconds."""
-    from PySide6.QtCore import QEventLoop, Qt, QTimer
-
-    t0 = time.perf_counter()
-    if predicate():
-        return 0.0
-    loop = QEventLoop()
-    timed_out = []
-
-    def poll():
-        if predicate():
-            loop.quit()
-        elif time.perf_counter() - t0 > timeout:
-            timed_out.append(True)
-            loop.quit()
-
-    timer = QTimer()
-    timer.setTimerType(Qt.PreciseTimer)
-    timer.timeout.connect(poll)
-    timer.start(1)
-    loop.exec()
-    timer.stop()
-    if timed_out:
-        raise TimeoutError("benchmark condition not reached")
-    return time.perf_counter() - t0
 
 
 def pause(seconds: float) -> None:

@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from eventloop import wait_until
+
 STEP_TARGET_MS = 33.0
 WARMUP = 5  # untimed slider steps before the timed ones
 SLOPES_TARGET_RATIO = 2.0
@@ -63,35 +65,6 @@ class PaintCounter:
         return all(self.counts.get(w, 0) > snap[w] for w in self.widgets)
 
 
-def pump_until(app, predicate, timeout: float = 60.0) -> None:
-    """Run the event loop until predicate() is true (checked every millisecond by a
-    precise timer, so waiting costs the GUI thread nothing)."""
-    from PySide6.QtCore import QEventLoop, Qt, QTimer
-
-    if predicate():
-        return
-    t0 = time.perf_counter()
-    loop = QEventLoop()
-    timed_out = []
-
-    def poll():
-        if predicate():
-            loop.quit()
-        elif time.perf_counter() - t0 > timeout:
-            timed_out.append(True)
-            loop.quit()
-
-    timer = QTimer()
-    timer.setTimerType(Qt.PreciseTimer)
-    timer.setInterval(1)
-    timer.timeout.connect(poll)
-    timer.start()
-    loop.exec()
-    timer.stop()
-    if timed_out:
-        raise TimeoutError("timed out")
-
-
 def bench_slider(app, win, steps: int):
     panel = win.panel("bias")
     win.show_view("bias")
@@ -103,7 +76,7 @@ def bench_slider(app, win, steps: int):
     H = win.state.layer.n_heads
     for i in range(L - 1 - steps - WARMUP, L - 1 - steps):  # untimed: first paints, caches
         panel.slider.setValue(i)
-        pump_until(app, lambda i=i: panel.request is not None and panel.request[1] == i
+        wait_until(lambda i=i: panel.request is not None and panel.request[1] == i
                    and not win.jobs.busy)
     assert len(panel.result.heads) == H
     viewports = [f.view.viewport() for f in panel.plot_frames()]
@@ -117,8 +90,8 @@ def bench_slider(app, win, steps: int):
         snap = paints.snapshot()
         t0 = time.perf_counter()
         panel.slider.setValue(i)
-        pump_until(app, lambda i=i: panel.request is not None and panel.request[1] == i)
-        pump_until(app, lambda snap=snap: paints.all_painted_since(snap))
+        wait_until(lambda i=i: panel.request is not None and panel.request[1] == i)
+        wait_until(lambda snap=snap: paints.all_painted_since(snap))
         totals.append(1000 * (time.perf_counter() - t0))
         draws.append(panel.draw_ms)
         # grid cells show i and the values of the core functions
@@ -148,7 +121,7 @@ def bench_drag(app, win, n: int = 300):
             panel.slider.setValue(start + k)
             app.processEvents()  # one event-loop pass per mouse move
         last = start + n - 1
-        pump_until(app, lambda: panel.request is not None and panel.request[1] == last
+        wait_until(lambda: panel.request is not None and panel.request[1] == last
                    and not win.jobs.busy)
         elapsed = time.perf_counter() - t0
     finally:
@@ -215,8 +188,8 @@ def main(argv=None) -> int:
     win = MainWindow(model=folder, device="cpu")
     win.resize(1400, 900)
     win.show()
-    pump_until(app, lambda: win.state.layer is not None, timeout=300)
-    pump_until(app, lambda: not win.jobs.busy, timeout=300)
+    wait_until(lambda: win.state.layer is not None, timeout=300)
+    wait_until(lambda: not win.jobs.busy, timeout=300)
     layer = win.state.layer
     print(f"model: V={layer.n_vocab} L={layer.n_positions} d={layer.d} H={layer.n_heads}, "
           f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs")

@@ -202,3 +202,30 @@ def test_right_click_offers_export(window, qtbot):
     menu = QApplication.activePopupWidget()
     assert [a.text() for a in menu.actions()] == ["Export PNG…", "Export SVG…", "Export CSV…"]
     menu.close()
+
+
+def test_file_export_asks_which_plot(window, qtbot, tmp_path, monkeypatch):
+    """File > Export on a view with several plots exports the one the user picks."""
+    from PySide6.QtWidgets import QFileDialog, QInputDialog
+
+    win = window
+    win.show_view("bias")
+    wait_idle(qtbot, win)
+    frames = win.panel("bias").plot_frames()
+    assert len(frames) > 1
+    asked = []
+
+    def pick(parent, title, label, items, current, editable):
+        asked.append(list(items))
+        return items[1], True
+
+    out = tmp_path / "second.csv"
+    monkeypatch.setattr(QInputDialog, "getItem", staticmethod(pick))
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a, **k: (str(out), "CSV (*.csv)")))
+    win.export_current("csv")
+    assert asked == [[f.name for f in frames]]
+    header, rows = frames[1].table_fn()
+    with open(out, newline="") as f:
+        written = list(csv.reader(f))
+    assert written[0] == list(header) and len(written) - 1 == len(list(rows))

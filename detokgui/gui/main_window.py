@@ -380,7 +380,15 @@ class MainWindow(QMainWindow):
         if not frames:
             QMessageBox.information(self, "Export", "This view has no plot to export.")
             return
-        frames[0].export_dialog(fmt)
+        frame = frames[0]
+        if len(frames) > 1:
+            names = [f.name for f in frames]
+            name, ok = QInputDialog.getItem(self, "Export", "Which plot of this view?", names,
+                                            0, False)
+            if not ok:
+                return
+            frame = frames[names.index(name)]
+        frame.export_dialog(fmt)
 
     def about(self) -> None:
         from detokgui import __version__

@@ -1,0 +1,5 @@
+"""Entry point of the frozen application (PyInstaller runs this file)."""
+
+from detokgui.app import main
+
+raise SystemExit(main())

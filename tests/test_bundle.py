@@ -1,0 +1,31 @@
+"""Smoke test of a frozen bundle (packaging/detokgui.spec). Runs only when DETOKGUI_BUNDLE
+names the bundle's executable; building it is not part of the test run."""
+
+import os
+import subprocess
+
+import pytest
+
+BUNDLE = os.environ.get("DETOKGUI_BUNDLE")
+pytestmark = pytest.mark.skipif(not BUNDLE, reason="set DETOKGUI_BUNDLE to a built bundle")
+
+
+def run(*args):
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    return subprocess.run([BUNDLE, *args], capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_bundle_draws_a_view_and_exits_cleanly(tiny_ckpt, tmp_path):
+    out = tmp_path / "shot.png"
+    r = run("--model", str(tiny_ckpt), "--view", "heatmap", "--screenshot", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bundle_exports_and_fails_cleanly(tiny_ckpt, tmp_path):
+    out = tmp_path / "topk.csv"
+    r = run("export", "topk", "--model", str(tiny_ckpt), "--query", " Korea", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_text().startswith("head,rank,key_id,key_token,score")
+    r = run("export", "sigma", "--model", str(tmp_path / "missing"), "--out", str(out))
+    assert r.returncode == 2 and "There is no folder" in r.stderr and "Traceback" not in r.stderr

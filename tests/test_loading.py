@@ -184,3 +184,10 @@ def test_cached_hub_model_loads_offline(monkeypatch, tmp_path, tiny_ckpt):
     monkeypatch.setattr(checkpoint, "hub_reachable", lambda timeout=3.0: False)
     layer = Layer0.from_pretrained("someone/tiny", device="cpu")
     assert layer.n_heads == 4 and len(layer.tokenizer) == 50257
+
+
+def test_cuda_requested_without_cuda(tiny_ckpt):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ModelLoadError, match="no CUDA device"):
+        Layer0.from_pretrained(str(tiny_ckpt), device="cuda", load_tokenizer=False)

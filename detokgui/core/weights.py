@@ -133,6 +133,10 @@ class Layer0:
     ) -> Layer0:
         """Build from un-prefixed layer-0 tensors (keys as `checkpoint.LAYER0_KEYS`)."""
         dev = torch.device(device) if device is not None else default_device()
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise ModelLoadError(
+                f"{name}: CUDA was asked for but no CUDA device is available; use the CPU."
+            )
         notes: list[str] = []
         try:
             moved = {k: t.to(device=dev, dtype=dtype) for k, t in tensors.items()}

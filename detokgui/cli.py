@@ -148,7 +148,7 @@ def _bias_args(p):
     "bias", "positional bias at query position i: head,j,t_p,t_pp,total,softmax", _bias_args
 )
 def export_bias(args, layer):
-    from detokgui.core.positional import check_position
+    from detokgui.core.checks import check_position
     from detokgui.core.tables import bias_table, write_csv
 
     out = _out_path(args, (".csv",))

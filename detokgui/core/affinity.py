@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from detokgui.core.checks import check_heads, check_position, check_token
 from detokgui.core.errors import InputError
 from detokgui.core.sigma import tokens_at_position
 
@@ -48,18 +49,6 @@ class SigmaChoice:
         return SIGMA_LABELS[self.convention]
 
 
-def _check_position(layer, p: int) -> int:
-    if not 0 <= int(p) < layer.n_positions:
-        raise InputError(f"Position {p} is outside 0..{layer.n_positions - 1}.")
-    return int(p)
-
-
-def _check_token(layer, t: int) -> int:
-    if not 0 <= int(t) < layer.n_vocab:
-        raise InputError(f"Token id {t} is outside the vocabulary (0..{layer.n_vocab - 1}).")
-    return int(t)
-
-
 def token_sigmas(layer, choice: SigmaChoice, side: str) -> torch.Tensor | None:
     """Per-token sigma for the query side ("query") or key side ("key"), [V]; None = raw."""
     if choice.convention == "none":
@@ -67,7 +56,7 @@ def token_sigmas(layer, choice: SigmaChoice, side: str) -> torch.Tensor | None:
     if choice.convention == "mean":
         return layer.sigma_stats().tok_mean
     pos = choice.positions[0] if side == "query" else choice.positions[1]
-    return tokens_at_position(layer, _check_position(layer, pos))
+    return tokens_at_position(layer, check_position(layer, pos, "position"))
 
 
 def _sigma_of(layer, choice: SigmaChoice, side: str, ids: torch.Tensor) -> torch.Tensor:
@@ -77,15 +66,7 @@ def _sigma_of(layer, choice: SigmaChoice, side: str, ids: torch.Tensor) -> torch
     if choice.convention == "mean":
         return layer.sigma_stats().tok_mean[ids]
     pos = choice.positions[0] if side == "query" else choice.positions[1]
-    return tokens_at_position(layer, _check_position(layer, pos), rows=ids)
-
-
-def _heads(layer, heads) -> list[int]:
-    hs = list(range(layer.n_heads)) if heads is None else [int(h) for h in heads]
-    for h in hs:
-        if not 0 <= h < layer.n_heads:
-            raise InputError(f"Head {h} is outside 0..{layer.n_heads - 1}.")
-    return hs
+    return tokens_at_position(layer, check_position(layer, pos, "position"), rows=ids)
 
 
 @dataclass
@@ -106,50 +87,52 @@ def _topk(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     return vals, idx
 
 
+def _topk_against(layer, anchor: int, direction: str, k: int, sigma: SigmaChoice,
+                  heads) -> TopK:
+    """Rank the whole vocabulary against one fixed token. direction "keys": the anchor is
+    the query u and every v is scored by T_ee(u, v); "queries": the anchor is the key v
+    and every u is scored by T_ee(u, v). One [V, d] @ [d, H] product."""
+    t = check_token(layer, anchor)
+    hs = check_heads(layer, heads)
+    if direction == "keys":
+        fixed, ranked, fixed_side, ranked_side = layer.Wq, layer.Wk, "query", "key"
+    else:
+        fixed, ranked, fixed_side, ranked_side = layer.Wk, layer.Wq, "key", "query"
+    f = torch.matmul(layer.E[t], fixed[hs])  # [h, d']
+    a = torch.einsum("hk,hdk->dh", f, ranked[hs])  # [d, h]
+    s = (layer.E @ a).T  # [h, V]
+    s_ranked = token_sigmas(layer, sigma, ranked_side)
+    if s_ranked is not None:
+        s_t = _sigma_of(layer, sigma, fixed_side, torch.tensor([t], device=layer.device))
+        s.div_(s_ranked).div_(s_t)
+    vals, idx = _topk(s, k)
+    return TopK(t, direction, hs, idx.cpu(), vals.cpu(), sigma)
+
+
 def topk_keys(layer, query: int, k: int = 10, sigma: SigmaChoice = SigmaChoice(), heads=None) -> TopK:
     """Keys v with the highest T_ee(query, v), per head."""
-    u = _check_token(layer, query)
-    hs = _heads(layer, heads)
-    q = torch.matmul(layer.E[u], layer.Wq[hs])  # [h, d']
-    a = torch.einsum("hk,hdk->dh", q, layer.Wk[hs])  # [d, h]
-    s = (layer.E @ a).T  # [h, V]
-    s_key = token_sigmas(layer, sigma, "key")
-    if s_key is not None:
-        s_u = _sigma_of(layer, sigma, "query", torch.tensor([u], device=layer.device))
-        s.div_(s_key).div_(s_u)
-    vals, idx = _topk(s, k)
-    return TopK(u, "keys", hs, idx.cpu(), vals.cpu(), sigma)
+    return _topk_against(layer, query, "keys", k, sigma, heads)
 
 
 def topk_queries(
     layer, key: int, k: int = 10, sigma: SigmaChoice = SigmaChoice(), heads=None
 ) -> TopK:
     """Queries u with the highest T_ee(u, key), per head."""
-    v = _check_token(layer, key)
-    hs = _heads(layer, heads)
-    kv = torch.matmul(layer.E[v], layer.Wk[hs])  # [h, d']
-    b = torch.einsum("hk,hdk->dh", kv, layer.Wq[hs])  # [d, h]
-    s = (layer.E @ b).T
-    s_query = token_sigmas(layer, sigma, "query")
-    if s_query is not None:
-        s_v = _sigma_of(layer, sigma, "key", torch.tensor([v], device=layer.device))
-        s.div_(s_query).div_(s_v)
-    vals, idx = _topk(s, k)
-    return TopK(v, "queries", hs, idx.cpu(), vals.cpu(), sigma)
+    return _topk_against(layer, key, "queries", k, sigma, heads)
 
 
 def affinity_block(
     layer, query_ids, key_ids=None, sigma: SigmaChoice = SigmaChoice(), heads=None
 ) -> torch.Tensor:
     """T_ee for every (query, key) pair of two token sets, [len(heads), nq, nk]."""
-    hs = _heads(layer, heads)
+    hs = check_heads(layer, heads)
     qi = torch.as_tensor(query_ids, dtype=torch.long, device=layer.device).reshape(-1)
     ki = qi if key_ids is None else torch.as_tensor(key_ids, dtype=torch.long, device=layer.device)
     ki = ki.reshape(-1)
     if qi.numel() == 0 or ki.numel() == 0:
         raise InputError("The token set is empty.")
     for t in (int(qi.min()), int(qi.max()), int(ki.min()), int(ki.max())):
-        _check_token(layer, t)
+        check_token(layer, t)
     Q = torch.matmul(layer.E[qi], layer.Wq[hs])  # [h, nq, d']
     K = torch.matmul(layer.E[ki], layer.Wk[hs])  # [h, nk, d']
     out = torch.matmul(Q, K.transpose(1, 2))

@@ -37,12 +37,12 @@ the user.
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from detokgui.core.checks import as_int, check_heads, check_position, check_token
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, run
 
@@ -68,54 +68,12 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.cpu().numpy().copy()  # never share memory with a cached tensor
 
 
-def _as_int(value, what: str) -> int:
-    try:
-        return operator.index(value)
-    except TypeError:
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise InputError(f"The {what} must be a whole number, not {value!r}.") from None
-
-
-def check_position(layer, i, what: str = "query position") -> int:
-    """Validate a position (0-based) against the model's n_positions; returns it as int."""
-    i = _as_int(i, what)
-    L = layer.n_positions
-    if not 0 <= i < L:
-        raise InputError(
-            f"The {what} {i} is outside 0..{L - 1} (the model has {L} positions)."
-        )
-    return i
-
-
-def check_heads(layer, heads) -> list[int]:
-    """None -> all heads; else validate each head index (0-based)."""
-    if heads is None:
-        return list(range(layer.n_heads))
-    if isinstance(heads, (int, np.integer)):
-        heads = [heads]
-    hs = [_as_int(h, "head") for h in heads]
-    if not hs:
-        raise InputError("No heads were selected.")
-    for h in hs:
-        if not 0 <= h < layer.n_heads:
-            raise InputError(f"Head {h} is outside 0..{layer.n_heads - 1}.")
-    return hs
-
-
 def check_sigma(which: str) -> str:
     if which not in SIGMA_CHOICES:
         raise InputError(
             f"The position sigma must be one of {', '.join(SIGMA_CHOICES)}, not {which!r}."
         )
     return which
-
-
-def check_token(layer, token) -> int:
-    t = _as_int(token, "token id")
-    if not 0 <= t < layer.n_vocab:
-        raise InputError(f"Token id {t} is outside the vocabulary (0..{layer.n_vocab - 1}).")
-    return t
 
 
 def position_sigma(layer, which: str = "mean") -> torch.Tensor | None:
@@ -564,7 +522,7 @@ def raw_pp_last_positions(layer, count: int = 5, heads=None) -> LastPositionsPP:
     """Raw T_pp (no LayerNorm) for query positions L-count .. L-1 over j <= i."""
     hs = check_heads(layer, heads)
     L = layer.n_positions
-    count = _as_int(count, "number of positions")
+    count = as_int(count, "number of positions")
     if count < 1:
         raise InputError(f"The number of positions must be at least 1, not {count}.")
     positions = list(range(max(0, L - count), L))
@@ -625,7 +583,7 @@ class SlopeExtremes:
 def slope_extremes(result: TokenPositionSlopes, k: int = 10) -> SlopeExtremes:
     """The k tokens with the largest and the k with the smallest slope, per head."""
     V = result.slopes.shape[0]
-    k = max(1, min(_as_int(k, "k"), V))
+    k = max(1, min(as_int(k, "k"), V))
     cols = result.slopes.T  # [h, V]
     order = np.argsort(cols, axis=1, kind="stable")
     bottom = order[:, :k]

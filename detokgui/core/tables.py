@@ -271,7 +271,8 @@ def token_position_curve_table(layer, token: int, heads=None) -> Table:
     """head,token_id,token,j,raw,fit: the raw query-token x key-position term
     e_u W^QK_h p_j^T over every key position j (SPEC B7) and its least-squares line, whose
     slope is `positional.token_position_slopes` for token u."""
-    from detokgui.core.positional import check_heads, check_token, ls_weights, position_factors
+    from detokgui.core.checks import check_heads, check_token
+    from detokgui.core.positional import ls_weights, position_factors
 
     u = check_token(layer, token)
     hs = check_heads(layer, heads)

@@ -107,3 +107,53 @@ def wait_idle(qtbot, win, timeout=30000):
     """Until no job runs (results drawn)."""
     qtbot.waitUntil(lambda: not win.jobs.busy, timeout=timeout)
     qtbot.wait(20)
+
+
+# --------------------------------------------------------------------------- modal dialogs
+
+_MODAL = {
+    "QMessageBox": ("warning", "information", "critical", "question", "about", "exec"),
+    "QFileDialog": ("getSaveFileName", "getOpenFileName", "getOpenFileNames",
+                    "getExistingDirectory"),
+    "QInputDialog": ("getText", "getItem", "getInt", "getDouble", "exec"),
+    "QDialog": ("exec",),
+}
+
+
+class ModalDialogs(list):
+    """Every modal dialog the code under test tried to open, as (class.method, args).
+
+    No dialog really opens: nothing would close it and the test would block. A dialog
+    that a test did not ask for (by patching the call itself, or by reading and clearing
+    this list through the `modal_dialogs` fixture) fails the test at teardown."""
+
+
+@pytest.fixture(autouse=True)
+def modal_dialogs(monkeypatch):
+    from PySide6 import QtWidgets
+
+    seen = ModalDialogs()
+
+    def refuse(name):
+        def call(*args, **kwargs):
+            seen.append((name, args))
+            if name.endswith(".exec"):
+                return 0
+            if name.startswith("QMessageBox."):
+                return QtWidgets.QMessageBox.StandardButton.Cancel
+            if name == "QFileDialog.getOpenFileNames":
+                return [], ""
+            if name in ("QFileDialog.getSaveFileName", "QFileDialog.getOpenFileName"):
+                return "", ""
+            if name == "QFileDialog.getExistingDirectory":
+                return ""
+            return None, False  # QInputDialog.get*: cancelled
+
+        return staticmethod(call) if not name.endswith(".exec") else call
+
+    for cls_name, methods in _MODAL.items():
+        cls = getattr(QtWidgets, cls_name)
+        for m in methods:
+            monkeypatch.setattr(cls, m, refuse(f"{cls_name}.{m}"))
+    yield seen
+    assert not seen, f"the code under test opened modal dialogs: {[n for n, _ in seen]}"

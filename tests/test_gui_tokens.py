@@ -213,6 +213,7 @@ def test_file_export_asks_which_plot(window, qtbot, tmp_path, monkeypatch):
     wait_idle(qtbot, win)
     frames = win.panel("bias").plot_frames()
     assert len(frames) > 1
+    qtbot.waitUntil(lambda: all(f.table_fn() is not None for f in frames), timeout=30000)
     asked = []
 
     def pick(parent, title, label, items, current, editable):

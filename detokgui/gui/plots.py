@@ -160,7 +160,15 @@ class PlotFrame(QWidget):
         self.exported.emit(str(path))
         return None
 
+    def has_data(self) -> bool:
+        return self.table_fn is not None and self.table_fn() is not None
+
     def export_dialog(self, fmt: str) -> None:
+        """Ask for a file name and export; nothing to export yet is said in the status bar
+        (no dialog), a failed write in a warning, a written file in the status bar."""
+        if not self.has_data():
+            notify(self, f"{self.name}: nothing to export yet (no data is shown).")
+            return
         settings = QSettings()
         folder = settings.value("export/folder", str(Path.home()))
         stem = self.name.lower().replace(" ", "_").replace("/", "-")
@@ -177,6 +185,21 @@ class PlotFrame(QWidget):
             self.export(path)
         except (OSError, ValueError) as exc:
             QMessageBox.warning(self, "Export failed", str(exc))
+            return
+        notify(self, f"Saved {self.name} to {path}")
+
+
+def notify(widget: QWidget, text: str, timeout_ms: int = 10000) -> None:
+    """A line in the status bar of `widget`'s main window (stderr when it has none)."""
+    from PySide6.QtWidgets import QMainWindow
+
+    win = widget.window()
+    if isinstance(win, QMainWindow):
+        win.statusBar().showMessage(text, timeout_ms)
+    else:
+        import sys
+
+        print(text, file=sys.stderr)
 
 
 # --------------------------------------------------------------------------- heatmap

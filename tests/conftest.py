@@ -73,6 +73,12 @@ def model_attention(model, ids):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory):
+    """detokgui's cache goes to a temp folder, never to the user's real cache."""
+    os.environ["DETOKGUI_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _isolated_qsettings(tmp_path_factory):
     """Settings go to a temp folder, never to the user's real configuration."""
     from PySide6.QtCore import QCoreApplication, QSettings

@@ -30,19 +30,17 @@ def test_new_file_gets_default_permissions(tmp_path):
 def test_failure_keeps_previous_file_and_leaves_no_temp(tmp_path, exc):
     p = tmp_path / "out.csv"
     p.write_text("previous")
-    with pytest.raises(exc):
-        with atomic.atomic_open(p, "w") as f:
-            f.write("partial")
-            raise exc("writer failed")
+    with pytest.raises(exc), atomic.atomic_open(p, "w") as f:
+        f.write("partial")
+        raise exc("writer failed")
     assert p.read_text() == "previous"
     assert os.listdir(tmp_path) == ["out.csv"]
 
 
 def test_writer_that_writes_nothing_is_an_error(tmp_path):
     p = tmp_path / "x.png"
-    with pytest.raises(OSError):
-        with atomic.atomic_path(p) as tmp:
-            tmp.unlink()
+    with pytest.raises(OSError), atomic.atomic_path(p) as tmp:
+        tmp.unlink()
     assert os.listdir(tmp_path) == []
 
 
@@ -56,10 +54,9 @@ def test_full_device_raises_and_is_not_replaced():
 
 def test_folder_appears_whole_or_not_at_all(tmp_path):
     target = tmp_path / "model"
-    with pytest.raises(RuntimeError):
-        with atomic.atomic_folder(target) as tmp:
-            (tmp / "weights").write_text("w")
-            raise RuntimeError("interrupted before the tokenizer")
+    with pytest.raises(RuntimeError), atomic.atomic_folder(target) as tmp:
+        (tmp / "weights").write_text("w")
+        raise RuntimeError("interrupted before the tokenizer")
     assert os.listdir(tmp_path) == []
     with atomic.atomic_folder(target) as tmp:
         (tmp / "weights").write_text("w")

@@ -189,7 +189,7 @@ def _lines(path: Path, gz: bool) -> Iterator[tuple[int, str, int]]:
     (decompressed) byte offset."""
     where = "decompressed byte offset" if gz else "byte offset"
     try:
-        raw = open(path, "rb")
+        raw = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except OSError as exc:
         raise InputError(f"{path}: cannot open ({exc.strerror or exc}).") from exc
     with raw:

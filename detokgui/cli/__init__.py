@@ -31,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
     for name, (help_text, arguments, _) in EXPORTS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--model", default="gpt2", help="hub name or local folder (default gpt2)")
+        p.add_argument("--model", default="gpt2",
+                       help="hub name, local folder, 'demo' (the trained demo model shipped "
+                       "with detokgui) or 'random-demo' (default gpt2)")
         p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                        help="default: CUDA when available, else CPU")
         arguments(p)

@@ -1,14 +1,81 @@
-"""Random-initialised GPT-2 checkpoints with the real GPT-2 tokenizer.
+"""The demo models, and random-initialised GPT-2 checkpoints with the real GPT-2 tokenizer.
 
-Used for the app's demo model (try the interface without any download) and by the
-tests, which load them through the same `Layer0.from_pretrained` path users hit.
+- "demo": a small GPT-2-architecture model *trained* on public-domain English, shipped
+  inside the package (`detokgui/resources/demo_model`, its README says how it was
+  trained), so that a newcomer without internet sees learned layer-0 structure.
+- "random-demo": the same interface on random weights (GPT-2-small-like shapes), written
+  once into the user cache; useful to compare learned structure against noise.
+
+Random checkpoints are also what the tests load, through the same
+`Layer0.from_pretrained` path users hit.
 """
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
+
+DEMO = "demo"
+RANDOM_DEMO = "random-demo"
+DEMO_NAMES = (DEMO, RANDOM_DEMO)
+DEMO_TITLE = "demo model (trained 2-layer GPT-2 architecture, not GPT-2)"
+RANDOM_DEMO_TITLE = "random demo model (random weights)"
+DEMO_DESCRIPTION = (
+    "The demo model is not GPT-2: a 2-layer GPT-2-architecture model (d=128, 8 heads, "
+    "128 positions, the real GPT-2 tokenizer) trained on a CPU on 9.7M tokens of "
+    "public-domain and freely licensed English (Austen, Bibles, State of the Union "
+    "addresses, dictionaries, manuals). Its layer 0 has a sharp previous-token head (7) "
+    "and broad heads (0, 1, 3, 4)."
+)
+RANDOM_DEMO_DESCRIPTION = (
+    "The random demo model has random weights (GPT-2-small-like: d=384, 12 heads, 1024 "
+    "positions) and the real GPT-2 tokenizer: its rankings and curves are noise."
+)
+_RANDOM_DEMO_FOLDER = "random-demo-model-v2"
+_REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+def demo_model_folder() -> Path:
+    """The trained demo model shipped inside the package."""
+    from importlib.resources import files
+
+    return Path(str(files("detokgui.resources") / "demo_model"))
+
+
+def random_demo_folder(report: Callable[[float, str], None] | None = None) -> Path:
+    """The random demo model in the user cache, written (atomically) on first use.
+
+    A folder left incomplete by an older version is replaced."""
+    from detokgui.core.atomic import atomic_folder
+    from detokgui.core.paths import cache_dir
+
+    folder = cache_dir() / _RANDOM_DEMO_FOLDER
+    if all((folder / f).is_file() for f in _REQUIRED):
+        return folder
+    if folder.exists():
+        shutil.rmtree(folder)
+    if report is not None:
+        report(0.0, "Writing the random demo model (once)")
+    with atomic_folder(folder) as tmp:
+        write_random_checkpoint(tmp, n_embd=384, n_head=12, n_positions=1024, seed=0)
+    return folder
+
+
+def resolve(name: str, report: Callable[[float, str], None] | None = None) -> tuple[str, str]:
+    """(folder or hub name to load, display title) for a model name; the demo names map
+    to their folders, anything else is returned as it is."""
+    if name == DEMO:
+        return str(demo_model_folder()), DEMO_TITLE
+    if name == RANDOM_DEMO:
+        return str(random_demo_folder(report)), RANDOM_DEMO_TITLE
+    return name, name
+
+
+def description(name: str) -> str | None:
+    return {DEMO: DEMO_DESCRIPTION, RANDOM_DEMO: RANDOM_DEMO_DESCRIPTION}.get(name)
 
 
 def write_random_checkpoint(

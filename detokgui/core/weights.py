@@ -184,16 +184,18 @@ class Layer0:
         progress: ProgressFn | None = None,
         load_tokenizer: bool = True,
     ) -> Layer0:
-        """Load layer 0 of a hub model (`gpt2`, `distilgpt2`, ...) or a local folder.
+        """Load layer 0 of a hub model (`gpt2`, `distilgpt2`, ...), a local folder, or a
+        demo model ("demo": trained, shipped in the package; "random-demo").
 
         Raises ModelLoadError with an actionable message on any failure."""
+        from detokgui.core import demo
         from detokgui.core.tokens import load_tokenizer as _load_tok
 
         start = time.perf_counter()
-        name = str(name_or_path)
         report = progress or (lambda f, m: None)
+        source, name = demo.resolve(str(name_or_path), report)
         report(0.0, f"Locating {name}")
-        files = checkpoint.locate(name, progress=report)
+        files = checkpoint.locate(source, progress=report)
         shape = checkpoint.read_config(files.config, name)
         report(0.3, f"Reading layer-0 weights of {name}")
         tensors = checkpoint.read_layer0_tensors(files, name)
@@ -214,6 +216,8 @@ class Layer0:
             device=device,
             dtype=dtype,
         )
+        if demo.description(str(name_or_path)):
+            layer.notes.append(demo.description(str(name_or_path)))
         layer.load_seconds = time.perf_counter() - start
         report(1.0, f"Loaded {name}")
         return layer

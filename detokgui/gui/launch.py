@@ -14,7 +14,8 @@ def build_parser() -> argparse.ArgumentParser:
         "alone. `detokgui export --help` lists the headless exports.",
     )
     p.add_argument("--model", default="gpt2",
-                   help="hub name, local checkpoint folder, or 'demo' (default gpt2)")
+                   help="hub name, local checkpoint folder, 'demo' (a small trained model shipped "
+                   "with detokgui) or 'random-demo' (random weights); default gpt2")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="default: CUDA when available, else CPU")
     p.add_argument("--screenshot", metavar="PATH",

@@ -3,9 +3,7 @@ background thread, menus, status-bar progress with a cancel button."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from PySide6.QtCore import QSettings, QStandardPaths, Qt, Slot
+from PySide6.QtCore import QSettings, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -25,34 +23,18 @@ from PySide6.QtWidgets import (
 from detokgui.gui.jobs import JobRunner
 from detokgui.gui.state import AppState
 
-DEMO_MODEL = "demo"
-DEMO_LABEL = "Demo model (random weights, real GPT-2 tokenizer)"
+DEMO_LABELS = {
+    "demo": "Demo model (trained, not GPT-2)",
+    "random-demo": "Random demo model (random weights)",
+}
 MAX_RECENT = 8
 
 
-def demo_model_folder() -> Path:
-    base = QStandardPaths.writableLocation(QStandardPaths.CacheLocation) or str(
-        Path.home() / ".cache" / "detokgui"
-    )
-    return Path(base) / "demo-model-v1"
-
-
 def load_layer(name: str, device: str | None, report):
-    """Job body: load a model (or write and load the demo model) and its sigma table."""
+    """Job body: load a model (a demo model, a folder or a hub name) and its sigma table."""
     from detokgui.core import Layer0
-    from detokgui.core.demo import write_random_checkpoint
 
-    if name == DEMO_MODEL:
-        folder = demo_model_folder()
-        if not (folder / "model.safetensors").is_file():
-            report(0.02, "Writing the demo model (random weights, once)")
-            write_random_checkpoint(folder, n_embd=384, n_head=12, n_positions=1024, seed=0)
-        layer = Layer0.from_pretrained(str(folder), device=device,
-                                       progress=lambda f, m: report(0.1 + 0.6 * f, m))
-        layer.name = "demo model (random weights)"
-    else:
-        layer = Layer0.from_pretrained(name, device=device,
-                                       progress=lambda f, m: report(0.7 * f, m))
+    layer = Layer0.from_pretrained(name, device=device, progress=lambda f, m: report(0.7 * f, m))
     layer.sigma_stats(progress=lambda f, m: report(0.7 + 0.3 * f, m))
     return layer
 
@@ -177,8 +159,14 @@ class MainWindow(QMainWindow):
                      "Load a Hugging Face model by name (gpt2, gpt2-medium, distilgpt2, …)")
         self._action(model_menu, "Open model folder…", self.ask_model_folder,
                      QKeySequence.Open, "Load a local GPT-2-architecture checkpoint folder")
-        self._action(model_menu, DEMO_LABEL, lambda: self.load_model(DEMO_MODEL),
-                     QKeySequence("Ctrl+D"), "Try the interface without any download")
+        self._action(model_menu, DEMO_LABELS["demo"], lambda: self.load_model("demo"),
+                     QKeySequence("Ctrl+D"),
+                     "A small GPT-2-architecture model trained on public-domain English, "
+                     "shipped with detokgui: try the interface without any download")
+        self._action(model_menu, DEMO_LABELS["random-demo"],
+                     lambda: self.load_model("random-demo"), QKeySequence("Ctrl+Shift+D"),
+                     "Random weights with the real GPT-2 tokenizer: compare learned structure "
+                     "against noise")
         self.recent_menu = model_menu.addMenu("Recent models")
         self._fill_recent()
         model_menu.addSeparator()
@@ -219,7 +207,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.clear()
         recent = self.recent_models()
         for name in recent:
-            label = DEMO_LABEL if name == DEMO_MODEL else name
+            label = DEMO_LABELS.get(name, name)
             self._action(self.recent_menu, label, lambda _=False, n=name: self.load_model(n))
         self.recent_menu.setEnabled(bool(recent))
 
@@ -243,7 +231,7 @@ class MainWindow(QMainWindow):
         self.loading_name = name
         self.load_error = None
         self.banner.hide()
-        label = "demo model" if name == DEMO_MODEL else name
+        label = DEMO_LABELS.get(name, name)
         self.show_message(f"Loading {label}…")
         device = self.device
         self.jobs.submit(

@@ -5,14 +5,16 @@ import os
 import subprocess
 
 import pytest
+from conftest import SUBPROCESS_ENV
 
 BUNDLE = os.environ.get("DETOKGUI_BUNDLE")
 pytestmark = pytest.mark.skipif(not BUNDLE, reason="set DETOKGUI_BUNDLE to a built bundle")
 
 
 def run(*args):
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    return subprocess.run([BUNDLE, *args], capture_output=True, text=True, timeout=300, env=env)
+    env = {**SUBPROCESS_ENV, "QT_QPA_PLATFORM": "offscreen"}
+    return subprocess.run([BUNDLE, *args], check=False, capture_output=True, text=True,
+                          timeout=300, env=env)
 
 
 def test_bundle_draws_a_view_and_exits_cleanly(tiny_ckpt, tmp_path):

@@ -58,8 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"detokgui export {args.what}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"detokgui export {args.what}: error: {exc.strerror or exc}: "
-              f"{exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        where = exc.filename or getattr(args, "out", None) or ""
+        print(f"detokgui export {args.what}: error: {exc.strerror or exc}: {where}".rstrip(": "),
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"detokgui export {args.what}: interrupted", file=sys.stderr)

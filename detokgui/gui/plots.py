@@ -85,9 +85,14 @@ def render_png(widget: QWidget, scale: float = 2.0) -> bytes:
         widget.render(painter)
     painter.end()
     img.setDevicePixelRatio(1.0)
+    return png_bytes(img)
+
+
+def png_bytes(image) -> bytes:
+    """A QImage or QPixmap encoded as PNG."""
     buf = QBuffer()
     buf.open(QIODevice.WriteOnly)
-    if not img.save(buf, "PNG"):
+    if not image.save(buf, "PNG"):
         raise OSError("the PNG image could not be encoded")
     return bytes(buf.data())
 
@@ -278,9 +283,17 @@ class PlotFrame(QWidget):
         try:
             self.export(path)
         except (OSError, ValueError) as exc:
-            QMessageBox.warning(self, "Export failed", str(exc))
+            QMessageBox.warning(self, "Export failed", failure_message(exc, path))
             return
         notify(self, f"Saved {self.name} to {path}")
+
+
+def failure_message(exc: BaseException, path) -> str:
+    """One line for a failed export: what went wrong and where; the previous file at
+    `path`, if any, is unchanged (writes are atomic)."""
+    if isinstance(exc, OSError):
+        return f"Could not write {path}: {exc.strerror or exc}. Nothing was changed there."
+    return str(exc)
 
 
 def notify(widget: QWidget, text: str, timeout_ms: int = 10000) -> None:

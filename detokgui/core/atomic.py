@@ -62,10 +62,9 @@ def atomic_open(path: str | Path, mode: str = "w", **kwargs) -> Iterator[IO]:
     `mode` is "w" or "wb" (plus open()'s keyword arguments, e.g. newline, encoding)."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open writes whole files: mode 'w' or 'wb', not {mode!r}")
-    with atomic_path(path) as tmp:
-        with open(tmp, mode, **kwargs) as f:
-            yield f
-            f.flush()
+    with atomic_path(path) as tmp, open(tmp, mode, **kwargs) as f:
+        yield f
+        f.flush()
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:

@@ -113,6 +113,16 @@ def read_config(path: Path, name: str) -> GPT2Shape:
             f"{name}: config.json lacks a usable GPT-2 field ({exc}); "
             "expected n_embd, n_head, n_positions and vocab_size."
         ) from exc
+    for field in ("vocab_size", "n_positions", "n_embd", "n_head", "n_inner"):
+        if getattr(shape, field) < 1:
+            raise ModelLoadError(
+                f"{name}: config.json has {field}={getattr(shape, field)}; it must be at least 1."
+            )
+    if not (math.isfinite(shape.layer_norm_epsilon) and shape.layer_norm_epsilon > 0):
+        raise ModelLoadError(
+            f"{name}: config.json has layer_norm_epsilon={shape.layer_norm_epsilon}; "
+            "it must be a positive number."
+        )
     if d % h:
         raise ModelLoadError(f"{name}: n_embd={d} is not divisible by n_head={h}.")
     return shape

@@ -28,6 +28,6 @@ def test_bundle_exports_and_fails_cleanly(tiny_ckpt, tmp_path):
     out = tmp_path / "topk.csv"
     r = run("export", "topk", "--model", str(tiny_ckpt), "--query", " Korea", "--out", str(out))
     assert r.returncode == 0, r.stderr
-    assert out.read_text().startswith("head,rank,key_id,key_token,score")
+    assert out.read_text().startswith("query_id,query_token,head,rank,key_id,key_token,score")
     r = run("export", "sigma", "--model", str(tmp_path / "missing"), "--out", str(out))
     assert r.returncode == 2 and "There is no folder" in r.stderr and "Traceback" not in r.stderr

@@ -52,8 +52,10 @@ def test_topk_csv_matches_brute_force(tiny_ckpt, tiny_layer, tmp_path):
                 "--out", str(out))
     assert r.returncode == 0, r.stderr
     rows = read_csv(out)
-    assert list(rows[0]) == ["head", "rank", "key_id", "key_token", "score"]
+    assert list(rows[0]) == ["query_id", "query_token", "head", "rank", "key_id", "key_token",
+                             "score"]
     u = tiny_layer.tokenizer.encode(" Korea")[0]
+    assert {(int(r["query_id"]), r["query_token"]) for r in rows} == {(u, " Korea")}
     scores = brute_force_tee(raw_tensors(tiny_ckpt), u)
     H = scores.shape[0]
     assert len(rows) == H * 7

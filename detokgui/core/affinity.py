@@ -29,6 +29,9 @@ from detokgui.core.errors import InputError
 from detokgui.core.sigma import tokens_at_position
 
 SIGMA_CONVENTIONS = ("mean", "at", "none")
+#: The most tokens a T_ee heatmap takes (GUI and CLI): N^2 cells per head, and a CSV of
+#: N^2 rows per head; 20,000 tokens would need 1.6 GB per head (and 30 GB of CSV).
+MAX_HEATMAP_TOKENS = 400
 SIGMA_LABELS = {
     "mean": "sigma = mean over positions",
     "at": "sigma at positions (i, j)",

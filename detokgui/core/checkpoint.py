@@ -170,6 +170,26 @@ def check_architecture(cfg: dict, name: str) -> None:
 # --------------------------------------------------------------------------- locating
 
 
+def peek_config(name_or_path: str) -> GPT2Shape | None:
+    """The config.json of a local checkpoint folder, or of a hub model already in the
+    local cache, read without touching weights or the network; None when there is none.
+    Raises ModelLoadError when the config exists but is unusable (as loading would)."""
+    name = str(name_or_path).strip()
+    path = Path(name).expanduser()
+    if path.is_dir():
+        cfg = path / "config.json"
+        return read_config(cfg, name) if cfg.is_file() else None
+    if not name or path.exists() or _looks_like_path(name):
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        hit = try_to_load_from_cache(name, "config.json")
+    except (ImportError, ValueError, OSError):
+        return None
+    return read_config(Path(hit), name) if isinstance(hit, str) else None
+
+
 def locate(name_or_path: str, *, progress=None) -> CheckpointFiles:
     """Resolve a local folder or hub name to the files of one checkpoint."""
     name = str(name_or_path).strip()

@@ -72,6 +72,37 @@ def model_attention(model, ids):
     return out.attentions[0][0]
 
 
+def isolated_environment(root) -> dict:
+    """os.environ for a `detokgui` subprocess whose settings and caches live under `root`
+    (HOME, XDG_CONFIG_HOME, XDG_CACHE_HOME, XDG_DATA_HOME, DETOKGUI_CACHE_DIR), so that no
+    test touches the user's real configuration (Model > Recent) or cache."""
+    from pathlib import Path
+
+    root = Path(root)
+    env = dict(os.environ)
+    for var, sub in (("HOME", "home"), ("XDG_CONFIG_HOME", "config"),
+                     ("XDG_CACHE_HOME", "cache"), ("XDG_DATA_HOME", "data"),
+                     ("DETOKGUI_CACHE_DIR", "cache/detokgui")):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+        env[var] = str(root / sub)
+    env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+#: The environment every `detokgui` subprocess of the tests runs with (set for the session).
+SUBPROCESS_ENV: dict = {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_env(tmp_path_factory):
+    """Environment for subprocesses (`isolated_environment`), also kept in SUBPROCESS_ENV
+    for helpers that are plain functions."""
+    SUBPROCESS_ENV.clear()
+    SUBPROCESS_ENV.update(isolated_environment(tmp_path_factory.mktemp("subprocess-home")))
+    return SUBPROCESS_ENV
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory):
     """detokgui's cache goes to a temp folder, never to the user's real cache."""

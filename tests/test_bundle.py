@@ -5,14 +5,16 @@ import os
 import subprocess
 
 import pytest
+from conftest import SUBPROCESS_ENV
 
 BUNDLE = os.environ.get("DETOKGUI_BUNDLE")
 pytestmark = pytest.mark.skipif(not BUNDLE, reason="set DETOKGUI_BUNDLE to a built bundle")
 
 
 def run(*args):
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    return subprocess.run([BUNDLE, *args], capture_output=True, text=True, timeout=300, env=env)
+    env = {**SUBPROCESS_ENV, "QT_QPA_PLATFORM": "offscreen"}
+    return subprocess.run([BUNDLE, *args], check=False, capture_output=True, text=True,
+                          timeout=300, env=env)
 
 
 def test_bundle_draws_a_view_and_exits_cleanly(tiny_ckpt, tmp_path):
@@ -26,6 +28,6 @@ def test_bundle_exports_and_fails_cleanly(tiny_ckpt, tmp_path):
     out = tmp_path / "topk.csv"
     r = run("export", "topk", "--model", str(tiny_ckpt), "--query", " Korea", "--out", str(out))
     assert r.returncode == 0, r.stderr
-    assert out.read_text().startswith("head,rank,key_id,key_token,score")
+    assert out.read_text().startswith("query_id,query_token,head,rank,key_id,key_token,score")
     r = run("export", "sigma", "--model", str(tmp_path / "missing"), "--out", str(out))
     assert r.returncode == 2 and "There is no folder" in r.stderr and "Traceback" not in r.stderr

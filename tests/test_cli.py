@@ -6,14 +6,16 @@ import subprocess
 import sys
 
 import torch
+from conftest import SUBPROCESS_ENV
 
 from detokgui.core.terms import TERM_NAMES
 
 
-def run_cli(*args, timeout=300):
+def run_cli(*args, timeout=300, input=None):
     return subprocess.run(
         [sys.executable, "-m", "detokgui", "export", *args],
-        capture_output=True, text=True, timeout=timeout,
+        check=False, capture_output=True, text=True, timeout=timeout, env=SUBPROCESS_ENV,
+        input=input,
     )
 
 

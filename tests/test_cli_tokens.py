@@ -52,8 +52,10 @@ def test_topk_csv_matches_brute_force(tiny_ckpt, tiny_layer, tmp_path):
                 "--out", str(out))
     assert r.returncode == 0, r.stderr
     rows = read_csv(out)
-    assert list(rows[0]) == ["head", "rank", "key_id", "key_token", "score"]
+    assert list(rows[0]) == ["query_id", "query_token", "head", "rank", "key_id", "key_token",
+                             "score"]
     u = tiny_layer.tokenizer.encode(" Korea")[0]
+    assert {(int(r["query_id"]), r["query_token"]) for r in rows} == {(u, " Korea")}
     scores = brute_force_tee(raw_tensors(tiny_ckpt), u)
     H = scores.shape[0]
     assert len(rows) == H * 7
@@ -111,15 +113,18 @@ def test_token_exports_fail_cleanly(tiny_ckpt, tmp_path):
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
 
 
-def test_screenshot_mode(tiny_ckpt, tmp_path):
+def test_screenshot_mode(tiny_ckpt, tmp_path, isolated_env):
     out = tmp_path / "shot.png"
     r = subprocess.run([sys.executable, "-m", "detokgui", "--model", str(tiny_ckpt), "--view",
-                        "heatmap", "--screenshot", str(out)], capture_output=True, text=True,
-                       timeout=300)
+                        "heatmap", "--screenshot", str(out)], check=False, capture_output=True,
+                       text=True,
+                       timeout=300, env=isolated_env)
     assert r.returncode == 0, r.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     bad = tmp_path / "bad.png"
     r = subprocess.run([sys.executable, "-m", "detokgui", "--model", str(tmp_path / "nope"),
-                        "--screenshot", str(bad)], capture_output=True, text=True, timeout=300)
+                        "--screenshot", str(bad)], check=False, capture_output=True, text=True,
+                       timeout=300,
+                       env=isolated_env)
     assert r.returncode != 0 and bad.exists()
     assert "There is no folder" in r.stderr and "Traceback" not in r.stderr

@@ -12,7 +12,7 @@ import importlib
 import os
 import sys
 
-from detokgui.cli.common import EXPORTS, CliError, load_layer
+from detokgui.cli.common import EXPORTS, CliError, load_layer, prepare
 
 COMMAND_MODULES = ("tokens", "position")
 
@@ -29,14 +29,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _register_commands()
     sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
-    for name, (help_text, arguments, _) in EXPORTS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+    for name, command in EXPORTS.items():
+        p = sub.add_parser(name, help=command.help, description=command.help)
         p.add_argument("--model", default="gpt2",
                        help="hub name, local folder, 'demo' (the trained demo model shipped "
                        "with detokgui) or 'random-demo' (default gpt2)")
         p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                        help="default: CUDA when available, else CPU")
-        arguments(p)
+        command.arguments(p)
     return parser
 
 
@@ -47,21 +47,23 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from detokgui.core.errors import DetokError
 
-    _, _, fn = EXPORTS[args.what]
+    command = EXPORTS[args.what]
     try:
+        prepare(args, command)  # bad options, paths and texts fail before the model loads
         if args.device == "cuda":
             import torch
 
             if not torch.cuda.is_available():
                 raise CliError("--device cuda was asked for but no CUDA device is available")
         layer = load_layer(args)
-        n = fn(args, layer)
+        n = command.run(args, layer)
     except (DetokError, CliError) as exc:
         print(f"detokgui export {args.what}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"detokgui export {args.what}: error: {exc.strerror or exc}: "
-              f"{exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        where = exc.filename or getattr(args, "out", None) or ""
+        print(f"detokgui export {args.what}: error: {exc.strerror or exc}: {where}".rstrip(": "),
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"detokgui export {args.what}: interrupted", file=sys.stderr)

@@ -1,20 +1,41 @@
-"""What every `detokgui export` command shares: the registry, model loading, and the checks
-of output paths, text and heads. Each failure is a `CliError` with a one-line message."""
+"""What every `detokgui export` command shares: the registry, model loading, the checks
+made before the model loads (output path, option values against config.json, texts read
+from arguments, files or standard input), and the checks of text and heads after it.
+Each failure is a `CliError` (or a core InputError / ModelLoadError) with a one-line
+message."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
-EXPORTS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable]] = {}
+
+@dataclass(frozen=True)
+class ExportCommand:
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable  # (args, layer) -> rows written or None
+    outputs: tuple[str, ...]  # allowed --out suffixes
+    check: Callable | None  # (args, shape) -> None; shape None when config.json is unknown
 
 
-def export_command(name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None]):
-    """Register `detokgui export NAME`; the decorated function takes (args, layer)."""
+EXPORTS: dict[str, ExportCommand] = {}
+
+
+def export_command(name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None],
+                   outputs: tuple[str, ...] = (".csv",), check: Callable | None = None):
+    """Register `detokgui export NAME`; the decorated function takes (args, layer).
+
+    `check(args, shape)` runs before the model loads: it validates option values (against
+    `shape`, the model's config.json when it can be read cheaply, else None) and reads
+    texts, so that bad input fails at once, not after a minute of loading."""
 
     def register(fn):
-        EXPORTS[name] = (help, arguments, fn)
+        EXPORTS[name] = ExportCommand(help, arguments, fn, outputs, check)
         return fn
 
     return register
@@ -30,28 +51,117 @@ def load_layer(args):
     return Layer0.from_pretrained(args.model, device=args.device)
 
 
+def model_shape(args):
+    """The model's sizes from its config.json (a local folder, or a hub model already in
+    the local cache), without reading any weights; None when there is no config to read.
+    An object with n_positions, n_heads and n_vocab, as core.checks expects of a layer."""
+    from detokgui.core.checkpoint import peek_config
+
+    shape = peek_config(args.model)
+    if shape is None:
+        return None
+    return SimpleNamespace(n_positions=shape.n_positions, n_heads=shape.n_head,
+                           n_vocab=shape.vocab_size)
+
+
+def prepare(args, command: ExportCommand) -> None:
+    """Everything that can be checked before the model loads."""
+    out_path(args, command.outputs)
+    if command.check is not None:
+        command.check(args, model_shape(args))
+
+
 def out_path(args, allowed: tuple[str, ...]) -> Path:
     out = Path(args.out)
     if out.suffix.lower() not in allowed:
         raise CliError(f"--out must end in {' or '.join(allowed)}, not {out.name!r}")
     if out.parent and not out.parent.exists():
         raise CliError(f"the folder {out.parent} does not exist")
+    if out.is_dir():
+        raise CliError(f"--out {out} is a folder; give a file name")
     return out
 
 
-def tokens_of(layer, text: str) -> list[int]:
+# --------------------------------------------------------------------------- texts
+
+
+def text_arguments(p: argparse.ArgumentParser, flag: str, help: str, repeat: bool = False,
+                   file_help: str | None = None) -> None:
+    """--FLAG TEXT (or - for standard input) and --FLAG-file PATH (or -); one is required.
+    With `repeat`, --FLAG may be given several times and the file holds one text a line."""
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument(f"--{flag}", action="append" if repeat else "store",
+                       help=f"{help}; '-' reads it from standard input")
+    group.add_argument(f"--{flag}-file", metavar="PATH",
+                       help=file_help or f"read the {flag} text from a UTF-8 file ('-': stdin)")
+
+
+def _read_source(source: str, what: str) -> str:
+    try:
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise CliError(f"{what}: cannot read {source}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = "standard input" if source == "-" else source
+        raise CliError(f"{what}: {where} is not UTF-8 text (byte {exc.start + 1})") from None
+
+
+def read_texts(args, flag: str, lines: bool = False, file_flag: str | None = None,
+               blank_ok: bool = False) -> list[str]:
+    """The texts given by --FLAG (each may be '-') or by the file option (--FLAG-file
+    unless `file_flag` names another); a file given for a repeatable flag (`lines`)
+    holds one text per line (blank lines skipped). `blank_ok`: a text of white space
+    only (a token such as "\\n") is allowed; an empty one never is."""
+    from detokgui.core.checks import check_text
+
+    file_flag = file_flag or f"{flag}-file"
+    values = getattr(args, flag.replace("-", "_"))
+    path = getattr(args, file_flag.replace("-", "_"))
+    if path is not None:
+        text = _read_source(path, f"--{file_flag}")
+        texts = [t for t in text.splitlines() if t.strip()] if lines else [text]
+        if not texts:
+            raise CliError(f"--{file_flag} {path} holds no text")
+    else:
+        values = values if isinstance(values, list) else [values]
+        texts = [_read_source("-", f"--{flag}") if v == "-" else v for v in values]
+    for t in texts:
+        check_text(t, f"--{flag} text")
+        if not (t if blank_ok else t.strip()):
+            raise CliError(f"the --{flag} text is empty")
+    return texts
+
+
+def tokens_of(layer, text: str, blank_ok: bool = False) -> list[int]:
+    from detokgui.core.checks import check_text
     from detokgui.core.errors import InputError
 
     if layer.tokenizer is None:
         raise InputError(f"{layer.name} has no tokenizer files, so text cannot be tokenized.")
-    if not text or not text.strip():
+    if not check_text(text) or not (text if blank_ok else text.strip()):
         raise InputError("The text is empty.")
-    return layer.tokenizer.encode(text)
+    ids = layer.tokenizer.encode(text)
+    if not ids:
+        raise InputError("The text has no tokens.")
+    return ids
+
+
+# --------------------------------------------------------------------------- numbers
 
 
 def head_arg(layer, head):
+    """[head] after checking it against the model (or its config); None = all heads."""
     if head is None:
         return None
-    if not 0 <= head < layer.n_heads:
-        raise CliError(f"--head {head} is outside 0..{layer.n_heads - 1}")
+    if head < 0 or (layer is not None and head >= layer.n_heads):
+        top = f"0..{layer.n_heads - 1}" if layer is not None else "0 or more"
+        raise CliError(f"--head {head} is outside {top}")
     return [head]
+
+
+def at_least(value: int, flag: str, lo: int = 1) -> int:
+    if value < lo:
+        raise CliError(f"{flag} must be at least {lo}, not {value}")
+    return value

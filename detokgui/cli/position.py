@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from detokgui.cli.common import export_command, out_path
+from detokgui.cli.common import export_command
 
 
 def _bias_args(p):
@@ -13,15 +13,25 @@ def _bias_args(p):
     p.add_argument("--out", required=True, help="CSV file")
 
 
+def _check_bias(args, shape):
+    from detokgui.core.checks import check_position
+    from detokgui.core.errors import InputError
+
+    if shape is not None:
+        check_position(shape, args.position)
+    elif args.position < 0:
+        raise InputError(f"The query position {args.position} is outside 0..n_positions-1.")
+
+
 @export_command(
-    "bias", "positional bias at query position i: head,j,t_p,t_pp,total,softmax", _bias_args
+    "bias", "positional bias at query position i: head,j,t_p,t_pp,total,softmax", _bias_args,
+    check=_check_bias,
 )
 def export_bias(args, layer):
     from detokgui.core.checks import check_position
     from detokgui.core.tables import bias_table, write_csv
 
-    out = out_path(args, (".csv",))
-    return write_csv(out, bias_table(layer, check_position(layer, args.position), args.sigma))
+    return write_csv(args.out, bias_table(layer, check_position(layer, args.position), args.sigma))
 
 
 def _neurons_args(p):
@@ -36,5 +46,4 @@ def _neurons_args(p):
 def export_neurons(args, layer):
     from detokgui.core.tables import neurons_table, write_csv
 
-    out = out_path(args, (".csv",))
-    return write_csv(out, neurons_table(layer, scaled=args.scaled))
+    return write_csv(args.out, neurons_table(layer, scaled=args.scaled))

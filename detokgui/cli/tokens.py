@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
-from detokgui.cli.common import CliError, export_command, head_arg, out_path, tokens_of
+from detokgui.cli.common import (
+    CliError,
+    at_least,
+    export_command,
+    head_arg,
+    read_texts,
+    text_arguments,
+    tokens_of,
+)
 
 
 def _terms_args(p):
-    p.add_argument("--text", required=True, help="text to decompose (at most n_positions tokens)")
+    text_arguments(p, "text", "text to decompose (at most n_positions tokens)")
     p.add_argument("--out", required=True, help="CSV file")
 
 
-@export_command("terms", "six terms and attention for a text: head,i,j,term,value", _terms_args)
+def _read_text(args, shape):
+    args.text_value = read_texts(args, "text")[0]
+
+
+@export_command("terms", "six terms and attention for a text: head,i,j,term,value", _terms_args,
+                check=_read_text)
 def export_terms(args, layer):
     from detokgui.core.tables import terms_table, write_csv
 
-    out = out_path(args, (".csv",))
-    return write_csv(out, terms_table(layer, tokens_of(layer, args.text)))
+    return write_csv(args.out, terms_table(layer, tokens_of(layer, args.text_value)))
 
 
 def _sigma_args(p):
@@ -26,54 +38,94 @@ def _sigma_args(p):
 def export_sigma(args, layer):
     from detokgui.core.tables import sigma_summary_table, write_csv
 
-    out = out_path(args, (".csv",))
-    return write_csv(out, sigma_summary_table(layer))
+    return write_csv(args.out, sigma_summary_table(layer))
 
 
 def _topk_args(p):
-    p.add_argument("--query", required=True, help="text whose LAST token is the query token")
-    p.add_argument("--k", type=int, default=10, help="how many keys per head (default 10)")
+    p.add_argument("--direction", choices=("keys", "queries"), default="keys",
+                   help="keys: the keys with the highest T_ee for each query token (default); "
+                        "queries: the queries with the highest T_ee for each key token")
+    anchors = p.add_mutually_exclusive_group(required=True)
+    anchors.add_argument("--query", action="append",
+                         help="(--direction keys) text whose LAST token is a query token; "
+                              "repeat for several; '-' reads it from standard input")
+    anchors.add_argument("--queries-file", metavar="PATH",
+                         help="(--direction keys) UTF-8 file, one query text per line ('-': stdin)")
+    anchors.add_argument("--key", action="append",
+                         help="(--direction queries) text whose LAST token is a key token; "
+                              "repeat for several; '-' reads it from standard input")
+    anchors.add_argument("--keys-file", metavar="PATH",
+                         help="(--direction queries) UTF-8 file, one key text per line ('-': stdin)")
+    p.add_argument("--k", type=int, default=10, help="how many tokens per head (default 10)")
     p.add_argument("--head", type=int, default=None, help="only this head (default: all)")
     p.add_argument("--sigma", choices=("mean", "none"), default="mean",
                    help="sigma per token: mean over positions (default) or none (raw)")
     p.add_argument("--out", required=True, help="CSV file")
 
 
-@export_command("topk", "top-k keys by T_ee for a query token: head,rank,key_id,key_token,score",
-                _topk_args)
+def _check_topk(args, shape):
+    at_least(args.k, "--k")
+    head_arg(shape, args.head)
+    keys = args.direction == "keys"
+    given = "query" if (args.query or args.queries_file) else "key"
+    wanted = "query" if keys else "key"
+    if given != wanted:
+        raise CliError(
+            f"--direction {args.direction} ranks {'keys' if keys else 'queries'} for a "
+            f"{wanted} token: give it with --{wanted} or --{'queries' if keys else 'keys'}-file"
+        )
+    args.anchor_texts = read_texts(args, wanted, lines=True, blank_ok=True,
+                                   file_flag="queries-file" if keys else "keys-file")
+
+
+@export_command(
+    "topk",
+    "top-k keys by T_ee for query tokens (or queries for key tokens): "
+    "query_id,query_token,head,rank,key_id,key_token,score",
+    _topk_args, check=_check_topk,
+)
 def export_topk(args, layer):
-    from detokgui.core.affinity import SigmaChoice, topk_keys
+    from detokgui.core.affinity import SigmaChoice, topk_keys, topk_queries
     from detokgui.core.tables import topk_table, write_csv
 
-    out = out_path(args, (".csv",))
-    if args.k < 1:
-        raise CliError("--k must be at least 1")
-    query = tokens_of(layer, args.query)[-1]
-    result = topk_keys(layer, query, args.k, SigmaChoice(args.sigma), head_arg(layer, args.head))
-    return write_csv(out, topk_table(layer, result))
+    rank = topk_keys if args.direction == "keys" else topk_queries
+    sigma, heads = SigmaChoice(args.sigma), head_arg(layer, args.head)
+    results = [rank(layer, tokens_of(layer, text, blank_ok=True)[-1], args.k, sigma, heads)
+               for text in args.anchor_texts]
+    return write_csv(args.out, topk_table(layer, results))
 
 
 def _heatmap_args(p):
-    p.add_argument("--tokens", required=True, help="text whose tokens are compared pairwise")
+    text_arguments(p, "tokens", "text whose tokens are compared pairwise")
     p.add_argument("--head", type=int, default=0, help="head (default 0)")
     p.add_argument("--sigma", choices=("mean", "none"), default="mean",
                    help="sigma per token: mean over positions (default) or none (raw)")
     p.add_argument("--out", required=True, help="file ending in .csv, .png or .svg")
 
 
+def _check_heatmap(args, shape):
+    head_arg(shape, args.head)
+    args.tokens_value = read_texts(args, "tokens")[0]
+
+
 @export_command("heatmap", "T_ee between all pairs of a text's tokens, as CSV, PNG or SVG",
-                _heatmap_args)
+                _heatmap_args, outputs=(".csv", ".png", ".svg"), check=_check_heatmap)
 def export_heatmap(args, layer):
-    from detokgui.core.affinity import SigmaChoice, affinity_block
+    from detokgui.core.affinity import MAX_HEATMAP_TOKENS, SigmaChoice, affinity_block
     from detokgui.core.tables import heatmap_table, write_csv
 
-    out = out_path(args, (".csv", ".png", ".svg"))
     heads = head_arg(layer, args.head)
-    ids = tokens_of(layer, args.tokens)
+    ids = tokens_of(layer, args.tokens_value)
+    if len(ids) > MAX_HEATMAP_TOKENS:
+        raise CliError(
+            f"the text has {len(ids)} tokens; the heatmap takes at most {MAX_HEATMAP_TOKENS} "
+            f"({MAX_HEATMAP_TOKENS}^2 cells): shorten the text"
+        )
     values = affinity_block(layer, ids, ids, SigmaChoice(args.sigma), heads)
-    if out.suffix.lower() == ".csv":
-        return write_csv(out, heatmap_table(layer, values, heads, ids, ids))
+    if args.out.lower().endswith(".csv"):
+        return write_csv(args.out, heatmap_table(layer, values, heads, ids, ids))
     from detokgui.gui.figures import heatmap_figure
 
-    heatmap_figure(layer, values[0].cpu().numpy(), ids, heads[0], SigmaChoice(args.sigma), out)
+    heatmap_figure(layer, values[0].cpu().numpy(), ids, heads[0], SigmaChoice(args.sigma),
+                   args.out)
     return None

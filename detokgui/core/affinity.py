@@ -17,11 +17,21 @@ from dataclasses import dataclass
 
 import torch
 
-from detokgui.core.checks import check_heads, check_position, check_token
+from detokgui.core.checks import (
+    as_int,
+    check_count,
+    check_heads,
+    check_position,
+    check_token,
+    token_tensor,
+)
 from detokgui.core.errors import InputError
 from detokgui.core.sigma import tokens_at_position
 
 SIGMA_CONVENTIONS = ("mean", "at", "none")
+#: The most tokens a T_ee heatmap takes (GUI and CLI): N^2 cells per head, and a CSV of
+#: N^2 rows per head; 20,000 tokens would need 1.6 GB per head (and 30 GB of CSV).
+MAX_HEATMAP_TOKENS = 400
 SIGMA_LABELS = {
     "mean": "sigma = mean over positions",
     "at": "sigma at positions (i, j)",
@@ -82,7 +92,7 @@ class TopK:
 
 
 def _topk(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    k = max(1, min(int(k), scores.shape[1]))
+    k = min(check_count(k, "k"), scores.shape[1])
     vals, idx = torch.topk(scores, k, dim=1)
     return vals, idx
 
@@ -94,6 +104,9 @@ def _topk_against(layer, anchor: int, direction: str, k: int, sigma: SigmaChoice
     and every u is scored by T_ee(u, v). One [V, d] @ [d, H] product."""
     t = check_token(layer, anchor)
     hs = check_heads(layer, heads)
+    check_count(k, "k")
+    if not isinstance(sigma, SigmaChoice):
+        raise InputError(f"sigma must be a SigmaChoice, not {sigma!r}.")
     if direction == "keys":
         fixed, ranked, fixed_side, ranked_side = layer.Wq, layer.Wk, "query", "key"
     else:
@@ -126,9 +139,8 @@ def affinity_block(
 ) -> torch.Tensor:
     """T_ee for every (query, key) pair of two token sets, [len(heads), nq, nk]."""
     hs = check_heads(layer, heads)
-    qi = torch.as_tensor(query_ids, dtype=torch.long, device=layer.device).reshape(-1)
-    ki = qi if key_ids is None else torch.as_tensor(key_ids, dtype=torch.long, device=layer.device)
-    ki = ki.reshape(-1)
+    qi = token_tensor(layer, query_ids, "query tokens")
+    ki = qi if key_ids is None else token_tensor(layer, key_ids, "key tokens")
     if qi.numel() == 0 or ki.numel() == 0:
         raise InputError("The token set is empty.")
     for t in (int(qi.min()), int(qi.max()), int(ki.min()), int(ki.max())):
@@ -143,6 +155,6 @@ def affinity_block(
 
 def random_token_sample(layer, n: int, seed: int = 0) -> list[int]:
     """A seeded sample of n distinct token ids (same seed, same sample)."""
-    n = max(1, min(int(n), layer.n_vocab))
-    g = torch.Generator().manual_seed(int(seed))
+    n = min(check_count(n, "sample size"), layer.n_vocab)
+    g = torch.Generator().manual_seed(as_int(seed, "seed"))
     return torch.randperm(layer.n_vocab, generator=g)[:n].sort().values.tolist()

@@ -113,6 +113,16 @@ def read_config(path: Path, name: str) -> GPT2Shape:
             f"{name}: config.json lacks a usable GPT-2 field ({exc}); "
             "expected n_embd, n_head, n_positions and vocab_size."
         ) from exc
+    for field in ("vocab_size", "n_positions", "n_embd", "n_head", "n_inner"):
+        if getattr(shape, field) < 1:
+            raise ModelLoadError(
+                f"{name}: config.json has {field}={getattr(shape, field)}; it must be at least 1."
+            )
+    if not (math.isfinite(shape.layer_norm_epsilon) and shape.layer_norm_epsilon > 0):
+        raise ModelLoadError(
+            f"{name}: config.json has layer_norm_epsilon={shape.layer_norm_epsilon}; "
+            "it must be a positive number."
+        )
     if d % h:
         raise ModelLoadError(f"{name}: n_embd={d} is not divisible by n_head={h}.")
     return shape
@@ -158,6 +168,30 @@ def check_architecture(cfg: dict, name: str) -> None:
 
 
 # --------------------------------------------------------------------------- locating
+
+
+def peek_config(name_or_path: str) -> GPT2Shape | None:
+    """The config.json of a local checkpoint folder, or of a hub model already in the
+    local cache, read without touching weights or the network; None when there is none.
+    Raises ModelLoadError when the config exists but is unusable (as loading would)."""
+    name = str(name_or_path).strip()
+    if name == "demo":
+        from detokgui.core.demo import demo_model_folder
+
+        name = str(demo_model_folder())
+    path = Path(name).expanduser()
+    if path.is_dir():
+        cfg = path / "config.json"
+        return read_config(cfg, name) if cfg.is_file() else None
+    if not name or path.exists() or _looks_like_path(name):
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        hit = try_to_load_from_cache(name, "config.json")
+    except (ImportError, ValueError, OSError):
+        return None
+    return read_config(Path(hit), name) if isinstance(hit, str) else None
 
 
 def locate(name_or_path: str, *, progress=None) -> CheckpointFiles:

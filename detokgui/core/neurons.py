@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from detokgui.core.checks import check_count
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, run
 
@@ -150,9 +151,7 @@ def neuron_stats(layer, scaled: bool = False) -> NeuronStats:
 def position_heavy_dims(stats: NeuronStats, m: int) -> np.ndarray:
     """The m dimensions with the largest curve norm (descending)."""
     d = stats.norm.shape[0]
-    m = int(m)
-    if not 1 <= m <= d:
-        raise InputError(f"The number of position-heavy dimensions must be in 1..{d}, not {m}.")
+    m = check_count(m, "number of position-heavy dimensions", 1, d)
     return stats.order("norm")[:m]
 
 
@@ -169,9 +168,7 @@ def iter_token_directions(layer, r: int, centre: bool = False,
     GPT-2-small size, so it yields progress per chunk); cached per layer. With `centre`,
     of the mean-removed embedding E - mean_v e_v."""
     d = layer.d
-    r = int(r)
-    if not 1 <= r <= d:
-        raise InputError(f"The number of SVD directions must be in 1..{d}, not {r}.")
+    r = check_count(r, "number of SVD directions", 1, d)
     key = (_GRAM_KEY, bool(centre))
     eig = layer._cache.get(key)
     if eig is None:

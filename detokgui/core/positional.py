@@ -42,7 +42,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from detokgui.core.checks import as_int, check_heads, check_position, check_token
+from detokgui.core.checks import (
+    as_int,
+    check_count,
+    check_heads,
+    check_position,
+    check_token,
+    token_tensor,
+)
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, run
 
@@ -307,9 +314,7 @@ def pattern_grid(values, cols: int | None = None) -> np.ndarray:
     m = a.shape[-1]
     if m == 0:
         raise InputError("There are no values to lay out.")
-    c = int(cols) if cols else math.isqrt(m - 1) + 1
-    if c < 1:
-        raise InputError(f"A grid needs at least one column, not {cols}.")
+    c = math.isqrt(m - 1) + 1 if cols is None else check_count(cols, "number of grid columns")
     r = -(-m // c)
     out = np.full(a.shape[:-1] + (r * c,), np.nan)
     out[..., :m] = a
@@ -424,7 +429,7 @@ def iter_self_ranks(layer, tokens, heads=None, chunk_rows: int | None = None) ->
     common factor and does not change ranks. Streams the vocabulary in row chunks
     through the rank-d' factors: cost ~ V d (H d') + V H S d'."""
     hs = check_heads(layer, heads)
-    ids = torch.as_tensor(tokens, dtype=torch.long, device=layer.device).reshape(-1)
+    ids = token_tensor(layer, tokens, "query tokens")
     if ids.numel() == 0:
         raise InputError("No query tokens were given.")
     for t in (int(ids.min()), int(ids.max())):
@@ -522,9 +527,7 @@ def raw_pp_last_positions(layer, count: int = 5, heads=None) -> LastPositionsPP:
     """Raw T_pp (no LayerNorm) for query positions L-count .. L-1 over j <= i."""
     hs = check_heads(layer, heads)
     L = layer.n_positions
-    count = as_int(count, "number of positions")
-    if count < 1:
-        raise InputError(f"The number of positions must be at least 1, not {count}.")
+    count = check_count(count, "number of positions")
     positions = list(range(max(0, L - count), L))
     vals = np.full((len(hs), len(positions), L), np.nan, dtype=np.float64)
     for r, i in enumerate(positions):
@@ -546,7 +549,7 @@ class TokenPositionSlopes:
     def column(self, head: int) -> np.ndarray:
         """Slopes of all V tokens for one head (by head index), e.g. for a histogram."""
         try:
-            return self.slopes[:, self.heads.index(int(head))]
+            return self.slopes[:, self.heads.index(as_int(head, "head"))]
         except ValueError:
             raise InputError(f"Head {head} is not among the computed heads {self.heads}.") from None
 
@@ -583,7 +586,7 @@ class SlopeExtremes:
 def slope_extremes(result: TokenPositionSlopes, k: int = 10) -> SlopeExtremes:
     """The k tokens with the largest and the k with the smallest slope, per head."""
     V = result.slopes.shape[0]
-    k = max(1, min(as_int(k, "k"), V))
+    k = min(check_count(k, "k"), V)
     cols = result.slopes.T  # [h, V]
     order = np.argsort(cols, axis=1, kind="stable")
     bottom = order[:, :k]
@@ -597,4 +600,4 @@ def slope_extremes(result: TokenPositionSlopes, k: int = 10) -> SlopeExtremes:
 
 def slope_histogram(result: TokenPositionSlopes, head: int, bins: int = 60):
     """(counts, edges) of one head's slopes over the vocabulary (numpy.histogram)."""
-    return np.histogram(result.column(head), bins=int(bins))
+    return np.histogram(result.column(as_int(head, "head")), bins=check_count(bins, "number of bins"))

@@ -1,5 +1,8 @@
 """Tidy tables (header + rows) of analysis results: what CSV export writes, from the same
-functions the views and tests use."""
+functions the views and tests use.
+
+Token columns hold the token's real string (' Korea', with its leading space; the csv
+module quotes it where needed), never the on-screen form ('␣Korea')."""
 
 from __future__ import annotations
 
@@ -9,8 +12,9 @@ from pathlib import Path
 
 import torch
 
+from detokgui.core.atomic import atomic_open
 from detokgui.core.terms import TERM_NAMES, causal_softmax
-from detokgui.core.tokens import display_token
+from detokgui.core.tokens import token_string
 
 Table = tuple[list[str], Iterable[Sequence]]
 
@@ -20,10 +24,13 @@ def fmt(x: float) -> str:
 
 
 def write_csv(path: str | Path, table: Table) -> int:
-    """Write a table as CSV with a header; returns the number of data rows."""
+    """Write a table as CSV with a header; returns the number of data rows.
+
+    The file appears whole or not at all (`core.atomic`): a failure while the rows are
+    computed or written leaves the previous file at `path` and no partial file."""
     header, rows = table
     n = 0
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with atomic_open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(header)
         for row in rows:
@@ -60,25 +67,35 @@ def sigma_summary_table(layer) -> Table:
 
 
 def topk_table(layer, result) -> Table:
-    """head,rank,<key|query>_id,<key|query>_token,score for a `affinity.TopK`."""
-    side = "key" if result.direction == "keys" else "query"
+    """<anchor>_id,<anchor>_token,head,rank,<ranked>_id,<ranked>_token,score for one
+    `affinity.TopK` or a list of them (all of one direction): for direction "keys" the
+    anchor is the query token and the ranked tokens are keys, for "queries" the reverse."""
+    results = [result] if not isinstance(result, (list, tuple)) else list(result)
+    directions = {r.direction for r in results}
+    if len(directions) > 1:
+        raise ValueError("topk_table takes results of one direction")
+    keys = directions.pop() == "keys" if results else True
+    anchor, ranked = ("query", "key") if keys else ("key", "query")
     tok = layer.tokenizer
 
     def rows():
-        for r, h in enumerate(result.heads):
-            for rank, (tid, score) in enumerate(
-                zip(result.ids[r].tolist(), result.scores[r].tolist()), start=1
-            ):
-                yield (h, rank, tid, display_token(tok, tid), float(score))
+        for res in results:
+            a_id, a_str = res.anchor, token_string(tok, res.anchor)
+            for r, h in enumerate(res.heads):
+                for rank, (tid, score) in enumerate(
+                    zip(res.ids[r].tolist(), res.scores[r].tolist()), start=1
+                ):
+                    yield (a_id, a_str, h, rank, tid, token_string(tok, tid), float(score))
 
-    return ["head", "rank", f"{side}_id", f"{side}_token", "score"], rows()
+    return [f"{anchor}_id", f"{anchor}_token", "head", "rank", f"{ranked}_id",
+            f"{ranked}_token", "score"], rows()
 
 
 def heatmap_table(layer, values: torch.Tensor, heads, query_ids, key_ids) -> Table:
     """head,query_index,query_id,query_token,key_index,key_id,key_token,value."""
     tok = layer.tokenizer
-    qs = [(i, t, display_token(tok, t)) for i, t in enumerate(query_ids)]
-    ks = [(i, t, display_token(tok, t)) for i, t in enumerate(key_ids)]
+    qs = [(i, t, token_string(tok, t)) for i, t in enumerate(query_ids)]
+    ks = [(i, t, token_string(tok, t)) for i, t in enumerate(key_ids)]
 
     def rows():
         for r, h in enumerate(heads):
@@ -215,7 +232,7 @@ def pattern_table(layer, result, heads=None, cols: int | None = None) -> Table:
     m = result.n + 1
     c = int(cols) if cols else math.isqrt(m - 1) + 1
     keep = list(result.heads) if heads is None else [int(h) for h in heads]
-    token = display_token(layer.tokenizer, result.token)
+    token = token_string(layer.tokenizer, result.token)
     arrays = [result.t_ep, result.t_pp, result.t_p, result.scores, result.pattern]
 
     def rows():
@@ -262,7 +279,7 @@ def slope_extremes_table(layer, extremes) -> Table:
             for side, ids, vals in (("top", extremes.top_ids, extremes.top_values),
                                     ("bottom", extremes.bottom_ids, extremes.bottom_values)):
                 for rank, (t, v) in enumerate(zip(ids[r].tolist(), vals[r].tolist()), start=1):
-                    yield (h, side, rank, t, display_token(tok, t), float(v))
+                    yield (h, side, rank, t, token_string(tok, t), float(v))
 
     return ["head", "side", "rank", "token_id", "token", "slope"], rows()
 
@@ -285,7 +302,7 @@ def token_position_curve_table(layer, token: int, heads=None) -> Table:
         slope = raw @ ls_weights(L, device=raw.device)
         fit = (raw.mean(1) - slope * j.mean())[:, None] + slope[:, None] * j
     raw_l, fit_l = raw.tolist(), fit.tolist()
-    name = display_token(layer.tokenizer, u)
+    name = token_string(layer.tokenizer, u)
 
     def rows():
         for r, h in enumerate(hs):

@@ -1,4 +1,5 @@
-"""Tokenizer loading and the display form of tokens."""
+"""Tokenizer loading, the display form of tokens (on screen) and their real strings
+(in files)."""
 
 from __future__ import annotations
 
@@ -111,6 +112,24 @@ def vocabulary(tokenizer, n_vocab: int) -> list[str]:
         out.append(shown if shown is not None else display_token(tokenizer, i))
     out.extend(f"<{i}>" for i in range(n, n_vocab))
     return out
+
+
+def token_string(tokenizer, token_id: int) -> str:
+    """The text a token stands for (' Korea', '\\n'), as written to files: no visible
+    space mark, no escaped control characters. Bytes that are not UTF-8 on their own (a
+    piece of a multi-byte character) are written as \\xNN; "" without a tokenizer."""
+    if tokenizer is None or token_id >= len(tokenizer):
+        return ""
+    piece = tokenizer.convert_ids_to_tokens(int(token_id))
+    special = getattr(tokenizer, "all_special_tokens", []) or []
+    if isinstance(piece, str) and piece not in special:
+        try:
+            raw = bytes(_ALPHABET[c] for c in piece)
+        except KeyError:
+            raw = None
+        if raw is not None:
+            return raw.decode("utf-8", errors="backslashreplace")
+    return tokenizer.decode([int(token_id)], clean_up_tokenization_spaces=False)
 
 
 def display_token(tokenizer, token_id: int) -> str:

@@ -132,22 +132,26 @@ class Layer0:
         dtype: torch.dtype = torch.float32,
     ) -> Layer0:
         """Build from un-prefixed layer-0 tensors (keys as `checkpoint.LAYER0_KEYS`)."""
-        dev = torch.device(device) if device is not None else default_device()
-        if dev.type == "cuda" and not torch.cuda.is_available():
-            raise ModelLoadError(
-                f"{name}: CUDA was asked for but no CUDA device is available; use the CPU."
-            )
+        dev = _device(device, name)
+        if dtype not in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+            raise ModelLoadError(f"{name}: dtype must be a floating-point torch dtype, not {dtype}.")
+        n_heads, eps = _check_hyper(n_heads, eps, name)
+        missing = [k for k in checkpoint.LAYER0_KEYS if k not in tensors]
+        if missing:
+            raise ModelLoadError(f"{name}: layer-0 tensors are missing: {', '.join(missing)}.")
+        check_layer0_shapes(tensors, name)
         notes: list[str] = []
         try:
-            moved = {k: t.to(device=dev, dtype=dtype) for k, t in tensors.items()}
+            moved = {k: tensors[k].to(device=dev, dtype=dtype) for k in checkpoint.LAYER0_KEYS}
         except torch.cuda.OutOfMemoryError:
             notes.append(f"Not enough {dev.type.upper()} memory; using the CPU instead.")
             dev = torch.device("cpu")
-            moved = {k: t.to(device=dev, dtype=dtype) for k, t in tensors.items()}
+            moved = {k: tensors[k].to(device=dev, dtype=dtype) for k in checkpoint.LAYER0_KEYS}
+        except RuntimeError as exc:
+            raise ModelLoadError(f"{name}: the weights cannot be moved to {dev}: {exc}") from exc
+        _check_finite(moved, name, dtype, tensors)
         t = moved
         d = t["wte.weight"].shape[1]
-        if t["wpe.weight"].shape[1] != d or t["h.0.attn.c_attn.weight"].shape != (d, 3 * d):
-            raise ModelLoadError(f"{name}: layer-0 tensor shapes do not fit together.")
         if d % n_heads:
             raise ModelLoadError(f"{name}: hidden size {d} is not divisible by {n_heads} heads.")
         return cls(
@@ -267,7 +271,9 @@ class Layer0:
 
     def check_token_ids(self, token_ids) -> torch.Tensor:
         """Validate a token sequence and return it as a LongTensor on the layer's device."""
-        ids = torch.as_tensor(token_ids, dtype=torch.long).reshape(-1).to(self.device)
+        from detokgui.core.checks import token_tensor
+
+        ids = token_tensor(self, token_ids, "token sequence")
         if ids.numel() == 0:
             raise InputError("The token sequence is empty.")
         if ids.numel() > self.n_positions:
@@ -309,15 +315,105 @@ class Layer0:
         return self._cache["sigma"]
 
 
+def _device(device, name: str) -> torch.device:
+    """`device` (None: CUDA when available) as a torch.device that this machine has."""
+    if device is None:
+        return default_device()
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ModelLoadError(
+            f"{name}: unknown device {device!r}; use 'cpu' or 'cuda' (or None for the default)."
+        ) from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError(
+            f"{name}: CUDA was asked for but no CUDA device is available; use the CPU."
+        )
+    if dev.type not in ("cpu", "cuda"):
+        raise ModelLoadError(f"{name}: device {device!r} is not supported; use 'cpu' or 'cuda'.")
+    return dev
+
+
+def _check_hyper(n_heads, eps, name: str) -> tuple[int, float]:
+    import operator
+
+    try:
+        h = operator.index(n_heads)
+    except TypeError:
+        raise ModelLoadError(f"{name}: n_heads must be a whole number, not {n_heads!r}.") from None
+    if h < 1:
+        raise ModelLoadError(f"{name}: n_heads must be at least 1, not {h}.")
+    try:
+        e = float(eps)
+    except (TypeError, ValueError):
+        raise ModelLoadError(f"{name}: eps must be a number, not {eps!r}.") from None
+    if not (math.isfinite(e) and e > 0):
+        raise ModelLoadError(f"{name}: the LayerNorm eps must be positive, not {eps!r}.")
+    return h, e
+
+
+def check_layer0_shapes(t: dict[str, torch.Tensor], name: str, d: int | None = None) -> None:
+    """Every layer-0 tensor has the shape GPT-2 gives it for hidden size d (from wte when
+    None) and MLP width n_inner (from c_fc): ModelLoadError naming the first that does not."""
+    E = t["wte.weight"]
+    if E.dim() != 2 or E.shape[0] < 1 or E.shape[1] < 1:
+        raise ModelLoadError(f"{name}: wte.weight has shape {list(E.shape)}; expected [V, d].")
+    d = E.shape[1] if d is None else d
+    fc = t["h.0.mlp.c_fc.weight"]
+    n_inner = fc.shape[1] if fc.dim() == 2 and fc.shape[1] >= 1 else -1
+    L = t["wpe.weight"].shape[0] if t["wpe.weight"].dim() == 2 else -1
+    want = {
+        "wte.weight": (E.shape[0], d),
+        "wpe.weight": (max(L, 1), d),
+        "h.0.ln_1.weight": (d,), "h.0.ln_1.bias": (d,),
+        "h.0.attn.c_attn.weight": (d, 3 * d), "h.0.attn.c_attn.bias": (3 * d,),
+        "h.0.attn.c_proj.weight": (d, d), "h.0.attn.c_proj.bias": (d,),
+        "h.0.ln_2.weight": (d,), "h.0.ln_2.bias": (d,),
+        "h.0.mlp.c_fc.weight": (d, max(n_inner, 1)), "h.0.mlp.c_fc.bias": (max(n_inner, 1),),
+        "h.0.mlp.c_proj.weight": (max(n_inner, 1), d), "h.0.mlp.c_proj.bias": (d,),
+    }
+    for key, expected in want.items():
+        got = tuple(t[key].shape)
+        if got != expected:
+            raise ModelLoadError(
+                f"{name}: {key} has shape {list(got)} but the other layer-0 tensors imply "
+                f"{list(expected)}; the checkpoint is corrupt or not a GPT-2 model."
+            )
+
+
+def _check_finite(t: dict[str, torch.Tensor], name: str, dtype: torch.dtype,
+                  stored: dict[str, torch.Tensor]) -> None:
+    """Refuse weights holding NaN or infinity: every score they touch would be NaN (and
+    rank first), so no view could be trusted. Names the tensor and the first bad entry.
+    `stored`: the tensors before conversion to `dtype` (to tell overflow from corruption)."""
+    for key, x in t.items():
+        if bool(torch.isfinite(x.sum(dtype=torch.float64))):
+            continue  # a NaN or infinity anywhere makes the sum NaN or infinite
+        bad = ~torch.isfinite(x)
+        if not bool(bad.any()):
+            continue
+        n = int(bad.sum())
+        first = [int(i) for i in bad.nonzero()[0].tolist()]
+        if bool(torch.isfinite(stored[key]).all()):
+            raise ModelLoadError(
+                f"{name}: {key} holds {n} value{'s' if n > 1 else ''} too large for {dtype} "
+                f"(the first at {first}); load it in float32."
+            )
+        raise ModelLoadError(
+            f"{name}: {key} holds {n} NaN or infinite value{'s' if n > 1 else ''}, the first "
+            f"at {first}; the checkpoint is corrupt (or training diverged) and cannot be "
+            "analysed."
+        )
+
+
 def _check_shapes(t: dict[str, torch.Tensor], shape: checkpoint.GPT2Shape, name: str) -> None:
+    """The tensors agree with config.json (hidden size, positions, vocabulary, MLP width)
+    and with each other."""
     d, V, L = shape.n_embd, shape.vocab_size, shape.n_positions
     want = {
         "wte.weight": (V, d),
         "wpe.weight": (L, d),
-        "h.0.attn.c_attn.weight": (d, 3 * d),
-        "h.0.attn.c_attn.bias": (3 * d,),
-        "h.0.attn.c_proj.weight": (d, d),
-        "h.0.ln_1.weight": (d,),
+        "h.0.mlp.c_fc.weight": (d, shape.n_inner),
     }
     for key, expected in want.items():
         got = tuple(t[key].shape)
@@ -328,3 +424,4 @@ def _check_shapes(t: dict[str, torch.Tensor], shape: checkpoint.GPT2Shape, name:
                 f"{name}: {key} has shape {list(got)} but config.json implies "
                 f"{list(expected)}; the checkpoint and its config do not match."
             )
+    check_layer0_shapes(t, name, d)

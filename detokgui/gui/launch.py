@@ -7,6 +7,13 @@ import os
 import sys
 
 
+def view_names() -> list[str]:
+    """The --view names: the side panel's, then the tabs' in order."""
+    from detokgui.gui.panels import PANEL_CLASSES, SIDE_PANEL_CLASSES
+
+    return [cls.view_name for cls in (*SIDE_PANEL_CLASSES, *PANEL_CLASSES)]
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="detokgui",
@@ -20,7 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default: CUDA when available, else CPU")
     p.add_argument("--screenshot", metavar="PATH",
                    help="load the model, draw, save a PNG of the window to PATH and exit")
-    p.add_argument("--view", metavar="NAME", help="with --screenshot: the view to show")
+    p.add_argument("--view", metavar="NAME", choices=view_names(),
+                   help="the view to show first (with --screenshot: the one drawn): "
+                        + ", ".join(view_names()))
     p.add_argument("--timeout", type=float, default=300.0,
                    help="with --screenshot: give up after this many seconds (default 300)")
     return p
@@ -59,12 +68,11 @@ def launch(argv: list[str]) -> int:
     app.setApplicationName("detokgui")
     app.setWindowIcon(app_icon())
     win = MainWindow(model=None, device=args.device)
-    if args.view:
-        if not win.show_view(args.view):
-            names = ", ".join(win.view_names())
-            print(f"detokgui: error: unknown view {args.view!r}; choose from {names}",
-                  file=sys.stderr)
-            return 2
+    if args.view and not win.show_view(args.view):
+        names = ", ".join(win.view_names())
+        print(f"detokgui: error: unknown view {args.view!r}; choose from {names}",
+              file=sys.stderr)
+        return 2
     win.show()
     if args.screenshot:
         from detokgui.gui.screenshot import ScreenshotWhenIdle

@@ -13,18 +13,21 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, QSettings, QSize, Qt, Signal
+from PySide6.QtCore import QBuffer, QIODevice, QPointF, QRectF, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QColor, QFontMetrics, QImage, QPainter, QPen
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
+    QGraphicsItem,
     QGraphicsView,
     QMenu,
     QMessageBox,
+    QStyleOptionGraphicsItem,
     QVBoxLayout,
     QWidget,
 )
 
+from detokgui.core.atomic import write_bytes
 from detokgui.core.tables import Table, write_csv
 
 pg.setConfigOptions(imageAxisOrder="row-major", background="w", foreground="k", antialias=True)
@@ -57,48 +60,144 @@ def symmetric_levels(values: np.ndarray) -> tuple[float, float]:
 # --------------------------------------------------------------------------- export
 
 
-def save_png(widget: QWidget, path: str | Path, scale: float = 2.0) -> None:
-    """Render `widget` into a PNG at `scale` times its on-screen size."""
+def _export_size(widget: QWidget) -> QSize:
     size = widget.size()
     if size.width() < 10 or size.height() < 10:
         size = QSize(800, 600)
         widget.resize(size)
-    img = QImage(int(size.width() * scale), int(size.height() * scale), QImage.Format_ARGB32)
+    return size
+
+
+def render_png(widget: QWidget, scale: float = 2.0) -> bytes:
+    """`widget` drawn at `scale` times its on-screen size, as PNG bytes: a high-DPI
+    rendering, with lines, markers and text in the same proportions as on screen."""
+    size = _export_size(widget)
+    img = QImage(round(size.width() * scale), round(size.height() * scale), QImage.Format_ARGB32)
+    img.setDevicePixelRatio(scale)
     img.fill(QColor("white"))
     painter = QPainter(img)
     painter.setRenderHint(QPainter.Antialiasing)
     painter.setRenderHint(QPainter.TextAntialiasing)
     if isinstance(widget, QGraphicsView):
-        # QWidget.render on a scaled painter scales a graphics view twice; render the scene.
         source = widget.mapToScene(widget.viewport().rect()).boundingRect()
-        widget.scene().render(painter, QRectF(img.rect()), source)
+        widget.scene().render(painter, QRectF(0, 0, size.width(), size.height()), source)
     else:
-        painter.scale(scale, scale)
         widget.render(painter)
     painter.end()
-    if not img.save(str(path), "PNG"):
-        raise OSError(f"cannot write {path}")
+    img.setDevicePixelRatio(1.0)
+    return png_bytes(img)
 
 
-def save_svg(widget: QWidget, path: str | Path, title: str = "detokgui plot") -> None:
+def png_bytes(image) -> bytes:
+    """A QImage or QPixmap encoded as PNG."""
+    buf = QBuffer()
+    buf.open(QIODevice.WriteOnly)
+    if not image.save(buf, "PNG"):
+        raise OSError("the PNG image could not be encoded")
+    return bytes(buf.data())
+
+
+def paint_view(view: QGraphicsView, painter: QPainter) -> None:
+    """Paint what `view` shows onto `painter` (device coordinates = the viewport's pixels),
+    item by item as QGraphicsScene would, setting each item's clip explicitly.
+
+    QGraphicsScene.render relies on QPainter.restore() to bring back a parent's clip after
+    a child changed it (text items clip themselves); the SVG paint engine ignores that
+    restore and keeps the child's clip, so later items (axes, grids) would be clipped to
+    a label's box. Here no clip outlives the item it was set for."""
+    vp = view.viewport().rect()
+    painter.fillRect(QRectF(vp), view.backgroundBrush() if view.backgroundBrush().style()
+                     != Qt.NoBrush else QColor("white"))
+    view_tf = view.viewportTransform()
+    option = QStyleOptionGraphicsItem()
+    tops = [it for it in view.scene().items() if it.parentItem() is None]
+    for item in sorted(tops, key=lambda it: it.zValue()):  # items() lists topmost first
+        _paint_subtree(item, painter, view_tf, option, None)
+
+
+def _stacking_order(item) -> tuple[list, list]:
+    """(children drawn before `item`, children drawn after), each bottom to top."""
+    kids = item.childItems()  # in insertion order
+    order = sorted(range(len(kids)), key=lambda i: (
+        not kids[i].flags() & QGraphicsItem.ItemStacksBehindParent, kids[i].zValue(), i))
+    kids = [kids[i] for i in order]
+    behind = [k for k in kids if k.flags() & QGraphicsItem.ItemStacksBehindParent]
+    return behind, kids[len(behind):]
+
+
+def _paint_subtree(item, painter: QPainter, view_tf, option, clip) -> None:
+    """`clip`: the device-coordinate path that clips `item` (None: no clip)."""
+    if not item.isVisible() or item.effectiveOpacity() <= 0:
+        return
+    tf = item.deviceTransform(view_tf)
+    own_clip = clip
+    if item.flags() & QGraphicsItem.ItemClipsToShape:
+        own_clip = _intersect(clip, tf.map(item.shape()))
+    child_clip = clip
+    if item.flags() & QGraphicsItem.ItemClipsChildrenToShape:
+        child_clip = _intersect(clip, tf.map(item.shape()))
+    behind, front = _stacking_order(item)
+    for child in behind:
+        _paint_subtree(child, painter, view_tf, option, child_clip)
+    if not item.flags() & QGraphicsItem.ItemHasNoContents:
+        painter.save()
+        painter.resetTransform()
+        if own_clip is not None:
+            painter.setClipPath(own_clip, Qt.ReplaceClip)
+        painter.setTransform(tf)
+        painter.setOpacity(item.effectiveOpacity())
+        option.exposedRect = item.boundingRect()
+        item.paint(painter, option, None)
+        painter.restore()
+    for child in front:
+        _paint_subtree(child, painter, view_tf, option, child_clip)
+
+
+def _intersect(clip, path):
+    return path if clip is None else clip.intersected(path)
+
+
+def render_svg(widget: QWidget, title: str = "detokgui plot") -> bytes:
+    """`widget` as an SVG document (1 unit = 1 pixel on screen) that renders alike in
+    every SVG renderer (see `gui.svg.portable_svg`)."""
     from PySide6.QtSvg import QSvgGenerator
 
-    size = widget.size()
-    if size.width() < 10 or size.height() < 10:
-        size = QSize(800, 600)
-        widget.resize(size)
-    gen = QSvgGenerator()
-    gen.setFileName(str(path))
+    from detokgui.gui.svg import portable_svg
+
+    size = _export_size(widget)
+    buf = QBuffer()
+    buf.open(QIODevice.WriteOnly)
+    # SVG 1.1 (not the default Tiny 1.2) keeps the plots' clipping: curves stay inside
+    # their axes.
+    gen = QSvgGenerator(QSvgGenerator.SvgVersion.Svg11)
+    gen.setOutputDevice(buf)
+    # The screen's resolution: pyqtgraph's axes replay a QPicture recorded at it, which
+    # a device of another resolution would scale (72 dpi: axes drawn at 3/4 size).
+    gen.setResolution(round(widget.logicalDpiX()))
     gen.setSize(size)
     gen.setViewBox(QRectF(0, 0, size.width(), size.height()))
     gen.setTitle(title)
     gen.setDescription("exported by detokgui")
     painter = QPainter(gen)
-    widget.render(painter)
+    if isinstance(widget, QGraphicsView):
+        paint_view(widget, painter)
+    else:
+        widget.render(painter)
     ok = painter.end()
     del painter, gen  # the generator must not outlive the QApplication
     if not ok:
-        raise OSError(f"cannot write {path}")
+        raise OSError("the SVG document could not be drawn")
+    return portable_svg(bytes(buf.data()))
+
+
+def save_png(widget: QWidget, path: str | Path, scale: float = 2.0) -> None:
+    """Render `widget` into a PNG at `scale` times its on-screen size; the file appears
+    whole or not at all."""
+    write_bytes(path, render_png(widget, scale))
+
+
+def save_svg(widget: QWidget, path: str | Path, title: str = "detokgui plot") -> None:
+    write_bytes(path, render_svg(widget, title))
 
 
 def save_csv(table: Table, path: str | Path) -> int:
@@ -184,9 +283,17 @@ class PlotFrame(QWidget):
         try:
             self.export(path)
         except (OSError, ValueError) as exc:
-            QMessageBox.warning(self, "Export failed", str(exc))
+            QMessageBox.warning(self, "Export failed", failure_message(exc, path))
             return
         notify(self, f"Saved {self.name} to {path}")
+
+
+def failure_message(exc: BaseException, path) -> str:
+    """One line for a failed export: what went wrong and where; the previous file at
+    `path`, if any, is unchanged (writes are atomic)."""
+    if isinstance(exc, OSError):
+        return f"Could not write {path}: {exc.strerror or exc}. Nothing was changed there."
+    return str(exc)
 
 
 def notify(widget: QWidget, text: str, timeout_ms: int = 10000) -> None:
@@ -255,7 +362,7 @@ class _MatrixCells:
         if not self.sceneBoundingRect().contains(scene_pos) or self.values.size == 0:
             return -1, -1
         p = self.getViewBox().mapSceneToView(scene_pos)
-        r, c = int(math.floor(p.y())), int(math.floor(p.x()))
+        r, c = math.floor(p.y()), math.floor(p.x())
         if 0 <= r < self.values.shape[0] and 0 <= c < self.values.shape[1]:
             return r, c
         return -1, -1

@@ -8,6 +8,9 @@ import sys
 from PySide6.QtCore import QObject, QTimer, Slot
 from PySide6.QtWidgets import QApplication
 
+from detokgui.core.atomic import write_bytes
+from detokgui.gui.plots import png_bytes
+
 
 class ScreenshotWhenIdle(QObject):
     def __init__(self, window, path: str, timeout_s: float):
@@ -45,9 +48,11 @@ class ScreenshotWhenIdle(QObject):
     def _shoot(self, code: int) -> None:
         self.poll.stop()
         QApplication.processEvents()
-        ok = self.window.grab().save(self.path, "PNG")
-        if not ok:
-            print(f"detokgui: error: cannot write {self.path}", file=sys.stderr)
+        try:
+            write_bytes(self.path, png_bytes(self.window.grab()))
+        except OSError as exc:
+            print(f"detokgui: error: cannot write {self.path}: {exc.strerror or exc}",
+                  file=sys.stderr)
             code = 1
         else:
             print(f"wrote {self.path}")

@@ -25,7 +25,7 @@ from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame, connect_hover
 
 SOURCES = (("text", "Tokens of the typed text"), ("sample", "Random sample"),
            ("topk", "Query + its top-k keys"))
-MAX_TOKENS = 400
+MAX_TOKENS = affinity.MAX_HEATMAP_TOKENS
 
 
 def heatmap_tokens(layer, source: str, token_set, query: int, head: int, sigma, n: int,

@@ -54,7 +54,7 @@ from detokgui.core.tables import (
     write_csv,
 )
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import PlotFrame, head_color
+from detokgui.gui.plots import PlotFrame, failure_message, head_color
 
 COLUMNS = ("dim", "norm", "slope", "R²", "period", "group")
 COL_DIM, COL_NORM, COL_SLOPE, COL_R2, COL_PERIOD, COL_GROUP = range(len(COLUMNS))
@@ -721,4 +721,4 @@ class NeuronBrowserPanel(Panel):
         try:
             self.export_table(path)
         except (OSError, ValueError) as exc:
-            QMessageBox.warning(self, "Export failed", str(exc))
+            QMessageBox.warning(self, "Export failed", failure_message(exc, path))

@@ -1,0 +1,156 @@
+"""Bad checkpoints and bad API arguments give a clear ModelLoadError / InputError, never a
+bare RuntimeError, TypeError or ZeroDivisionError."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from detokgui.core import Layer0, ModelLoadError
+from detokgui.core.errors import InputError
+
+PREFIX = "transformer."
+
+
+def copy_with(tmp_path, ckpt, *, config=None, tensors=None):
+    """A copy of checkpoint folder `ckpt` with config fields and layer-0 tensors replaced."""
+    cfg = json.loads((ckpt / "config.json").read_text())
+    cfg.update(config or {})
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    st = load_file(str(ckpt / "model.safetensors"))
+    for key, fn in (tensors or {}).items():
+        st[PREFIX + key] = fn(st[PREFIX + key]).contiguous()
+    save_file(st, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
+    return tmp_path
+
+
+@pytest.mark.parametrize("field, value", [
+    ("n_head", 0), ("n_head", -4), ("n_embd", 0), ("n_positions", 0), ("vocab_size", -1),
+    ("n_inner", -5), ("layer_norm_epsilon", -1e-5), ("layer_norm_epsilon", 0),
+])
+def test_impossible_config_values(tmp_path, tiny_ckpt, field, value):
+    folder = copy_with(tmp_path, tiny_ckpt, config={field: value})
+    with pytest.raises(ModelLoadError, match=field):
+        Layer0.from_pretrained(str(folder), device="cpu", load_tokenizer=False)
+
+
+LAYER0_TENSORS = [
+    "h.0.ln_1.weight", "h.0.ln_1.bias", "h.0.attn.c_attn.weight", "h.0.attn.c_attn.bias",
+    "h.0.attn.c_proj.weight", "h.0.attn.c_proj.bias", "h.0.ln_2.weight", "h.0.ln_2.bias",
+    "h.0.mlp.c_fc.weight", "h.0.mlp.c_fc.bias", "h.0.mlp.c_proj.weight",
+    "h.0.mlp.c_proj.bias", "wpe.weight",
+]
+
+
+@pytest.mark.parametrize("key", LAYER0_TENSORS)
+def test_tensor_of_the_wrong_shape(tmp_path, tiny_ckpt, key):
+    folder = copy_with(tmp_path, tiny_ckpt, tensors={key: lambda t: t[..., :-1]})
+    with pytest.raises(ModelLoadError, match=key.replace(".", r"\.") + " has shape"):
+        Layer0.from_pretrained(str(folder), device="cpu", load_tokenizer=False)
+
+
+@pytest.mark.parametrize("key, bad", [
+    ("h.0.attn.c_attn.weight", math.nan), ("wte.weight", math.inf),
+    ("h.0.ln_1.bias", -math.inf), ("wpe.weight", math.nan),
+])
+def test_nan_or_inf_weights_are_refused(tmp_path, tiny_ckpt, key, bad):
+    def poison(t):
+        t = t.clone()
+        t.view(-1)[7] = bad
+        return t
+
+    folder = copy_with(tmp_path, tiny_ckpt, tensors={key: poison})
+    with pytest.raises(ModelLoadError, match=key.replace(".", r"\.") + " holds 1 NaN or infinite"):
+        Layer0.from_pretrained(str(folder), device="cpu", load_tokenizer=False)
+
+
+def test_half_precision_overflow_is_named(tiny_ckpt, tmp_path):
+    folder = copy_with(tmp_path, tiny_ckpt, tensors={"wte.weight": lambda t: t * 1e6})
+    with pytest.raises(ModelLoadError,
+                       match=r"wte\.weight holds \d+ values too large for torch\.float16"):
+        Layer0.from_pretrained(str(folder), device="cpu", dtype=torch.float16,
+                               load_tokenizer=False)
+
+
+@pytest.mark.parametrize("device", ["tpu", "mps:0", "cuda:x", 3.5, "meta"])
+def test_unknown_device(tiny_ckpt, device):
+    with pytest.raises(ModelLoadError, match="device"):
+        Layer0.from_pretrained(str(tiny_ckpt), device=device, load_tokenizer=False)
+
+
+def test_from_tensors_checks_its_arguments(tiny_layer):
+    L = tiny_layer
+    tensors = {
+        "wte.weight": L.E, "wpe.weight": L.P, "h.0.ln_1.weight": L.ln1_weight,
+        "h.0.ln_1.bias": L.ln1_bias, "h.0.attn.c_attn.weight": L.W_attn,
+        "h.0.attn.c_attn.bias": L.b_attn, "h.0.attn.c_proj.weight": L.W_O,
+        "h.0.attn.c_proj.bias": L.b_O, "h.0.ln_2.weight": L.ln2_weight,
+        "h.0.ln_2.bias": L.ln2_bias, "h.0.mlp.c_fc.weight": L.W_fc, "h.0.mlp.c_fc.bias": L.b_fc,
+        "h.0.mlp.c_proj.weight": L.W_proj, "h.0.mlp.c_proj.bias": L.b_proj,
+    }
+    for n_heads, message in [(0, "at least 1"), (-2, "at least 1"), (2.5, "whole number"),
+                             (None, "whole number"), (3, "not divisible")]:
+        with pytest.raises(ModelLoadError, match=message):
+            Layer0.from_tensors(tensors, n_heads=n_heads, eps=1e-5, device="cpu")
+    with pytest.raises(ModelLoadError, match="eps"):
+        Layer0.from_tensors(tensors, n_heads=4, eps=float("nan"), device="cpu")
+    partial = {k: v for k, v in tensors.items() if k != "h.0.ln_2.bias"}
+    with pytest.raises(ModelLoadError, match=r"missing: h\.0\.ln_2\.bias"):
+        Layer0.from_tensors(partial, n_heads=4, eps=1e-5, device="cpu")
+    ok = Layer0.from_tensors(tensors, n_heads=4, eps=1e-5, device="cpu")
+    assert torch.equal(ok.Wq, L.Wq)
+
+
+# --------------------------------------------------------------------------- API arguments
+
+
+def _calls(layer):
+    from detokgui.core import affinity, neurons, positional
+
+    slopes = positional.token_position_slopes(layer)
+    return [
+        (lambda: affinity.topk_keys(layer, 5, k=None), "k"),
+        (lambda: affinity.topk_keys(layer, 5, k=0), "k"),
+        (lambda: affinity.topk_keys(layer, 5, k=2.5), "k"),
+        (lambda: affinity.topk_queries(layer, 5, k="3"), "k"),
+        (lambda: affinity.topk_keys(layer, 5, heads=1.5), "head"),
+        (lambda: affinity.topk_keys(layer, 5, heads="1"), "head"),
+        (lambda: affinity.topk_keys(layer, 5, heads=[None]), "head"),
+        (lambda: affinity.topk_keys(layer, None), "token id"),
+        (lambda: affinity.topk_keys(layer, 5, sigma="mean"), "SigmaChoice"),
+        (lambda: affinity.affinity_block(layer, ["North", "Korea"]), "token ids"),
+        (lambda: affinity.affinity_block(layer, [1.5, 2]), "whole numbers"),
+        (lambda: affinity.affinity_block(layer, None), "token"),
+        (lambda: affinity.random_token_sample(layer, None), "sample size"),
+        (lambda: affinity.random_token_sample(layer, 5, seed=0.5), "seed"),
+        (lambda: layer.six_terms(["a", "b"]), "token"),
+        (lambda: layer.attention(None), "token"),
+        (lambda: positional.positional_bias(layer, None), "position"),
+        (lambda: positional.positional_bias(layer, 3, heads=2.5), "head"),
+        (lambda: positional.positional_pattern(layer, 5, 1.5), "position"),
+        (lambda: positional.raw_pp_last_positions(layer, count=None), "positions"),
+        (lambda: positional.slope_extremes(slopes, k=None), "k"),
+        (lambda: positional.slope_histogram(slopes, 0, bins=None), "bins"),
+        (lambda: positional.slope_histogram(slopes, None), "head"),
+        (lambda: positional.pattern_grid(np.ones(9), cols=0), "columns"),
+        (lambda: positional.classify_heads(layer, sample=None), "sample size"),
+        (lambda: neurons.embedding_overlap(layer, r=None), "SVD directions"),
+        (lambda: neurons.embedding_overlap(layer, m=10**6), "position-heavy"),
+    ]
+
+
+def test_public_functions_refuse_bad_arguments_clearly(tiny_layer):
+    for call, word in _calls(tiny_layer):
+        with pytest.raises(InputError, match=word):
+            call()
+
+
+def test_whole_number_floats_are_accepted(tiny_layer):
+    from detokgui.core.affinity import topk_keys
+
+    a = topk_keys(tiny_layer, 5, k=3.0, heads=1.0)
+    b = topk_keys(tiny_layer, 5, k=3, heads=[1])
+    assert a.heads == b.heads == [1] and torch.equal(a.ids, b.ids)

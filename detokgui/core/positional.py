@@ -8,8 +8,22 @@ position. For a query position i and key positions j <= i, per head h:
     T_pp(i, j) = (p_i Wq_h)(p_j Wk_h)^T / (s_i s_j)          position-position        (B2)
     bias(i, j) = softmax_{j<=i}((T_pp + T_p) / sqrt(d'))      positional bias          (B3)
 
-Position-only views take s from the vocabulary (`SIGMA_CHOICES`): s_j = mean_v, max_v or
-min_v of sigma(e_v + p_j), or "none" (s = 1: raw, "without LayerNorm").
+Position-only views need a sigma per position; two conventions (`CONVENTIONS`, SPEC §1
+"Position-only views"), with S[v, j] = sigma(e_v + p_j) and `sigma` one of
+`SIGMA_CHOICES` picking the vocabulary mean, max or min of S[., i]:
+
+  "paper"       the authors' figures (their code: utils/ln.py, l0_tp.py, l0_tpp.py,
+                l0_tp_tpp.py): every key term is divided by each key token's own sigma and
+                averaged over the vocabulary, and `sigma` applies to the query side only:
+                    T_p(j)     = b^QK_h p_j^T E_v[1/S[v, j]]
+                    T_pp(i, j) = p_i W^QK_h p_j^T / S_i  E_v[1/S[v, j]],   S_i = mean/max/min_v S[v, i]
+                with the 95% percentile interval over v of the per-token values
+                (b^QK_h p_j^T / S[v, j], and p_i W^QK_h p_j^T / (S_i S[v, j])) as the band.
+  "mean-sigma"  s_j = mean/max/min_v S[v, j] on BOTH sides:
+                    T_p(j) = b^QK_h p_j^T / s_j,   T_pp(i, j) = p_i W^QK_h p_j^T / (s_i s_j)
+                (E_v[1/S] differs from 1/E_v[S] by a few per cent; taking max/min on both
+                sides instead of the query side alone changes T_pp by tens of per cent.)
+and `sigma="none"` (s = 1: raw, "without LayerNorm") under either convention.
 
 The per-layer products P Wq_h, P Wk_h ([H, L, d'] each) and b^QK P^T ([H, L]) are formed
 once (`position_factors`, cached on the layer) so that a query-position slider redraws all
@@ -22,6 +36,7 @@ first array axis follows that list.
 
 Which function feeds which view:
     B1  position_bias_band          T_p over all j: raw, sigma mean, min..max band
+        positional_bias(L-1, convention="paper").t_p / t_p_lo / t_p_hi: the paper's T_p
     B2  bias_lines / positional_bias  T_pp at query i for sigma mean / max / min
     B3  positional_bias             T_pp + T_p and its softmax at i (slider-fast)
     B4  positional_pattern, pattern_grid, iter_classify_heads / classify_heads
@@ -46,6 +61,14 @@ from detokgui.core.checks import as_int, check_heads, check_position, check_toke
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, run
 
+CONVENTIONS = ("paper", "mean-sigma")
+CONVENTION_LABELS = {
+    "paper": "paper convention: key side E_v[1/sigma(e_v+p_j)], query side sigma_i = "
+             "vocabulary {sigma} of sigma(e_v+p_i); band = 95% percentile interval over v",
+    "mean-sigma": "mean-sigma convention: sigma = vocabulary {sigma} of sigma(e_v+p) at "
+                  "both i and j",
+    "none": "no LayerNorm (raw)",
+}
 SIGMA_CHOICES = ("mean", "max", "min", "none")
 SIGMA_LABELS = {
     "mean": "sigma = vocabulary mean",
@@ -55,6 +78,7 @@ SIGMA_LABELS = {
 }
 
 _FACTORS_KEY = "positional.factors"
+_INVERSE_KEY = "sigma.inverse"
 _SLOPES_KEY = "positional.token_slopes"
 
 
@@ -74,6 +98,22 @@ def check_sigma(which: str) -> str:
             f"The position sigma must be one of {', '.join(SIGMA_CHOICES)}, not {which!r}."
         )
     return which
+
+
+def check_convention(convention: str) -> str:
+    if convention not in CONVENTIONS:
+        raise InputError(
+            f"The position convention must be one of {', '.join(CONVENTIONS)}, "
+            f"not {convention!r}."
+        )
+    return convention
+
+
+def convention_label(convention: str, sigma: str = "mean") -> str:
+    """One line saying which convention a result shows (for plot titles and CSV exports)."""
+    if sigma == "none":
+        return CONVENTION_LABELS["none"]
+    return CONVENTION_LABELS[check_convention(convention)].format(sigma=check_sigma(sigma))
 
 
 def position_sigma(layer, which: str = "mean") -> torch.Tensor | None:
@@ -96,6 +136,25 @@ def sigma_stats_job(layer) -> Job:
     if "sigma" not in cache:
         cache["sigma"] = yield from _sigma.iter_sigma_stats(layer)
     return layer.sigma_stats()
+
+
+def inverse_sigma_job(layer) -> Job:
+    """Generator job returning the cached `sigma.InverseSigmaStats` of the layer (per
+    position j: E_v[1/S[v, j]] and the 95% percentile interval of 1/S[., j]), computing
+    the sigma table first when needed. About twice the sigma table's cost, once."""
+    from detokgui.core import sigma as _sigma
+
+    inv = layer._cache.get(_INVERSE_KEY)
+    if inv is None:
+        st = yield from _rescaled(sigma_stats_job(layer), 0.0, 0.5)
+        inv = yield from _rescaled(_sigma.iter_inverse_sigma_stats(st.table), 0.5, 1.0)
+        layer._cache[_INVERSE_KEY] = inv
+    return inv
+
+
+def inverse_sigma_stats(layer):
+    """`inverse_sigma_job` run to completion."""
+    return run(inverse_sigma_job(layer))
 
 
 def _rescaled(job: Job, lo: float, hi: float) -> Job:
@@ -157,8 +216,16 @@ def _head_rows(t: torch.Tensor, hs: list[int], n_heads: int) -> torch.Tensor:
 class PositionalBias:
     """B1-B3 at query position i, arrays [len(heads), i+1] over keys j = 0..i.
 
-    t_p = b^QK_h p_j^T / s_j;  t_pp = (p_i Wq_h)(p_j Wk_h)^T / (s_i s_j);
-    total = t_pp + t_p;  softmax = softmax_{j<=i}(total / temperature)."""
+    t_p, t_pp as in the module docstring for `convention` ("paper", "mean-sigma", or
+    "none" when sigma is "none"); total = t_pp + t_p; softmax = softmax_{j<=i}(total /
+    temperature). The *_lo / *_hi arrays (None unless bands were asked for) bound the 95%
+    percentile interval over the vocabulary v of the per-token values, where each key j
+    has its own S[v, j] and the query side keeps its convention's sigma_i:
+        t_p:   b^QK_h p_j^T / S[v, j]
+        t_pp:  p_i W^QK_h p_j^T / (sigma_i S[v, j])
+        total: (p_i W^QK_h p_j^T / sigma_i + b^QK_h p_j^T) / S[v, j]
+    (the ends swap where the numerator is negative). Without LayerNorm nothing depends on
+    v, so lo = hi = the value."""
 
     i: int
     sigma: str
@@ -168,43 +235,79 @@ class PositionalBias:
     t_pp: np.ndarray
     total: np.ndarray
     softmax: np.ndarray
+    convention: str = "mean-sigma"
+    t_p_lo: np.ndarray | None = None
+    t_p_hi: np.ndarray | None = None
+    t_pp_lo: np.ndarray | None = None
+    t_pp_hi: np.ndarray | None = None
+    total_lo: np.ndarray | None = None
+    total_hi: np.ndarray | None = None
 
     @property
     def j(self) -> np.ndarray:
         return np.arange(self.i + 1)
 
+    def label(self) -> str:
+        """The convention in words, e.g. for a plot title."""
+        return convention_label(self.convention, self.sigma)
+
 
 @torch.no_grad()
-def positional_bias(layer, i, sigma: str = "mean", heads=None) -> PositionalBias:
+def positional_bias(layer, i, sigma: str = "mean", heads=None, convention: str = "mean-sigma",
+                    bands: bool | None = None) -> PositionalBias:
     """T_p, T_pp, their sum and its causal softmax for query position i, keys j <= i.
 
     sigma: "mean" | "max" | "min" over the vocabulary, or "none" (s = 1, raw).
+    convention: "paper" or "mean-sigma" (module docstring); ignored for sigma "none".
+    bands: compute the 95% percentile bands (default: for "paper" and "none" only; for
+    "mean-sigma" they need the 1/sigma percentiles, computed once per layer).
     Cost after the first call: one [H, i+1, d'] x [H, d'] product (well under 1 ms
     at GPT-2-small size), so it can follow a slider."""
     i = check_position(layer, i)
     hs = check_heads(layer, heads)
-    s = position_sigma(layer, sigma)
+    sigma = check_sigma(sigma)
+    convention = "none" if sigma == "none" else check_convention(convention)
+    if bands is None:
+        bands = convention != "mean-sigma"
     f = position_factors(layer)
     H = layer.n_heads
     Kp = _head_rows(f.Kp, hs, H)[:, : i + 1]  # [h, i+1, d']
     q = _head_rows(f.Qp, hs, H)[:, i]  # [h, d']
-    t_pp = torch.matmul(Kp, q.unsqueeze(-1)).squeeze(-1)  # [h, i+1]
-    t_p = _head_rows(f.Tp_raw, hs, H)[:, : i + 1]
-    if s is not None:
-        sj = s[: i + 1]
-        t_pp = t_pp / (sj * s[i])
-        t_p = t_p / sj
+    raw_pp = torch.matmul(Kp, q.unsqueeze(-1)).squeeze(-1)  # [h, i+1]
+    raw_p = _head_rows(f.Tp_raw, hs, H)[:, : i + 1]
+    inv = inverse_sigma_stats(layer) if convention == "paper" or (bands and sigma != "none") \
+        else None
+    if convention == "none":
+        a_pp, t_pp, t_p = raw_pp, raw_pp, raw_p
+    else:
+        s = position_sigma(layer, sigma)
+        a_pp = raw_pp / s[i]  # the query side's share
+        if convention == "paper":
+            w = inv.mean[: i + 1]
+            t_pp, t_p = a_pp * w, raw_p * w
+        else:
+            sj = s[: i + 1]
+            t_pp, t_p = a_pp / sj, raw_p / sj
     total = t_pp + t_p
     soft = torch.softmax(total / layer.temperature, dim=-1)
-    return PositionalBias(
+    out = PositionalBias(
         i=i, sigma=sigma, heads=hs, temperature=layer.temperature,
-        t_p=_np(t_p), t_pp=_np(t_pp), total=_np(total), softmax=_np(soft),
+        t_p=_np(t_p), t_pp=_np(t_pp), total=_np(total), softmax=_np(soft), convention=convention,
     )
+    if bands:
+        for name, a, value in (("t_p", raw_p, t_p), ("t_pp", a_pp, t_pp),
+                               ("total", a_pp + raw_p, total)):
+            lo, hi = (value, value) if inv is None else inv.band(a)
+            setattr(out, f"{name}_lo", _np(lo))
+            setattr(out, f"{name}_hi", _np(hi))
+    return out
 
 
-def bias_lines(layer, i, heads=None, sigmas=("mean", "max", "min")) -> dict[str, PositionalBias]:
+def bias_lines(layer, i, heads=None, sigmas=("mean", "max", "min"),
+               convention: str = "mean-sigma", bands: bool | None = None
+               ) -> dict[str, PositionalBias]:
     """`positional_bias` at one i for several sigma summaries (the B2 lines)."""
-    return {s: positional_bias(layer, i, s, heads) for s in sigmas}
+    return {s: positional_bias(layer, i, s, heads, convention, bands) for s in sigmas}
 
 
 @dataclass
@@ -248,10 +351,11 @@ def position_bias_band(layer, heads=None) -> PositionBiasBand:
 class PositionalPattern:
     """B4 for query token x at position n, arrays [len(heads), n+1] over keys j <= n.
 
-    With s_n = sigma(e_x + p_n) exactly and key sigma s_j = vocabulary mean:
-        t_ep = (e_x Wq_h)(p_j Wk_h)^T / (s_n s_j)
-        t_pp = (p_n Wq_h)(p_j Wk_h)^T / (s_n s_j)
-        t_p  = b^QK_h p_j^T / s_j
+    With s_n = sigma(e_x + p_n) exactly and, for the keys, w_j = 1 / mean_v S[v, j]
+    ("mean-sigma", the default) or w_j = E_v[1/S[v, j]] ("paper"):
+        t_ep = (e_x Wq_h)(p_j Wk_h)^T w_j / s_n
+        t_pp = (p_n Wq_h)(p_j Wk_h)^T w_j / s_n
+        t_p  = b^QK_h p_j^T w_j
         pattern = softmax_{j<=n}((t_ep + t_pp + t_p) / temperature)
     the attention if every key token contributed only its average LayerNorm scale."""
 
@@ -264,6 +368,7 @@ class PositionalPattern:
     t_p: np.ndarray
     scores: np.ndarray
     pattern: np.ndarray
+    convention: str = "mean-sigma"
 
     def grid(self) -> np.ndarray:
         """The pattern as [len(heads), rows, cols] (see `pattern_grid`)."""
@@ -271,29 +376,35 @@ class PositionalPattern:
 
 
 @torch.no_grad()
-def positional_pattern(layer, token, n, heads=None) -> PositionalPattern:
-    """softmax_{j<=n}((T_ep + T_pp + T_p) / sqrt(d')) for query token `token` at position n."""
+def positional_pattern(layer, token, n, heads=None,
+                       convention: str = "mean-sigma") -> PositionalPattern:
+    """softmax_{j<=n}((T_ep + T_pp + T_p) / sqrt(d')) for query token `token` at position n;
+    key weights w_j by `convention` (see `PositionalPattern`)."""
     from detokgui.core.sigma import sigma as _sigma
 
     x = check_token(layer, token)
     n = check_position(layer, n)
     hs = check_heads(layer, heads)
-    s_key = layer.sigma_stats().pos_mean[: n + 1]
+    convention = check_convention(convention)
+    if convention == "paper":
+        w_key = inverse_sigma_stats(layer).mean[: n + 1]
+    else:
+        w_key = 1.0 / layer.sigma_stats().pos_mean[: n + 1]
     s_n = _sigma(layer.E[x] + layer.P[n], layer.eps)
     f = position_factors(layer)
     H = layer.n_heads
     Kp = _head_rows(f.Kp, hs, H)[:, : n + 1]  # [h, n+1, d']
     qe = torch.matmul(layer.E[x], layer.Wq[hs])  # [h, d']
     qp = _head_rows(f.Qp, hs, H)[:, n]
-    scale = s_key * s_n
-    t_ep = torch.matmul(Kp, qe.unsqueeze(-1)).squeeze(-1) / scale
-    t_pp = torch.matmul(Kp, qp.unsqueeze(-1)).squeeze(-1) / scale
-    t_p = _head_rows(f.Tp_raw, hs, H)[:, : n + 1] / s_key
+    scale = w_key / s_n
+    t_ep = torch.matmul(Kp, qe.unsqueeze(-1)).squeeze(-1) * scale
+    t_pp = torch.matmul(Kp, qp.unsqueeze(-1)).squeeze(-1) * scale
+    t_p = _head_rows(f.Tp_raw, hs, H)[:, : n + 1] * w_key
     scores = t_ep + t_pp + t_p
     pat = torch.softmax(scores / layer.temperature, dim=-1)
     return PositionalPattern(
         token=x, n=n, heads=hs, query_sigma=float(s_n), t_ep=_np(t_ep), t_pp=_np(t_pp),
-        t_p=_np(t_p), scores=_np(scores), pattern=_np(pat),
+        t_p=_np(t_p), scores=_np(scores), pattern=_np(pat), convention=convention,
     )
 
 

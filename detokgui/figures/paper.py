@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from matplotlib.colors import TwoSlopeNorm
+from matplotlib.ticker import MaxNLocator
 
 from detokgui.core import positional as pos
 from detokgui.core.affinity import SigmaChoice, affinity_block, topk_keys
@@ -266,6 +267,8 @@ def _tee_figure(ctx: FigureContext, hs, raw: bool, width: float, ncols: int):
             im = ax.imshow(v, cmap="RdBu", norm=TwoSlopeNorm(0.0, -m, m), interpolation="none",
                            aspect="auto")
             cb = fig.colorbar(im, ax=ax, location="top", fraction=0.06, pad=0.02, aspect=25)
+            cb.locator = MaxNLocator(nbins=4, symmetric=True)
+            cb.update_ticks()
             cb.ax.tick_params(labelsize=style.FOOTER_PT + 0.5, length=1.5, pad=1)
             cb.outline.set_linewidth(0.3)
             title = (rf"$\mathbf{{e}}_i\mathbf{{W}}^{{QK}}_{{{h}}}\mathbf{{e}}_j^\top$" if raw

@@ -60,6 +60,7 @@ import torch
 from detokgui.core.checks import as_int, check_heads, check_position, check_token
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, run
+from detokgui.core.progress import rescaled as _rescaled
 
 CONVENTIONS = ("paper", "mean-sigma")
 CONVENTION_LABELS = {
@@ -155,16 +156,6 @@ def inverse_sigma_job(layer) -> Job:
 def inverse_sigma_stats(layer):
     """`inverse_sigma_job` run to completion."""
     return run(inverse_sigma_job(layer))
-
-
-def _rescaled(job: Job, lo: float, hi: float) -> Job:
-    """Re-yield a job's progress mapped into [lo, hi]; return its result."""
-    while True:
-        try:
-            p = next(job)
-        except StopIteration as stop:
-            return stop.value
-        yield Progress(lo + (hi - lo) * p.fraction, p.message)
 
 
 def ls_weights(n: int, dtype=torch.float64, device=None) -> torch.Tensor:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from detokgui.core.atomic import atomic_folder
 from detokgui.core.errors import InputError
-from detokgui.core.progress import Job, Progress, run
+from detokgui.core.progress import Job, Progress, rescaled, run
 from detokgui.core.tables import write_csv
 from detokgui.figures import style
 from detokgui.figures.registry import (
@@ -144,7 +144,7 @@ def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: flo
         with style.style():
             result = spec.build(ctx)
             if inspect.isgenerator(result):
-                result = yield from _rescaled(result, lo, hi)
+                result = yield from rescaled(result, lo, hi)
     except (FigureSkipped, InputError) as exc:
         rec.skipped = str(exc)
         return rec
@@ -159,15 +159,6 @@ def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: flo
     rec.convention = drawn.convention or spec.convention
     rec.notes = drawn.notes
     return rec
-
-
-def _rescaled(job: Job, lo: float, hi: float) -> Job:
-    while True:
-        try:
-            p = next(job)
-        except StopIteration as stop:
-            return stop.value
-        yield Progress(lo + (hi - lo) * p.fraction, p.message)
 
 
 # --------------------------------------------------------------------------- index

@@ -125,20 +125,23 @@ def _draw_tp(ax, b: pos.PositionalBias, r: int, h: int) -> None:
     style.panel_title(ax, _tp(h))
 
 
-def _draw_tpp(ax, lines, r, h, i, legend=False) -> None:
+def _draw_bands(ax, lines, r, name: str, title: str) -> None:
+    """One line with its 95% band per query sigma (mean, max, min) for the field `name`
+    of the `PositionalBias` results (t_pp or total)."""
     for kind in SIGMA_I_KINDS:
         b = lines[kind]
-        style.plot_band(ax, b.j, b.t_pp[r], b.t_pp_lo[r], b.t_pp_hi[r],
-                        color=SIGMA_COLOURS[kind], label=SIGMA_I_LABELS[kind])
-    style.panel_title(ax, _tpp(i, h))
+        style.plot_band(ax, b.j, getattr(b, name)[r], getattr(b, f"{name}_lo")[r],
+                        getattr(b, f"{name}_hi")[r], color=SIGMA_COLOURS[kind],
+                        label=SIGMA_I_LABELS[kind])
+    style.panel_title(ax, title)
+
+
+def _draw_tpp(ax, lines, r, h, i) -> None:
+    _draw_bands(ax, lines, r, "t_pp", _tpp(i, h))
 
 
 def _draw_total(ax, lines, r, h, i) -> None:
-    for kind in SIGMA_I_KINDS:
-        b = lines[kind]
-        style.plot_band(ax, b.j, b.total[r], b.total_lo[r], b.total_hi[r],
-                        color=SIGMA_COLOURS[kind], label=SIGMA_I_LABELS[kind])
-    style.panel_title(ax, _tp_tpp(i, h))
+    _draw_bands(ax, lines, r, "total", _tp_tpp(i, h))
 
 
 def _draw_softmax(ax, lines, r, h, i) -> None:

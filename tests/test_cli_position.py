@@ -44,16 +44,53 @@ def bias_oracle(folder, i, sigma_mean: bool):
     return out, H
 
 
-def check_bias_rows(rows, oracle, H, i):
-    assert list(rows[0]) == ["head", "j", "t_p", "t_pp", "total", "softmax"]
+BIAS_HEADER = ["head", "j", "t_p", "t_pp", "total", "softmax", "t_pp_lo", "t_pp_hi", "t_p_lo",
+               "t_p_hi", "convention", "sigma"]
+
+
+def paper_oracle(folder, i, sigma):
+    """{(head, j): (t_p, t_pp, total, softmax, t_pp_lo, t_pp_hi, t_p_lo, t_p_hi)} from the raw
+    tensors: every per-token value a_j / sigma(e_v + p_j) formed explicitly in float64,
+    averaged over v, and numpy's 95% percentile interval over v."""
+    import numpy as np
+
+    t, H, eps = raw_checkpoint(folder)
+    Wqk, bqk, _, _ = fold_qk(t, H)
+    E, P = t["wte.weight"], t["wpe.weight"]
+    S = torch.stack([torch.sqrt((E + P[j]).var(dim=1, unbiased=False) + eps)
+                     for j in range(i + 1)], 1).numpy()  # [V, i+1]
+    s_i = {"mean": S[:, i].mean(), "max": S[:, i].max(), "min": S[:, i].min()}[sigma]
+    d_head = P.shape[1] // H
+    out = {}
+    for h in range(H):
+        raw_pp = (P[i] @ Wqk[h] @ P[: i + 1].T).numpy()
+        raw_p = (bqk[h] @ P[: i + 1].T).numpy()
+        vals_pp, vals_p = raw_pp / (s_i * S), raw_p / S
+        t_pp, t_p = vals_pp.mean(0), vals_p.mean(0)
+        pp_lo, pp_hi = np.percentile(vals_pp, [2.5, 97.5], axis=0)
+        p_lo, p_hi = np.percentile(vals_p, [2.5, 97.5], axis=0)
+        soft = torch.softmax(torch.from_numpy(t_pp + t_p) / math.sqrt(d_head), 0).numpy()
+        for j in range(i + 1):
+            out[(h, j)] = (t_p[j], t_pp[j], t_pp[j] + t_p[j], soft[j], pp_lo[j], pp_hi[j],
+                           p_lo[j], p_hi[j])
+    return out, H
+
+
+def check_bias_rows(rows, oracle, H, i, convention="mean-sigma", sigma="mean"):
+    assert list(rows[0]) == BIAS_HEADER
+    assert {(r["convention"], r["sigma"]) for r in rows} == {(convention, sigma)}
+    cols = BIAS_HEADER[2:10]
     assert len(rows) == H * (i + 1)
     assert {(int(r["head"]), int(r["j"])) for r in rows} == set(oracle)
     sums = {}
     for r in rows:
         key = (int(r["head"]), int(r["j"]))
-        got = [float(r[c]) for c in ("t_p", "t_pp", "total", "softmax")]
-        for g, w in zip(got, oracle[key]):
-            assert math.isclose(g, w, rel_tol=1e-4, abs_tol=1e-5), (key, got, oracle[key])
+        got = [float(r[c]) for c in cols]
+        want = oracle[key]
+        if len(want) == 4:  # lo = hi = value where nothing depends on the token
+            want = (*want, want[1], want[1], want[0], want[0]) if convention == "none" else want
+        for g, w in zip(got, want):
+            assert math.isclose(g, w, rel_tol=1e-4, abs_tol=1e-5), (key, got, want)
         sums[key[0]] = sums.get(key[0], 0.0) + got[3]
     assert all(abs(v - 1) < 1e-5 for v in sums.values())
 
@@ -79,13 +116,41 @@ def ckpt256(tmp_path_factory):
 # --------------------------------------------------------------------------- bias
 
 
-def test_export_bias_matches_raw_checkpoint(tiny_ckpt, tmp_path):
+def test_export_bias_default_is_the_paper_convention(tiny_ckpt, tmp_path):
     out = tmp_path / "bias.csv"
     r = run_cli("bias", "--model", str(tiny_ckpt), "--position", "25", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert f"wrote {out} (" in r.stdout
+    assert "convention: paper convention: key side E_v[1/sigma(e_v+p_j)]" in r.stdout
+    oracle, H = paper_oracle(tiny_ckpt, 25, "mean")
+    check_bias_rows(read_csv(out), oracle, H, 25, "paper", "mean")
+
+
+@pytest.mark.parametrize("sigma", ["max", "min"])
+def test_export_bias_paper_query_sigma(tiny_ckpt, tmp_path, capsys, sigma):
+    out = tmp_path / f"paper-{sigma}.csv"
+    code, stdout, err = in_process(capsys, "bias", "--model", str(tiny_ckpt), "--device", "cpu",
+                                   "--position", "40", "--convention", "paper", "--sigma", sigma,
+                                   "--out", str(out))
+    assert code == 0, err
+    assert f"query side sigma_i = vocabulary {sigma}" in stdout
+    oracle, H = paper_oracle(tiny_ckpt, 40, sigma)
+    check_bias_rows(read_csv(out), oracle, H, 40, "paper", sigma)
+
+
+def test_export_bias_mean_sigma_matches_raw_checkpoint(tiny_ckpt, tmp_path, capsys):
+    out = tmp_path / "bias.csv"
+    code, stdout, err = in_process(capsys, "bias", "--model", str(tiny_ckpt), "--device", "cpu",
+                                   "--position", "25", "--convention", "mean-sigma",
+                                   "--out", str(out))
+    assert code == 0, err
+    assert "mean-sigma convention" in stdout
     oracle, H = bias_oracle(tiny_ckpt, 25, sigma_mean=True)
-    check_bias_rows(read_csv(out), oracle, H, 25)
+    rows = read_csv(out)
+    # bands: the same per-token 95% interval as the paper's, around 1/mean-sigma values
+    paper, _ = paper_oracle(tiny_ckpt, 25, "mean")
+    full = {k: (*v, *paper[k][4:]) for k, v in oracle.items()}
+    check_bias_rows(rows, full, H, 25, "mean-sigma", "mean")
 
 
 @pytest.mark.parametrize("i", [0, 127])
@@ -95,7 +160,7 @@ def test_export_bias_without_layernorm(tiny_ckpt, tmp_path, capsys, i):
                                    "--position", str(i), "--sigma", "none", "--out", str(out))
     assert code == 0, err
     oracle, H = bias_oracle(tiny_ckpt, i, sigma_mean=False)
-    check_bias_rows(read_csv(out), oracle, H, i)
+    check_bias_rows(read_csv(out), oracle, H, i, "none", "none")
 
 
 @pytest.mark.parametrize("position", ["-1", "128"])
@@ -113,7 +178,8 @@ def test_export_bias_bad_arguments(tiny_ckpt, tmp_path, capsys):
     code, _, err = in_process(capsys, "bias", "--model", str(tiny_ckpt), "--position", "3",
                               "--out", str(tmp_path / "x.txt"))
     assert code == 2 and "--out must end in .csv" in err
-    for bad in (["--position", "3", "--sigma", "median"], ["--position", "three"], []):
+    for bad in (["--position", "3", "--sigma", "median"], ["--position", "three"], [],
+                ["--position", "3", "--convention", "authors"]):
         with pytest.raises(SystemExit) as exc:
             cli.main(["bias", "--model", str(tiny_ckpt), *bad, "--out", str(tmp_path / "y.csv")])
         assert exc.value.code == 2
@@ -179,7 +245,7 @@ def test_256_positions_end_to_end(ckpt256, tmp_path, capsys):
                 "--out", str(out))
     assert r.returncode == 0, r.stderr
     oracle, H = bias_oracle(folder, 255, sigma_mean=False)
-    check_bias_rows(read_csv(out), oracle, H, 255)
+    check_bias_rows(read_csv(out), oracle, H, 255, "none", "none")
     bad = tmp_path / "b256.csv"
     code, _, err = in_process(capsys, "bias", "--model", str(folder), "--position", "256",
                               "--out", str(bad))

@@ -8,8 +8,12 @@ from detokgui.cli.common import export_command
 def _bias_args(p):
     p.add_argument("--position", required=True, type=int,
                    help="query position i (0-based, below n_positions)")
+    p.add_argument("--convention", choices=("paper", "mean-sigma"), default="paper",
+                   help="paper (default): the authors' figures, key side E_v[1/sigma(e_v+p_j)] "
+                        "and --sigma on the query side only; mean-sigma: 1/--sigma on both sides")
     p.add_argument("--sigma", choices=("mean", "max", "min", "none"), default="mean",
-                   help="sigma per position: vocabulary mean (default), max, min, or none (raw)")
+                   help="vocabulary mean (default), max or min of sigma(e_v+p), or none "
+                        "(without LayerNorm)")
     p.add_argument("--out", required=True, help="CSV file")
 
 
@@ -24,14 +28,19 @@ def _check_bias(args, shape):
 
 
 @export_command(
-    "bias", "positional bias at query position i: head,j,t_p,t_pp,total,softmax", _bias_args,
+    "bias", "positional bias at query position i: head,j,t_p,t_pp,total,softmax,t_pp_lo,"
+    "t_pp_hi,t_p_lo,t_p_hi,convention,sigma", _bias_args,
     check=_check_bias,
 )
 def export_bias(args, layer):
     from detokgui.core.checks import check_position
+    from detokgui.core.positional import convention_label
     from detokgui.core.tables import bias_table, write_csv
 
-    return write_csv(args.out, bias_table(layer, check_position(layer, args.position), args.sigma))
+    table = bias_table(layer, check_position(layer, args.position), args.sigma, args.convention)
+    n = write_csv(args.out, table)
+    print(f"convention: {convention_label(args.convention, args.sigma)}")
+    return n
 
 
 def _neurons_args(p):

@@ -90,6 +90,7 @@ def atomic_folder(path: str | Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent))
     try:
+        _keep_mode(path, tmp, folder=True)  # mkdtemp makes it 0700
         yield tmp
         try:
             os.rename(tmp, path)
@@ -102,13 +103,13 @@ def atomic_folder(path: str | Path) -> Iterator[Path]:
         raise
 
 
-def _keep_mode(target: Path, tmp: Path) -> None:
-    """Give the new file the old file's permissions (mkstemp makes it 0600), or the
-    process's default for a new file."""
+def _keep_mode(target: Path, tmp: Path, folder: bool = False) -> None:
+    """Give the new file (folder) the old one's permissions (mkstemp makes files 0600,
+    mkdtemp folders 0700), or the process's default for a new one."""
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         umask = os.umask(0)
         os.umask(umask)
-        mode = 0o666 & ~umask
+        mode = (0o777 if folder else 0o666) & ~umask
     os.chmod(tmp, mode)

@@ -31,3 +31,14 @@ def run(job: Job[T], on_progress: Callable[[Progress], None] | None = None) -> T
             return stop.value
         if on_progress is not None:
             on_progress(p)
+
+
+def rescaled(job: Job[T], lo: float, hi: float) -> Job[T]:
+    """Re-yield a job's progress mapped into [lo, hi] (a step of a longer job); return its
+    result."""
+    while True:
+        try:
+            p = next(job)
+        except StopIteration as stop:
+            return stop.value
+        yield Progress(lo + (hi - lo) * p.fraction, p.message)

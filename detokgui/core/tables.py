@@ -109,20 +109,30 @@ def heatmap_table(layer, values: torch.Tensor, heads, query_ids, key_ids) -> Tab
     return header, rows()
 
 
-def bias_table(layer, i: int, sigma: str = "mean") -> Table:
-    """head,j,t_p,t_pp,total,softmax at query position i for keys j <= i (SPEC B1-B3);
-    sigma per position = the vocabulary mean/max/min, or none (raw)."""
+BIAS_COLUMNS = ["head", "j", "t_p", "t_pp", "total", "softmax", "t_pp_lo", "t_pp_hi", "t_p_lo",
+                "t_p_hi", "convention", "sigma"]
+
+
+def bias_table(layer, i: int, sigma: str = "mean", convention: str = "paper") -> Table:
+    """head,j,t_p,t_pp,total,softmax,t_pp_lo,t_pp_hi,t_p_lo,t_p_hi,convention,sigma at query
+    position i for keys j <= i (SPEC B1-B3, `positional.positional_bias` with bands).
+
+    convention "paper" (the authors' figures) or "mean-sigma"; sigma = the vocabulary
+    mean/max/min of sigma(e_v + p_i) (query side only under "paper"), or none (raw).
+    *_lo/*_hi: the 95% percentile interval over the vocabulary of the per-token values.
+    The last two columns say which convention the row shows ("none" without LayerNorm)."""
     from detokgui.core.positional import positional_bias
 
-    b = positional_bias(layer, i, sigma)
-    cols = [b.t_p.tolist(), b.t_pp.tolist(), b.total.tolist(), b.softmax.tolist()]
+    b = positional_bias(layer, i, sigma, convention=convention, bands=True)
+    cols = [b.t_p, b.t_pp, b.total, b.softmax, b.t_pp_lo, b.t_pp_hi, b.t_p_lo, b.t_p_hi]
+    cols = [c.tolist() for c in cols]
 
     def rows():
         for r, h in enumerate(b.heads):
             for j in range(b.i + 1):
-                yield (h, j, *(float(c[r][j]) for c in cols))
+                yield (h, j, *(float(c[r][j]) for c in cols), b.convention, b.sigma)
 
-    return ["head", "j", "t_p", "t_pp", "total", "softmax"], rows()
+    return list(BIAS_COLUMNS), rows()
 
 
 def neurons_table(layer, scaled: bool = False) -> Table:
@@ -180,17 +190,21 @@ def position_band_table(layer, heads=None) -> Table:
             "upper"], rows()
 
 
-def bias_lines_table(layer, i: int, sigmas=("mean", "max", "min"), heads=None) -> Table:
-    """head,i,sigma,j,t_p,t_pp,total,softmax: `bias_table` at query position i for each
-    position sigma in `sigmas` (SPEC B2 lines, B3), only the rows of `heads`."""
-    keep = None if heads is None else {int(h) for h in heads}
-    tables = [(s, bias_table(layer, i, s)) for s in sigmas]
+def bias_lines_table(layer, i: int, sigmas=("mean", "max", "min"), heads=None,
+                     convention: str = "mean-sigma") -> Table:
+    """head,i,sigma,j,t_p,t_pp,total,softmax: `positional.positional_bias` at query position
+    i for each position sigma in `sigmas` (SPEC B2 lines, B3), only the rows of `heads`,
+    under `convention` (the positional-bias panel's mean-sigma by default)."""
+    from detokgui.core.positional import positional_bias
+
+    results = [positional_bias(layer, i, s, heads, convention, bands=False) for s in sigmas]
 
     def rows():
-        for s, (_header, body) in tables:
-            for row in body:
-                if keep is None or row[0] in keep:
-                    yield (row[0], i, s, *row[1:])
+        for b in results:
+            cols = [b.t_p.tolist(), b.t_pp.tolist(), b.total.tolist(), b.softmax.tolist()]
+            for r, h in enumerate(b.heads):
+                for j in range(b.i + 1):
+                    yield (h, b.i, b.sigma, j, *(float(c[r][j]) for c in cols))
 
     return ["head", "i", "sigma", "j", "t_p", "t_pp", "total", "softmax"], rows()
 

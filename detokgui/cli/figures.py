@@ -1,0 +1,56 @@
+"""`detokgui export figures`: every figure of the paper and of the layer-0 studies that
+detokgui can compute, as PNG/SVG/PDF with CSV data and an index.md, in one folder."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from detokgui.cli.common import export_command
+
+
+def _figures_args(p):
+    p.add_argument("--out", required=True,
+                   help="folder for the figures (created if missing; an existing folder gets "
+                        "the new files only once all are done)")
+    p.add_argument("--corpus", nargs="+", default=[], metavar="PATH",
+                   help="text files for the corpus figures (without: those are listed as "
+                        "skipped in index.md)")
+    p.add_argument("--format", default="png,svg,pdf",
+                   help="comma-separated formats: png, svg, pdf (default: all three)")
+    p.add_argument("--heads", nargs="+", type=int, metavar="H",
+                   help="heads for the figures that show the paper's chosen heads (default: "
+                        "the paper's, e.g. 1 and 7)")
+    p.add_argument("--only", nargs="+", metavar="KEY",
+                   help="export only these figures (file stems as listed in index.md)")
+
+
+class _StderrProgress:
+    """One line per figure on stderr, and at most one a second within a long figure."""
+
+    def __init__(self):
+        self.figure = None
+        self.last = 0.0
+
+    def __call__(self, p) -> None:
+        head = p.message.split("]", 1)[0] if p.message.startswith("[") else None
+        now = time.monotonic()
+        if head is not None and head != self.figure:
+            self.figure = head
+        elif now - self.last < 1.0:
+            return
+        self.last = now
+        print(f"{p.fraction:4.0%} {p.message}", file=sys.stderr, flush=True)
+
+
+@export_command(
+    "figures", "the paper's figures and the layer-0 studies' figures (PNG/SVG/PDF + CSV + "
+    "index.md) into a folder", _figures_args
+)
+def export_figures_command(args, layer):
+    from detokgui.figures.export import export_figures
+
+    report = export_figures(layer, args.out, args.format, args.corpus, args.heads, args.only,
+                            on_progress=_StderrProgress())
+    print(f"{len(report.built)} figures, {len(report.skipped)} skipped "
+          f"(see {report.out / 'index.md'})")

@@ -1,0 +1,244 @@
+"""Export every registered figure into one folder: `KEY.png|svg|pdf` (per `formats`), its
+data as `KEY.csv`, and `index.md` listing each figure with the paper's figure number, the
+conventions it uses and the corpus it used, or why it was skipped.
+
+All-or-nothing: everything is written into a temporary folder beside the target first.
+A new target folder is that temporary folder renamed; an existing one receives the new
+files by renames only after every figure is done (with Ctrl+C held back for those few
+renames), and loses the files of registered figures this export did not produce, so the
+folder always matches its index. Cancelling (Ctrl+C, or closing the generator from a GUI
+worker) before that leaves the target as it was and no temporary files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from detokgui.core.atomic import atomic_folder
+from detokgui.core.errors import InputError
+from detokgui.core.progress import Job, Progress, rescaled, run
+from detokgui.core.tables import write_csv
+from detokgui.figures import style
+from detokgui.figures.registry import (
+    FIGURES,
+    Drawn,
+    FigureContext,
+    FigureSkipped,
+    FigureSpec,
+    load_figures,
+)
+
+FORMATS = ("png", "svg", "pdf")
+INDEX = "index.md"
+
+
+@dataclass
+class FigureRecord:
+    """One figure of an export: the files written, or why it was skipped."""
+
+    spec: FigureSpec
+    files: list[str] = field(default_factory=list)
+    convention: str = ""
+    notes: str = ""
+    skipped: str = ""
+
+
+@dataclass
+class ExportReport:
+    out: Path
+    records: list[FigureRecord]
+
+    @property
+    def built(self) -> list[FigureRecord]:
+        return [r for r in self.records if not r.skipped]
+
+    @property
+    def skipped(self) -> list[FigureRecord]:
+        return [r for r in self.records if r.skipped]
+
+
+def check_formats(formats: str | Sequence[str]) -> tuple[str, ...]:
+    """'png,svg' or ['png', 'svg'] -> ('png', 'svg'); InputError for anything else."""
+    items = formats.split(",") if isinstance(formats, str) else list(formats)
+    out = []
+    for f in (x.strip().lower().lstrip(".") for x in items):
+        if not f:
+            continue
+        if f not in FORMATS:
+            raise InputError(f"Unknown figure format {f!r}: choose from {', '.join(FORMATS)}.")
+        if f not in out:
+            out.append(f)
+    if not out:
+        raise InputError(f"No figure format was given: choose from {', '.join(FORMATS)}.")
+    return tuple(out)
+
+
+def check_corpus(paths: Sequence[str | Path]) -> tuple[Path, ...]:
+    out = []
+    for p in paths:
+        path = Path(p)
+        if not path.is_file():
+            raise InputError(f"The corpus file {path} does not exist or is not a file.")
+        out.append(path)
+    return tuple(out)
+
+
+def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = FORMATS,
+                        corpus: Sequence[str | Path] = (), heads: Sequence[int] | None = None,
+                        keys: Sequence[str] | None = None) -> Job[ExportReport]:
+    """Generator job: draw and write every registered figure (or only `keys`) into `out`;
+    yields Progress per figure (and within long figures); returns an `ExportReport`."""
+    from detokgui.core.checks import check_heads
+
+    fmts = check_formats(formats)
+    files = check_corpus(corpus)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out} exists and is not a folder.")
+    specs = load_figures()
+    if keys:
+        unknown = [k for k in keys if k not in FIGURES]
+        if unknown:
+            raise InputError(f"Unknown figure {unknown[0]!r}: choose from {', '.join(sorted(FIGURES))}.")
+        specs = [s for s in specs if s.key in set(keys)]
+    ctx = FigureContext(layer, files, tuple(check_heads(layer, heads)) if heads else None)
+    records: list[FigureRecord] = []
+    n = len(specs)
+    with _staging(out) as stage:
+        for k, spec in enumerate(specs):
+            lo, hi = k / n, (k + 1) / n
+            yield Progress(lo, f"[{k + 1}/{n}] {spec.key} ({spec.paper})")
+            rec = yield from _export_one(spec, ctx, stage, fmts, lo, hi)
+            records.append(rec)
+        with open(stage / INDEX, "w", encoding="utf-8", newline="\n") as f:
+            f.write(index_markdown(layer, files, fmts, records))
+        yield Progress(1.0, f"[{n}/{n}] writing {INDEX}")
+    return ExportReport(out, records)
+
+
+def export_figures(layer, out, formats=FORMATS, corpus=(), heads=None, keys=None,
+                   on_progress=None) -> ExportReport:
+    """`iter_export_figures` run to completion."""
+    return run(iter_export_figures(layer, out, formats, corpus, heads, keys), on_progress)
+
+
+def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: float,
+                hi: float) -> Job[FigureRecord]:
+    rec = FigureRecord(spec, convention=spec.convention)
+    if spec.needs_corpus and not ctx.corpus:
+        rec.skipped = "needs a corpus: give --corpus FILE"
+        return rec
+    if not spec.implemented:
+        rec.skipped = f"not in this version yet: {spec.pending}"
+        return rec
+    try:
+        with style.style():
+            result = spec.build(ctx)
+            if inspect.isgenerator(result):
+                result = yield from rescaled(result, lo, hi)
+    except (FigureSkipped, InputError) as exc:
+        rec.skipped = str(exc)
+        return rec
+    drawn: Drawn = result
+    with style.style():
+        for fmt in fmts:
+            name = f"{spec.key}.{fmt}"
+            style.save(drawn.figure, stage / name, fmt)
+            rec.files.append(name)
+    write_csv(stage / f"{spec.key}.csv", drawn.data)
+    rec.files.append(f"{spec.key}.csv")
+    rec.convention = drawn.convention or spec.convention
+    rec.notes = drawn.notes
+    return rec
+
+
+# --------------------------------------------------------------------------- index
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureRecord]) -> str:
+    from detokgui import __version__
+    from detokgui.figures.paper import model_name
+
+    corpus_text = ", ".join(f"`{p.name}`" for p in corpus) if corpus else "none"
+    lines = [
+        "# Figures exported by detokgui",
+        "",
+        (f"- model: `{model_name(layer)}` (V = {layer.n_vocab}, L = {layer.n_positions}, "
+        f"d = {layer.d}, {layer.n_heads} heads, d' = {layer.d_head})"),
+        f"- corpus: {corpus_text}",
+        f"- formats: {', '.join(fmts)}, and each figure's data as CSV",
+        (f"- detokgui {__version__}; paper = Kamoda et al., *Weight-based Analysis of "
+        "Detokenization in Language Models* (NAACL Findings 2025)"),
+        "",
+        "| paper | figure | files | conventions | corpus | notes |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in records:
+        if r.skipped:
+            continue
+        links = " · ".join(f"[{Path(f).suffix[1:]}]({f})" for f in r.files)
+        used = corpus_text if r.spec.needs_corpus else "— (weights only)"
+        lines.append(f"| {_md(r.spec.paper)} | {_md(r.spec.title)} | {links} | "
+                     f"{_md(r.convention)} | {used} | {_md(r.notes)} |")
+    skipped = [r for r in records if r.skipped]
+    if skipped:
+        lines += ["", "## Skipped", "", "| paper | figure | file stem | conventions | reason |",
+                  "| --- | --- | --- | --- | --- |"]
+        for r in skipped:
+            lines.append(f"| {_md(r.spec.paper)} | {_md(r.spec.title)} | `{r.spec.key}` | "
+                         f"{_md(r.convention)} | {_md(r.skipped)} |")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- staging
+
+
+@contextlib.contextmanager
+def _staging(out: Path) -> Iterator[Path]:
+    """A temporary folder that becomes `out` (new) or whose files replace their
+    namesakes in `out` (existing), only if the block completes."""
+    if not out.exists():
+        with atomic_folder(out) as tmp:
+            yield tmp
+        return
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent))
+    try:
+        yield tmp
+        produced = set(os.listdir(tmp))
+        ours = {f"{k}.{e}" for k in FIGURES for e in (*FORMATS, "csv")} | {INDEX}
+        with _sigint_held():
+            for name in sorted(produced):
+                os.replace(tmp / name, out / name)
+            for name in sorted(ours - produced):
+                with contextlib.suppress(FileNotFoundError):
+                    (out / name).unlink()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Hold Ctrl+C back for the block (main thread only; a no-op elsewhere): the renames
+    that publish a finished export are not interrupted half way."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda *a: caught.append(a))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -89,4 +89,5 @@ def test_cli_accepts_model_demo(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     rows = out.read_text().splitlines()
-    assert rows[0] == "head,rank,key_id,key_token,score" and len(rows) == 1 + 8 * 3
+    assert rows[0] == "query_id,query_token,head,rank,key_id,key_token,score"
+    assert len(rows) == 1 + 8 * 3

@@ -19,7 +19,7 @@ class ExportCommand:
     help: str
     arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable  # (args, layer) -> rows written or None
-    outputs: tuple[str, ...]  # allowed --out suffixes
+    outputs: tuple[str, ...]  # allowed --out suffixes; () = --out is a folder
     check: Callable | None  # (args, shape) -> None; shape None when config.json is unknown
 
 
@@ -66,7 +66,10 @@ def model_shape(args):
 
 def prepare(args, command: ExportCommand) -> None:
     """Everything that can be checked before the model loads."""
-    out_path(args, command.outputs)
+    if command.outputs:
+        out_path(args, command.outputs)
+    else:
+        out_folder(args)
     if command.check is not None:
         command.check(args, model_shape(args))
 
@@ -79,6 +82,16 @@ def out_path(args, allowed: tuple[str, ...]) -> Path:
         raise CliError(f"the folder {out.parent} does not exist")
     if out.is_dir():
         raise CliError(f"--out {out} is a folder; give a file name")
+    return out
+
+
+def out_folder(args) -> Path:
+    """--out names a folder: it may exist (as a folder) or be created in an existing one."""
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {out} is not a folder")
+    if not out.exists() and out.parent and not out.parent.exists():
+        raise CliError(f"the folder {out.parent} does not exist")
     return out
 
 

@@ -45,7 +45,7 @@ class _StderrProgress:
 
 @export_command(
     "figures", "the paper's figures and the layer-0 studies' figures (PNG/SVG/PDF + CSV + "
-    "index.md) into a folder", _figures_args
+    "index.md) into a folder", _figures_args, outputs=(),
 )
 def export_figures_command(args, layer):
     from detokgui.figures.export import export_figures

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from detokgui.core.atomic import atomic_open
 from detokgui.core.terms import TERM_NAMES, causal_softmax
 from detokgui.core.tokens import display_token
 
@@ -20,10 +21,10 @@ def fmt(x: float) -> str:
 
 
 def write_csv(path: str | Path, table: Table) -> int:
-    """Write a table as CSV with a header; returns the number of data rows."""
+    """Write a table as CSV with a header, atomically; returns the number of data rows."""
     header, rows = table
     n = 0
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with atomic_open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(header)
         for row in rows:

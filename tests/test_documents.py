@@ -2,9 +2,9 @@
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
+from conftest import SAMPLE_CORPUS
 
 from detokgui.core.documents import (
     CorpusReader,
@@ -16,7 +16,7 @@ from detokgui.core.documents import (
 from detokgui.core.errors import InputError
 from detokgui.core.tokens import gpt2_tokenizer
 
-SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "public-domain-sample.jsonl.gz"
+SAMPLE = SAMPLE_CORPUS
 
 
 @pytest.fixture(scope="module")

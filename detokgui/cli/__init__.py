@@ -2,7 +2,8 @@
 opening a window. Every failure is one line on stderr and a non-zero exit.
 
 Each command lives in the module of its area and registers itself with `export_command`;
-`COMMAND_MODULES` lists those modules.
+`COMMAND_MODULES` lists those modules. A command returns the number of rows written (or
+None), or (rows, summary lines) to print after the `wrote` line.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 
 from detokgui.cli.common import EXPORTS, CliError, load_layer
 
-COMMAND_MODULES = ("tokens", "position")
+COMMAND_MODULES = ("tokens", "position", "corpus")
 
 
 def _register_commands() -> None:
@@ -64,10 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"detokgui export {args.what}: interrupted", file=sys.stderr)
         return 130
+    lines: list[str] = []
+    if isinstance(n, tuple):
+        n, lines = n
     if isinstance(n, int):
         print(f"wrote {args.out} ({n} rows)")
     else:
         print(f"wrote {args.out}")
+    for line in lines:
+        print(line)
     return 0
 
 

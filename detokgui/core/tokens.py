@@ -122,3 +122,14 @@ def display_token(tokenizer, token_id: int) -> str:
     if shown is not None and piece not in (getattr(tokenizer, "all_special_tokens", []) or []):
         return shown
     return _show(tokenizer.decode([int(token_id)], clean_up_tokenization_spaces=False))
+
+
+def token_strings(tokenizer, n_vocab: int) -> list[str]:
+    """The text of each token id 0..n_vocab-1 exactly as `tokenizer.decode([id])` gives it
+    (a leading space is a space; bytes that are not UTF-8 on their own become U+FFFD), for
+    data files; "" for ids beyond the tokenizer (or without one)."""
+    if tokenizer is None:
+        return [""] * n_vocab
+    n = min(len(tokenizer), n_vocab)
+    out = tokenizer.batch_decode([[i] for i in range(n)], clean_up_tokenization_spaces=False)
+    return list(out) + [""] * (n_vocab - n)

@@ -9,6 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from conftest import SAMPLE_CORPUS
+from test_documents import BAD_INPUTS
 
 import detokgui.core.corpus as C
 from detokgui.core.documents import CorpusReader
@@ -164,17 +165,7 @@ def test_cancel_mid_pass_leaves_no_cache(tmp_path, cache, tok, monkeypatch):
 
 
 @pytest.mark.parametrize("name,content,expected", [
-    ("e.txt", b"", "is empty"),
-    ("b.txt", b"abc\x00def", "NUL byte at byte offset 3"),
-    ("u.txt", "h\u00e9llo".encode() + b" \xff rest", "invalid byte at byte offset 7"),
-    ("n.jsonl", b'{"text": "ok"}\n{"title": "no text"}\n', "line 2: the JSON object has no"),
-    ("j.jsonl", b'{"text": "ok"}\nnot json\n', "line 2: not valid JSON"),
-    ("s.jsonl", b'{"text": 5}\n', "\"text\" is not a string"),
-    ("w.txt", b"\n  \n<|endoftext|>\n", "holds no text"),
-    ("g.txt.gz", b"not gzip at all", "not a valid gzip file"),
-    ("x.csv", b"a,b", "unsupported file type"),
-    ("one.jsonl", b'{"text": "a"}\n{"text": " b"}\n', "no bigrams"),
-])
+    *BAD_INPUTS, ("one.jsonl", b'{"text": "a"}\n{"text": " b"}\n', "no bigrams")])
 def test_bad_corpus_input_one_line_and_nothing_cached(tmp_path, cache, tok, name, content,
                                                       expected):
     good = write_jsonl(tmp_path / "good.jsonl", ["fine text here"])

@@ -35,6 +35,12 @@ def _corpus_arg(p):
                    help="corpus files (.txt, .jsonl, optionally .gz) or folders")
 
 
+def _head_sigma_out_args(p):
+    p.add_argument("--head", type=int, default=None, help="only this head (default: all)")
+    p.add_argument("--sigma", choices=("mean", "none"), default="mean", help=SIGMA_HELP)
+    p.add_argument("--out", required=True, help="CSV file")
+
+
 def _single_token(layer, text: str, what: str) -> int:
     ids = tokens_of(layer, text)
     if len(ids) != 1:
@@ -67,9 +73,7 @@ def export_counts(args, layer):
 
 
 def _stats_args(p):
-    p.add_argument("--head", type=int, default=None, help="only this head (default: all)")
-    p.add_argument("--sigma", choices=("mean", "none"), default="mean", help=SIGMA_HELP)
-    p.add_argument("--out", required=True, help="CSV file")
+    _head_sigma_out_args(p)
 
 
 @export_command("stats", "per head and query token over all keys: head,query_id,query_token,"
@@ -93,9 +97,7 @@ def _auroc_args(p):
     p.add_argument("--no-bigram", choices=("skip", "zero"), default="skip",
                    help="query tokens without any bigram: skip them (default) or score them "
                         "0 and include them in the mean (the authors' convention)")
-    p.add_argument("--head", type=int, default=None, help="only this head (default: all)")
-    p.add_argument("--sigma", choices=("mean", "none"), default="mean", help=SIGMA_HELP)
-    p.add_argument("--out", required=True, help="CSV file")
+    _head_sigma_out_args(p)
 
 
 @export_command("auroc", "bigram AUROC per head and query token: head,query_id,query_token,"
@@ -124,12 +126,10 @@ def export_auroc(args, layer):
 
 def _frequency_args(p):
     _corpus_arg(p)
-    p.add_argument("--head", type=int, default=None, help="only this head (default: all)")
-    p.add_argument("--sigma", choices=("mean", "none"), default="mean", help=SIGMA_HELP)
     p.add_argument("--zero-counts", choices=("exclude", "include"), default="exclude",
                    help="tokens absent from the corpus: leave them out of rho (default; they "
                         "have no log count) or include them tied at the lowest rank")
-    p.add_argument("--out", required=True, help="CSV file")
+    _head_sigma_out_args(p)
 
 
 @export_command("frequency", "T_e against corpus count: head,token_id,token,count,t_e; "

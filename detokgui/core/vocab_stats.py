@@ -45,6 +45,7 @@ DIRECTIONS = ("keys", "queries")
 DEFAULT_K = 10
 FORMAT = "detokgui-head-stats-v1"
 BUDGET_BYTES = 64 << 20  # one score buffer [g, c, V]
+_MOMENTS_KEY = "score_moments"
 
 
 def _check_direction(direction: str) -> str:
@@ -103,11 +104,18 @@ def _sides(direction: str):
                                                                           ("query", "Wq"))
 
 
+def _project(X: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """X [n, d] @ W [g, d, d'] as [g, n, d'] (a view), through one [n, d] @ [d, g d']
+    product (a broadcast matmul would copy X once per head)."""
+    g, d, dh = W.shape
+    return (X @ W.permute(1, 0, 2).reshape(d, g * dh)).view(-1, g, dh).permute(1, 0, 2)
+
+
 def row_factor(layer, sigma: SigmaChoice, direction: str, heads: list[int],
                rows=slice(None)) -> torch.Tensor:
     """R = e W / s for the row tokens `rows`, [h, n, d'] (Wq for direction "keys")."""
     (side, w), _ = _sides(direction)
-    R = torch.matmul(layer.E[rows], getattr(layer, w)[heads])
+    R = _project(layer.E[rows], getattr(layer, w)[heads]).contiguous()
     s = token_sigmas(layer, sigma, side)
     if s is not None:
         R.div_(s[rows].unsqueeze(-1))
@@ -117,7 +125,7 @@ def row_factor(layer, sigma: SigmaChoice, direction: str, heads: list[int],
 def column_factor(layer, sigma: SigmaChoice, direction: str, heads: list[int]) -> torch.Tensor:
     """C^T = (e W / s)^T for every column token, [h, d', V], contiguous."""
     _, (side, w) = _sides(direction)
-    C = torch.matmul(layer.E, getattr(layer, w)[heads])  # [h, V, d']
+    C = _project(layer.E, getattr(layer, w)[heads])  # [h, V, d'], a view of a new product
     s = token_sigmas(layer, sigma, side)
     if s is not None:
         C.div_(s.unsqueeze(-1))
@@ -127,23 +135,29 @@ def column_factor(layer, sigma: SigmaChoice, direction: str, heads: list[int]) -
 def key_score_moments(layer, sigma: SigmaChoice | None = None, direction: str = "keys",
                       heads=None) -> tuple[np.ndarray, np.ndarray]:
     """(mean, variance) over the V columns of every row's scores, [h, V] float64 each:
-    mean = R m^T, variance = R Cov R^T with C's column mean m and covariance Cov (1/V)."""
+    mean = R m^T, variance = R Cov R^T with C's column mean m and covariance Cov (1/V).
+    Kept on the layer per head, sigma convention and direction (16 bytes per token)."""
     sigma = sigma or SigmaChoice()
     _check_direction(direction)
     hs = check_heads(layer, heads)
-    V = layer.n_vocab
-    mean = np.empty((len(hs), V))
-    var = np.empty((len(hs), V))
+    store = layer._cache.setdefault(_MOMENTS_KEY, {})
     with torch.inference_mode():
-        for i, h in enumerate(hs):
-            Ct = column_factor(layer, sigma, direction, [h])[0].double()  # [d', V]
-            m = Ct.mean(dim=1)
-            Cc = Ct - m[:, None]
-            cov = (Cc @ Cc.T) / V
-            R = row_factor(layer, sigma, direction, [h])[0].double()  # [V, d']
-            mean[i] = (R @ m).cpu().numpy()
-            var[i] = ((R @ cov) * R).sum(dim=1).clamp_min_(0).cpu().numpy()
-    return mean, var
+        for h in hs:
+            key = (sigma, direction, h)
+            if key not in store:
+                store[key] = _moments(layer, sigma, direction, h)
+    return (np.stack([store[(sigma, direction, h)][0] for h in hs]),
+            np.stack([store[(sigma, direction, h)][1] for h in hs]))
+
+
+def _moments(layer, sigma: SigmaChoice, direction: str, h: int):
+    V = layer.n_vocab
+    Ct = column_factor(layer, sigma, direction, [h])[0].double()  # [d', V]
+    m = Ct.mean(dim=1)
+    Cc = Ct - m[:, None]
+    cov = (Cc @ Cc.T) / V
+    R = row_factor(layer, sigma, direction, [h])[0].double()  # [V, d']
+    return (R @ m).cpu().numpy(), ((R @ cov) * R).sum(dim=1).clamp_min_(0).cpu().numpy()
 
 
 # --------------------------------------------------------------------------- the pass
@@ -159,8 +173,8 @@ def _plan(layer, n_heads: int, budget_bytes: int) -> tuple[int, int]:
 
 
 def default_budget(layer) -> int:
-    """Bytes of one score buffer: 64 MB on CPU (cache-sized chunks), 1 GB on CUDA."""
-    return (1 << 30) if layer.device.type == "cuda" else BUDGET_BYTES
+    """Bytes of one score buffer: 64 MB on CPU, 512 MB on CUDA (the AUROC needs a second)."""
+    return (512 << 20) if layer.device.type == "cuda" else BUDGET_BYTES
 
 
 def iter_vocab_pass(layer, sigma: SigmaChoice | None = None, *, direction: str = "keys",

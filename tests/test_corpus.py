@@ -204,3 +204,10 @@ def test_unreadable_file(tmp_path, cache, tok, monkeypatch):
     with pytest.raises(InputError, match=r"c.jsonl: cannot read \(Permission denied\)"):
         C.corpus_counts(f, tok)
     assert cache_files(cache) == []
+
+
+def test_tokenizer_identity(tok, small_vocab_layer):
+    from detokgui.core.identity import tokenizer_identity
+
+    assert tokenizer_identity(gpt2_tokenizer()) == tokenizer_identity(tok)
+    assert tokenizer_identity(small_vocab_layer.tokenizer) != tokenizer_identity(tok)

@@ -197,3 +197,17 @@ def test_bad_arguments(v300):
         run(iter_head_stats(layer, heads=[9]))
     with pytest.raises(InputError, match="row tokens"):
         run(iter_vocab_pass(layer, rows=[300]))
+
+
+def test_model_identity_follows_the_tensors(v300, tmp_path):
+    from detokgui.core.identity import model_identity
+
+    folder, layer = v300
+    again = Layer0.from_pretrained(str(folder), device="cpu", dtype=torch.float64)
+    assert model_identity(again) == model_identity(layer)
+    as32 = Layer0.from_pretrained(str(folder), device="cpu")
+    assert model_identity(as32) != model_identity(layer)
+    other = write_random_checkpoint(tmp_path / "o", vocab_size=300, n_embd=32, n_head=4,
+                                    n_positions=48, seed=12, tokenizer=False)
+    other_layer = Layer0.from_pretrained(str(other), device="cpu", dtype=torch.float64)
+    assert model_identity(other_layer) != model_identity(layer)

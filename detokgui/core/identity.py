@@ -15,7 +15,7 @@ import torch
 
 from detokgui.core.errors import InputError
 
-_MODEL_KEY = "identity"
+_MODEL_KEY = "model_identity"
 _READ_BYTES = 1 << 20
 
 

@@ -2,8 +2,7 @@
 opening a window. Every failure is one line on stderr and a non-zero exit.
 
 Each command lives in the module of its area and registers itself with `export_command`;
-`COMMAND_MODULES` lists those modules. A command returns the number of rows written (or
-None), or (rows, summary lines) to print after the `wrote` line.
+`COMMAND_MODULES` lists those modules.
 """
 
 from __future__ import annotations
@@ -65,15 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"detokgui export {args.what}: interrupted", file=sys.stderr)
         return 130
-    lines: list[str] = []
-    if isinstance(n, tuple):
-        n, lines = n
     if isinstance(n, int):
         print(f"wrote {args.out} ({n} rows)")
     else:
         print(f"wrote {args.out}")
-    for line in lines:
-        print(line)
     return 0
 
 

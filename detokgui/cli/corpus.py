@@ -1,5 +1,6 @@
 """`detokgui export counts|stats|auroc|frequency|neighbours`: corpus counts (C4) and the
-whole-vocabulary token statistics (A4-A7)."""
+whole-vocabulary token statistics (A4-A7). `auroc` and `frequency` print their summary
+lines (mean AUROC, Spearman rho per head) before the `wrote` line."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def _counts_args(p):
 @export_command("counts", "corpus token counts: token_id,token,count "
                 "(--bigrams: prev_id,next_id,count)", _counts_args)
 def export_counts(args, layer):
-    from detokgui.core.tables import bigrams_table, counts_table, write_csv
+    from detokgui.core.corpus_tables import bigrams_table, counts_table
+    from detokgui.core.tables import write_csv
 
     out = out_path(args, (".csv",))
     counts = _counts(args, layer)
@@ -80,7 +82,8 @@ def _stats_args(p):
                 "self_rank,variance,top1_id,top1_token,top1_score", _stats_args)
 def export_stats(args, layer):
     from detokgui.core.affinity import SigmaChoice
-    from detokgui.core.tables import stats_table, write_csv
+    from detokgui.core.corpus_tables import stats_table
+    from detokgui.core.tables import write_csv
     from detokgui.core.vocab_stats import head_stats
 
     out = out_path(args, (".csv",))
@@ -105,7 +108,8 @@ def _auroc_args(p):
 def export_auroc(args, layer):
     from detokgui.core.affinity import SigmaChoice
     from detokgui.core.auroc import NO_BIGRAM_LABELS, bigram_auroc
-    from detokgui.core.tables import auroc_table, write_csv
+    from detokgui.core.corpus_tables import auroc_table
+    from detokgui.core.tables import write_csv
 
     out = out_path(args, (".csv",))
     heads = head_arg(layer, args.head)
@@ -114,11 +118,10 @@ def export_auroc(args, layer):
                        on_progress=_progress())
     n = write_csv(out, auroc_table(layer, res, args.no_bigram))
     means, used = res.head_means(args.no_bigram)
-    lines = [f"head {h}: mean AUROC {m:.6f} over {k} query tokens"
-             for h, m, k in zip(res.heads, means.tolist(), used.tolist())]
-    lines.append(f"({NO_BIGRAM_LABELS[args.no_bigram]}; sigma: "
-                 f"{SigmaChoice(args.sigma).label()})")
-    return n, lines
+    for h, m, k in zip(res.heads, means.tolist(), used.tolist()):
+        print(f"head {h}: mean AUROC {m:.6f} over {k} query tokens")
+    print(f"({NO_BIGRAM_LABELS[args.no_bigram]}; sigma: {SigmaChoice(args.sigma).label()})")
+    return n
 
 
 # --------------------------------------------------------------------------- frequency
@@ -136,20 +139,21 @@ def _frequency_args(p):
                 "Spearman rho per head on stdout", _frequency_args)
 def export_frequency(args, layer):
     from detokgui.core.affinity import SigmaChoice
+    from detokgui.core.corpus_tables import frequency_table
     from detokgui.core.frequency import ZERO_COUNT_LABELS, frequency_stats
-    from detokgui.core.tables import frequency_table, write_csv
+    from detokgui.core.tables import write_csv
 
     out = out_path(args, (".csv",))
     counts = _counts(args, layer)
     fs = frequency_stats(layer, counts, SigmaChoice(args.sigma), head_arg(layer, args.head),
                          args.zero_counts)
     n = write_csv(out, frequency_table(layer, fs))
-    lines = [f"head {h}: Spearman rho(count, T_e) {r:.6f} over {fs.n_used} tokens"
-             for h, r in zip(fs.heads, fs.rho_t_e.tolist())]
-    lines.append(f"token-embedding variance: Spearman rho(count, Var(e)) "
-                 f"{fs.rho_variance:.6f} over {fs.n_used} tokens")
-    lines.append(f"({ZERO_COUNT_LABELS[args.zero_counts]})")
-    return n, lines
+    for h, r in zip(fs.heads, fs.rho_t_e.tolist()):
+        print(f"head {h}: Spearman rho(count, T_e) {r:.6f} over {fs.n_used} tokens")
+    print(f"token-embedding variance: Spearman rho(count, Var(e)) {fs.rho_variance:.6f} "
+          f"over {fs.n_used} tokens")
+    print(f"({ZERO_COUNT_LABELS[args.zero_counts]})")
+    return n
 
 
 # --------------------------------------------------------------------------- neighbours
@@ -169,8 +173,9 @@ def _neighbours_args(p):
 @export_command("neighbours", "nearest tokens by cosine in the token embedding: "
                 "rank,token_id,token,cosine", _neighbours_args)
 def export_neighbours(args, layer):
+    from detokgui.core.corpus_tables import neighbours_table
     from detokgui.core.neighbours import analogy, nearest_tokens
-    from detokgui.core.tables import neighbours_table, write_csv
+    from detokgui.core.tables import write_csv
 
     out = out_path(args, (".csv",))
     if args.k < 1:

@@ -125,11 +125,25 @@ def display_token(tokenizer, token_id: int) -> str:
 
 
 def token_strings(tokenizer, n_vocab: int) -> list[str]:
-    """The text of each token id 0..n_vocab-1 exactly as `tokenizer.decode([id])` gives it
-    (a leading space is a space; bytes that are not UTF-8 on their own become U+FFFD), for
-    data files; "" for ids beyond the tokenizer (or without one)."""
+    """The text of each token id 0..n_vocab-1 as written to data files: a leading space is
+    a space, control characters are themselves; bytes of a byte-level BPE token that are
+    not UTF-8 on their own (a piece of a multi-byte character) are written as \\xNN;
+    "" for ids beyond the tokenizer (or without one). One batched lookup for all ids."""
     if tokenizer is None:
         return [""] * n_vocab
     n = min(len(tokenizer), n_vocab)
-    out = tokenizer.batch_decode([[i] for i in range(n)], clean_up_tokenization_spaces=False)
-    return list(out) + [""] * (n_vocab - n)
+    pieces = tokenizer.convert_ids_to_tokens(list(range(n)))
+    special = set(getattr(tokenizer, "all_special_tokens", []) or [])
+    out = []
+    for i, piece in enumerate(pieces):
+        raw = None
+        if isinstance(piece, str) and piece not in special:
+            try:
+                raw = bytes(_ALPHABET[c] for c in piece)
+            except KeyError:
+                raw = None
+        if raw is not None:
+            out.append(raw.decode("utf-8", errors="backslashreplace"))
+        else:
+            out.append(tokenizer.decode([i], clean_up_tokenization_spaces=False))
+    return out + [""] * (n_vocab - n)

@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 # Must happen before any QApplication exists; harmless for the core tests.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -194,3 +195,52 @@ def modal_dialogs(monkeypatch):
             monkeypatch.setattr(cls, m, refuse(f"{cls_name}.{m}"))
     yield seen
     assert not seen, f"the code under test opened modal dialogs: {[n for n, _ in seen]}"
+
+
+# --------------------------------------------------------------------------- corpus models
+
+def _find_sample_corpus() -> Path:
+    """../shared/corpus/public-domain-sample.jsonl.gz beside the checkout (or beside the
+    folder that holds a git worktree)."""
+    rel = Path("shared", "corpus", "public-domain-sample.jsonl.gz")
+    here = Path(__file__).resolve()
+    for parent in here.parents[1:4]:
+        if (parent / rel).is_file():
+            return parent / rel
+    return here.parents[2] / rel
+
+
+SAMPLE_CORPUS = _find_sample_corpus()
+
+
+@pytest.fixture(scope="session")
+def small_vocab_ckpt(tmp_path_factory):
+    """Random GPT-2 (d=32, 4 heads, 64 positions) with a real byte-level BPE tokenizer of
+    400 tokens trained on the start of each sample-corpus document: whole-vocabulary
+    passes take milliseconds, and corpus text tokenizes into real tokens."""
+    import gzip
+    import json
+
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2TokenizerFast
+
+    with gzip.open(SAMPLE_CORPUS, "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["text"][:5000] for line in f]
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(texts, vocab_size=400, min_frequency=2,
+                            special_tokens=["<|endoftext|>"], show_progress=False)
+    eot = "<|endoftext|>"
+    tok = GPT2TokenizerFast(tokenizer_object=bpe._tokenizer, eos_token=eot, bos_token=eot,
+                            unk_token=eot)
+    folder = write_random_checkpoint(tmp_path_factory.mktemp("v400"), n_embd=32, n_head=4,
+                                     n_positions=64, vocab_size=len(tok), seed=7,
+                                     tokenizer=False)
+    tok.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def small_vocab_layer(small_vocab_ckpt):
+    from detokgui.core import Layer0
+
+    return Layer0.from_pretrained(str(small_vocab_ckpt), device="cpu", dtype=torch.float64)

@@ -4,18 +4,18 @@ sample corpus (issue 11, item 5)."""
 
 import gzip
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from conftest import SAMPLE_CORPUS
 
 from detokgui.core import Layer0
 from detokgui.core import neurons as nr
 from detokgui.core import positional as pos
 
 DEMO = "demo"  # shipped inside the package
-CORPUS = Path("/work/shared/corpus/public-domain-sample.jsonl.gz")
+CORPUS = SAMPLE_CORPUS
 WINDOWS = 200
 
 

@@ -2,9 +2,9 @@
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
+from conftest import SAMPLE_CORPUS
 
 from detokgui.core.documents import (
     CorpusReader,
@@ -16,7 +16,7 @@ from detokgui.core.documents import (
 from detokgui.core.errors import InputError
 from detokgui.core.tokens import gpt2_tokenizer
 
-SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "public-domain-sample.jsonl.gz"
+SAMPLE = SAMPLE_CORPUS
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def test_gzip_and_folders_recursive_sorted(tmp_path):
     assert r.bytes_read == r.total_bytes and r.fraction == 1.0
 
 
-@pytest.mark.parametrize("name,content,expected", [
+BAD_INPUTS = [
     ("e.txt", b"", "is empty"),
     ("b.txt", b"abc\x00def", "NUL byte at byte offset 3"),
     ("u.txt", "h\u00e9llo".encode() + b" \xff rest", "invalid byte at byte offset 7"),
@@ -66,7 +66,10 @@ def test_gzip_and_folders_recursive_sorted(tmp_path):
     ("w.txt", b"\n  \n<|endoftext|>\n", "holds no text"),
     ("g.txt.gz", b"not gzip at all", "not a valid gzip file"),
     ("x.csv", b"a,b", "unsupported file type"),
-])
+]
+
+
+@pytest.mark.parametrize("name,content,expected", BAD_INPUTS)
 def test_bad_input_names_file_and_place(tmp_path, name, content, expected):
     f = tmp_path / name
     f.write_bytes(content)

@@ -6,10 +6,10 @@ import itertools
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SAMPLE_CORPUS
 from test_cli import read_csv, run_cli
 
 from detokgui import cli
@@ -27,7 +27,7 @@ from detokgui.figures import (
 )
 
 DEMO = "demo"
-CORPUS = Path("/work/shared/corpus/public-domain-sample.jsonl.gz")
+CORPUS = SAMPLE_CORPUS
 SUFFIXES = ("png", "svg", "pdf", "csv")
 
 

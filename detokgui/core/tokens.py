@@ -141,3 +141,28 @@ def display_token(tokenizer, token_id: int) -> str:
     if shown is not None and piece not in (getattr(tokenizer, "all_special_tokens", []) or []):
         return shown
     return _show(tokenizer.decode([int(token_id)], clean_up_tokenization_spaces=False))
+
+
+def token_strings(tokenizer, n_vocab: int) -> list[str]:
+    """The text of each token id 0..n_vocab-1 as written to data files: a leading space is
+    a space, control characters are themselves; bytes of a byte-level BPE token that are
+    not UTF-8 on their own (a piece of a multi-byte character) are written as \\xNN;
+    "" for ids beyond the tokenizer (or without one). One batched lookup for all ids."""
+    if tokenizer is None:
+        return [""] * n_vocab
+    n = min(len(tokenizer), n_vocab)
+    pieces = tokenizer.convert_ids_to_tokens(list(range(n)))
+    special = set(getattr(tokenizer, "all_special_tokens", []) or [])
+    out = []
+    for i, piece in enumerate(pieces):
+        raw = None
+        if isinstance(piece, str) and piece not in special:
+            try:
+                raw = bytes(_ALPHABET[c] for c in piece)
+            except KeyError:
+                raw = None
+        if raw is not None:
+            out.append(raw.decode("utf-8", errors="backslashreplace"))
+        else:
+            out.append(tokenizer.decode([i], clean_up_tokenization_spaces=False))
+    return out + [""] * (n_vocab - n)

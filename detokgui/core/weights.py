@@ -60,6 +60,8 @@ class Layer0:
     tokenizer: Any = None
     load_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    lnf_weight: torch.Tensor | None = None  # final LayerNorm (ln_f), when the checkpoint has it
+    lnf_bias: torch.Tensor | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -172,6 +174,8 @@ class Layer0:
             activation=activation,
             tokenizer=tokenizer,
             notes=notes,
+            lnf_weight=t.get("ln_f.weight"),
+            lnf_bias=t.get("ln_f.bias"),
         )
 
     @classmethod
@@ -253,6 +257,8 @@ class Layer0:
             "h.0.mlp.c_fc.weight": self.W_fc, "h.0.mlp.c_fc.bias": self.b_fc,
             "h.0.mlp.c_proj.weight": self.W_proj, "h.0.mlp.c_proj.bias": self.b_proj,
         }
+        if self.lnf_weight is not None and self.lnf_bias is not None:
+            tensors.update({"ln_f.weight": self.lnf_weight, "ln_f.bias": self.lnf_bias})
         return Layer0.from_tensors(
             tensors, n_heads=self.n_heads, eps=self.eps, name=self.name,
             scale_attn_weights=self.scale_attn_weights, activation=self.activation,

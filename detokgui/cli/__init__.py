@@ -14,7 +14,7 @@ import sys
 
 from detokgui.cli.common import EXPORTS, CliError, load_layer
 
-COMMAND_MODULES = ("tokens", "position")
+COMMAND_MODULES = ("tokens", "position", "text")
 
 
 def _register_commands() -> None:

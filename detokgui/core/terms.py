@@ -14,27 +14,34 @@ from __future__ import annotations
 
 import torch
 
+from detokgui.core.checks import check_heads
 from detokgui.core.sigma import sequence_sigma
 
 TERM_NAMES = ("ee", "pp", "pe", "ep", "e", "p")
 
 
-def six_terms(layer, token_ids) -> dict[str, torch.Tensor]:
-    """{"ee","pp","pe","ep","e","p"} -> [H, n, n]; "e"/"p" are repeated along i."""
+def six_terms(layer, token_ids, heads=None, *, expand: bool = True) -> dict[str, torch.Tensor]:
+    """{"ee","pp","pe","ep","e","p"} -> [h, n, n] for the heads `heads` (all by default;
+    the first axis follows that list). "e"/"p" are repeated along i, or left as [h, 1, n]
+    (broadcastable, no copy) with expand=False."""
     ids = layer.check_token_ids(token_ids)
+    hs = check_heads(layer, heads)
+    Wq, Wk, bQK = (layer.Wq, layer.Wk, layer.bQK) if heads is None else (
+        layer.Wq[hs], layer.Wk[hs], layer.bQK[hs])
     n = ids.shape[0]
     Xe, Xp = layer.E[ids], layer.P[:n]
     inv = 1.0 / sequence_sigma(layer, ids)
-    Qe, Qp = torch.matmul(Xe, layer.Wq), torch.matmul(Xp, layer.Wq)  # [H, n, d']
-    Ke, Kp = torch.matmul(Xe, layer.Wk), torch.matmul(Xp, layer.Wk)
+    Qe, Qp = torch.matmul(Xe, Wq), torch.matmul(Xp, Wq)  # [h, n, d']
+    Ke, Kp = torch.matmul(Xe, Wk), torch.matmul(Xp, Wk)
     both = inv[:, None] * inv[None, :]
-    H = layer.n_heads
+    H = len(hs)
 
     def pair(Q, K):
         return torch.matmul(Q, K.transpose(1, 2)) * both
 
     def key_only(X):  # b^QK x_j^T / s_j, repeated along i
-        return ((X @ layer.bQK.T).T * inv).unsqueeze(1).expand(H, n, n).contiguous()
+        t = ((X @ bQK.T).T * inv).unsqueeze(1)
+        return t.expand(H, n, n).contiguous() if expand else t
 
     return {
         "ee": pair(Qe, Ke),
@@ -46,9 +53,9 @@ def six_terms(layer, token_ids) -> dict[str, torch.Tensor]:
     }
 
 
-def scores(layer, token_ids) -> torch.Tensor:
-    """Sum of the six terms, [H, n, n]."""
-    t = six_terms(layer, token_ids)
+def scores(layer, token_ids, heads=None) -> torch.Tensor:
+    """Sum of the six terms, [h, n, n]."""
+    t = six_terms(layer, token_ids, heads, expand=False)
     return sum(t[k] for k in TERM_NAMES)
 
 

@@ -119,7 +119,9 @@ def _kl_loop(layer64, ids, definition):
 
 @pytest.mark.filterwarnings("ignore:reduction.*mean:UserWarning")
 @pytest.mark.parametrize("definition", ["paper", "code"])
-def test_kl_equals_a_plain_loop(tiny_ckpt, tiny_layer, definition):
+@pytest.mark.parametrize("block", [128, 20])
+def test_kl_equals_a_plain_loop(tiny_ckpt, tiny_layer, definition, block, monkeypatch):
+    monkeypatch.setattr(em, "KL_BLOCK_ROWS", block)  # 20: three blocks of query rows
     layer64 = Layer0.from_pretrained(str(tiny_ckpt), device="cpu", dtype=torch.float64)
     ids = _ids(tiny_layer, 48, seed=4)
     expect = _kl_loop(layer64, ids, definition)

@@ -12,6 +12,8 @@ and alpha = softmax_{j<=i}(sum / sqrt(d')). The query-side constants dropped her
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from detokgui.core.checks import check_heads
@@ -20,36 +22,82 @@ from detokgui.core.sigma import sequence_sigma
 TERM_NAMES = ("ee", "pp", "pe", "ep", "e", "p")
 
 
+@dataclass(eq=False)
+class TermFactors:
+    """The rank-d' factors of the six terms of one sequence for the heads `heads` (first
+    axis follows that list), each row already divided by its sigma:
+
+        qe[h, i] = e_{t_i} Wq_h / s_i     qp[h, i] = p_i Wq_h / s_i        [h, n, d']
+        ke[h, j] = e_{t_j} Wk_h / s_j     kp[h, j] = p_j Wk_h / s_j
+        te[h, j] = b^QK_h e_{t_j}^T / s_j tp[h, j] = b^QK_h p_j^T / s_j     [h, n]
+
+    so that T_ee = qe ke^T, T_pp = qp kp^T, T_pe = qp ke^T, T_ep = qe kp^T, T_e = te and
+    T_p = tp (repeated along i). Any block of the [n, n] terms costs one small product."""
+
+    heads: list[int]
+    qe: torch.Tensor
+    qp: torch.Tensor
+    ke: torch.Tensor
+    kp: torch.Tensor
+    te: torch.Tensor
+    tp: torch.Tensor
+
+    def block(self, r: int, rows: slice = slice(None), cols: slice = slice(None)
+              ) -> list[torch.Tensor]:
+        """The six terms (TERM_NAMES order) of head `heads[r]` for query rows `rows` and
+        key columns `cols`: four [rows, cols] matrices, then T_e and T_p as [1, cols]."""
+        qe, qp = self.qe[r, rows], self.qp[r, rows]
+        ke, kp = self.ke[r, cols].T, self.kp[r, cols].T
+        return [qe @ ke, qp @ kp, qp @ ke, qe @ kp, self.te[r, None, cols],
+                self.tp[r, None, cols]]
+
+
+def term_factors(layer, token_ids, heads=None) -> TermFactors:
+    """`TermFactors` of a token sequence (validated) for `heads` (all by default). The
+    position products P Wq_h, P Wk_h, b^QK_h P^T come from `positional.position_factors`
+    (computed once per layer), so only the token side costs a product per call."""
+    from detokgui.core.positional import position_factors
+
+    ids = layer.check_token_ids(token_ids)
+    hs = check_heads(layer, heads)
+    pf = position_factors(layer)
+    Wq, Wk, bQK = (layer.Wq, layer.Wk, layer.bQK) if heads is None else (
+        layer.Wq[hs], layer.Wk[hs], layer.bQK[hs])
+    Qp, Kp, Tp = (pf.Qp, pf.Kp, pf.Tp_raw) if heads is None else (pf.Qp[hs], pf.Kp[hs],
+                                                                   pf.Tp_raw[hs])
+    n = ids.shape[0]
+    inv = 1.0 / sequence_sigma(layer, ids)
+    Xe = layer.E[ids] * inv[:, None]
+    col = inv[:, None]
+    return TermFactors(
+        heads=hs,
+        qe=torch.matmul(Xe, Wq), qp=Qp[:, :n] * col,
+        ke=torch.matmul(Xe, Wk), kp=Kp[:, :n] * col,
+        te=(Xe @ bQK.T).T.contiguous(), tp=Tp[:, :n] * inv,
+    )
+
+
 def six_terms(layer, token_ids, heads=None, *, expand: bool = True) -> dict[str, torch.Tensor]:
     """{"ee","pp","pe","ep","e","p"} -> [h, n, n] for the heads `heads` (all by default;
     the first axis follows that list). "e"/"p" are repeated along i, or left as [h, 1, n]
     (broadcastable, no copy) with expand=False."""
-    ids = layer.check_token_ids(token_ids)
-    hs = check_heads(layer, heads)
-    Wq, Wk, bQK = (layer.Wq, layer.Wk, layer.bQK) if heads is None else (
-        layer.Wq[hs], layer.Wk[hs], layer.bQK[hs])
-    n = ids.shape[0]
-    Xe, Xp = layer.E[ids], layer.P[:n]
-    inv = 1.0 / sequence_sigma(layer, ids)
-    Qe, Qp = torch.matmul(Xe, Wq), torch.matmul(Xp, Wq)  # [h, n, d']
-    Ke, Kp = torch.matmul(Xe, Wk), torch.matmul(Xp, Wk)
-    both = inv[:, None] * inv[None, :]
-    H = len(hs)
+    f = term_factors(layer, token_ids, heads)
+    H, n = f.te.shape
 
-    def pair(Q, K):
-        return torch.matmul(Q, K.transpose(1, 2)) * both
-
-    def key_only(X):  # b^QK x_j^T / s_j, repeated along i
-        t = ((X @ bQK.T).T * inv).unsqueeze(1)
+    def key_only(t):  # repeated along i
+        t = t.unsqueeze(1)
         return t.expand(H, n, n).contiguous() if expand else t
 
+    def pair(q, k):
+        return torch.matmul(q, k.transpose(1, 2))
+
     return {
-        "ee": pair(Qe, Ke),
-        "pp": pair(Qp, Kp),
-        "pe": pair(Qp, Ke),
-        "ep": pair(Qe, Kp),
-        "e": key_only(Xe),
-        "p": key_only(Xp),
+        "ee": pair(f.qe, f.ke),
+        "pp": pair(f.qp, f.kp),
+        "pe": pair(f.qp, f.ke),
+        "ep": pair(f.qe, f.kp),
+        "e": key_only(f.te),
+        "p": key_only(f.tp),
     }
 
 

@@ -416,10 +416,10 @@ def kl_contributions(layer, token_ids, definition: str = "paper", heads=None) ->
           c = (1/(i+1)) KL(Q || P) = (1/(i+1)) (sum_j Q_j T_X[j] - lse(s) + lse(s - T_X))
 
     (lse = log-sum-exp over j <= i); both are >= 0, so rounding below zero (|c| ~ 1e-7 in
-    float32) is clamped to 0. Vectorised: per head and block of KL_BLOCK_ROWS query rows,
+    float32) is clamped to 0. Vectorised over heads: per block of KL_BLOCK_ROWS query rows
     the terms come from the rank-d' factors (`terms.term_factors`) for the keys j below the
-    block's end only, one exponential pass per term into a reused buffer; no Python loop
-    over i or j. Exponents below log(finfo.tiny) + 2 (-85.3 in float32) are raised to it
+    block's end only ([h, rows, keys], a few MB), one exponential pass per term into a
+    reused buffer; no Python loop over heads, i or j. Exponents below log(finfo.tiny) + 2 (-85.3 in float32) are raised to it
     before exp: probabilities under 1e-37 (and the masked j > i) become 1e-37 instead of 0
     or a subnormal, invisible at float32 precision, and exp runs ~7x faster (CPUs produce
     subnormal results slowly)."""
@@ -433,39 +433,39 @@ def kl_contributions(layer, token_ids, definition: str = "paper", heads=None) ->
     f = term_factors(layer, ids, hs)
     if tau != 1.0:  # every term / tau: scale the query-side factors and the key-only terms
         f.qe, f.qp, f.te, f.tp = f.qe / tau, f.qp / tau, f.te / tau, f.tp / tau
-    out = torch.empty(len(hs), len(TERM_NAMES), n, dtype=dt, device=dev)
+    H = len(hs)
+    out = torch.empty(H, len(TERM_NAMES), n, dtype=dt, device=dev)
     rows_max = min(n, KL_BLOCK_ROWS)
-    scratch = torch.empty(rows_max * n, dtype=dt, device=dev)
+    scratch = torch.empty(H * rows_max * n, dtype=dt, device=dev)
     for a in range(0, n, KL_BLOCK_ROWS):
         b = min(n, a + KL_BLOCK_ROWS)
         mask = torch.zeros(b - a, b, dtype=dt, device=dev)
         mask[:, a:].copy_(torch.full((b - a, b - a), -torch.inf, dtype=dt, device=dev).triu_(1))
         keys = torch.arange(a + 1, b + 1, dtype=dt, device=dev)
-        buf = scratch[: (b - a) * b].view(b - a, b)
-        for r in range(len(hs)):
-            terms = f.block(r, slice(a, b), slice(0, b))  # [rows, b] or [1, b], each / tau
-            s = torch.add(terms[0], terms[1])
-            for t in terms[2:]:
-                s.add_(t)
-            s.add_(mask)
-            m_q = s.amax(dim=-1, keepdim=True)
-            q = torch.sub(s, m_q).clamp_(min=lo).exp_()
-            z_q = q.sum(-1)
-            lse_q = m_q[:, 0] + torch.log(z_q)
-            if definition == "code":
-                q.div_(z_q[:, None])
-            for x, tx in enumerate(terms):
-                torch.sub(s, tx, out=buf)  # s - T_X, -inf above i
-                m_p = buf.amax(dim=-1, keepdim=True)
-                buf.sub_(m_p).clamp_(min=lo).exp_()
-                z_p = buf.sum(-1)
-                lse_p = m_p[:, 0] + torch.log(z_p)
-                if definition == "paper":
-                    pt = buf.mul_(tx).sum(-1) / z_p  # sum_j P_j T_X[j] / tau
-                    out[r, x, a:b] = lse_q - lse_p - pt
-                else:
-                    qt = torch.mul(q, tx, out=buf).sum(-1)  # sum_j Q_j T_X[j]
-                    out[r, x, a:b] = (qt - lse_q + lse_p) / keys
+        buf = scratch[: H * (b - a) * b].view(H, b - a, b)
+        terms = f.block(None, slice(a, b), slice(0, b))  # [h, rows, b] or [h, 1, b], / tau
+        s = torch.add(terms[0], terms[1])
+        for t in terms[2:]:
+            s.add_(t)
+        s.add_(mask)
+        m_q = s.amax(dim=-1, keepdim=True)
+        q = torch.sub(s, m_q).clamp_(min=lo).exp_()
+        z_q = q.sum(-1)
+        lse_q = m_q[..., 0] + torch.log(z_q)
+        if definition == "code":
+            q.div_(z_q[..., None])
+        for x, tx in enumerate(terms):
+            torch.sub(s, tx, out=buf)  # s - T_X, -inf above i
+            m_p = buf.amax(dim=-1, keepdim=True)
+            buf.sub_(m_p).clamp_(min=lo).exp_()
+            z_p = buf.sum(-1)
+            lse_p = m_p[..., 0] + torch.log(z_p)
+            if definition == "paper":
+                pt = buf.mul_(tx).sum(-1) / z_p  # sum_j P_j T_X[j] / tau
+                out[:, x, a:b] = lse_q - lse_p - pt
+            else:
+                qt = torch.mul(q, tx, out=buf).sum(-1)  # sum_j Q_j T_X[j]
+                out[:, x, a:b] = (qt - lse_q + lse_p) / keys
     return out.clamp_min_(0.0)
 
 

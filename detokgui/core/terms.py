@@ -42,10 +42,16 @@ class TermFactors:
     te: torch.Tensor
     tp: torch.Tensor
 
-    def block(self, r: int, rows: slice = slice(None), cols: slice = slice(None)
+    def block(self, r: int | None, rows: slice = slice(None), cols: slice = slice(None)
               ) -> list[torch.Tensor]:
         """The six terms (TERM_NAMES order) of head `heads[r]` for query rows `rows` and
-        key columns `cols`: four [rows, cols] matrices, then T_e and T_p as [1, cols]."""
+        key columns `cols`: four [rows, cols] matrices, then T_e and T_p as [1, cols].
+        r=None: all heads at once, [h, rows, cols] and [h, 1, cols]."""
+        if r is None:
+            qe, qp = self.qe[:, rows], self.qp[:, rows]
+            ke, kp = self.ke[:, cols].transpose(1, 2), self.kp[:, cols].transpose(1, 2)
+            return [torch.bmm(qe, ke), torch.bmm(qp, kp), torch.bmm(qp, ke),
+                    torch.bmm(qe, kp), self.te[:, None, cols], self.tp[:, None, cols]]
         qe, qp = self.qe[r, rows], self.qp[r, rows]
         ke, kp = self.ke[r, cols].T, self.kp[r, cols].T
         return [qe @ ke, qp @ kp, qp @ ke, qe @ kp, self.te[r, None, cols],
@@ -60,20 +66,30 @@ def term_factors(layer, token_ids, heads=None) -> TermFactors:
 
     ids = layer.check_token_ids(token_ids)
     hs = check_heads(layer, heads)
+    every = hs == list(range(layer.n_heads))
     pf = position_factors(layer)
-    Wq, Wk, bQK = (layer.Wq, layer.Wk, layer.bQK) if heads is None else (
-        layer.Wq[hs], layer.Wk[hs], layer.bQK[hs])
-    Qp, Kp, Tp = (pf.Qp, pf.Kp, pf.Tp_raw) if heads is None else (pf.Qp[hs], pf.Kp[hs],
-                                                                   pf.Tp_raw[hs])
-    n = ids.shape[0]
+
+    def pick(t):
+        return t if every else t[hs]
+
+    n, d, h = ids.shape[0], layer.d, len(hs)
     inv = 1.0 / sequence_sigma(layer, ids)
     Xe = layer.E[ids] * inv[:, None]
+    # one [n, d] @ [d, h (2 d' + 1)] product for the token side of every head
+    W = torch.cat([pick(layer.Wq).permute(1, 0, 2).reshape(d, -1),
+                   pick(layer.Wk).permute(1, 0, 2).reshape(d, -1), pick(layer.bQK).T], 1)
+    tok = Xe @ W
+    hd = h * layer.d_head
+
+    def per_head(t):  # [n, h d'] -> [h, n, d']
+        return t.reshape(n, h, layer.d_head).transpose(0, 1)
+
     col = inv[:, None]
     return TermFactors(
         heads=hs,
-        qe=torch.matmul(Xe, Wq), qp=Qp[:, :n] * col,
-        ke=torch.matmul(Xe, Wk), kp=Kp[:, :n] * col,
-        te=(Xe @ bQK.T).T.contiguous(), tp=Tp[:, :n] * inv,
+        qe=per_head(tok[:, :hd]), qp=pick(pf.Qp)[:, :n] * col,
+        ke=per_head(tok[:, hd:2 * hd]), kp=pick(pf.Kp)[:, :n] * col,
+        te=tok[:, 2 * hd:].T, tp=pick(pf.Tp_raw)[:, :n] * inv,
     )
 
 

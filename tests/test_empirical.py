@@ -242,3 +242,16 @@ def test_demo_model_heads_on_the_sample_corpus(demo_layer):
         assert res.empirical[h, : i - 3].sum() > 0.8  # most weight beyond the last 4
     assert np.abs(res.empirical - res.pattern).max() < 0.15
     assert np.abs(res.empirical[7] - res.predicted[7]).sum() < 0.3
+
+
+def test_jobs_report_progress_and_stop_between_texts(tiny_layer):
+    from detokgui.core import circuits as ci
+
+    for job in (em.iter_kl(tiny_layer, em.TextSource.corpus(CORPUS)),
+                em.iter_empirical_attention(tiny_layer, em.TextSource.corpus(CORPUS), 5),
+                ci.iter_normalisation(tiny_layer, em.TextSource.corpus(CORPUS), [0])):
+        seen = [next(job).fraction for _ in range(12)]
+        assert seen == sorted(seen) and 0 < seen[-1] < 0.5
+        job.close()  # what a cancelled worker does: the corpus files are closed
+        with pytest.raises(StopIteration):
+            next(job)

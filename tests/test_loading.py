@@ -20,7 +20,40 @@ def test_reads_only_layer0_tensors(tiny_ckpt, monkeypatch):
 
     monkeypatch.setattr(checkpoint, "read_safetensors", spy)
     Layer0.from_pretrained(str(tiny_ckpt), device="cpu", load_tokenizer=False)
-    assert sorted(seen) == sorted(checkpoint.LAYER0_KEYS)
+    assert sorted(seen) == sorted(checkpoint.LAYER0_KEYS + checkpoint.OPTIONAL_KEYS)
+
+
+def test_final_norm_is_read_when_present(tmp_path, hf_eager):
+    """ln_f comes along (for views through the unembedding), also from a later shard and
+    through to() and from_model; a checkpoint without it still loads."""
+    from safetensors.torch import load_file, save_file
+    from transformers import GPT2LMHeadModel
+
+    src = write_random_checkpoint(tmp_path / "src", n_layer=2, n_positions=16, seed=8)
+    base = hf_eager(src).transformer
+    with torch.no_grad():
+        base.ln_f.weight.normal_()
+    layer = Layer0.from_pretrained(str(src), device="cpu")
+    assert torch.equal(layer.lnf_weight, torch.ones_like(layer.lnf_weight))
+    model = GPT2LMHeadModel.from_pretrained(str(src))
+    with torch.no_grad():
+        model.transformer.ln_f.weight.copy_(base.ln_f.weight)
+        model.transformer.ln_f.bias.normal_()
+    out = tmp_path / "sharded"
+    model.save_pretrained(out, max_shard_size="2MB")
+    sharded = Layer0.from_pretrained(str(out), device="cpu", load_tokenizer=False)
+    assert torch.equal(sharded.lnf_weight, base.ln_f.weight)
+    assert torch.equal(sharded.lnf_bias, model.transformer.ln_f.bias)
+    assert torch.equal(sharded.to("cpu").lnf_bias, sharded.lnf_bias)
+    assert torch.equal(Layer0.from_model(model).lnf_weight, base.ln_f.weight)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "config.json").write_bytes((src / "config.json").read_bytes())
+    state = {k: v for k, v in load_file(src / "model.safetensors").items() if "ln_f" not in k}
+    save_file(state, bare / "model.safetensors")
+    plain = Layer0.from_pretrained(str(bare), device="cpu", load_tokenizer=False)
+    assert plain.lnf_weight is None and plain.lnf_bias is None
+    assert torch.equal(plain.Wq, layer.Wq)
 
 
 def test_two_layer_model_reads_layer_zero(tmp_path, hf_eager):

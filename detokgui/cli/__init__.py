@@ -14,7 +14,7 @@ import sys
 
 from detokgui.cli.common import EXPORTS, CliError, load_layer, prepare
 
-COMMAND_MODULES = ("tokens", "position", "figures", "corpus")
+COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text")
 
 
 def _register_commands() -> None:

@@ -40,6 +40,10 @@ LAYER0_KEYS = (
     "h.0.mlp.c_proj.bias",
 )
 
+#: Read when present (the final LayerNorm, for views that go through the unembedding);
+#: a checkpoint without them still loads.
+OPTIONAL_KEYS = ("ln_f.weight", "ln_f.bias")
+
 _PREFIXES = ("transformer.", "", "model.transformer.")
 
 TOKENIZER_FILES = (
@@ -248,7 +252,7 @@ def _shards_for_layer0(index: Path, name: str) -> list[str]:
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise ModelLoadError(f"{name}: {index.name} cannot be read ({exc}).") from exc
     shards: list[str] = []
-    for key in LAYER0_KEYS:
+    for key in LAYER0_KEYS + OPTIONAL_KEYS:
         for prefix in _PREFIXES:
             shard = weight_map.get(prefix + key)
             if shard is not None:
@@ -423,18 +427,20 @@ def read_safetensors(path: Path, wanted: dict[str, str]) -> dict[str, torch.Tens
 
 
 def _resolve_names(available, name: str) -> dict[str, str]:
-    """Map each LAYER0_KEYS entry to its stored name under either key layout."""
+    """Map each LAYER0_KEYS and OPTIONAL_KEYS entry to its stored name under either key
+    layout."""
     available = set(available)
     for prefix in _PREFIXES:
         if prefix + "wte.weight" in available:
-            return {k: prefix + k for k in LAYER0_KEYS}
+            return {k: prefix + k for k in LAYER0_KEYS + OPTIONAL_KEYS}
     raise ModelLoadError(
         f"{name}: the weights hold no token embedding (wte.weight); not a GPT-2 checkpoint."
     )
 
 
 def read_layer0_tensors(files: CheckpointFiles, name: str) -> dict[str, torch.Tensor]:
-    """Return {key: tensor} for every LAYER0_KEYS entry, keys without prefix."""
+    """Return {key: tensor} for every LAYER0_KEYS entry and the OPTIONAL_KEYS present,
+    keys without prefix."""
     if files.weight_format == "safetensors":
         tensors: dict[str, torch.Tensor] = {}
         names: dict[str, str] | None = None

@@ -60,6 +60,8 @@ class Layer0:
     tokenizer: Any = None
     load_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    lnf_weight: torch.Tensor | None = None  # final LayerNorm (ln_f), when the checkpoint has it
+    lnf_bias: torch.Tensor | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -141,12 +143,13 @@ class Layer0:
             raise ModelLoadError(f"{name}: layer-0 tensors are missing: {', '.join(missing)}.")
         check_layer0_shapes(tensors, name)
         notes: list[str] = []
+        keys = checkpoint.LAYER0_KEYS + tuple(k for k in checkpoint.OPTIONAL_KEYS if k in tensors)
         try:
-            moved = {k: tensors[k].to(device=dev, dtype=dtype) for k in checkpoint.LAYER0_KEYS}
+            moved = {k: tensors[k].to(device=dev, dtype=dtype) for k in keys}
         except torch.cuda.OutOfMemoryError:
             notes.append(f"Not enough {dev.type.upper()} memory; using the CPU instead.")
             dev = torch.device("cpu")
-            moved = {k: tensors[k].to(device=dev, dtype=dtype) for k in checkpoint.LAYER0_KEYS}
+            moved = {k: tensors[k].to(device=dev, dtype=dtype) for k in keys}
         except RuntimeError as exc:
             raise ModelLoadError(f"{name}: the weights cannot be moved to {dev}: {exc}") from exc
         _check_finite(moved, name, dtype, tensors)
@@ -176,6 +179,8 @@ class Layer0:
             activation=activation,
             tokenizer=tokenizer,
             notes=notes,
+            lnf_weight=t.get("ln_f.weight"),
+            lnf_bias=t.get("ln_f.bias"),
         )
 
     @classmethod
@@ -261,6 +266,8 @@ class Layer0:
             "h.0.mlp.c_fc.weight": self.W_fc, "h.0.mlp.c_fc.bias": self.b_fc,
             "h.0.mlp.c_proj.weight": self.W_proj, "h.0.mlp.c_proj.bias": self.b_proj,
         }
+        if self.lnf_weight is not None and self.lnf_bias is not None:
+            tensors.update({"ln_f.weight": self.lnf_weight, "ln_f.bias": self.lnf_bias})
         return Layer0.from_tensors(
             tensors, n_heads=self.n_heads, eps=self.eps, name=self.name,
             scale_attn_weights=self.scale_attn_weights, activation=self.activation,

@@ -1,0 +1,127 @@
+"""`detokgui export sentence|empirical|kl|neuron`: layer 0 on real text (SPEC C1-C3, C5)."""
+
+from __future__ import annotations
+
+from detokgui.cli.common import CliError, export_command, out_path, tokens_of
+
+
+def _corpus_args(p, required: bool = True):
+    p.add_argument("--corpus", nargs="+", required=required, metavar="PATH",
+                   help=".txt/.jsonl files (optionally .gz) or folders; a text is a window "
+                        "of at most n_positions tokens of one document")
+    p.add_argument("--prepend-eos", action="store_true",
+                   help="start every text with <|endoftext|> (the authors' convention)")
+    p.add_argument("--max-texts", type=int, default=None, metavar="N",
+                   help="use only the first N texts (default: all)")
+
+
+def _texts(args):
+    from detokgui.core.empirical import TextSource
+
+    return TextSource.corpus(args.corpus, prepend_eos=args.prepend_eos,
+                             max_texts=args.max_texts)
+
+
+def _sentence_args(p):
+    p.add_argument("--text", required=True, help="text to analyse (at most n_positions tokens)")
+    p.add_argument("--out", required=True, help="CSV file")
+
+
+@export_command(
+    "sentence", "six terms, their sum, predicted and actual attention for a text: "
+    "head,i,j,term,value", _sentence_args)
+def export_sentence(args, layer):
+    from detokgui.core.tables import write_csv
+    from detokgui.core.text_tables import sentence_table
+
+    out = out_path(args, (".csv",))
+    return write_csv(out, sentence_table(layer, tokens_of(layer, args.text)))
+
+
+def _empirical_args(p):
+    _corpus_args(p)
+    p.add_argument("--position", required=True, type=int,
+                   help="query position i (0-based); texts longer than i are averaged")
+    p.add_argument("--convention", choices=("paper", "mean-sigma"), default="paper",
+                   help="sigma of the weight-based prediction: the authors' (default) or "
+                        "the vocabulary mean on both sides")
+    p.add_argument("--out", required=True, help="CSV file")
+
+
+@export_command(
+    "empirical", "mean attention at query position i over corpus texts vs the weight-based "
+    "prediction: head,j,empirical,predicted,windows,convention", _empirical_args)
+def export_empirical(args, layer):
+    from detokgui.core.checks import check_position
+    from detokgui.core.empirical import empirical_attention
+    from detokgui.core.tables import write_csv
+    from detokgui.core.text_tables import empirical_table
+
+    out = out_path(args, (".csv",))
+    i = check_position(layer, args.position)
+    return write_csv(out, empirical_table(
+        empirical_attention(layer, _texts(args), i, convention=args.convention)))
+
+
+def _kl_args(p):
+    _corpus_args(p)
+    p.add_argument("--definition", choices=("paper", "code"), default="paper",
+                   help="paper: KL(P||Q) with sqrt(d') (eq 18-21, default); code: the "
+                        "authors' script, KL(Q||P) averaged over j, no sqrt(d')")
+    p.add_argument("--out", required=True, help="CSV file")
+
+
+@export_command(
+    "kl", "each term's KL contribution per head and query position, averaged over corpus "
+    "texts: head,i,term,contribution,texts,definition", _kl_args)
+def export_kl(args, layer):
+    from detokgui.core.empirical import kl
+    from detokgui.core.tables import write_csv
+    from detokgui.core.text_tables import kl_table
+
+    out = out_path(args, (".csv",))
+    return write_csv(out, kl_table(kl(layer, _texts(args), args.definition)))
+
+
+def _neuron_args(p):
+    p.add_argument("--neuron", required=True, type=int, help="layer-0 MLP neuron (0-based)")
+    p.add_argument("--k", type=int, default=20, help="tokens per side (default 20)")
+    p.add_argument("--heads", type=int, nargs="+", default=None, metavar="H",
+                   help="heads of the contextual circuit (default: those the B4 "
+                        "classification calls contextual)")
+    _corpus_args(p, required=False)
+    p.add_argument("--out", required=True, help="CSV file")
+
+
+@export_command(
+    "neuron", "a layer-0 MLP neuron's top and bottom tokens through the contextual heads: "
+    "rank,token_id,token,contribution,side (normalisation measured on --corpus if given, "
+    "else the vocabulary mean)", _neuron_args)
+def export_neuron(args, layer):
+    from detokgui.core import circuits
+    from detokgui.core.checks import check_heads
+    from detokgui.core.tables import write_csv
+    from detokgui.core.text_tables import neuron_table
+
+    out = out_path(args, (".csv",))
+    if args.k < 1:
+        raise CliError("--k must be at least 1")
+    heads = None if args.heads is None else check_heads(layer, args.heads)
+    circuits.check_neuron(layer, args.neuron)
+    norms = source = None
+    if args.corpus:
+        texts = _texts(args)
+        if heads is None:
+            heads = circuits.contextual_heads(layer)
+            if not heads:
+                raise CliError(f"no head of {layer.name} is classified contextual; "
+                               "choose them with --heads")
+        norms = circuits.normalisation(layer, texts, heads).norm
+        source = texts.label()
+    elif args.prepend_eos or args.max_texts is not None:
+        raise CliError("--prepend-eos and --max-texts need --corpus")
+    circuit = circuits.contextual_circuit(layer, heads, norms, norm_source=source)
+    rows = write_csv(out, neuron_table(layer, circuits.neuron_tokens(
+        layer, circuit, args.neuron, args.k)))
+    print(circuit.label())
+    return rows

@@ -1,0 +1,155 @@
+"""Tidy tables (header + rows) of the text-side results (SPEC C1-C3, C5, OV circuit):
+what CSV export writes, from the same functions the views and tests use. Written with
+`core.tables.write_csv`.
+
+Token columns hold the token's real string (' Korea', with its leading space), never the
+on-screen form; every result that depends on a convention or definition says which in a
+column of its own.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from detokgui.core.tables import Table
+
+
+def token_text(tokenizer, token_id: int) -> str:
+    """The text a token stands for, as written to files ("" without a tokenizer)."""
+    if tokenizer is None or token_id >= len(tokenizer):
+        return ""
+    return tokenizer.decode([int(token_id)], clean_up_tokenization_spaces=False)
+
+
+def sentence_table(layer, token_ids, heads=None) -> Table:
+    """head,i,j,term,value for j <= i: the six terms ee..p, their sum, the predicted
+    attention softmax(sum / sqrt(d')) and the model's actual attention (SPEC C1). Computed
+    one head at a time while the rows are written."""
+    from detokgui.core.checks import check_heads
+    from detokgui.core.empirical import SENTENCE_TERMS, sentence
+
+    ids = layer.check_token_ids(token_ids).tolist()
+    hs = check_heads(layer, heads)
+    n = len(ids)
+    ii, jj = torch.tril_indices(n, n)
+    ii_l, jj_l = ii.tolist(), jj.tolist()
+
+    def rows():
+        for h in hs:
+            data = sentence(layer, ids, [h])
+            for name in SENTENCE_TERMS:
+                vals = data.values(name)[0][ii_l, jj_l].tolist()
+                for i, j, v in zip(ii_l, jj_l, vals):
+                    yield (h, i, j, name, float(v))
+
+    return ["head", "i", "j", "term", "value"], rows()
+
+
+def empirical_table(result) -> Table:
+    """head,j,empirical,predicted,windows,convention for an `empirical.EmpiricalAttention`
+    (SPEC C2): mean attention at query position i over `windows` texts longer than i, and
+    the weight-based prediction under `convention`."""
+    emp, pred = result.empirical.tolist(), result.predicted.tolist()
+
+    def rows():
+        for r, h in enumerate(result.heads):
+            for j in range(result.i + 1):
+                yield (h, j, float(emp[r][j]), float(pred[r][j]), result.windows,
+                       result.convention)
+
+    return ["head", "j", "empirical", "predicted", "windows", "convention"], rows()
+
+
+def kl_table(result) -> Table:
+    """head,i,term,contribution,texts,definition for an `empirical.KLContributions`
+    (SPEC C3); only positions i that some text reaches (texts = how many)."""
+    c = result.contribution.tolist()
+    texts = result.texts.tolist()
+
+    def rows():
+        for r, h in enumerate(result.heads):
+            for x, term in enumerate(result.terms):
+                for i, k in enumerate(texts):
+                    if k:
+                        yield (h, i, term, float(c[r][x][i]), int(k), result.definition)
+
+    return ["head", "i", "term", "contribution", "texts", "definition"], rows()
+
+
+def neuron_table(layer, result) -> Table:
+    """rank,token_id,token,contribution,side for a `circuits.NeuronTokens`: side "top" are
+    the tokens with the largest contribution c_m(x), "bottom" the smallest (SPEC C5)."""
+    tok = layer.tokenizer
+
+    def rows():
+        for side, ids, vals in (("top", result.top_ids, result.top_values),
+                                ("bottom", result.bottom_ids, result.bottom_values)):
+            for rank, (t, v) in enumerate(zip(ids.tolist(), vals.tolist()), start=1):
+                yield (rank, t, token_text(tok, t), float(v), side)
+
+    return ["rank", "token_id", "token", "contribution", "side"], rows()
+
+
+def neuron_ranking_table(layer, result) -> Table:
+    """rank,neuron,size,mean,top_tokens,bottom_tokens for a `circuits.NeuronRanking`
+    (token lists for the neurons whose extremes were computed, joined by '|')."""
+    tok = layer.tokenizer
+    extremes = {int(m): r for r, m in enumerate(result.top_neurons.tolist())}
+
+    def joined(ids) -> str:
+        return "|".join(token_text(tok, t) for t in ids)
+
+    def rows():
+        for rank, m in enumerate(result.order.tolist(), start=1):
+            r = extremes.get(m)
+            top = joined(result.top_ids[r].tolist()) if r is not None else ""
+            bottom = joined(result.bottom_ids[r].tolist()) if r is not None else ""
+            yield (rank, m, float(result.size[m]), float(result.mean[m]), top, bottom)
+
+    return ["rank", "neuron", "size", "mean", "top_tokens", "bottom_tokens"], rows()
+
+
+def normalisation_table(result) -> Table:
+    """head,n,median,q25,q75,texts for a `circuits.Normalisation` (positions some text
+    reaches)."""
+    cols = [result.median.tolist(), result.q25.tolist(), result.q75.tolist()]
+    texts = result.texts.tolist()
+
+    def rows():
+        for r, h in enumerate(result.heads):
+            for n, k in enumerate(texts):
+                if k:
+                    yield (h, n, *(float(c[r][n]) for c in cols), int(k))
+
+    return ["head", "n", "median", "q25", "q75", "texts"], rows()
+
+
+def validation_table(result) -> Table:
+    """neuron,point,predicted,actual,correlation for a `circuits.NeuronValidation` (the
+    kept points; correlation over all points)."""
+    pred, act = result.predicted.tolist(), result.actual.tolist()
+
+    def rows():
+        for r, m in enumerate(result.neurons):
+            for p, (a, b) in enumerate(zip(pred[r], act[r])):
+                yield (m, p, float(a), float(b), float(result.correlation[r]))
+
+    return ["neuron", "point", "predicted", "actual", "correlation"], rows()
+
+
+def ov_table(layer, result) -> Table:
+    """head,direction,token_id,token,side,rank,other_id,other_token,score for a
+    `circuits.OVTopK` (other = the ranked output or source tokens)."""
+    tok = layer.tokenizer
+    anchor = token_text(tok, result.token)
+
+    def rows():
+        for r, h in enumerate(result.heads):
+            for side, ids, vals in (("top", result.top_ids, result.top_scores),
+                                    ("bottom", result.bottom_ids, result.bottom_scores)):
+                for rank, (t, v) in enumerate(zip(ids[r].tolist(), vals[r].tolist()), 1):
+                    yield (h, result.direction, result.token, anchor, side, rank, t,
+                           token_text(tok, t), float(v))
+
+    return ["head", "direction", "token_id", "token", "side", "rank", "other_id",
+            "other_token", "score"], rows()

@@ -7,6 +7,14 @@ with a key cancels the previous job with that key (a queued one never starts, a 
 one stops at its next yield) and its result, if it still arrives, is dropped. Newest
 wins; a stale result is never drawn.
 
+With `coalesce=True` a new job does not cancel a running one with its key: it waits,
+replacing any job already waiting, and starts when the running one ends (whose result is
+then stale and dropped). At most one such job runs at a time and none ever queue up,
+which is what a dragged slider needs.
+
+A finished job holds nothing: its function, callbacks, task and signal objects are
+released when it ends, so a result's model can be freed once nothing shown needs it.
+
 Callbacks run on the GUI thread: worker signals are connected to @Slot methods of a
 GUI-thread QObject (a plain function or lambda would run in the worker thread).
 """
@@ -16,6 +24,7 @@ from __future__ import annotations
 import gc
 import inspect
 import itertools
+import sys
 import threading
 import traceback
 from collections.abc import Callable
@@ -35,9 +44,12 @@ class _Signals(QObject):
 
 
 class _Task(QRunnable):
+    """Runs one job function on a pool thread and reports through `signals`. It drops the
+    function (and whatever its closure holds) before reporting the outcome."""
+
     def __init__(self, fn: Callable, signals: _Signals, cancel: threading.Event):
         super().__init__()
-        self.setAutoDelete(False)
+        self.setAutoDelete(False)  # the Job owns it; Qt 6 allows deleting it after run()
         self.fn = fn
         self.signals = signals
         self.cancel = cancel
@@ -51,62 +63,91 @@ class _Task(QRunnable):
     def run(self) -> None:
         import torch
 
+        fn, self.fn = self.fn, None
+        signals = self.signals
         try:
             if self.cancel.is_set():
                 raise Cancelled("cancelled")
             with torch.inference_mode():
-                params = inspect.signature(self.fn).parameters
-                out = self.fn(self.report) if "report" in params else self.fn()
+                params = inspect.signature(fn).parameters
+                out = fn(self.report) if "report" in params else fn()
+                del fn
                 if inspect.isgenerator(out):
                     out = self._drain(out)
             if self.cancel.is_set():
                 raise Cancelled("cancelled")
-            self.signals.done.emit(out)
         except Cancelled:
-            self.signals.cancelled.emit()
+            signals.cancelled.emit()
         except BaseException as exc:  # noqa: BLE001 - every failure must reach the GUI
-            self.signals.failed.emit(exc, traceback.format_exc())
+            text = traceback.format_exc()
+            _drop_frames(exc)
+            signals.failed.emit(exc, text)
+        else:
+            signals.done.emit(out)
 
     def _drain(self, gen):
-        while True:
-            if self.cancel.is_set():
-                gen.close()
-                raise Cancelled("cancelled")
-            try:
-                p = next(gen)
-            except StopIteration as stop:
-                return stop.value
-            if isinstance(p, Progress):
-                self.signals.progress.emit(p.fraction, p.message)
+        try:
+            while True:
+                if self.cancel.is_set():
+                    raise Cancelled("cancelled")
+                try:
+                    p = next(gen)
+                except StopIteration as stop:
+                    return stop.value
+                if isinstance(p, Progress):
+                    self.signals.progress.emit(p.fraction, p.message)
+        finally:
+            gen.close()
+
+
+def _drop_frames(exc: BaseException) -> None:
+    """Detach the tracebacks of an exception and of those it was raised from: their
+    frames hold the job's locals (a model, big tensors); the formatted text is kept."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc.__traceback__ = None
+        exc = exc.__cause__ or exc.__context__
 
 
 class Job(QObject):
-    """Handle of one submitted job; lives on the GUI thread."""
+    """Handle of one submitted job; lives on the GUI thread until it ends."""
 
-    def __init__(self, runner: JobRunner, key: str, label: str, on_done, on_error, task_fn):
+    def __init__(self, runner: JobRunner, key: str, serial: int, label: str, task_fn,
+                 on_done, on_error, on_cancel):
         super().__init__(runner)
         self.runner = runner
         self.key = key
+        self.serial = serial
         self.label = label
         self.on_done = on_done
         self.on_error = on_error
+        self.on_cancel = on_cancel
         self.cancel_event = threading.Event()
+        self.started = False
         self.finished = False
-        self.signals = _Signals()
+        self.signals = _Signals(self)
         self.signals.progress.connect(self._progress)
         self.signals.done.connect(self._done)
         self.signals.failed.connect(self._failed)
         self.signals.cancelled.connect(self._cancelled)
-        self.task = _Task(task_fn, self.signals, self.cancel_event)
+        self.task: _Task | None = _Task(task_fn, self.signals, self.cancel_event)
 
     @property
     def stale(self) -> bool:
-        return self.runner._latest.get(self.key) is not self
+        """A newer job with this key was submitted."""
+        return self.runner._latest.get(self.key) != self.serial
+
+    def start(self) -> None:
+        self.started = True
+        self.runner.pool.start(self.task)
 
     def cancel(self) -> None:
+        if self.finished:
+            return
         self.cancel_event.set()
-        if self.runner.pool.tryTake(self.task):
-            self._cancelled()
+        if not self.started or self.runner.pool.tryTake(self.task):
+            self._cancelled()  # never ran: report it here
 
     @Slot(float, str)
     def _progress(self, fraction: float, message: str) -> None:
@@ -115,48 +156,57 @@ class Job(QObject):
 
     @Slot(object)
     def _done(self, result: Any) -> None:
-        self._finish()
-        if self.stale:
-            return
-        if self.cancel_event.is_set():  # finished just before the cancel: report the cancel
-            self.runner.finished.emit(self.key)
-            self.runner.cancelled.emit(self.key)
+        on_done, on_cancel = self.on_done, self.on_cancel
+        if not self._finish() or self.stale:
             return
         self.runner.finished.emit(self.key)
-        if self.on_done is not None:
-            self.on_done(result)
+        if self.cancel_event.is_set():  # finished just before the cancel: report the cancel
+            self.runner.cancelled.emit(self.key)
+            if on_cancel is not None:
+                on_cancel()
+        elif on_done is not None:
+            on_done(result)
 
     @Slot(object, str)
     def _failed(self, exc: BaseException, tb: str) -> None:
-        self._finish()
-        if self.stale or self.cancel_event.is_set():
+        on_error, on_cancel = self.on_error, self.on_cancel
+        if not self._finish() or self.stale:
             return
         self.runner.finished.emit(self.key)
+        if self.cancel_event.is_set():
+            self.runner.cancelled.emit(self.key)
+            if on_cancel is not None:
+                on_cancel()
+            return
         if isinstance(exc, DetokError):
             message = str(exc)
         else:
-            import sys
-
             print(tb, file=sys.stderr)
             message = f"{self.label} failed: {type(exc).__name__}: {exc}"
-        if self.on_error is not None:
-            self.on_error(exc)
+        if on_error is not None:
+            on_error(exc, message)
         self.runner.failed.emit(self.key, message, exc)
 
     @Slot()
     def _cancelled(self) -> None:
+        on_cancel = self.on_cancel
         if self._finish() and not self.stale:
             self.runner.finished.emit(self.key)
             self.runner.cancelled.emit(self.key)
+            if on_cancel is not None:
+                on_cancel()
 
     def _finish(self) -> bool:
-        first = not self.finished
+        """Mark the job ended and let go of everything it held; False if it already was."""
+        if self.finished:
+            return False
         self.finished = True
-        if first:
-            self.runner._active.discard(self)
-            self.runner.busyChanged.emit(self.runner.busy)
-            self.deleteLater()
-        return first
+        self.on_done = self.on_error = self.on_cancel = None
+        self.task = None
+        self.runner._ended(self)
+        self.signals.deleteLater()
+        self.deleteLater()
+        return True
 
 
 _gc_timer: QTimer | None = None
@@ -191,6 +241,7 @@ def _collect_due_generation() -> None:
 class JobRunner(QObject):
     """Submit jobs by key; emits progress/finished/failed for the status bar."""
 
+    submitted = Signal(str)  # key: a job was submitted (it may wait when coalesced)
     progress = Signal(str, float, str)  # key, fraction, message
     finished = Signal(str)
     failed = Signal(str, str, object)  # key, message, exception
@@ -202,9 +253,10 @@ class JobRunner(QObject):
         collect_garbage_on_gui_thread()
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max_threads)
-        self._latest: dict[str, Job] = {}
-        self._active: set[Job] = set()
-        self._ids = itertools.count()
+        self._latest: dict[str, int] = {}  # key -> serial of the newest job (not the job)
+        self._active: set[Job] = set()  # started or waiting, not ended
+        self._waiting: dict[str, Job] = {}  # coalesced jobs waiting for their key's runner
+        self._serials = itertools.count(1)
 
     def submit(
         self,
@@ -213,21 +265,52 @@ class JobRunner(QObject):
         on_done: Callable[[Any], None] | None = None,
         *,
         label: str = "",
-        on_error: Callable[[BaseException], None] | None = None,
+        on_error: Callable[[BaseException, str], None] | None = None,
+        on_cancel: Callable[[], None] | None = None,
+        coalesce: bool = False,
     ) -> Job:
         """Run `fn` (plain, generator, or taking `report`) off the GUI thread.
 
         `on_done(result)` runs on the GUI thread unless the job was superseded or
-        cancelled meanwhile."""
-        old = self._latest.get(key)
-        job = Job(self, key, label or key, on_done, on_error, fn)
-        self._latest[key] = job
-        if old is not None and not old.finished:
-            old.cancel()
+        cancelled meanwhile; `on_error(exception, message)` when it failed and
+        `on_cancel()` when it was cancelled (neither for a superseded job). With
+        `coalesce`, a running job with this key is not cancelled: this one waits for it
+        (see the module docstring)."""
+        job = Job(self, key, next(self._serials), label or key, fn, on_done, on_error,
+                  on_cancel)
+        self._latest[key] = job.serial
+        running = [j for j in self._active if j.key == key]
         self._active.add(job)
         self.busyChanged.emit(True)
-        self.pool.start(job.task)
+        self.submitted.emit(key)
+        if coalesce and any(j.started for j in running):
+            replaced = self._waiting.pop(key, None)
+            if replaced is not None:
+                replaced.cancel()  # stale: ends silently
+            self._waiting[key] = job
+            return job
+        for old in running:
+            old.cancel()
+        job.start()
         return job
+
+    def _ended(self, job: Job) -> None:
+        self._active.discard(job)
+        if self._waiting.get(job.key) is job:
+            del self._waiting[job.key]
+        elif job.started and job.key in self._waiting:
+            nxt = self._waiting.pop(job.key)
+            if not any(j.started for j in self._active if j.key == job.key):
+                nxt.start()
+            else:
+                self._waiting[job.key] = nxt
+        self.busyChanged.emit(self.busy)
+
+    def discard(self, key: str) -> None:
+        """Stop the jobs with `key` without reporting them: their results are no longer
+        wanted (no callback, no `cancelled` signal)."""
+        self._latest[key] = next(self._serials)
+        self.cancel(key)
 
     def cancel(self, key: str | None = None) -> None:
         """Cancel the job with `key`, or every running job."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, QStandardPaths, Qt, Slot
+from PySide6.QtCore import QStandardPaths, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -23,11 +23,16 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.gui.jobs import JobRunner
+from detokgui.gui.options import remember, remembered
 from detokgui.gui.state import AppState
 
 DEMO_MODEL = "demo"
 DEMO_LABEL = "Demo model (random weights, real GPT-2 tokenizer)"
 MAX_RECENT = 8
+DEFAULT_POSITION = 50  # the query position of a window's first model
+# remembered between sessions
+TAB, GEOMETRY = "window/tab", "window/geometry"
+RECENT, LAST_HUB, LAST_FOLDER = "models/recent", "models/last_hub", "models/last_folder"
 
 
 def demo_model_folder() -> Path:
@@ -74,7 +79,6 @@ class MainWindow(QMainWindow):
 
         self.setWindowTitle("detokgui")
         self.resize(1400, 900)
-        self.settings = QSettings()
         self.device = device
         self.state = AppState(self)
         self.jobs = JobRunner(self)
@@ -117,7 +121,6 @@ class MainWindow(QMainWindow):
         self._build_toolbar()
         self._build_status_bar()
         self._build_menus()
-        self.state.message.connect(self.show_message)
         self.jobs.progress.connect(self._on_progress)
         self.jobs.failed.connect(self._on_job_failed)
         self.jobs.busyChanged.connect(self._on_busy)
@@ -126,10 +129,10 @@ class MainWindow(QMainWindow):
         self.state.headChanged.connect(self.head_spin.setValue)
         self.state.queryTokenChanged.connect(self._show_selection)
         self.state.keyTokenChanged.connect(self._show_selection)
-        tab = self.settings.value("window/tab", 0, type=int)
+        tab = remembered(TAB, 0)
         self.tabs.setCurrentIndex(max(0, min(tab, self.tabs.count() - 1)))
-        self.tabs.currentChanged.connect(lambda i: self.settings.setValue("window/tab", i))
-        geometry = self.settings.value("window/geometry")
+        self.tabs.currentChanged.connect(lambda i: remember(TAB, i))
+        geometry = remembered(GEOMETRY, None)
         if geometry is not None:
             self.restoreGeometry(geometry)
         if model:
@@ -224,14 +227,11 @@ class MainWindow(QMainWindow):
         self.recent_menu.setEnabled(bool(recent))
 
     def recent_models(self) -> list[str]:
-        value = self.settings.value("models/recent", [])
-        if isinstance(value, str):
-            value = [value]
-        return [str(v) for v in (value or [])]
+        return remembered(RECENT, [])
 
     def _remember(self, name: str) -> None:
         recent = [name] + [r for r in self.recent_models() if r != name]
-        self.settings.setValue("models/recent", recent[:MAX_RECENT])
+        remember(RECENT, recent[:MAX_RECENT])
         self._fill_recent()
 
     # ------------------------------------------------------------------ model
@@ -257,13 +257,18 @@ class MainWindow(QMainWindow):
     def _loaded(self, name: str, layer) -> None:
         self.loading_name = None
         self._remember(name)
+        if self.state.layer is None:  # defaults first: one round of computations, not three
+            if self.state.query_token < 0:
+                self.state.set_query_token(default_query(layer))
+            if self.state.model_serial == 0 and self.state.query_position == 0:
+                self.state.set_query_position(min(DEFAULT_POSITION, layer.n_positions - 1))
         self.state.set_model(layer)
         if self.state.query_token < 0:
             self.state.set_query_token(default_query(layer))
         for note in layer.notes:
             self.show_message(note)
 
-    def _load_failed(self, exc: BaseException) -> None:
+    def _load_failed(self, exc: BaseException, _message: str = "") -> None:
         self.loading_name = None
         self.load_error = str(exc)
         self.banner.setText(
@@ -292,18 +297,18 @@ class MainWindow(QMainWindow):
         name, ok = QInputDialog.getText(
             self, "Open hub model",
             "Hugging Face model name (gpt2, gpt2-medium, gpt2-large, gpt2-xl, distilgpt2, …):",
-            text=self.settings.value("models/last_hub", "gpt2"),
+            text=remembered(LAST_HUB, "gpt2"),
         )
         if ok and name.strip():
-            self.settings.setValue("models/last_hub", name.strip())
+            remember(LAST_HUB, name.strip())
             self.load_model(name)
 
     def ask_model_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(
-            self, "Open GPT-2 checkpoint folder", self.settings.value("models/last_folder", "")
+            self, "Open GPT-2 checkpoint folder", remembered(LAST_FOLDER, "")
         )
         if folder:
-            self.settings.setValue("models/last_folder", folder)
+            remember(LAST_FOLDER, folder)
             self.load_model(folder)
 
     # ------------------------------------------------------------------ jobs
@@ -401,7 +406,7 @@ class MainWindow(QMainWindow):
         )
 
     def closeEvent(self, event):
-        self.settings.setValue("window/geometry", self.saveGeometry())
+        remember(GEOMETRY, self.saveGeometry())
         self.jobs.cancel()
         self.jobs.wait(3000)
         super().closeEvent(event)

@@ -30,7 +30,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, QThreadPool, QTimer, Signal, Slot
 
 from detokgui.core.errors import Cancelled, DetokError
 from detokgui.core.progress import Progress
@@ -43,28 +43,54 @@ class _Signals(QObject):
     cancelled = Signal()
 
 
-class _Task(QRunnable):
-    """Runs one job function on a pool thread and reports through `signals`. It drops the
-    function (and whatever its closure holds) before reporting the outcome."""
+class _Task:
+    """Runs one job function on a pool thread and reports through `signals`.
+
+    The pool is given the bound method `run` (a plain callable, which Qt's pool lets go
+    of once it has run; a QRunnable subclass would stay referenced by PySide's pool
+    wrapper for good). The GUI side ends the task with `take` (not started yet: it never
+    will) or `abandon` (the job ended): either drops the function and the signals under a
+    lock that every report also takes, so nothing is reported about an ended job."""
 
     def __init__(self, fn: Callable, signals: _Signals, cancel: threading.Event):
-        super().__init__()
-        self.setAutoDelete(False)  # the Job owns it; Qt 6 allows deleting it after run()
-        self.fn = fn
-        self.signals = signals
+        self.fn: Callable | None = fn
+        self.signals: _Signals | None = signals
         self.cancel = cancel
+        self.lock = threading.Lock()
+        self.running = False
+
+    def take(self) -> bool:
+        """GUI thread: abandon the task if it has not started; True if it had not."""
+        with self.lock:
+            if self.running:
+                return False
+            self.fn = self.signals = None
+            return True
+
+    def abandon(self) -> None:
+        """GUI thread: the job has ended; drop everything, report nothing more."""
+        with self.lock:
+            self.fn = self.signals = None
+
+    def _emit(self, name: str, *args) -> None:
+        with self.lock:
+            if self.signals is not None:
+                getattr(self.signals, name).emit(*args)
 
     def report(self, fraction: float, message: str = "") -> None:
         """Progress callback for callback-style jobs; raises Cancelled when cancelled."""
         if self.cancel.is_set():
             raise Cancelled("cancelled")
-        self.signals.progress.emit(float(fraction), message)
+        self._emit("progress", float(fraction), message)
 
     def run(self) -> None:
         import torch
 
-        fn, self.fn = self.fn, None
-        signals = self.signals
+        with self.lock:
+            fn, self.fn = self.fn, None
+            self.running = fn is not None
+        if fn is None:
+            return  # taken back before it started
         try:
             if self.cancel.is_set():
                 raise Cancelled("cancelled")
@@ -77,13 +103,13 @@ class _Task(QRunnable):
             if self.cancel.is_set():
                 raise Cancelled("cancelled")
         except Cancelled:
-            signals.cancelled.emit()
+            self._emit("cancelled")
         except BaseException as exc:  # noqa: BLE001 - every failure must reach the GUI
             text = traceback.format_exc()
             _drop_frames(exc)
-            signals.failed.emit(exc, text)
+            self._emit("failed", exc, text)
         else:
-            signals.done.emit(out)
+            self._emit("done", out)
 
     def _drain(self, gen):
         try:
@@ -95,7 +121,7 @@ class _Task(QRunnable):
                 except StopIteration as stop:
                     return stop.value
                 if isinstance(p, Progress):
-                    self.signals.progress.emit(p.fraction, p.message)
+                    self._emit("progress", p.fraction, p.message)
         finally:
             gen.close()
 
@@ -140,13 +166,13 @@ class Job(QObject):
 
     def start(self) -> None:
         self.started = True
-        self.runner.pool.start(self.task)
+        self.runner.pool.start(self.task.run)
 
     def cancel(self) -> None:
         if self.finished:
             return
         self.cancel_event.set()
-        if not self.started or self.runner.pool.tryTake(self.task):
+        if not self.started or self.task.take():
             self._cancelled()  # never ran: report it here
 
     @Slot(float, str)
@@ -202,6 +228,7 @@ class Job(QObject):
             return False
         self.finished = True
         self.on_done = self.on_error = self.on_cancel = None
+        self.task.abandon()
         self.task = None
         self.runner._ended(self)
         self.signals.deleteLater()

@@ -1,6 +1,10 @@
-"""GUI responsiveness benchmark (not a test): the longest event-loop stall while a top-k
-and a 12-head heatmap of 200 tokens are computed and drawn, and the time from selecting a
-query token to the top-k table being filled.
+"""GUI responsiveness benchmark (not a test): the longest event-loop stall while a 12-head
+heatmap of 200 tokens is computed and drawn as the query token changes, and the time from
+selecting a query token to the top-k table being filled.
+
+A hidden panel computes nothing until it is shown, so while the heatmap tab is on screen
+the top-k (another tab) is not computed in the background; before the panel framework it
+was, which made scenarios (a) and (c) heavier.
 
     python benchmarks/bench_gui.py [--tokens 10] [--profile]
 
@@ -83,10 +87,11 @@ def pick_tokens(layer, n: int, seed: int = 7) -> list[int]:
 
 
 def topk_filled(panel, token: int) -> bool:
-    """The top-k grid shows the result for `token` (the detail table is filled with it)."""
+    """The top-k grid shows the result for `token` (its model is filled with it)."""
     res = panel.result
-    return (res is not None and res.anchor == token and panel.grid.rowCount() > 0
-            and panel.grid.item(panel.grid.rowCount() - 1, panel.grid.columnCount() - 1) is not None)
+    grid = panel.grid.model()
+    return (res is not None and res.anchor == token and grid.rowCount() > 0
+            and grid.index(grid.rowCount() - 1, grid.columnCount() - 1).data() is not None)
 
 
 def heatmap_drawn(panel, n_heads: int) -> bool:
@@ -163,15 +168,13 @@ def run(n_tokens: int, profile: bool) -> dict:
     actions = [
         lambda: win.state.set_query_token(tokens[0]),
         lambda: heat.source.setCurrentIndex(heat.source.findData("sample")),
-        lambda: heat.n_spin.setValue(HEATMAP_N),
+        lambda: heat.size_spin.setValue(HEATMAP_N),
         lambda: heat.all_heads.setChecked(True),
     ] + [lambda tok=tok: win.state.set_query_token(tok) for tok in tokens[1:4]]
     for action in actions:
         action()
         pause(0.03)
-    last = tokens[3]
-    wait_until(lambda: heatmap_drawn(heat, layer.n_heads) and topk_filled(topk, last)
-               and not win.jobs.busy)
+    wait_until(lambda: heatmap_drawn(heat, layer.n_heads) and not win.jobs.busy)
     t_all = time.perf_counter() - t0
     pause(0.05)  # the paint after the result
     if profiler:
@@ -200,7 +203,7 @@ def run(n_tokens: int, profile: bool) -> dict:
     out["stall_topk"] = meter.worst_ms
 
     # (c) stall while switching tokens rapidly with the heatmap grid on screen (redraws
-    # only the selection outline) and top-k computing in the background.
+    # only the selection outline; the hidden top-k waits until it is shown).
     win.show_view("heatmap")
     settle(win)
     meter.start()
@@ -210,7 +213,7 @@ def run(n_tokens: int, profile: bool) -> dict:
         win.state.set_query_token(tok)
         pause(0.01)
     last = tokens[-1]
-    wait_until(lambda: topk_filled(topk, last) and not win.jobs.busy)
+    wait_until(lambda: not win.jobs.busy and win.state.query_token == last)
     if profiler:
         profiler.disable()
     meter.stop()
@@ -231,7 +234,7 @@ def report(r: dict) -> None:
     lat = r["topk"]
     med, worst = statistics.median(lat), max(lat)
     rows = [
-        ("event-loop stall: 12-head heatmap N=200 + top-k", r["stall_heatmap"], STALL_TARGET_MS),
+        ("event-loop stall: 12-head heatmap N=200", r["stall_heatmap"], STALL_TARGET_MS),
         ("event-loop stall: top-k tab, token changes", r["stall_topk"], STALL_TARGET_MS),
         ("event-loop stall: rapid token changes", r["stall_switch"], STALL_TARGET_MS),
         (f"top-k shown after token select, median of {len(lat)}", med, TOPK_TARGET_MS),

@@ -27,6 +27,8 @@ from superqt.utils import signals_blocked
 SORT_ROLE = Qt.UserRole
 ID_ROLE = Qt.UserRole + 1
 RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
+_ROLES = frozenset({Qt.DisplayRole, SORT_ROLE, ID_ROLE, Qt.TextAlignmentRole, Qt.ToolTipRole,
+                    Qt.BackgroundRole})
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class RecordsModel(QAbstractTableModel):
         self.token = token
         self.records: Sequence = ()
         self.order: np.ndarray = np.zeros(0, dtype=np.int64)  # view row -> record index
+        self._order: list[int] = []  # the same as a list: faster to index one at a time
         self.sorted_by: tuple[int, Qt.SortOrder] | None = None
         self.keep: Callable[[Any], bool] | None = None
         self._brushes: dict[str, QColor] = {}
@@ -106,7 +109,7 @@ class RecordsModel(QAbstractTableModel):
         self.layoutChanged.emit()
 
     def record(self, row: int):
-        return self.records[int(self.order[row])]
+        return self.records[self._order[row]]
 
     def row_of_record(self, index: int) -> int:
         """The view row of records[index], -1 when it is filtered out."""
@@ -149,6 +152,7 @@ class RecordsModel(QAbstractTableModel):
                 perm = perm[::-1]
             idx = idx[perm]
         self.order = idx
+        self._order = idx.tolist()
 
     def _persistent_records(self):
         return [(p, int(self.order[p.row()]) if 0 <= p.row() < len(self.order) else -1)
@@ -178,9 +182,15 @@ class RecordsModel(QAbstractTableModel):
         return None
 
     def data(self, index, role=Qt.DisplayRole):
-        if not index.isValid():
+        # Qt asks each painted cell for a dozen roles: answer the unused ones at once.
+        if role not in _ROLES or not index.isValid():
             return None
         col = self.columns[index.column()]
+        if role == Qt.TextAlignmentRole:
+            return RIGHT if col.right else None
+        if (role == Qt.ToolTipRole and col.tooltip is None) or (
+                role == Qt.BackgroundRole and col.background is None):
+            return None
         rec = self.record(index.row())
         if role == Qt.DisplayRole:
             return col.text(col.value(rec))
@@ -189,11 +199,9 @@ class RecordsModel(QAbstractTableModel):
         if role == ID_ROLE:
             tid = self.token_at(index.row(), index.column())
             return tid if tid >= 0 else None
-        if role == Qt.TextAlignmentRole:
-            return RIGHT if col.right else None
-        if role == Qt.ToolTipRole and col.tooltip is not None:
+        if role == Qt.ToolTipRole:
             return col.tooltip(rec)
-        if role == Qt.BackgroundRole and col.background is not None:
+        if role == Qt.BackgroundRole:
             name = col.background(rec)
             if name:
                 return self._brushes.setdefault(name, QColor(name))
@@ -214,6 +222,41 @@ class RecordsModel(QAbstractTableModel):
         return [self.index(r, column).data() for r in range(self.rowCount())]
 
 
+def fit_columns(view: QTableView, rows: int = 40, stretch: int | None = None) -> None:
+    """Size the columns to their header and the display text of the first `rows` rows.
+
+    Qt's ResizeToContents would measure every cell (up to 1000 rows) with a dozen data()
+    calls each at every reset and relayout; this asks for one role of a screenful."""
+    model = view.model()
+    header = view.horizontalHeader()
+    fm = view.fontMetrics()
+    n = model.rowCount()
+    pad = 2 * view.style().pixelMetric(view.style().PixelMetric.PM_FocusFrameHMargin) + 12
+    for c in range(model.columnCount()):
+        title = str(model.headerData(c, Qt.Horizontal) or "")
+        width = fm.horizontalAdvance(title) + 24  # the sort indicator
+        for r in range(min(n, rows)):
+            text = model.index(r, c).data()
+            if text:
+                width = max(width, fm.horizontalAdvance(text) + pad)
+        if c == stretch:
+            header.setSectionResizeMode(c, QHeaderView.Stretch)
+        else:
+            header.setSectionResizeMode(c, QHeaderView.Interactive)
+            header.resizeSection(c, width)
+
+
+def fit_columns_on_reset(view: QTableView, stretch: int | None = None) -> None:
+    """Fit the columns now and whenever the model is reset or its columns change."""
+    def fit(*_):
+        n = view.model().columnCount()
+        s = getattr(view, "stretch", stretch)
+        fit_columns(view, stretch=(s % n) if (s is not None and n) else None)
+
+    view.model().modelReset.connect(fit)
+    fit()
+
+
 class TokenTableView(QTableView):
     """A table of token rows. Click: `tokenActivated(id, False)`; Shift+click or the
     context menu's "as key token": `tokenActivated(id, True)`."""
@@ -230,16 +273,9 @@ class TokenTableView(QTableView):
         self.setSelectionMode(QAbstractItemView.SingleSelection)
         self.verticalHeader().hide()
         self.verticalHeader().setDefaultSectionSize(22)
-        header = self.horizontalHeader()
-        # Size columns from the rows on screen only: by default Qt measures up to 1000 rows
-        # of every column at each reset, which is thousands of data() calls.
-        header.setResizeContentsPrecision(0)
-        header.setSectionResizeMode(QHeaderView.ResizeToContents)
-        if stretch is not None:
-            n = model.columnCount()
-            if n:
-                header.setSectionResizeMode(stretch % n, QHeaderView.Stretch)
-        header.setMinimumSectionSize(36)
+        self.stretch = stretch
+        self.horizontalHeader().setMinimumSectionSize(36)
+        fit_columns_on_reset(self)
         if sortable:
             self.setSortingEnabled(True)
         self.setToolTip(tip)

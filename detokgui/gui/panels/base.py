@@ -40,7 +40,7 @@ class StatusLine(QLabel):
     what happened when one was cancelled or failed, with a link that computes again
     (`retry`)."""
 
-    retry = Signal()
+    retry = Signal(str)  # the name of the channel to compute again
     busyChanged = Signal(bool)
 
     def __init__(self, text: str = " ", parent=None):
@@ -49,7 +49,7 @@ class StatusLine(QLabel):
         self._before: tuple[str, Qt.TextFormat] = (" ", Qt.PlainText)  # text before "computing…"
         self.setText(text)
         self.setOpenExternalLinks(False)
-        self.linkActivated.connect(lambda _link: self.retry.emit())
+        self.linkActivated.connect(lambda link: self.retry.emit(link.partition(":")[2]))
 
     def setText(self, text: str) -> None:
         self.setTextFormat(Qt.PlainText)
@@ -81,7 +81,7 @@ class StatusLine(QLabel):
         was = self.busy
         self._busy.discard(name)
         self.setTextFormat(Qt.RichText)
-        super().setText(f"{html.escape(what)} — <a href='#retry'>compute again</a>")
+        super().setText(f"{html.escape(what)} — <a href='retry:{name}'>compute again</a>")
         if was and not self.busy:
             self.busyChanged.emit(False)
 
@@ -125,9 +125,11 @@ class Channel(QObject):
         self.blank = False
         self.dirty = True
 
-    @Slot()
-    def retry(self) -> None:
-        self.update(force=True)
+    @Slot(str)
+    def retry(self, name: str | None = None) -> None:
+        """Compute again (when `name`, the name of the channel asked for, is this one's)."""
+        if name is None or name == self.name:
+            self.update(force=True)
 
     def update(self, force: bool = False) -> None:
         """Compute what the current request needs, if the panel is visible."""

@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QMessageBox,
     QPushButton,
@@ -44,7 +43,7 @@ from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.neuron_overlap import OverlapView, legend
 from detokgui.gui.plots import PlotFrame, head_color
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
-from detokgui.gui.records import Column, RecordsModel
+from detokgui.gui.records import Column, RecordsModel, fit_columns_on_reset
 
 COL_DIM, COL_NORM, COL_SLOPE, COL_R2, COL_PERIOD, COL_GROUP = range(6)
 DEFAULT_SELECTION = 5  # top dims by norm shown when nothing is selected
@@ -156,10 +155,9 @@ class NeuronBrowserPanel(Panel):
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.table.verticalHeader().setDefaultSectionSize(22)
         header = self.table.horizontalHeader()
-        header.setResizeContentsPrecision(0)  # measure the rows on screen, not 1000 of them
-        header.setSectionResizeMode(QHeaderView.ResizeToContents)
         header.setStretchLastSection(True)
         header.setMinimumSectionSize(44)
+        fit_columns_on_reset(self.table)
         self.table.setToolTip("Click a header to sort; select several rows (Ctrl/Shift-click) "
                               "to overlay their curves")
         left = QWidget()
@@ -399,7 +397,9 @@ class NeuronBrowserPanel(Panel):
         x = np.arange(curves.shape[0], dtype=np.float64)
         for n, k in enumerate(dims):
             color = head_color(n)
-            item = pg.PlotDataItem(x, curves[:, k], pen=pg.mkPen(color, width=1.5))
+            # hairlines: Qt strokes a 1024-point antialiased curve of width 1.5 some 20x
+            # slower (~45 ms per curve), which froze the first showing
+            item = pg.PlotDataItem(x, curves[:, k], pen=pg.mkPen(color, width=1))
             plot.addItem(item)
             self.curve_items[k] = item
             if n < MAX_LEGEND:

@@ -284,7 +284,7 @@ class TokenSearchPanel(Panel):
     @staticmethod
     def _search(_layer, req: SearchRequest):
         strings = req.vocab.strings
-        hits = yield from search_vocabulary(strings, req.query, req.mode)
+        hits = yield from search_vocabulary(strings, req.query, req.mode, REGEX_SECONDS)
         return [(r + 1, i, strings[i]) for r, i in enumerate(hits)]
 
     def _draw_search(self, rows: list[tuple[int, int, str]] | None) -> None:

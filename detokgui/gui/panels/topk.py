@@ -161,8 +161,9 @@ class TopKPanel(Panel):
             self.status.setText("Select a token in the Tokens panel." if self.layer else "")
         else:
             ids = res.ids.numpy()
+            names = {t: self.state.token_text(t) for t in set(ids.ravel().tolist())}
             columns = [Column("rank", lambda r: r + 1, "d")] + [
-                Column(f"head {h}", lambda r, c=c: self.state.token_text(int(ids[c, r])),
+                Column(f"head {h}", lambda r, c=c: names[int(ids[c, r])],
                        token=lambda r, c=c: int(ids[c, r]),
                        tooltip=lambda r, c=c: self._cell_tip(c, r),
                        background=lambda _r, h=h: HEAD_BACKGROUND if h == self.state.head

@@ -24,15 +24,15 @@ from PySide6.QtCore import (
 )
 
 from detokgui.core import neurons
-from detokgui.gui.panels.neurons import (
+from detokgui.gui.panels.neuron_table import (
     COL_DIM,
     COL_GROUP,
     COL_NORM,
     COL_PERIOD,
     COL_R2,
     COL_SLOPE,
-    DEFAULT_SELECTION,
 )
+from detokgui.gui.panels.neurons import DEFAULT_SELECTION
 from detokgui.gui.records import SORT_ROLE
 
 LINEAR, PERIODIC = [0, 1, 2], [3, 4]
@@ -213,7 +213,7 @@ def test_group_filter_and_remembered_settings(pe_window, qtbot):
     # a selection survives the filter as far as the filter shows it
     sel = QItemSelection()
     for r in range(panel.records.rowCount()):
-        if panel.dim_at_row(r) in (0, 2):
+        if panel.table.dim_at_row(r) in (0, 2):
             sel.select(panel.records.index(r, 0), panel.records.index(r, COL_GROUP))
     panel.table.selectionModel().select(
         sel, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)

@@ -129,7 +129,7 @@ def test_errors_reach_the_status_line(qtbot, runner):
     r.submit("a", bad)
     r.submit("b", crash)
     qtbot.waitUntil(lambda: len([e for e in rec.events if e[0] == "failed"]) == 2, timeout=5000)
-    messages = dict((e[1], e[2]) for e in rec.events if e[0] == "failed")
+    messages = {e[1]: e[2] for e in rec.events if e[0] == "failed"}
     assert messages["a"] == "Position 5000 is outside 0..1023."
     assert "ZeroDivisionError" in messages["b"]
 

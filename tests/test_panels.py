@@ -93,7 +93,6 @@ def test_cancel_and_failure_never_leave_computing(window, qtbot, view, name):
     def slow(layer, request):
         while not gate.wait(0.005):
             yield Progress(0.5, "injected slow computation")
-        return None
 
     ch.compute = slow
     try:

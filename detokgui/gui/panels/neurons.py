@@ -6,15 +6,13 @@ embedding's top SVD directions."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, QTimer, Slot
+from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QFileDialog,
@@ -24,54 +22,25 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSizePolicy,
     QSplitter,
-    QTableView,
     QVBoxLayout,
     QWidget,
 )
 from superqt.utils import signals_blocked
 
 from detokgui.core import neurons
-from detokgui.core.neurons import (
-    LINEAR_MIN_R2,
-    NEURON_GROUPS,
-    PERIODIC_MIN_CYCLES,
-    PERIODIC_MIN_PEAK_SHARE,
-)
+from detokgui.core.neurons import NEURON_GROUPS
 from detokgui.core.tables import neuron_curves_table, neurons_table, write_csv
 from detokgui.gui.options import EXPORT_FOLDER, BoundOptions, remember, remembered
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.neuron_overlap import OverlapView, legend
+from detokgui.gui.panels.neuron_table import GROUP_RULES, NeuronTable
 from detokgui.gui.plots import PlotFrame, head_color
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
-from detokgui.gui.records import Column, RecordsModel, fit_columns_on_reset
 
-COL_DIM, COL_NORM, COL_SLOPE, COL_R2, COL_PERIOD, COL_GROUP = range(6)
 DEFAULT_SELECTION = 5  # top dims by norm shown when nothing is selected
 MAX_CURVES = 64  # drawn at most; the rest of a larger selection is listed as left out
 MAX_LEGEND = 12
 OVERLAP_DEBOUNCE_MS = 250
-GROUP_COLORS = {"linear": "#dbe9f6", "periodic": "#fde3c8", "other": None}
-
-GROUP_RULES = (
-    "Groups (first match wins; thresholds in detokgui/core/neurons.py):\n"
-    f"  linear — the least-squares line explains R² ≥ {LINEAR_MIN_R2:g} of the variance;\n"
-    f"  periodic — dominant FFT frequency ≥ {PERIODIC_MIN_CYCLES} cycles over the L positions\n"
-    f"      and ≥ {PERIODIC_MIN_PEAK_SHARE:g} of the non-DC power in that bin and its two "
-    "neighbours;\n"
-    "  other — everything else."
-)
-
-
-def _fmt_period(p: float) -> str:
-    return "∞" if not math.isfinite(p) else f"{p:.1f}"
-
-
-def _fmt_slope(v: float) -> str:
-    if math.isnan(v):
-        return ""
-    return f"{v:.2e}" if v != 0 and not 1e-3 <= abs(v) < 1e3 else f"{v:.4g}"
-
-
 @dataclass(frozen=True)
 class Options:
     group: str = "all"
@@ -142,24 +111,9 @@ class NeuronBrowserPanel(Panel):
         lay.addLayout(row)
 
         split = QSplitter(Qt.Horizontal)
-        # ---- left: the table (one record per dimension k; values read from the stats)
-        self.records = RecordsModel(self._columns(), parent=self)
-        self.table = QTableView()
-        self.table.setModel(self.records)
-        self.table.setSortingEnabled(True)
-        self.table.sortByColumn(COL_NORM, Qt.DescendingOrder)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.ExtendedSelection)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.table.verticalHeader().hide()
-        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        self.table.verticalHeader().setDefaultSectionSize(22)
-        header = self.table.horizontalHeader()
-        header.setStretchLastSection(True)
-        header.setMinimumSectionSize(44)
-        fit_columns_on_reset(self.table)
-        self.table.setToolTip("Click a header to sort; select several rows (Ctrl/Shift-click) "
-                              "to overlay their curves")
+        # ---- left: the table
+        self.table = NeuronTable()
+        self.records = self.table.records
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
@@ -213,7 +167,7 @@ class NeuronBrowserPanel(Panel):
             "group": self.group, "scaled": self.scaled, "fits": self.fits,
             "centre": ov.centre, "r": ov.r_spin, "m": ov.m_spin}, self)
         self._opts = self.options.value
-        self.records.set_filter(self._group_filter())
+        self.table.set_group(self._opts.group)
         self.add_channel("overlap", self._overlap_request,
                          lambda layer, q: neurons.iter_embedding_overlap(
                              layer, q.r, q.m, q.scaled, q.centre),
@@ -226,9 +180,10 @@ class NeuronBrowserPanel(Panel):
         ov.r_spin.valueChanged.connect(self.overlap_timer.start)
         ov.m_spin.valueChanged.connect(self.overlap_timer.start)
         self.options.changed.connect(self._options_changed)
-        self.top_button.clicked.connect(lambda: self.select_dims(self._default_dims()))
+        self.top_button.clicked.connect(
+            lambda: self.table.select_dims(self.table.default_dims(DEFAULT_SELECTION)))
         self.export_table_button.clicked.connect(self._export_table_dialog)
-        self.table.selectionModel().selectionChanged.connect(self._read_selection)
+        self.table.dimsSelected.connect(self._dims_selected)
         connect_position_clicks(self.curve_frame.view.scene(), self._curve_position,
                                 state.set_query_position)
         self.curve_frame.view.scene().sigMouseMoved.connect(self._curve_hover)
@@ -249,38 +204,10 @@ class NeuronBrowserPanel(Panel):
     def overlap(self) -> neurons.EmbeddingOverlap | None:
         return self.channel("overlap").result
 
-    def _columns(self) -> list[Column]:
-        def arr(name):
-            return lambda k: float(getattr(self.stats, name)[k])
-
-        return [
-            Column("dim", lambda k: int(k), "d", "Residual dimension k (0-based)"),
-            Column("norm", arr("norm"), ".4g",
-                   "L2 norm of the curve over all positions: sqrt(Σ_j y_j²)"),
-            Column("slope", arr("slope"), _fmt_slope,
-                   "Least-squares slope of the curve, per position", numeric=True),
-            Column("R²", arr("r2"), ".3f",
-                   "R² of the least-squares line (blank for a constant curve)"),
-            Column("period", arr("period"), _fmt_period,
-                   "Dominant period L / f of the FFT of the mean-removed curve, in positions "
-                   "(f = strongest non-DC frequency)", numeric=True),
-            Column("group", lambda k: self.stats.group[k], "", GROUP_RULES,
-                   background=lambda k: GROUP_COLORS.get(self.stats.group[k]),
-                   tooltip=self._dim_tip),
-        ]
-
-    def _dim_tip(self, k: int) -> str:
-        st = self.stats
-        return (f"dim {k}: norm {st.norm[k]:.6g}, slope {st.slope[k]:.6g}, R² {st.r2[k]:.4f}\n"
-                f"period {_fmt_period(float(st.period[k]))} positions (f = "
-                f"{int(st.frequency[k])} cycles, peak share {st.peak_share[k]:.2f})\n"
-                f"group {st.group[k]}")
-
     # ------------------------------------------------------------------ options
 
     def model_changed(self, layer) -> None:
-        self.records.set_records(())
-        self.selected = []
+        self.table.set_stats(None)
         if layer is not None:
             ov = self.overlap_view
             with signals_blocked(ov.r_spin), signals_blocked(ov.m_spin):
@@ -289,18 +216,12 @@ class NeuronBrowserPanel(Panel):
         self.draw(None)
         self.overlap_view.draw(None, layer is not None)
 
-    def _group_filter(self):
-        g = self.options.value.group
-        return None if g == "all" else (lambda k: self.stats.group[k] == g)
-
     @Slot(object)
     def _options_changed(self, opts: Options) -> None:
         old, self._opts = self._opts, opts
         changed = {f.name for f in fields(opts) if getattr(old, f.name) != getattr(opts, f.name)}
         if "group" in changed:
-            keep = list(self.selected)
-            self.records.set_filter(self._group_filter())
-            self.select_dims([k for k in keep if self._row(k) >= 0] or self._default_dims())
+            self.table.set_group(opts.group)
         if changed - {"group", "fits", "r", "m"}:  # r and m wait for overlap_timer
             self.refresh()
         if "fits" in changed:
@@ -323,11 +244,9 @@ class NeuronBrowserPanel(Panel):
         return OverlapRequest(self.serial, min(o.r, d), min(o.m, d), o.scaled, o.centre)
 
     def draw(self, result) -> None:
-        keep = list(self.selected)
-        self.records.set_records(range(self.layer.d) if result is not None else ())
         st = self.stats
+        self.table.set_stats(st)  # draws the selected dims' curves
         if st is None:
-            self._draw_curves()
             return
         counts = {g: st.group.count(g) for g in NEURON_GROUPS}
         self.group.setItemText(0, f"all ({len(st.group)})")
@@ -337,46 +256,10 @@ class NeuronBrowserPanel(Panel):
         self.status.setText(f"d = {d} dims · L = {L} positions · "
                             + " · ".join(f"{g} {counts[g]}" for g in NEURON_GROUPS)
                             + (" · scaled by σ̄_j" if st.scaled else " · raw"))
-        self.select_dims([k for k in keep if self._row(k) >= 0] or self._default_dims())
 
-    # ------------------------------------------------------------------ selection
-
-    def _row(self, dim: int) -> int:
-        """The table row showing `dim`, -1 when it is filtered out (or no table yet)."""
-        return self.records.row_of_record(dim) if self.stats is not None else -1
-
-    def dim_at_row(self, row: int) -> int:
-        return int(self.records.record(row))
-
-    def table_dims(self) -> list[int]:
-        """The dimensions in the order the table shows them."""
-        return [self.dim_at_row(r) for r in range(self.records.rowCount())]
-
-    def _default_dims(self) -> list[int]:
-        if self.stats is None:
-            return []
-        order = self.stats.order("norm")
-        return [int(k) for k in order if self._row(int(k)) >= 0][:DEFAULT_SELECTION]
-
-    def select_dims(self, dims) -> None:
-        """Select exactly these dimensions' rows (those the filter shows)."""
-        sel = QItemSelection()
-        last = self.records.columnCount() - 1
-        rows = [r for r in (self._row(int(k)) for k in dims) if r >= 0]
-        for r in rows:
-            sel.select(self.records.index(r, 0), self.records.index(r, last))
-        with signals_blocked(self.table.selectionModel()):
-            self.table.selectionModel().select(
-                sel, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
-        self.table.viewport().update()
-        if rows:
-            self.table.scrollTo(self.records.index(min(rows), 0))
-        self._read_selection()  # draw once, also when the selection itself did not change
-
-    @Slot()
-    def _read_selection(self, *_) -> None:
-        rows = sorted(i.row() for i in self.table.selectionModel().selectedRows())
-        self.selected = [self.dim_at_row(r) for r in rows]
+    @Slot(list)
+    def _dims_selected(self, dims: list[int]) -> None:
+        self.selected = dims
         self._draw_curves()
 
     # ------------------------------------------------------------------ draw: curves

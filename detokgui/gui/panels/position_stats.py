@@ -68,11 +68,6 @@ class StatsResult:
     last: LastPositionsPP
 
 
-def compute_stats(layer, count: int, heads: list[int]) -> StatsResult:
-    return StatsResult(variance=position_variance(layer),
-                       last=raw_pp_last_positions(layer, count, heads))
-
-
 class PositionStatsPanel(Panel):
     title = "Position embedding"
     view_name = "position-stats"
@@ -171,7 +166,8 @@ class PositionStatsPanel(Panel):
 
     @staticmethod
     def compute(layer, req: Request) -> StatsResult:
-        return compute_stats(layer, req.count, list(req.heads))
+        return StatsResult(variance=position_variance(layer),
+                           last=raw_pp_last_positions(layer, req.count, list(req.heads)))
 
     def draw(self, result: StatsResult | None) -> None:
         self._draw_variance()

@@ -99,13 +99,6 @@ class Request:
     b3_sigma: str
 
 
-def compute_bias(layer, i: int, heads: list[int], sigma: str) -> BiasResult:
-    lines = bias_lines(layer, i, heads, LINE_SIGMAS)
-    b3 = lines[sigma] if sigma in lines else positional_bias(layer, i, sigma, heads)
-    return BiasResult(i=i, heads=list(heads), sigma=sigma, lines=lines, b3=b3,
-                      band=position_bias_band(layer, heads))
-
-
 def _pen(color: str, style=Qt.SolidLine):
     """Hairline pens only: Qt strokes a 1024-point antialiased line of width 1.5 some 20x
     slower than one of width 1 (12 ms against 0.25 ms per plot), too slow for a slider."""
@@ -119,11 +112,8 @@ class PositionalBiasPanel(Panel):
 
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
-        # Slider-driven work: computing all heads at i = L-1 takes ~1-2 ms at GPT-2-small
-        # size (measured; more than "sub-millisecond"), so it runs on the job runner,
-        # coalesced: at most one computation is in flight, changes made meanwhile replace
-        # the one waiting, so a dragged slider never queues work and redraws as fast as
-        # compute + draw allow.
+        # All heads at i = L-1 take ~1-2 ms at GPT-2-small size: on the job runner, coalesced
+        # so that a dragged slider never queues work and redraws as fast as it computes.
         self.channel().coalesce = True
         self.draw_ms = 0.0
         self._b1_keys: dict[int, tuple] = {}  # head -> what its B1 curves hold
@@ -181,13 +171,11 @@ class PositionalBiasPanel(Panel):
 
         self.frames: dict[str, PlotFrame] = {}
         self.grids: dict[str, HeadGrid] = {}
-        builders = {"tp": self._build_tp, "tpp": self._build_tpp,
-                    "total": self._build_total, "softmax": self._build_softmax}
         for key, name, _text, _tip in FRAMES:
             frame = PlotFrame(name, lambda k=key: self._table(k))
             frame.setMinimumSize(160, 120)
             self.frames[key] = frame
-            grid = self.grids[key] = HeadGrid(frame, "", builders[key])
+            grid = self.grids[key] = HeadGrid(frame, "", lambda c, k=key: self._build(c, k))
             connect_position_clicks(frame.view.scene(),
                                     lambda p, g=grid: g.position(p, self._n_positions()),
                                     self.state.set_query_position)
@@ -253,13 +241,24 @@ class PositionalBiasPanel(Panel):
 
     @staticmethod
     def compute(layer, req: Request) -> BiasResult:
-        return compute_bias(layer, req.i, list(req.heads), req.b3_sigma)
+        heads, sigma = list(req.heads), req.b3_sigma
+        lines = bias_lines(layer, req.i, heads, LINE_SIGMAS)
+        b3 = lines[sigma] if sigma in lines else positional_bias(layer, req.i, sigma, heads)
+        return BiasResult(i=req.i, heads=heads, sigma=sigma, lines=lines, b3=b3,
+                          band=position_bias_band(layer, heads))
 
     # ------------------------------------------------------------------ draw
 
-    def _build_tp(self, cell: HeadCell) -> None:
-        color = head_color(cell.head)
+    def _build(self, cell: HeadCell, key: str) -> None:
         cell.vb.setMouseEnabled(False, False)  # the slider and the window set the view
+        color = head_color(cell.head)
+        if key == "tpp":
+            for s in LINE_SIGMAS:
+                cell.add_curve(s, _pen(color, LINE_STYLES[s]))
+            return
+        if key != "tp":
+            cell.add_curve(key, _pen(color))
+            return
         lower = pg.PlotCurveItem(skipFiniteCheck=True)
         upper = pg.PlotCurveItem(skipFiniteCheck=True)
         fill_color = QColor(color)
@@ -272,20 +271,6 @@ class PositionalBiasPanel(Panel):
         cell.vb.addItem(cell.band)
         cell.add_curve("mean", _pen(color))
         cell.add_curve("raw", _pen(color), visible=False)
-
-    def _build_tpp(self, cell: HeadCell) -> None:
-        cell.vb.setMouseEnabled(False, False)
-        color = head_color(cell.head)
-        for s in LINE_SIGMAS:
-            cell.add_curve(s, _pen(color, LINE_STYLES[s]))
-
-    def _build_total(self, cell: HeadCell) -> None:
-        cell.vb.setMouseEnabled(False, False)
-        cell.add_curve("total", _pen(head_color(cell.head)))
-
-    def _build_softmax(self, cell: HeadCell) -> None:
-        cell.vb.setMouseEnabled(False, False)
-        cell.add_curve("softmax", _pen(head_color(cell.head)))
 
     def _shown(self, key: str) -> bool:
         return getattr(self.options.value, f"show_{key}")
@@ -368,23 +353,25 @@ class PositionalBiasPanel(Panel):
                        "max (dashed), min (dotted)")
 
     def _draw_total(self, grid, res, J, xr, a, b, L, windowed) -> None:
-        y_range = stable_range(grid.y_range, *data_range([res.b3.total], a, b))
-        grid.set_view(xr, y_range, res.i, xr[1])
-        for r, h in enumerate(res.heads):
-            grid.cell(h).set_curve("total", J, res.b3.total[r])
+        self._draw_one(grid, "total", res.b3.total, res.i, J, xr, a, b)
         grid.set_title(f"<b>B3</b> T<sub>pp</sub> + T<sub>p</sub> at i = {res.i}, j ≤ i "
                        f"({SIGMA_SHORT[res.sigma]})")
 
     def _draw_softmax(self, grid, res, J, xr, a, b, L, windowed) -> None:
         # the largest probability jumps as i moves: keep the range while it stays above 1/4
-        y_range = stable_range(grid.y_range, *data_range([res.b3.softmax], a, b),
-                               zero_based=True, min_fill=0.25)
-        grid.set_view(xr, y_range, res.i, xr[1])
-        for r, h in enumerate(res.heads):
-            grid.cell(h).set_curve("softmax", J, res.b3.softmax[r])
+        self._draw_one(grid, "softmax", res.b3.softmax, res.i, J, xr, a, b, zero_based=True,
+                       min_fill=0.25)
         grid.set_title(f"<b>B3</b> softmax<sub>j≤i</sub>((T<sub>pp</sub> + T<sub>p</sub>)"
                        f" / √d′) at i = {res.i}, √d′ = {res.b3.temperature:.4g} "
                        f"({SIGMA_SHORT[res.sigma]})")
+
+    @staticmethod
+    def _draw_one(grid, name, values, i, J, xr, a, b, **range_kw) -> None:
+        """One curve per head, values [heads, i+1], the y range from keys a..b-1."""
+        grid.set_view(xr, stable_range(grid.y_range, *data_range([values], a, b), **range_kw),
+                      i, xr[1])
+        for r, h in enumerate(grid.heads):
+            grid.cell(h).set_curve(name, J, values[r])
 
     # ------------------------------------------------------------------ hover & export
 

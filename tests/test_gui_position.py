@@ -6,7 +6,7 @@ import csv
 
 import numpy as np
 import pytest
-from conftest import wait_idle
+from conftest import close_jobs, open_window
 from exported import non_background_pixels, svg_shapes
 from PySide6.QtCore import QPointF, Qt
 
@@ -325,20 +325,10 @@ def test_position_stats_against_direct_computation(window, qtbot, tiny_ckpt):
 
 
 def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
-    from PySide6.QtCore import QSettings
-
-    from detokgui.gui.main_window import MainWindow
-
     folder = write_random_checkpoint(tmp_path / "p256", n_embd=64, n_head=4, n_positions=256,
                                      seed=7)
-    QSettings().clear()
-    win = MainWindow(model=str(folder), device="cpu")
-    qtbot.addWidget(win)
-    win.resize(1400, 900)
-    win.show()
+    win = open_window(qtbot, folder)
     try:
-        qtbot.waitUntil(lambda: win.state.layer is not None, timeout=60000)
-        wait_idle(qtbot, win)
         layer = win.state.layer
         assert layer.n_positions == 256
         panel = show_bias(win, qtbot)
@@ -365,8 +355,7 @@ def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
         np.testing.assert_allclose(stats.grid.cells[h].curves["q4"].getData()[1],
                                    (k[:, h] @ q[255, h]).numpy(), rtol=1e-4, atol=1e-5)
     finally:
-        win.jobs.cancel()
-        win.jobs.wait(10000)
+        close_jobs(win)
 
 
 def test_decimation_keeps_every_spike():

@@ -5,7 +5,7 @@ table's first showing asking only for the rows on screen."""
 import math
 
 import numpy as np
-from conftest import wait_idle
+from conftest import close_jobs, open_window
 from PySide6.QtCore import Qt
 from tables import cell_text, click_cell, column_texts
 
@@ -109,10 +109,6 @@ def test_neuron_table_first_showing_asks_only_for_rows_on_screen(qtbot, small_ck
                                                                  monkeypatch):
     """With d = 768 dims, showing the PE-neuron tab formats about a screenful of rows
     (it used to measure every row of every column for its column widths)."""
-    from PySide6.QtCore import QSettings
-
-    from detokgui.gui.main_window import MainWindow
-
     asked = set()
     data = RecordsModel.data
 
@@ -121,14 +117,8 @@ def test_neuron_table_first_showing_asks_only_for_rows_on_screen(qtbot, small_ck
             asked.add((id(self), index.row()))
         return data(self, index, role)
 
-    QSettings().clear()
-    win = MainWindow(model=str(small_ckpt), device="cpu")
-    qtbot.addWidget(win)
-    win.resize(1400, 900)
-    win.show()
+    win = open_window(qtbot, small_ckpt, timeout=120000)
     try:
-        qtbot.waitUntil(lambda: win.state.layer is not None, timeout=120000)
-        wait_idle(qtbot, win, timeout=120000)
         monkeypatch.setattr(RecordsModel, "data", counting)
         win.show_view("neurons")
         panel = win.panel("neurons")
@@ -141,5 +131,4 @@ def test_neuron_table_first_showing_asks_only_for_rows_on_screen(qtbot, small_ck
         assert norms == sorted(norms, reverse=True)
         assert np.isclose(norms[0], float(cell_text(panel.table, 0, 1)))
     finally:
-        win.jobs.cancel()
-        win.jobs.wait(10000)
+        close_jobs(win)

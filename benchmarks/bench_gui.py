@@ -21,62 +21,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from eventloop import wait_until
+from eventloop import StallMeter, pause, settle, wait_until
 
 STALL_TARGET_MS = 50.0
 TOPK_TARGET_MS = 150.0
 HEATMAP_N = 200
-TICK_MS = 2
-
-
-class StallMeter:
-    """A QTimer ticking every few ms on the GUI thread; the largest gap between two ticks is
-    the longest the event loop was blocked (reported as is, tick interval included)."""
-
-    def __init__(self, interval_ms: int = TICK_MS):
-        from PySide6.QtCore import Qt, QTimer
-
-        self.timer = QTimer()
-        self.timer.setTimerType(Qt.PreciseTimer)
-        self.timer.setInterval(interval_ms)
-        self.timer.timeout.connect(self._tick)
-        self.gaps: list[float] = []
-        self.last = None
-
-    def _tick(self) -> None:
-        now = time.perf_counter()
-        if self.last is not None:
-            self.gaps.append(now - self.last)
-        self.last = now
-
-    def start(self) -> None:
-        self.gaps, self.last = [], time.perf_counter()
-        self.timer.start()
-
-    def stop(self) -> None:
-        self.timer.stop()
-        self._tick()
-
-    @property
-    def worst_ms(self) -> float:
-        return 1000.0 * max(self.gaps, default=0.0)
-
-
-def pause(seconds: float) -> None:
-    """Run the event loop for `seconds`."""
-    t_end = time.perf_counter() + seconds
-    wait_until(lambda: time.perf_counter() > t_end)
-
-
-def settle(win, ms: int = 100) -> None:
-    """Until no job runs, then `ms` more for drawing."""
-    wait_until(lambda: not win.jobs.busy)
-    pause(ms / 1000.0)
 
 
 def pick_tokens(layer, n: int, seed: int = 7) -> list[int]:
@@ -100,26 +53,16 @@ def heatmap_drawn(panel, n_heads: int) -> bool:
             and panel.values.shape[-1] == HEATMAP_N)
 
 
-def quiet_qt() -> None:
-    """Drop the offscreen platform's 'does not support propagateSizeHints()' warnings."""
-    from PySide6.QtCore import qInstallMessageHandler
-
-    def handler(mode, context, message):
-        if "propagateSizeHints" not in message:
-            print(message, file=sys.stderr)
-
-    qInstallMessageHandler(handler)
-
-
 def run(n_tokens: int, profile: bool) -> dict:
     from PySide6.QtCore import QCoreApplication, QSettings
     from PySide6.QtWidgets import QApplication
     from transformers.utils import logging as hf_logging
 
     from detokgui.core.demo import write_random_checkpoint
+    from detokgui.gui.figures import quiet_qt_messages
 
     hf_logging.disable_progress_bar()
-    quiet_qt()
+    quiet_qt_messages()
 
     tmp = tempfile.TemporaryDirectory(prefix="detokgui-bench-")
     QSettings.setDefaultFormat(QSettings.IniFormat)

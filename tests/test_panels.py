@@ -48,6 +48,8 @@ def test_every_panel_is_listed(window):
 
 def test_hidden_panels_compute_nothing_until_shown(window, qtbot):
     win = window
+    topk = win.panel("topk")
+    assert topk.isVisible() and "Head 0" in topk.detail_label.text()
     win.show_view("neurons")
     wait_idle(qtbot, win)
     seen = Submitted(win.jobs)
@@ -59,11 +61,12 @@ def test_hidden_panels_compute_nothing_until_shown(window, qtbot):
     assert seen.keys == []  # PE neurons depends on none of these; the others are hidden
     for view in ("topk", "heatmap", "pattern", "slopes", "bias", "position-stats"):
         assert not win.panel(view).settled()  # out of date, waiting to be shown
+    assert "Head 0" in topk.detail_label.text()  # not even redrawn for the new head
     win.show_view("topk")
     assert seen.keys == ["topk"]
     wait_idle(qtbot, win)
-    topk = win.panel("topk")
     assert topk.result.anchor == NORTH and topk.settled()
+    assert "Head 2" in topk.detail_label.text()
     win.show_view("pattern")
     wait_idle(qtbot, win)
     pattern = win.panel("pattern")

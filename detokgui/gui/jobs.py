@@ -26,6 +26,7 @@ import inspect
 import itertools
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +35,8 @@ from PySide6.QtCore import QCoreApplication, QObject, QThreadPool, QTimer, Signa
 
 from detokgui.core.errors import Cancelled, DetokError
 from detokgui.core.progress import Progress
+
+PROGRESS_INTERVAL_S = 0.1
 
 
 class _Signals(QObject):
@@ -152,6 +155,7 @@ class Job(QObject):
         self.cancel_event = threading.Event()
         self.started = False
         self.finished = False
+        self.shown_at = 0.0  # perf_counter() of the last progress passed on
         self.signals = _Signals(self)
         self.signals.progress.connect(self._progress)
         self.signals.done.connect(self._done)
@@ -177,7 +181,11 @@ class Job(QObject):
 
     @Slot(float, str)
     def _progress(self, fraction: float, message: str) -> None:
-        if not self.stale and not self.finished:
+        # At most ~10 updates a second reach the status bar: each one relays it out.
+        now = time.perf_counter()
+        due = now - self.shown_at >= PROGRESS_INTERVAL_S or fraction >= 1.0
+        if due and not self.stale and not self.finished:
+            self.shown_at = now
             self.runner.progress.emit(self.key, fraction, message or self.label)
 
     @Slot(object)

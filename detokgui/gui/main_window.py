@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.gui.jobs import JobRunner
-from detokgui.gui.options import remember, remembered
+from detokgui.gui.options import remember, remembered, settings
 from detokgui.gui.state import AppState
 
 DEMO_MODEL = "demo"
@@ -407,6 +407,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event):
         remember(GEOMETRY, self.saveGeometry())
+        settings().sync()
         self.jobs.cancel()
         self.jobs.wait(3000)
         super().closeEvent(event)

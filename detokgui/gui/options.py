@@ -36,26 +36,44 @@ from superqt.utils import signals_blocked
 EXPORT_FOLDER = "export/folder"  # the folder of the last export
 
 
+_settings: tuple[tuple, QSettings] | None = None
+
+
+def settings() -> QSettings:
+    """One QSettings for the application (made again if its name or location changed).
+
+    A QSettings made per write rereads the file and writes it back when it goes (~13 ms
+    each); one long-lived object writes changes in the background, batched."""
+    global _settings
+    from PySide6.QtCore import QCoreApplication
+
+    ident = (QCoreApplication.organizationName(), QCoreApplication.applicationName(),
+             QSettings.defaultFormat())
+    if _settings is None or _settings[0] != ident:
+        _settings = (ident, QSettings())
+    return _settings[1]
+
+
 def remembered(key: str, default: Any) -> Any:
     """The value stored under `key`, of the type of `default` (which it falls back to)."""
-    settings = QSettings()
-    if not settings.contains(key):
+    settings_ = settings()
+    if not settings_.contains(key):
         return default
     try:
         if isinstance(default, (list, tuple)):
-            value = settings.value(key, default)
+            value = settings_.value(key, default)
             if isinstance(value, str):
                 value = [value]
             return type(default)(str(v) for v in (value or []))
         if isinstance(default, (bool, int, float, str)):
-            return settings.value(key, default, type=type(default))
-        return settings.value(key, default)
+            return settings_.value(key, default, type=type(default))
+        return settings_.value(key, default)
     except (TypeError, ValueError):
         return default
 
 
 def remember(key: str, value: Any) -> None:
-    QSettings().setValue(key, list(value) if isinstance(value, tuple) else value)
+    settings().setValue(key, list(value) if isinstance(value, tuple) else value)
 
 
 def _reader(widget):

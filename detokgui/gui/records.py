@@ -84,18 +84,15 @@ class RecordsModel(QAbstractTableModel):
 
     # ------------------------------------------------------------------ content
 
-    def set_records(self, records: Sequence) -> None:
-        """Show these records (kept as given, not copied), sorted and filtered as before."""
+    def set_records(self, records: Sequence, columns: Sequence[Column] | None = None) -> None:
+        """Show these records (kept as given, not copied), sorted and filtered as before;
+        with `columns`, in these columns (unsorted)."""
         self.beginResetModel()
         self.records = records if records is not None else ()
+        if columns is not None:
+            self.columns = list(columns)
+            self.sorted_by = None
         self._tokens = None
-        self._arrange()
-        self.endResetModel()
-
-    def set_columns(self, columns: Sequence[Column]) -> None:
-        self.beginResetModel()
-        self.columns = list(columns)
-        self.sorted_by = None
         self._arrange()
         self.endResetModel()
 
@@ -217,6 +214,11 @@ class RecordsModel(QAbstractTableModel):
         self._restore_persistent(old)
         self.layoutChanged.emit()
 
+    def text(self, row: int, column: int) -> str:
+        """A cell's display text (what data() gives, without a QModelIndex)."""
+        col = self.columns[column]
+        return col.text(col.value(self.record(row)))
+
     def texts(self, column: int) -> list[str]:
         """A column's cells as a person reads them, top to bottom."""
         return [self.index(r, column).data() for r in range(self.rowCount())]
@@ -236,7 +238,7 @@ def fit_columns(view: QTableView, rows: int = 40, stretch: int | None = None) ->
         title = str(model.headerData(c, Qt.Horizontal) or "")
         width = fm.horizontalAdvance(title) + 24  # the sort indicator
         for r in range(min(n, rows)):
-            text = model.index(r, c).data()
+            text = model.text(r, c) if isinstance(model, RecordsModel) else model.index(r, c).data()
             if text:
                 width = max(width, fm.horizontalAdvance(text) + pad)
         if c == stretch:

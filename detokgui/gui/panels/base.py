@@ -207,6 +207,7 @@ class Panel(QWidget):
         self.setToolTip(self.tooltip)
         self.status = StatusLine()
         self.channels: dict[str, Channel] = {}
+        self._on_show: dict[Callable, None] = {}  # redraws put off while hidden, in order
         if type(self).request is not Panel.request:
             self.add_channel("", self.request, self.compute, self.draw, label=self.title)
         state.modelChanged.connect(self._model_changed)
@@ -273,8 +274,25 @@ class Panel(QWidget):
             ch.update()
 
     def redraw(self, *_) -> None:
-        """Draw the main channel's result again (a change that needs no computation)."""
+        """Draw the main channel's result again (a change that needs no computation);
+        a hidden panel does it when shown."""
+        if self.isVisible():
+            self.draw(self.result)
+        else:
+            self._on_show[self._redraw_now] = None
+
+    def _redraw_now(self) -> None:
         self.draw(self.result)
+
+    def when_visible(self, fn: Callable[[], None]) -> Callable:
+        """A slot that calls fn() now if the panel is visible, else once when it is shown
+        (for updates of what is drawn that need no computation)."""
+        def slot(*_):
+            if self.isVisible():
+                fn()
+            else:
+                self._on_show[fn] = None
+        return slot
 
     @Slot(object)
     def _model_changed(self, layer) -> None:
@@ -286,6 +304,9 @@ class Panel(QWidget):
     def showEvent(self, event):
         super().showEvent(event)
         self.refresh()
+        pending, self._on_show = self._on_show, {}
+        for fn in pending:
+            fn()
 
     @property
     def layer(self):

@@ -130,8 +130,8 @@ class HeatmapPanel(Panel):
         connect_hover(self.frame, lambda: self.maps, self._hover_text)
 
         self.options.changed.connect(self._options_changed)
-        state.queryTokenChanged.connect(self._mark_selection)
-        state.keyTokenChanged.connect(self._mark_selection)
+        state.queryTokenChanged.connect(self.when_visible(self._mark_selection))
+        state.keyTokenChanged.connect(self.when_visible(self._mark_selection))
         self._options_changed(self.options.value)
 
     def plot_frames(self):

@@ -145,7 +145,7 @@ class KeyPositionPanel(Panel):
         connect_position_clicks(self.curve_frame.view.scene(), self._curve_position,
                                 state.set_query_position)
         state.headChanged.connect(self.redraw)
-        state.queryTokenChanged.connect(self._show_query)
+        state.queryTokenChanged.connect(self.when_visible(self._show_query))
 
     def plot_frames(self):
         return [self.hist_frame, self.curve_frame]

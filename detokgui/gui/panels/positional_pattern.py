@@ -161,7 +161,7 @@ class PositionalPatternPanel(Panel):
                                 state.set_query_position)
         self.line_frame.view.scene().sigMouseMoved.connect(self._line_hover)
         self.grid_frame.view.scene().sigMouseMoved.connect(self._grid_hover)
-        state.headChanged.connect(self._head_changed)
+        state.headChanged.connect(self.when_visible(self._head_changed))
 
     def plot_frames(self):
         return [self.line_frame, self.grid_frame]

@@ -122,7 +122,7 @@ class TopKPanel(Panel):
         self.grid.tokenActivated.connect(self._select)
         self.grid.clicked.connect(self._grid_clicked)
         self.detail.tokenActivated.connect(self._select)
-        state.headChanged.connect(self._show_head)
+        state.headChanged.connect(self.when_visible(self._show_head))
 
     def plot_frames(self):
         return [self.frame]
@@ -169,8 +169,7 @@ class TopKPanel(Panel):
                        background=lambda _r, h=h: HEAD_BACKGROUND if h == self.state.head
                        else None)
                 for c, h in enumerate(res.heads)]
-            self.grid.records().set_columns(columns)
-            self.grid.records().set_records(range(ids.shape[1]))
+            self.grid.records().set_records(range(ids.shape[1]), columns)
             self.status.setText(f"{res.sigma.label()} · {len(res.heads)} heads × "
                                 f"{self.layer.n_vocab:,} tokens · "
                                 f"{1000 * self.channel().seconds:.0f} ms")

@@ -279,6 +279,7 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_model(self, layer) -> None:
+        self._show_selection()  # token names come from the model's tokenizer
         if layer is None:
             self.model_label.setText("no model")
             return

@@ -180,13 +180,15 @@ class Channel(QObject):
         if req == self.pending:
             self.pending = None
             self.dirty = True
-            self.status.stopped(self.name, f"{self.label} cancelled")
+            shown = "; still showing the previous result" if self.result is not None else ""
+            self.status.stopped(self.name, f"{self.label} cancelled{shown}")
 
     def _failed(self, req, _exc, message: str) -> None:
         if req == self.pending:
             self.pending = None
             self.failed = req
-            self.status.stopped(self.name, message)
+            shown = " (still showing the previous result)" if self.result is not None else ""
+            self.status.stopped(self.name, message + shown)
 
 
 class Panel(QWidget):

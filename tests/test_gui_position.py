@@ -94,7 +94,7 @@ def test_sigma_raw_window_and_head_choice(window, qtbot):
     assert panel.result.heads == [2]  # the selected head
     panel.b3_sigma.setCurrentIndex(panel.b3_sigma.findData("max"))
     qtbot.waitUntil(drawn(panel, 60), timeout=10000)
-    assert panel.result.sigma == "max"
+    assert panel.result.b3_sigma == "max"
     assert_bias_plots(panel, layer, 60, "max")
     assert "σ max" in panel.grids["total"].title.text
 

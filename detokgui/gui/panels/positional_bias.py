@@ -72,7 +72,7 @@ class BiasResult:
 
     i: int
     heads: list[int]
-    sigma: str  # the B3 sigma
+    b3_sigma: str  # the sigma of T_pp + T_p and its softmax
     lines: dict[str, PositionalBias]  # B2: T_pp for sigma mean / max / min
     b3: PositionalBias  # B3: total and softmax with `sigma`
     band: PositionBiasBand  # B1 (does not depend on i)
@@ -244,7 +244,7 @@ class PositionalBiasPanel(Panel):
         heads, sigma = list(req.heads), req.b3_sigma
         lines = bias_lines(layer, req.i, heads, LINE_SIGMAS)
         b3 = lines[sigma] if sigma in lines else positional_bias(layer, req.i, sigma, heads)
-        return BiasResult(i=req.i, heads=heads, sigma=sigma, lines=lines, b3=b3,
+        return BiasResult(i=req.i, heads=heads, b3_sigma=sigma, lines=lines, b3=b3,
                           band=position_bias_band(layer, heads))
 
     # ------------------------------------------------------------------ draw
@@ -355,7 +355,7 @@ class PositionalBiasPanel(Panel):
     def _draw_total(self, grid, res, J, xr, a, b, L, windowed) -> None:
         self._draw_one(grid, "total", res.b3.total, res.i, J, xr, a, b)
         grid.set_title(f"<b>B3</b> T<sub>pp</sub> + T<sub>p</sub> at i = {res.i}, j ≤ i "
-                       f"({SIGMA_SHORT[res.sigma]})")
+                       f"({SIGMA_SHORT[res.b3_sigma]})")
 
     def _draw_softmax(self, grid, res, J, xr, a, b, L, windowed) -> None:
         # the largest probability jumps as i moves: keep the range while it stays above 1/4
@@ -363,7 +363,7 @@ class PositionalBiasPanel(Panel):
                        min_fill=0.25)
         grid.set_title(f"<b>B3</b> softmax<sub>j≤i</sub>((T<sub>pp</sub> + T<sub>p</sub>)"
                        f" / √d′) at i = {res.i}, √d′ = {res.b3.temperature:.4g} "
-                       f"({SIGMA_SHORT[res.sigma]})")
+                       f"({SIGMA_SHORT[res.b3_sigma]})")
 
     @staticmethod
     def _draw_one(grid, name, values, i, J, xr, a, b, **range_kw) -> None:
@@ -397,9 +397,9 @@ class PositionalBiasPanel(Panel):
         elif key == "tpp":
             text = "T_pp " + ", ".join(f"σ {s} {res.lines[s].t_pp[r, j]:.4g}" for s in LINE_SIGMAS)
         elif key == "total":
-            text = f"T_pp + T_p = {res.b3.total[r, j]:.4g} ({SIGMA_TEXT[res.sigma]})"
+            text = f"T_pp + T_p = {res.b3.total[r, j]:.4g} ({SIGMA_TEXT[res.b3_sigma]})"
         else:
-            text = f"softmax = {res.b3.softmax[r, j]:.4g} ({SIGMA_TEXT[res.sigma]})"
+            text = f"softmax = {res.b3.softmax[r, j]:.4g} ({SIGMA_TEXT[res.b3_sigma]})"
         self.status.setText(where + text)
 
     def _table(self, key: str):
@@ -408,5 +408,5 @@ class PositionalBiasPanel(Panel):
             return None
         if key == "tp":
             return position_band_table(layer, res.heads)
-        sigmas = LINE_SIGMAS if key == "tpp" else (res.sigma,)
+        sigmas = LINE_SIGMAS if key == "tpp" else (res.b3_sigma,)
         return bias_lines_table(layer, res.i, sigmas, res.heads)

@@ -98,7 +98,9 @@ def open_window(qtbot, folder, timeout=60000):
     from PySide6.QtCore import QSettings
 
     from detokgui.gui.main_window import MainWindow
+    from detokgui.gui.options import flush_settings
 
+    flush_settings()  # nothing of an earlier test is written later
     QSettings().clear()
     win = MainWindow(model=str(folder), device="cpu")
     qtbot.addWidget(win)

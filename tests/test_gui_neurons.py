@@ -68,8 +68,10 @@ def pe_window(qtbot, pe_ckpt):
     from PySide6.QtCore import QSettings
 
     from detokgui.gui.main_window import MainWindow
+    from detokgui.gui.options import flush_settings
 
     gc.collect()
+    flush_settings()  # nothing of an earlier test is written later
     QSettings().clear()
     win = MainWindow(model=str(pe_ckpt), device="cpu")
     qtbot.addWidget(win)
@@ -191,6 +193,9 @@ def test_selection_overlays_those_curves_and_scaling(pe_window, qtbot):
     assert "σ" in panel.curve_plot.getAxis("left").labelText
     from PySide6.QtCore import QSettings
 
+    from detokgui.gui.options import flush_settings
+
+    flush_settings()  # written a few seconds after the change, or now
     assert QSettings().value("neurons/scaled", type=bool) is True
 
     # linear fits: one dashed line per curve, from the core's slope and intercept

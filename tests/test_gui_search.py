@@ -6,6 +6,7 @@ from PySide6.QtCore import QSettings
 from tables import row_count
 from test_panels import Submitted
 
+from detokgui.gui.options import flush_settings
 from detokgui.gui.panels import token_search
 
 
@@ -58,6 +59,7 @@ def test_text_is_tokenised_off_the_gui_thread_and_clearing_clears(window, qtbot)
     assert win.state.token_set == ids[: layer.n_positions]
     assert panel.text_tokens.token_ids() == ids[: layer.n_positions]
     assert panel.text_info.text().startswith(f"{len(ids):,} tokens — only the first")
+    flush_settings()  # written a few seconds after the change, or now
     stored = QSettings().value(token_search.TEXT_KEY)
     assert stored == text[: token_search.TEXT_REMEMBERED_CHARS]  # not the whole text
     win.show_view("heatmap")

@@ -154,6 +154,7 @@ def test_options_remembered_by_one_helper_and_not_while_computing(window, qtbot,
     win.show_view("topk")
     topk.k_spin.setValue(7)
     topk.direction.setCurrentIndex(topk.direction.findData("queries"))
+    options.flush_settings()  # written a few seconds after the change, or now
     assert QSettings().value("topk/k", type=int) == 7
     assert topk.options.value.k == 7 and topk.options.value.direction == "queries"
     writes = []

@@ -265,6 +265,23 @@ def collect_garbage_on_gui_thread(interval_ms: int = 500) -> None:
     _gc_timer.start(interval_ms)
 
 
+def release_memory() -> None:
+    """Collect garbage and hand the freed heap back to the system (glibc's malloc_trim;
+    nothing elsewhere). After a model switch the old model's hundreds of MB are free but
+    mostly stay in the allocator's arenas, fragmented by small allocations made meanwhile,
+    and the process's resident size would keep them."""
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import ctypes.util
+
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            libc.malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc (musl): nothing to trim
+            pass
+
+
 def _collect_due_generation() -> None:
     counts, thresholds = gc.get_count(), gc.get_threshold()
     for gen in (2, 1, 0):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QStandardPaths, Qt, Slot
+from PySide6.QtCore import QStandardPaths, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from detokgui.gui.jobs import JobRunner
-from detokgui.gui.options import remember, remembered, settings
+from detokgui.gui.jobs import JobRunner, release_memory
+from detokgui.gui.options import flush_settings, remember, remembered
 from detokgui.gui.state import AppState
 
 DEMO_MODEL = "demo"
@@ -265,6 +265,7 @@ class MainWindow(QMainWindow):
         self.state.set_model(layer)
         if self.state.query_token < 0:
             self.state.set_query_token(default_query(layer))
+        QTimer.singleShot(0, self, release_memory)  # the previous model's memory, now free
         for note in layer.notes:
             self.show_message(note)
 
@@ -408,7 +409,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event):
         remember(GEOMETRY, self.saveGeometry())
-        settings().sync()
+        flush_settings()
         self.jobs.cancel()
         self.jobs.wait(3000)
         super().closeEvent(event)

@@ -15,7 +15,9 @@ Widgets are read and written by kind: a checkable button is a bool, a spin box a
 float, a combo box its current item's data, a line edit its text (when editing finishes);
 any other widget offers `value()`, `setValue(v)` and a `valueChanged` signal. Settings are
 written when the user changes an option, never while computing. Other remembered values
-(window geometry, recent models) go through `remembered` / `remember`.
+(window geometry, recent models) go through `remembered` / `remember`; the file is
+written a few seconds after the last change and when the window closes
+(`flush_settings`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any
 
-from PySide6.QtCore import QObject, QSettings, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QSettings, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractButton,
     QComboBox,
@@ -45,8 +47,6 @@ def settings() -> QSettings:
     A QSettings made per write rereads the file and writes it back when it goes (~13 ms
     each); one long-lived object writes changes in the background, batched."""
     global _settings
-    from PySide6.QtCore import QCoreApplication
-
     ident = (QCoreApplication.organizationName(), QCoreApplication.applicationName(),
              QSettings.defaultFormat())
     if _settings is None or _settings[0] != ident:
@@ -54,8 +54,48 @@ def settings() -> QSettings:
     return _settings[1]
 
 
+_pending: dict[str, Any] = {}  # remembered, not yet written
+_flush: QTimer | None = None
+WRITE_AFTER_MS = 3000
+
+
+def remember(key: str, value: Any) -> None:
+    """Store `value` under `key`. Written when nothing has changed for a few seconds, and
+    when the window closes: writing the file takes from ~10 ms to (on a busy disk) half a
+    second on the GUI thread, too long to do at each change."""
+    global _flush
+    _pending[key] = list(value) if isinstance(value, tuple) else value
+    app = QCoreApplication.instance()
+    if app is None:
+        flush_settings()
+        return
+    if _flush is None or _flush.parent() is not app:
+        _flush = QTimer(app)
+        _flush.setSingleShot(True)
+        _flush.setInterval(WRITE_AFTER_MS)
+        _flush.timeout.connect(flush_settings)
+        app.aboutToQuit.connect(flush_settings)
+    _flush.start()
+
+
+def flush_settings() -> None:
+    """Write what was remembered and not written yet."""
+    if not _pending:
+        return
+    s = settings()
+    for key, value in _pending.items():
+        s.setValue(key, value)
+    _pending.clear()
+    s.sync()
+
+
 def remembered(key: str, default: Any) -> Any:
     """The value stored under `key`, of the type of `default` (which it falls back to)."""
+    if key in _pending:
+        value = _pending[key]
+        if isinstance(default, (list, tuple)):
+            return type(default)(str(v) for v in value)
+        return value
     settings_ = settings()
     if not settings_.contains(key):
         return default
@@ -70,10 +110,6 @@ def remembered(key: str, default: Any) -> Any:
         return settings_.value(key, default)
     except (TypeError, ValueError):
         return default
-
-
-def remember(key: str, value: Any) -> None:
-    settings().setValue(key, list(value) if isinstance(value, tuple) else value)
 
 
 def _reader(widget):

@@ -288,8 +288,9 @@ class KeyPositionPanel(Panel):
             self._draw_marker()
             return
         j = np.arange(curve["raw"].shape[1])
-        plot.plot(j, curve["raw"][h], pen=pg.mkPen(head_color(h), width=1.5))
-        plot.plot(j, curve["fit"][h], pen=pg.mkPen("k", width=2, style=Qt.DashLine)).setZValue(5)
+        # hairlines: a 1024-point antialiased curve wider than 1 px takes ~20x longer to stroke
+        plot.plot(j, curve["raw"][h], pen=pg.mkPen(head_color(h), width=1))
+        plot.plot(j, curve["fit"][h], pen=pg.mkPen("k", width=1, style=Qt.DashLine)).setZValue(5)
         slope = (curve["fit"][h][-1] - curve["fit"][h][0]) / max(1, len(j) - 1)
         plot.addItem(self.position_line, ignoreBounds=True)
         plot.setTitle(f"head {h}: {self.state.token_text(curve['token'])}, "

@@ -37,6 +37,7 @@ import gc
 import random
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -71,6 +72,9 @@ def idle_rss(win) -> tuple[float, float]:
     gc.collect()
     rss = rss_mb()
     release_memory()
+    for t in threading.enumerate():
+        if t.name == "malloc_trim":
+            t.join()
     return rss, rss_mb()
 
 

@@ -132,7 +132,7 @@ class _Task:
 
 
 _thread_state = threading.local()
-WORKER_NICENESS = 10
+WORKER_NICENESS = 5
 
 
 def _lower_thread_priority() -> None:
@@ -140,7 +140,9 @@ def _lower_thread_priority() -> None:
 
     On a machine with few cores the workers' computations would otherwise take the CPU
     time the GUI thread needs to draw their results (the soak benchmark saw stalls four
-    times the GUI thread's own work). Linux: the niceness of one thread; elsewhere no-op."""
+    times the GUI thread's own work). Linux: the niceness of one thread (5: a third of
+    the weight of a normal thread, so background work still gets on when other programs
+    are busy); elsewhere no-op."""
     if getattr(_thread_state, "niced", False):
         return
     _thread_state.niced = True

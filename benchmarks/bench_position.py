@@ -76,8 +76,7 @@ def bench_slider(app, win, steps: int):
     H = win.state.layer.n_heads
     for i in range(L - 1 - steps - WARMUP, L - 1 - steps):  # untimed: first paints, caches
         panel.slider.setValue(i)
-        wait_until(lambda i=i: panel.request is not None and panel.request[1] == i
-                   and not win.jobs.busy)
+        wait_until(lambda i=i: shows(panel, i) and not win.jobs.busy)
     assert len(panel.result.heads) == H
     viewports = [f.view.viewport() for f in panel.plot_frames()]
     paints = PaintCounter(viewports)
@@ -90,7 +89,7 @@ def bench_slider(app, win, steps: int):
         snap = paints.snapshot()
         t0 = time.perf_counter()
         panel.slider.setValue(i)
-        wait_until(lambda i=i: panel.request is not None and panel.request[1] == i)
+        wait_until(lambda i=i: shows(panel, i))
         wait_until(lambda snap=snap: paints.all_painted_since(snap))
         totals.append(1000 * (time.perf_counter() - t0))
         draws.append(panel.draw_ms)
@@ -99,19 +98,39 @@ def bench_slider(app, win, steps: int):
     return totals, draws
 
 
+def shows(panel, i: int) -> bool:
+    """The bias panel shows its result at query position i."""
+    req = panel.shown_request
+    return req is not None and req.i == i
+
+
 def bench_drag(app, win, n: int = 300):
+    """Slider values set back to back: how many computations ran, and the most that ever
+    ran at once (counted in the worker threads)."""
+    import threading
+
     panel = win.panel("bias")
     L = win.state.layer.n_positions
-    submits, max_inflight = [], 0
+    ran, running, lock = [], [0], threading.Lock()
+    max_inflight = 0
     original = win.jobs.submit
 
-    def counting_submit(key, *a, **kw):
-        nonlocal max_inflight
-        if key == panel.job_key():
-            submits.append(key)
-            running = sum(1 for j in win.jobs._active if j.key == key)
-            max_inflight = max(max_inflight, running + 1)
-        return original(key, *a, **kw)
+    def counting_submit(key, fn, *a, **kw):
+        if key != panel.job_key():
+            return original(key, fn, *a, **kw)
+
+        def counted():
+            nonlocal max_inflight
+            with lock:
+                running[0] += 1
+                max_inflight = max(max_inflight, running[0])
+                ran.append(key)
+            try:
+                return fn()
+            finally:
+                with lock:
+                    running[0] -= 1
+        return original(key, counted, *a, **kw)
 
     win.jobs.submit = counting_submit
     try:
@@ -121,12 +140,11 @@ def bench_drag(app, win, n: int = 300):
             panel.slider.setValue(start + k)
             app.processEvents()  # one event-loop pass per mouse move
         last = start + n - 1
-        wait_until(lambda: panel.request is not None and panel.request[1] == last
-                   and not win.jobs.busy)
+        wait_until(lambda: shows(panel, last) and not win.jobs.busy)
         elapsed = time.perf_counter() - t0
     finally:
         win.jobs.submit = original
-    return n, len(submits), max_inflight, elapsed
+    return n, len(ran), max_inflight, elapsed
 
 
 def bench_slopes(layer, repeats: int = 3):

@@ -125,18 +125,31 @@ def _isolated_qsettings(tmp_path_factory):
 @pytest.fixture
 def window(qtbot, tiny_ckpt):
     """The real main window with the tiny random checkpoint loaded through the GUI."""
+    win = open_window(qtbot, tiny_ckpt)
+    yield win
+    close_jobs(win)
+
+
+def open_window(qtbot, folder, timeout=60000):
+    """A new main window (fresh settings, 1400 x 900, shown) that has loaded `folder`
+    and finished its first computations."""
     from PySide6.QtCore import QSettings
 
     from detokgui.gui.main_window import MainWindow
+    from detokgui.gui.options import flush_settings
 
+    flush_settings()  # nothing of an earlier test is written later
     QSettings().clear()
-    win = MainWindow(model=str(tiny_ckpt), device="cpu")
+    win = MainWindow(model=str(folder), device="cpu")
     qtbot.addWidget(win)
     win.resize(1400, 900)
     win.show()
-    qtbot.waitUntil(lambda: win.state.layer is not None, timeout=60000)
-    wait_idle(qtbot, win)
-    yield win
+    qtbot.waitUntil(lambda: win.state.layer is not None, timeout=timeout)
+    wait_idle(qtbot, win, timeout=timeout)
+    return win
+
+
+def close_jobs(win):
     win.jobs.cancel()
     win.jobs.wait(10000)
 

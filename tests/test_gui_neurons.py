@@ -24,16 +24,16 @@ from PySide6.QtCore import (
 )
 
 from detokgui.core import neurons
-from detokgui.gui.panels.neurons import (
+from detokgui.gui.panels.neuron_table import (
     COL_DIM,
     COL_GROUP,
     COL_NORM,
     COL_PERIOD,
     COL_R2,
     COL_SLOPE,
-    DEFAULT_SELECTION,
-    SORT_ROLE,
 )
+from detokgui.gui.panels.neurons import DEFAULT_SELECTION
+from detokgui.gui.records import SORT_ROLE
 
 LINEAR, PERIODIC = [0, 1, 2], [3, 4]
 
@@ -68,8 +68,10 @@ def pe_window(qtbot, pe_ckpt):
     from PySide6.QtCore import QSettings
 
     from detokgui.gui.main_window import MainWindow
+    from detokgui.gui.options import flush_settings
 
     gc.collect()
+    flush_settings()  # nothing of an earlier test is written later
     QSettings().clear()
     win = MainWindow(model=str(pe_ckpt), device="cpu")
     qtbot.addWidget(win)
@@ -89,8 +91,8 @@ def pe_window(qtbot, pe_ckpt):
 
 
 def rows(panel, col, role=SORT_ROLE):
-    proxy = panel.proxy
-    return [proxy.index(r, col).data(role) for r in range(proxy.rowCount())]
+    model = panel.records
+    return [model.index(r, col).data(role) for r in range(model.rowCount())]
 
 
 def curve_data(panel):
@@ -106,7 +108,7 @@ def test_table_lists_every_dim_with_the_core_numbers_and_sorts(pe_window, qtbot)
     win, layer = pe_window, pe_window.state.layer
     panel = win.panel("neurons")
     st = neurons.neuron_stats(layer)
-    assert panel.proxy.rowCount() == layer.d
+    assert panel.records.rowCount() == layer.d
     dims = rows(panel, COL_DIM)
     assert sorted(dims) == list(range(layer.d))
     for col, arr in ((COL_NORM, st.norm), (COL_SLOPE, st.slope), (COL_R2, st.r2),
@@ -117,9 +119,9 @@ def test_table_lists_every_dim_with_the_core_numbers_and_sorts(pe_window, qtbot)
     assert {k for k in dims if st.group[k] == "periodic"} == set(PERIODIC)
     # what a person reads
     r = dims.index(3)
-    assert panel.proxy.index(r, COL_PERIOD).data() == "16.0"
-    assert panel.proxy.index(r, COL_GROUP).data() == "periodic"
-    assert float(panel.proxy.index(r, COL_NORM).data()) == pytest.approx(st.norm[3], rel=1e-3)
+    assert panel.records.index(r, COL_PERIOD).data() == "16.0"
+    assert panel.records.index(r, COL_GROUP).data() == "periodic"
+    assert float(panel.records.index(r, COL_NORM).data()) == pytest.approx(st.norm[3], rel=1e-3)
     assert "R²" in panel.group.toolTip() and str(neurons.LINEAR_MIN_R2) in panel.group.toolTip()
     assert panel.group.itemText(panel.group.findData("linear")) == "linear (3)"
 
@@ -132,11 +134,11 @@ def test_table_lists_every_dim_with_the_core_numbers_and_sorts(pe_window, qtbot)
         qtbot.mouseClick(header.viewport(), Qt.LeftButton, pos=QPoint(x, header.height() // 2))
 
     click_header(COL_R2)
-    r2 = [float(panel.proxy.index(r, COL_R2).data()) for r in range(panel.proxy.rowCount())]
+    r2 = [float(panel.records.index(r, COL_R2).data()) for r in range(panel.records.rowCount())]
     assert r2 == sorted(r2) or r2 == sorted(r2, reverse=True)
     assert r2[0] != r2[-1]
     panel.table.sortByColumn(COL_NORM, Qt.AscendingOrder)
-    norms = [float(panel.proxy.index(r, COL_NORM).data()) for r in range(panel.proxy.rowCount())]
+    norms = [float(panel.records.index(r, COL_NORM).data()) for r in range(panel.records.rowCount())]
     assert norms == sorted(norms)  # numeric: "10.2" after "9.8"
     assert rows(panel, COL_DIM) == st.order("norm", descending=False).tolist()
     panel.table.sortByColumn(COL_SLOPE, Qt.DescendingOrder)
@@ -151,7 +153,7 @@ def test_selection_overlays_those_curves_and_scaling(pe_window, qtbot):
     st = neurons.neuron_stats(layer)
     P = layer.P.double().numpy()
     top = st.order("norm")[:DEFAULT_SELECTION].tolist()
-    assert panel.drawn == top
+    assert panel.plotted == top
     shown = curve_data(panel)
     assert sorted(shown) == sorted(top)
     for k in top:
@@ -164,10 +166,10 @@ def test_selection_overlays_those_curves_and_scaling(pe_window, qtbot):
     view = panel.table
 
     def row_point(k):
-        return view.visualRect(panel.proxy.index(dims.index(k), COL_NORM)).center()
+        return view.visualRect(panel.records.index(dims.index(k), COL_NORM)).center()
 
     for n, k in enumerate(pick):
-        view.scrollTo(panel.proxy.index(dims.index(k), 0))
+        view.scrollTo(panel.records.index(dims.index(k), 0))
         qtbot.mouseClick(view.viewport(), Qt.LeftButton,
                          Qt.ControlModifier if n else Qt.NoModifier, row_point(k))
     assert sorted(panel.selected) == sorted(pick)
@@ -191,6 +193,9 @@ def test_selection_overlays_those_curves_and_scaling(pe_window, qtbot):
     assert "σ" in panel.curve_plot.getAxis("left").labelText
     from PySide6.QtCore import QSettings
 
+    from detokgui.gui.options import flush_settings
+
+    flush_settings()  # written a few seconds after the change, or now
     assert QSettings().value("neurons/scaled", type=bool) is True
 
     # linear fits: one dashed line per curve, from the core's slope and intercept
@@ -207,19 +212,19 @@ def test_group_filter_and_remembered_settings(pe_window, qtbot):
     panel = win.panel("neurons")
     panel.group.setCurrentIndex(panel.group.findData("periodic"))
     assert sorted(rows(panel, COL_DIM)) == PERIODIC
-    assert sorted(panel.drawn) == PERIODIC  # the shown group's top dims
+    assert sorted(panel.plotted) == PERIODIC  # the shown group's top dims
     panel.group.setCurrentIndex(panel.group.findData("linear"))
     assert sorted(rows(panel, COL_DIM)) == LINEAR
     # a selection survives the filter as far as the filter shows it
     sel = QItemSelection()
-    for r in range(panel.proxy.rowCount()):
-        if panel.dim_at_row(r) in (0, 2):
-            sel.select(panel.proxy.index(r, 0), panel.proxy.index(r, COL_GROUP))
+    for r in range(panel.records.rowCount()):
+        if panel.table.dim_at_row(r) in (0, 2):
+            sel.select(panel.records.index(r, 0), panel.records.index(r, COL_GROUP))
     panel.table.selectionModel().select(
         sel, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
-    assert sorted(panel.drawn) == [0, 2]
+    assert sorted(panel.plotted) == [0, 2]
     panel.group.setCurrentIndex(panel.group.findData("all"))
-    assert panel.proxy.rowCount() == layer.d and sorted(panel.drawn) == [0, 2]
+    assert panel.records.rowCount() == layer.d and sorted(panel.plotted) == [0, 2]
     panel.group.setCurrentIndex(panel.group.findData("linear"))
     panel.scaled.setChecked(True)
     wait_idle(qtbot, win)
@@ -261,26 +266,26 @@ def test_overlap_plot_equals_the_core(pe_window, qtbot):
     panel = win.panel("neurons")
 
     def bars():
-        items = [i for i in panel.overlap_plot.items if isinstance(i, BarGraphItem)]
+        items = [i for i in panel.overlap_view.plot.items if isinstance(i, BarGraphItem)]
         assert len(items) == 1
         return np.asarray(items[0].opts["height"])
 
-    r, m = panel.r_spin.value(), panel.m_spin.value()
+    r, m = panel.overlap_view.r_spin.value(), panel.overlap_view.m_spin.value()
     want = neurons.embedding_overlap(layer, r, m)
     np.testing.assert_allclose(bars(), want.overlap, rtol=1e-12)
     assert panel.overlap.baseline == pytest.approx(m / layer.d)
     # a burst of changes: only the last one is drawn
-    panel.m_spin.setValue(3)
-    panel.centre.setChecked(True)  # not debounced: a request for m=3 starts now
-    panel.m_spin.setValue(7)
-    panel.r_spin.setValue(6)
+    panel.overlap_view.m_spin.setValue(3)
+    panel.overlap_view.centre.setChecked(True)  # not debounced: a request for m=3 starts now
+    panel.overlap_view.m_spin.setValue(7)
+    panel.overlap_view.r_spin.setValue(6)
     panel.scaled.setChecked(True)
     qtbot.waitUntil(lambda: not panel.overlap_timer.isActive(), timeout=5000)
     wait_idle(qtbot, win)
     want = neurons.embedding_overlap(layer, 6, 7, scaled=True, centre=True)
     np.testing.assert_array_equal(panel.overlap.dims, want.dims)
     np.testing.assert_allclose(bars(), want.overlap, rtol=1e-12)
-    assert "Centred" in panel.overlap_plot.titleLabel.text
+    assert "Centred" in panel.overlap_view.plot.titleLabel.text
 
 
 def test_export_each_format(pe_window, qtbot, tmp_path):
@@ -299,14 +304,14 @@ def test_export_each_format(pe_window, qtbot, tmp_path):
     P = layer.P.double().numpy()
     with open(tmp_path / "f0.csv", newline="") as f:
         got = list(csv.DictReader(f))
-    assert len(got) == len(panel.drawn) * layer.n_positions
-    assert sorted({int(r["dim"]) for r in got}) == sorted(panel.drawn)
+    assert len(got) == len(panel.plotted) * layer.n_positions
+    assert sorted({int(r["dim"]) for r in got}) == sorted(panel.plotted)
     for row in got[::5]:
         assert float(row["value"]) == pytest.approx(P[int(row["position"]), int(row["dim"])],
                                                     rel=1e-7, abs=1e-12)
     with open(tmp_path / "f1.csv", newline="") as f:
         got = list(csv.DictReader(f))
-    want = neurons.embedding_overlap(layer, panel.r_spin.value(), panel.m_spin.value())
+    want = neurons.embedding_overlap(layer, panel.overlap_view.r_spin.value(), panel.overlap_view.m_spin.value())
     assert [int(r["direction"]) for r in got] == list(range(len(want.overlap)))
     np.testing.assert_allclose([float(r["overlap"]) for r in got], want.overlap, rtol=1e-7)
     np.testing.assert_allclose([float(r["singular_value"]) for r in got],

@@ -6,7 +6,7 @@ import csv
 
 import numpy as np
 import pytest
-from conftest import wait_idle
+from conftest import close_jobs, open_window
 from exported import non_background_pixels, svg_shapes
 from PySide6.QtCore import QPointF, Qt
 
@@ -17,9 +17,8 @@ from detokgui.core.demo import write_random_checkpoint
 def drawn(panel, i=None):
     """The panel shows its current request (at query position i, if given)."""
     def check():
-        req = panel.request
-        return (req is not None and req == panel.current_request() and panel.inflight is None
-                and (i is None or req[1] == i))
+        req = panel.shown_request
+        return req is not None and panel.settled() and (i is None or req.i == i)
     return check
 
 
@@ -93,9 +92,9 @@ def test_sigma_raw_window_and_head_choice(window, qtbot):
     win.state.set_head(2)
     qtbot.waitUntil(drawn(panel, 60), timeout=10000)
     assert panel.result.heads == [2]  # the selected head
-    panel.sigma.setCurrentIndex(panel.sigma.findData("max"))
+    panel.b3_sigma.setCurrentIndex(panel.b3_sigma.findData("max"))
     qtbot.waitUntil(drawn(panel, 60), timeout=10000)
-    assert panel.result.sigma == "max"
+    assert panel.result.b3_sigma == "max"
     assert_bias_plots(panel, layer, 60, "max")
     assert "σ max" in panel.grids["total"].title.text
 
@@ -129,36 +128,42 @@ def test_settings_are_remembered(window, qtbot):
     panel = show_bias(win, qtbot)
     panel.window_box.setChecked(True)
     panel.window_size.setValue(17)
-    panel.sigma.setCurrentIndex(panel.sigma.findData("none"))
+    panel.b3_sigma.setCurrentIndex(panel.b3_sigma.findData("none"))
     panel.show_buttons["total"].setChecked(False)
     panel.heads_box.set_mode("set", "0,2")
     again = PositionalBiasPanel(win.state, win.jobs)
     qtbot.addWidget(again)
     assert again.window_box.isChecked() and again.window_size.value() == 17
-    assert again.sigma.currentData() == "none"
+    assert again.b3_sigma.currentData() == "none"
     assert not again.show_buttons["total"].isChecked()
     assert again.heads_box.mode == "set" and again.heads_box.edit.text() == "0,2"
     assert not panel.frames["total"].isVisible()
 
 
 def test_dragging_never_queues_work(window, qtbot, monkeypatch):
+    import threading
+
     win = window
     panel = show_bias(win, qtbot)
     panel.heads_box.set_mode("all")
     qtbot.waitUntil(drawn(panel), timeout=10000)
-    in_flight, most = [], [0]
+    running, most, lock = [0], [0], threading.Lock()
     original = win.jobs.submit
 
     def submit(key, fn, on_done=None, **kw):
         if key != panel.job_key():
             return original(key, fn, on_done, **kw)
-        in_flight.append(key)
-        most[0] = max(most[0], len(in_flight))
 
-        def done(res):
-            in_flight.pop()
-            on_done(res)
-        return original(key, fn, done, **kw)
+        def counted():  # on the worker thread: how many computations run at once
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            try:
+                return fn()
+            finally:
+                with lock:
+                    running[0] -= 1
+        return original(key, counted, on_done, **kw)
 
     monkeypatch.setattr(win.jobs, "submit", submit)
     from PySide6.QtWidgets import QApplication
@@ -247,8 +252,8 @@ def test_export_each_format(window, qtbot, tmp_path):
     win.show_view("position-stats")
     stats = win.panel("position-stats")
     stats.heads_box.set_mode("all")
-    qtbot.waitUntil(lambda: stats.request is not None and len(stats.request[2]) == layer.n_heads,
-                    timeout=10000)
+    qtbot.waitUntil(lambda: stats.settled() and stats.shown_request is not None
+                    and len(stats.shown_request.heads) == layer.n_heads, timeout=10000)
     var_frame, last_frame = stats.plot_frames()
     for name, frame in (("variance", var_frame), ("last", last_frame)):
         for fmt in ("png", "svg", "csv"):
@@ -294,8 +299,8 @@ def test_position_stats_against_direct_computation(window, qtbot, tiny_ckpt):
     win.show_view("position-stats")
     stats = win.panel("position-stats")
     stats.heads_box.set_mode("set", "1,2")
-    qtbot.waitUntil(lambda: stats.request is not None and stats.request[2] == (1, 2),
-                    timeout=10000)
+    qtbot.waitUntil(lambda: stats.settled() and stats.shown_request is not None
+                    and stats.shown_request.heads == (1, 2), timeout=10000)
     x, y = stats.var_curve.getOriginalDataset()
     np.testing.assert_array_equal(x, np.arange(L))
     np.testing.assert_allclose(y, var, rtol=1e-5)
@@ -312,7 +317,7 @@ def test_position_stats_against_direct_computation(window, qtbot, tiny_ckpt):
             np.testing.assert_array_equal(xs, np.arange(i + 1))
             np.testing.assert_allclose(ys, expected, rtol=1e-4, atol=1e-5)
     stats.count.setValue(2)
-    qtbot.waitUntil(lambda: stats.request is not None and stats.request[1] == 2, timeout=10000)
+    qtbot.waitUntil(lambda: stats.settled() and stats.shown_request.count == 2, timeout=10000)
     cell = stats.grid.cells[1]
     assert [c.isVisible() for c in cell.curves.values()] == [True, True, False, False, False]
     np.testing.assert_allclose(cell.curves["q1"].getData()[1],
@@ -320,25 +325,15 @@ def test_position_stats_against_direct_computation(window, qtbot, tiny_ckpt):
 
 
 def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
-    from PySide6.QtCore import QSettings
-
-    from detokgui.gui.main_window import MainWindow
-
     folder = write_random_checkpoint(tmp_path / "p256", n_embd=64, n_head=4, n_positions=256,
                                      seed=7)
-    QSettings().clear()
-    win = MainWindow(model=str(folder), device="cpu")
-    qtbot.addWidget(win)
-    win.resize(1400, 900)
-    win.show()
+    win = open_window(qtbot, folder)
     try:
-        qtbot.waitUntil(lambda: win.state.layer is not None, timeout=60000)
-        wait_idle(qtbot, win)
         layer = win.state.layer
         assert layer.n_positions == 256
         panel = show_bias(win, qtbot)
         assert panel.slider.maximum() == 255 and panel.spin.maximum() == 255
-        assert panel.max_label.text() == "of 255"
+        assert panel.position.max_label.text() == "of 255"
         panel.heads_box.set_mode("all")
         panel.slider.setValue(255)
         qtbot.waitUntil(drawn(panel, 255), timeout=10000)
@@ -360,12 +355,12 @@ def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
         np.testing.assert_allclose(stats.grid.cells[h].curves["q4"].getData()[1],
                                    (k[:, h] @ q[255, h]).numpy(), rtol=1e-4, atol=1e-5)
     finally:
-        win.jobs.cancel()
-        win.jobs.wait(10000)
+        close_jobs(win)
 
 
 def test_decimation_keeps_every_spike():
-    from detokgui.gui.panels.position_common import parse_heads, peak_decimate, stable_range
+    from detokgui.gui.panels.position_common import peak_decimate, stable_range
+    from detokgui.gui.widgets import parse_heads
 
     rng = np.random.default_rng(0)
     x, y = np.arange(1024), rng.normal(size=1024)

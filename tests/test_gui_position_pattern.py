@@ -11,6 +11,7 @@ import torch
 from conftest import wait_idle
 from exported import non_background_pixels
 from PySide6.QtCore import QPointF, Qt
+from tables import cell_text, click_cell
 
 from detokgui.core import positional
 
@@ -69,7 +70,8 @@ def test_pattern_follows_token_position_and_head(window, qtbot):
     win.show_view("pattern")
     tokens = win.panel("tokens")
     tokens.set_text(" North Korea")
-    tokens.text_tokens.cellClicked.emit(0, 1)  # the token side selects ' North'
+    qtbot.waitUntil(lambda: tokens.text_tokens.token_ids()[:1] == [NORTH], timeout=5000)
+    click_cell(qtbot, tokens.text_tokens, 0, 1)  # the token side selects ' North'
     assert win.state.query_token == NORTH
     pat.n_spin.setValue(50)
     assert win.state.query_position == 50
@@ -136,9 +138,9 @@ def test_head_classification_table(window, qtbot):
     pat = win.panel("pattern")
     win.show_view("pattern")
     wait_idle(qtbot, win)
-    assert pat.classify_button.isEnabled()
+    assert pat.classes.button.isEnabled()
     expected = {r["head"]: r for r in positional.classify_heads(layer).rows()}
-    rows = pat.class_rows()
+    rows = pat.classes.rows()
     assert sorted(int(r["head"]) for r in rows) == list(range(layer.n_heads))
     for r in rows:
         e = expected[int(r["head"])]
@@ -148,13 +150,14 @@ def test_head_classification_table(window, qtbot):
             assert math.isclose(float(r[key]), e[key], rel_tol=2e-3, abs_tol=1e-3 * (
                 1 if key.endswith("fraction") or key == "recent_weight" else 0)), (key, r, e)
     # the reason is the row's tooltip; a click selects the head, also after sorting
-    t = pat.class_table
-    assert expected[int(t.item(0, 0).text())]["reason"] in t.item(0, 1).toolTip()
-    t.sortItems(2, Qt.DescendingOrder)  # by span
-    spans = [float(t.item(r, 2).text()) for r in range(t.rowCount())]
+    t = pat.classes.table
+    assert expected[int(cell_text(t, 0, 0))]["reason"] in t.model().index(0, 1).data(
+        Qt.ToolTipRole)
+    t.sortByColumn(2, Qt.DescendingOrder)  # by span
+    spans = [float(cell_text(t, r, 2)) for r in range(t.model().rowCount())]
     assert spans == sorted(spans, reverse=True)
-    widest = int(t.item(0, 0).text())
-    t.cellClicked.emit(0, 3)
+    widest = int(cell_text(t, 0, 0))
+    click_cell(qtbot, t, 0, 3)
     assert win.state.head == widest
     assert [i.row() for i in t.selectionModel().selectedRows()] == [0]
 
@@ -163,14 +166,14 @@ def test_classification_can_be_cancelled_and_restarted(window, qtbot):
     win, layer = window, window.state.layer
     pat = win.panel("pattern")
     win.show_view("pattern")  # starts the classification
-    assert not pat.classify_button.isEnabled()
+    assert not pat.classes.button.isEnabled()
     win.cancel_jobs()
     wait_idle(qtbot, win)
-    assert "cancelled" in pat.classes_label.text()
-    assert pat.classify_button.isEnabled() and pat.class_table.rowCount() == 0
-    qtbot.mouseClick(pat.classify_button, Qt.LeftButton)
+    assert "cancelled" in pat.classes.status.text()
+    assert pat.classes.button.isEnabled() and pat.classes.table.model().rowCount() == 0
+    qtbot.mouseClick(pat.classes.button, Qt.LeftButton)
     wait_idle(qtbot, win)
-    assert pat.class_table.rowCount() == layer.n_heads
+    assert pat.classes.table.model().rowCount() == layer.n_heads
 
 
 def test_job_finished_just_before_cancel_reports_cancel(qtbot):
@@ -212,11 +215,11 @@ def test_slopes_histogram_extremes_and_click(window, qtbot):
     ext = positional.slope_extremes(res, sl.k_spin.value())
     assert sl.extreme_ids("top") == ext.top_ids[1].tolist()
     assert sl.extreme_ids("bottom") == ext.bottom_ids[1].tolist()
-    assert float(sl.tables["top"].item(0, 2).text()) == float(f"{ext.top_values[1, 0]:.4g}")
+    assert float(cell_text(sl.tables["top"], 0, 2)) == float(f"{ext.top_values[1, 0]:.4g}")
 
     # clicking an extreme token selects it; the histogram marks it, the curve shows it
     target = ext.bottom_ids[1, 2].item()
-    sl.tables["bottom"].cellClicked.emit(2, 0)
+    click_cell(qtbot, sl.tables["bottom"], 2, 0)
     assert win.state.query_token == target
     wait_idle(qtbot, win)
     assert sl.marker.isVisible() and math.isclose(sl.marker.value(), res.column(1)[target],

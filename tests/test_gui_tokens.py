@@ -8,6 +8,7 @@ import torch
 from conftest import wait_idle
 from exported import non_background_pixels
 from PySide6.QtCore import Qt
+from tables import cell_text, click_cell, row_count
 
 from detokgui.core import affinity
 from detokgui.core.tokens import display_token
@@ -33,33 +34,33 @@ def test_search_select_topk_click_heatmap(window, qtbot):
     tokens = panel(win, "tokens")
     qtbot.waitUntil(lambda: len(tokens.strings) == layer.n_vocab, timeout=10000)
     tokens.search.setText(" North")
-    qtbot.waitUntil(lambda: tokens.results.rowCount() > 0, timeout=5000)
-    ids = [tokens.results.token_at(r) for r in range(tokens.results.rowCount())]
+    qtbot.waitUntil(lambda: row_count(tokens.results) > 0, timeout=5000)
+    ids = tokens.results.token_ids()
     assert NORTH in ids and all("North" in tokens.strings[i] for i in ids)
-    tokens.results.cellClicked.emit(ids.index(NORTH), 2)
+    click_cell(qtbot, tokens.results, ids.index(NORTH), 2)
     assert win.state.query_token == NORTH
 
     topk = panel(win, "topk")
     win.show_view("topk")
     wait_idle(qtbot, win)
     expected = affinity.topk_keys(layer, NORTH, topk.k_spin.value())
-    grid_tokens = [[topk.grid.item(r, c).text() for c in range(layer.n_heads)]
+    grid_tokens = [[cell_text(topk.grid, r, 1 + c) for c in range(layer.n_heads)]
                    for r in range(topk.k_spin.value())]
     for c in range(layer.n_heads):
         assert [row[c] for row in grid_tokens] == [
             display_token(layer.tokenizer, t) for t in expected.ids[c].tolist()]
     # one head in detail, head 2
     win.state.set_head(2)
-    assert topk.detail.rowCount() == topk.k_spin.value()
-    detail_ids = [int(topk.detail.item(r, 2).text()) for r in range(topk.detail.rowCount())]
+    assert row_count(topk.detail) == topk.k_spin.value()
+    detail_ids = [int(cell_text(topk.detail, r, 2)) for r in range(row_count(topk.detail))]
     assert detail_ids == expected.ids[2].tolist()
-    scores = [float(topk.detail.item(r, 3).text()) for r in range(topk.detail.rowCount())]
+    scores = [float(cell_text(topk.detail, r, 3)) for r in range(row_count(topk.detail))]
     np.testing.assert_allclose(scores, expected.scores[2].numpy(), atol=1e-4)
-    assert topk.detail.item(0, 4).text() == repr(
+    assert cell_text(topk.detail, 0, 4) == repr(
         layer.tokenizer.decode([detail_ids[0], NORTH]))
 
     # click the third key: it becomes the key token; the heatmap of the query's top-k marks it
-    topk.detail.cellClicked.emit(2, 1)
+    click_cell(qtbot, topk.detail, 2, 1)
     assert win.state.key_token == detail_ids[2]
     hm = panel(win, "heatmap")
     win.show_view("heatmap")
@@ -87,8 +88,8 @@ def test_heatmap_click_selects_tokens_and_hover_describes(window, qtbot):
     assert item.cell_at(scene_pos) == (1, 2)
     win_pos = hm.frame.view.mapFromScene(scene_pos)
     qtbot.mouseMove(hm.frame.view.viewport(), win_pos)
-    qtbot.waitUntil(lambda: "query" in hm.hover.text(), timeout=3000)
-    assert repr(display_token(layer.tokenizer, ids[1])) in hm.hover.text()
+    qtbot.waitUntil(lambda: "query" in hm.status.text(), timeout=3000)
+    assert repr(display_token(layer.tokenizer, ids[1])) in hm.status.text()
     qtbot.mouseClick(hm.frame.view.viewport(), Qt.LeftButton, pos=win_pos)
     assert win.state.query_token == ids[1] and win.state.key_token == ids[2]
 
@@ -104,7 +105,7 @@ def test_all_heads_grid_and_layernorm_toggle(window, qtbot):
     hm = panel(win, "heatmap")
     win.show_view("heatmap")
     hm.source.setCurrentIndex(hm.source.findData("sample"))
-    hm.n_spin.setValue(12)
+    hm.size_spin.setValue(12)
     hm.all_heads.setChecked(True)
     wait_idle(qtbot, win)
     assert len(hm.maps) == layer.n_heads

@@ -129,7 +129,7 @@ def test_errors_reach_the_status_line(qtbot, runner):
     r.submit("a", bad)
     r.submit("b", crash)
     qtbot.waitUntil(lambda: len([e for e in rec.events if e[0] == "failed"]) == 2, timeout=5000)
-    messages = dict((e[1], e[2]) for e in rec.events if e[0] == "failed")
+    messages = {e[1]: e[2] for e in rec.events if e[0] == "failed"}
     assert messages["a"] == "Position 5000 is outside 0..1023."
     assert "ZeroDivisionError" in messages["b"]
 
@@ -149,3 +149,115 @@ def test_window_cancel_button(window, qtbot):
     qtbot.waitUntil(lambda: not win.jobs.busy, timeout=5000)
     assert not win.cancel_button.isVisible()
     assert "Cancelled" in win.statusBar().currentMessage()
+
+
+def _live(cls) -> int:
+    import gc
+
+    return sum(type(o) is cls for o in gc.get_objects())
+
+
+def _collect(qtbot) -> None:
+    """Run deferred deletions (what the event loop does) and the garbage collector."""
+    import gc
+
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    gc.collect()
+
+
+def test_finished_jobs_hold_nothing(qtbot, runner):
+    """1000 submits (superseded, cancelled, failed, done): afterwards no job, task or
+    signal object is left, and nothing a job's function or callback captured is alive."""
+    import weakref
+
+    from PySide6.QtWidgets import QApplication
+
+    from detokgui.gui.jobs import Job, _Signals, _Task
+
+    r, _ = runner
+    _collect(qtbot)
+    before = [_live(c) for c in (Job, _Task, _Signals)]
+
+    class Payload:  # stands for a model captured by a closure
+        pass
+
+    refs, results = [], []
+    for i in range(1000):
+        payload = Payload()
+        refs.append(weakref.ref(payload))
+        if i % 10 == 3:
+            def fn(p=payload):
+                raise RuntimeError("boom")
+        elif i % 10 == 7:
+            def fn(p=payload):
+                yield Progress(0.5)
+                return p
+        else:
+            def fn(p=payload):
+                return id(p)
+        r.submit(f"k{i % 7}", fn, lambda res, p=payload: results.append(id(p)),
+                 on_error=lambda exc, msg, p=payload: None)
+        if i % 50 == 25:
+            r.cancel()
+        if i % 10 == 9:
+            QApplication.processEvents()
+        del payload, fn
+    qtbot.waitUntil(lambda: not r.busy, timeout=30000)
+    r.wait(10000)
+    _collect(qtbot)
+    assert results  # some jobs ran to the end
+    assert [_live(c) for c in (Job, _Task, _Signals)] == before
+    assert sum(ref() is not None for ref in refs) == 0
+    assert not r._active and not r._waiting
+
+
+def test_coalesced_jobs_never_queue(qtbot, runner):
+    """With coalesce, a running job is not cancelled; the newest waits, replacing any
+    waiting one; at most one runs; only the newest result is delivered."""
+    import threading
+
+    r, rec = runner
+    started, results, gate = [], [], threading.Event()
+
+    def job(n):
+        def fn():
+            started.append(n)
+            if n == 0:
+                gate.wait(5)
+            return n
+        return fn
+
+    for n in range(6):
+        r.submit("drag", job(n), results.append, coalesce=True)
+    qtbot.waitUntil(lambda: started == [0], timeout=5000)
+    assert len(r._active) == 2  # the running one and one waiting
+    gate.set()
+    qtbot.waitUntil(lambda: not r.busy, timeout=5000)
+    assert started == [0, 5] and results == [5]
+    assert ("cancelled", "drag") not in rec.events  # superseded jobs end silently
+
+
+def test_discard_reports_nothing_and_cancel_reports_once(qtbot, runner):
+    import threading
+
+    r, rec = runner
+    gate, calls = threading.Event(), []
+
+    def blocker():
+        gate.wait(5)
+        yield Progress(1.0)
+        return "late"
+
+    r.submit("a", blocker, calls.append, on_cancel=lambda: calls.append("cancel a"))
+    r.submit("b", blocker, calls.append, on_cancel=lambda: calls.append("cancel b"))
+    r.submit("c", lambda: "queued", calls.append, on_cancel=lambda: calls.append("cancel c"))
+    r.discard("a")
+    r.cancel("c")  # still queued behind a and b: reported at once
+    assert calls == ["cancel c"]
+    r.cancel("b")
+    gate.set()
+    qtbot.waitUntil(lambda: not r.busy, timeout=5000)
+    assert sorted(calls) == ["cancel b", "cancel c"]
+    assert ("cancelled", "a") not in rec.events

@@ -3,7 +3,7 @@ background thread, menus, status-bar progress with a cancel button."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSettings, Qt, Slot
+from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -20,7 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from detokgui.gui.jobs import JobRunner
+from detokgui.gui.jobs import JobRunner, release_memory
+from detokgui.gui.options import flush_settings, remember, remembered
 from detokgui.gui.state import AppState
 
 DEMO_LABELS = {
@@ -28,6 +29,10 @@ DEMO_LABELS = {
     "random-demo": "Random demo model (random weights)",
 }
 MAX_RECENT = 8
+DEFAULT_POSITION = 50  # the query position of a window's first model
+# remembered between sessions
+TAB, GEOMETRY = "window/tab", "window/geometry"
+RECENT, LAST_HUB, LAST_FOLDER = "models/recent", "models/last_hub", "models/last_folder"
 
 
 def load_layer(name: str, device: str | None, report):
@@ -56,7 +61,6 @@ class MainWindow(QMainWindow):
 
         self.setWindowTitle("detokgui")
         self.resize(1400, 900)
-        self.settings = QSettings()
         self.device = device
         self.state = AppState(self)
         self.jobs = JobRunner(self)
@@ -99,7 +103,6 @@ class MainWindow(QMainWindow):
         self._build_toolbar()
         self._build_status_bar()
         self._build_menus()
-        self.state.message.connect(self.show_message)
         self.jobs.progress.connect(self._on_progress)
         self.jobs.failed.connect(self._on_job_failed)
         self.jobs.busyChanged.connect(self._on_busy)
@@ -108,10 +111,10 @@ class MainWindow(QMainWindow):
         self.state.headChanged.connect(self.head_spin.setValue)
         self.state.queryTokenChanged.connect(self._show_selection)
         self.state.keyTokenChanged.connect(self._show_selection)
-        tab = self.settings.value("window/tab", 0, type=int)
+        tab = remembered(TAB, 0)
         self.tabs.setCurrentIndex(max(0, min(tab, self.tabs.count() - 1)))
-        self.tabs.currentChanged.connect(lambda i: self.settings.setValue("window/tab", i))
-        geometry = self.settings.value("window/geometry")
+        self.tabs.currentChanged.connect(lambda i: remember(TAB, i))
+        geometry = remembered(GEOMETRY, None)
         if geometry is not None:
             self.restoreGeometry(geometry)
         if model:
@@ -212,14 +215,11 @@ class MainWindow(QMainWindow):
         self.recent_menu.setEnabled(bool(recent))
 
     def recent_models(self) -> list[str]:
-        value = self.settings.value("models/recent", [])
-        if isinstance(value, str):
-            value = [value]
-        return [str(v) for v in (value or [])]
+        return remembered(RECENT, [])
 
     def _remember(self, name: str) -> None:
         recent = [name] + [r for r in self.recent_models() if r != name]
-        self.settings.setValue("models/recent", recent[:MAX_RECENT])
+        remember(RECENT, recent[:MAX_RECENT])
         self._fill_recent()
 
     # ------------------------------------------------------------------ model
@@ -245,13 +245,19 @@ class MainWindow(QMainWindow):
     def _loaded(self, name: str, layer) -> None:
         self.loading_name = None
         self._remember(name)
+        if self.state.layer is None:  # defaults first: one round of computations, not three
+            if self.state.query_token < 0:
+                self.state.set_query_token(default_query(layer))
+            if self.state.model_serial == 0 and self.state.query_position == 0:
+                self.state.set_query_position(min(DEFAULT_POSITION, layer.n_positions - 1))
         self.state.set_model(layer)
         if self.state.query_token < 0:
             self.state.set_query_token(default_query(layer))
+        QTimer.singleShot(0, self, release_memory)  # the previous model's memory, now free
         for note in layer.notes:
             self.show_message(note)
 
-    def _load_failed(self, exc: BaseException) -> None:
+    def _load_failed(self, exc: BaseException, _message: str = "") -> None:
         self.loading_name = None
         self.load_error = str(exc)
         self.banner.setText(
@@ -262,6 +268,7 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_model(self, layer) -> None:
+        self._show_selection()  # token names come from the model's tokenizer
         if layer is None:
             self.model_label.setText("no model")
             return
@@ -280,18 +287,18 @@ class MainWindow(QMainWindow):
         name, ok = QInputDialog.getText(
             self, "Open hub model",
             "Hugging Face model name (gpt2, gpt2-medium, gpt2-large, gpt2-xl, distilgpt2, …):",
-            text=self.settings.value("models/last_hub", "gpt2"),
+            text=remembered(LAST_HUB, "gpt2"),
         )
         if ok and name.strip():
-            self.settings.setValue("models/last_hub", name.strip())
+            remember(LAST_HUB, name.strip())
             self.load_model(name)
 
     def ask_model_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(
-            self, "Open GPT-2 checkpoint folder", self.settings.value("models/last_folder", "")
+            self, "Open GPT-2 checkpoint folder", remembered(LAST_FOLDER, "")
         )
         if folder:
-            self.settings.setValue("models/last_folder", folder)
+            remember(LAST_FOLDER, folder)
             self.load_model(folder)
 
     # ------------------------------------------------------------------ jobs
@@ -389,7 +396,8 @@ class MainWindow(QMainWindow):
         )
 
     def closeEvent(self, event):
-        self.settings.setValue("window/geometry", self.saveGeometry())
+        remember(GEOMETRY, self.saveGeometry())
+        flush_settings()
         self.jobs.cancel()
         self.jobs.wait(3000)
         super().closeEvent(event)

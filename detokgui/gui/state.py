@@ -16,14 +16,13 @@ class AppState(QObject):
     queryPositionChanged = Signal(int)
     tokenSetChanged = Signal(list)
     sigmaChanged = Signal(object)  # affinity.SigmaChoice
-    selectionChanged = Signal()  # after any of the above
-    message = Signal(str)  # a line for the status bar
 
     def __init__(self, parent=None):
         from detokgui.core.affinity import SigmaChoice
 
         super().__init__(parent)
         self._layer = None
+        self._serial = 0
         self._head = 0
         self._query = -1
         self._key = -1
@@ -36,6 +35,12 @@ class AppState(QObject):
     @property
     def layer(self):
         return self._layer
+
+    @property
+    def model_serial(self) -> int:
+        """Counts model changes: identifies the model a result was computed with, without
+        holding it (an id() can be reused by the next model)."""
+        return self._serial
 
     @property
     def head(self) -> int:
@@ -62,17 +67,13 @@ class AppState(QObject):
     def sigma(self):
         return self._sigma
 
-    def selection(self) -> tuple:
-        """A snapshot that identifies what a computation was made for."""
-        return (id(self._layer), self._head, self._query, self._key, self._position,
-                tuple(self._token_set), self._sigma)
-
     # -------------------------------------------------------------- write
 
     def set_model(self, layer) -> None:
         if layer is self._layer:
             return
         self._layer = layer
+        self._serial += 1
         if layer is not None:
             self._head = min(self._head, layer.n_heads - 1)
             self._position = min(self._position, layer.n_positions - 1)
@@ -80,7 +81,6 @@ class AppState(QObject):
             self._key = self._key if 0 <= self._key < layer.n_vocab else -1
             self._token_set = [t for t in self._token_set if t < layer.n_vocab]
         self.modelChanged.emit(layer)
-        self.selectionChanged.emit()
 
     def set_head(self, head: int) -> None:
         head = int(head)
@@ -89,21 +89,18 @@ class AppState(QObject):
         if head != self._head:
             self._head = head
             self.headChanged.emit(head)
-            self.selectionChanged.emit()
 
     def set_query_token(self, token: int) -> None:
         token = int(token)
         if token != self._query and self._valid_token(token):
             self._query = token
             self.queryTokenChanged.emit(token)
-            self.selectionChanged.emit()
 
     def set_key_token(self, token: int) -> None:
         token = int(token)
         if token != self._key and self._valid_token(token):
             self._key = token
             self.keyTokenChanged.emit(token)
-            self.selectionChanged.emit()
 
     def set_query_position(self, position: int) -> None:
         position = int(position)
@@ -112,20 +109,17 @@ class AppState(QObject):
         if position != self._position:
             self._position = position
             self.queryPositionChanged.emit(position)
-            self.selectionChanged.emit()
 
     def set_token_set(self, tokens) -> None:
         tokens = [int(t) for t in tokens if self._valid_token(int(t))]
         if tokens != self._token_set:
             self._token_set = tokens
             self.tokenSetChanged.emit(list(tokens))
-            self.selectionChanged.emit()
 
     def set_sigma(self, choice) -> None:
         if choice != self._sigma:
             self._sigma = choice
             self.sigmaChanged.emit(choice)
-            self.selectionChanged.emit()
 
     def _valid_token(self, token: int) -> bool:
         if token < 0:

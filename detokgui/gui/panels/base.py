@@ -1,33 +1,322 @@
-"""What every panel has: the shared state, the job runner, and its exportable plots."""
+"""What every panel has: the shared state, the job runner, its exportable plots, and the
+refresh cycle that turns the selection into drawn results.
+
+A panel writes three methods (see docs/panels.md):
+
+    def request(self) -> Request | None      # GUI thread: what to compute, a frozen
+                                              # dataclass with state.model_serial in it
+    @staticmethod
+    def compute(layer, request) -> result     # worker thread: plain or a generator
+    def draw(self, result) -> None            # GUI thread: result None = nothing to show
+
+and the base class does the rest (`Channel`): any change of the shared state or of the
+panel's options calls `refresh()`; a visible panel then asks `request()` and submits
+`compute` when the request differs from what is shown or being computed; a hidden one
+only remembers that it is out of date and computes when shown. A result is drawn only if
+its request is still the current one (the single stale check); a cancelled or failed
+computation leaves a message, never "computing…", and the view keeps the last result it
+drew. A panel with several independent computations adds channels with `add_channel`.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QWidget
+import html
+import time
+from collections.abc import Callable
+from functools import partial
+
+from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtWidgets import QLabel, QWidget
 
 from detokgui.gui.jobs import JobRunner
 from detokgui.gui.state import AppState
 
+BUSY_TEXT = "computing…"
+
+
+class StatusLine(QLabel):
+    """A line under a panel's plots: a summary of what is shown (`setText`, plain text),
+    "computing…" while its channels compute (then the text from before comes back), and
+    what happened when one was cancelled or failed, with a link that computes again
+    (`retry`)."""
+
+    retry = Signal(str)  # the name of the channel to compute again
+    busyChanged = Signal(bool)
+
+    def __init__(self, text: str = " ", parent=None):
+        super().__init__(parent)
+        self._busy: set[str] = set()
+        self._before: tuple[str, Qt.TextFormat] = (" ", Qt.PlainText)  # text before "computing…"
+        self.setText(text)
+        self.setOpenExternalLinks(False)
+        self.linkActivated.connect(lambda link: self.retry.emit(link.partition(":")[2]))
+
+    def setText(self, text: str) -> None:
+        self.setTextFormat(Qt.PlainText)
+        super().setText(text or " ")
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._busy)
+
+    def begin(self, name: str) -> None:
+        if not self._busy and self.text() != BUSY_TEXT:  # a summary comes back afterwards
+            stopped = self.textFormat() == Qt.RichText  # the message of a stopped one does not
+            self._before = (" ", Qt.PlainText) if stopped else (self.text(), Qt.PlainText)
+        was = self.busy
+        self._busy.add(name)
+        self.setText(BUSY_TEXT)
+        if not was:
+            self.busyChanged.emit(True)
+
+    def end(self, name: str) -> None:
+        was = self.busy
+        self._busy.discard(name)
+        if not self._busy and self.text() == BUSY_TEXT:
+            self.setText(self._before[0])
+        if was and not self.busy:
+            self.busyChanged.emit(False)
+
+    def stopped(self, name: str, what: str) -> None:
+        was = self.busy
+        self._busy.discard(name)
+        self.setTextFormat(Qt.RichText)
+        super().setText(f"{html.escape(what)} — <a href='retry:{name}'>compute again</a>")
+        if was and not self.busy:
+            self.busyChanged.emit(False)
+
+
+class Channel(QObject):
+    """One computation of a panel: request() -> compute(layer, request) on the job
+    runner -> draw(result). `shown` is the request of the drawn result, `pending` the one
+    being computed, `result` what was drawn."""
+
+    def __init__(self, panel: Panel, name: str, request: Callable, compute: Callable,
+                 draw: Callable, status: StatusLine, label: str, coalesce: bool = False):
+        super().__init__(panel)
+        self.panel = panel
+        self.name = name
+        self.request = request
+        self.compute = compute
+        self.draw = draw
+        self.status = status
+        self.label = label
+        self.coalesce = coalesce
+        self.shown = None
+        self.pending = None
+        self.failed = None  # a request that failed: not retried until asked or changed
+        self.result = None
+        self.blank = False  # drawn with None since the last result or model change
+        self.dirty = True
+        self.started = 0.0  # perf_counter() at the last submit
+        self.seconds = 0.0  # from submit to result, of the drawn result
+        status.retry.connect(self.retry)
+
+    @property
+    def key(self) -> str:
+        return self.panel.job_key(self.name)
+
+    def forget(self) -> None:
+        """Drop the result and every request (the model changed)."""
+        if self.pending is not None:
+            self.panel.jobs.discard(self.key)
+            self.status.end(self.name)
+        self.shown = self.pending = self.failed = self.result = None
+        self.blank = False
+        self.dirty = True
+
+    @Slot(str)
+    def retry(self, name: str | None = None) -> None:
+        """Compute again (when `name`, the name of the channel asked for, is this one's)."""
+        if name is None or name == self.name:
+            self.update(force=True)
+
+    def update(self, force: bool = False) -> None:
+        """Compute what the current request needs, if the panel is visible."""
+        if not self.panel.isVisible():
+            self.dirty = True
+            return
+        self.dirty = False
+        req = self.request()
+        if req is None:
+            if self.blank:
+                return
+            if self.pending is not None:
+                self.panel.jobs.discard(self.key)
+            self.shown = self.pending = self.failed = self.result = None
+            self.blank = True
+            self.status.end(self.name)
+            self.draw(None)
+            return
+        self.blank = False
+        if not force:
+            if req == self.shown and self.pending is not None:  # back to what is shown
+                self.panel.jobs.discard(self.key)
+                self.pending = None
+                self.status.end(self.name)
+            if req in (self.shown, self.pending, self.failed):
+                return
+        self.pending, self.failed = req, None
+        self.started = time.perf_counter()
+        self.status.begin(self.name)
+        self.panel.jobs.submit(
+            self.key, partial(self.compute, self.panel.state.layer, req),
+            partial(self._done, req), label=self.label, coalesce=self.coalesce,
+            on_error=partial(self._failed, req), on_cancel=partial(self._cancelled, req))
+
+    def _done(self, req, result) -> None:
+        if req == self.pending:
+            self.pending = None
+            self.status.end(self.name)
+        if req != self.request():
+            self.dirty = True
+            return  # made for an older selection
+        self.shown, self.result = req, result
+        self.seconds = time.perf_counter() - self.started
+        self.draw(result)
+        self.panel.drawn.emit(self.name)
+
+    def _cancelled(self, req) -> None:
+        if req == self.pending:
+            self.pending = None
+            self.dirty = True
+            shown = "; still showing the previous result" if self.result is not None else ""
+            self.status.stopped(self.name, f"{self.label} cancelled{shown}")
+
+    def _failed(self, req, _exc, message: str) -> None:
+        if req == self.pending:
+            self.pending = None
+            self.failed = req
+            shown = " (still showing the previous result)" if self.result is not None else ""
+            self.status.stopped(self.name, message + shown)
+
 
 class Panel(QWidget):
     """Base for panels. Subclasses set `title` and `view_name` (used by --view and the
-    export commands) and return their PlotFrames from `plot_frames()`."""
+    export commands), return their PlotFrames from `plot_frames()`, place `self.status`,
+    and write request / compute / draw (or add channels)."""
 
     title = "Panel"
     view_name = "panel"
     tooltip = ""
+
+    drawn = Signal(str)  # a channel drew a new result (the channel's name)
 
     def __init__(self, state: AppState, jobs: JobRunner, parent=None):
         super().__init__(parent)
         self.state = state
         self.jobs = jobs
         self.setToolTip(self.tooltip)
+        self.status = StatusLine()
+        self.channels: dict[str, Channel] = {}
+        self._on_show: dict[Callable, None] = {}  # redraws put off while hidden, in order
+        if type(self).request is not Panel.request:
+            self.add_channel("", self.request, self.compute, self.draw, label=self.title)
+        state.modelChanged.connect(self._model_changed)
+        for signal in (state.headChanged, state.queryTokenChanged, state.keyTokenChanged,
+                       state.queryPositionChanged, state.tokenSetChanged, state.sigmaChanged):
+            signal.connect(self.refresh)
+
+    # ------------------------------------------------------------------ for subclasses
+
+    def request(self):
+        """What to compute now: a frozen dataclass (equal requests give equal results;
+        include state.model_serial), or None when there is nothing to compute."""
+        raise NotImplementedError
+
+    @staticmethod
+    def compute(layer, request):
+        """The job, on a worker thread: no widgets, no state; a generator may yield
+        core.progress.Progress and return the result."""
+        raise NotImplementedError
+
+    def draw(self, result) -> None:
+        """Show `result` (None: nothing to show)."""
+        raise NotImplementedError
+
+    def model_changed(self, layer) -> None:
+        """A new model (or None): adjust ranges and widgets; results are recomputed."""
+
+    def add_channel(self, name: str, request: Callable, compute: Callable, draw: Callable, *,
+                    status: StatusLine | None = None, label: str = "",
+                    coalesce: bool = False) -> Channel:
+        ch = Channel(self, name, request, compute, draw, status or self.status,
+                     label or self.title, coalesce)
+        self.channels[name] = ch
+        return ch
 
     def plot_frames(self) -> list:
         return []
 
+    # ------------------------------------------------------------------ the cycle
+
+    def channel(self, name: str = "") -> Channel:
+        return self.channels[name]
+
+    @property
+    def result(self):
+        """The main channel's drawn result."""
+        return self.channels[""].result
+
+    @property
+    def shown_request(self):
+        """The request of the main channel's drawn result."""
+        return self.channels[""].shown
+
+    def settled(self) -> bool:
+        """Nothing is being computed and every channel shows its current request."""
+        return all(ch.pending is None and not ch.dirty and
+                   (ch.shown == ch.request() or ch.failed is not None)
+                   for ch in self.channels.values())
+
+    @Slot()
+    def refresh(self, *_) -> None:
+        """Bring every channel up to date (when visible; else when shown)."""
+        for ch in self.channels.values():
+            ch.update()
+
+    def redraw(self, *_) -> None:
+        """Draw the main channel's result again (a change that needs no computation);
+        a hidden panel does it when shown."""
+        if self.isVisible():
+            self.draw(self.result)
+        else:
+            self._on_show[self._redraw_now] = None
+
+    def _redraw_now(self) -> None:
+        self.draw(self.result)
+
+    def when_visible(self, fn: Callable[[], None]) -> Callable:
+        """A slot that calls fn() now if the panel is visible, else once when it is shown
+        (for updates of what is drawn that need no computation)."""
+        def slot(*_):
+            if self.isVisible():
+                fn()
+            else:
+                self._on_show[fn] = None
+        return slot
+
+    @Slot(object)
+    def _model_changed(self, layer) -> None:
+        for ch in self.channels.values():
+            ch.forget()
+        self.model_changed(layer)
+        self.refresh()
+
+    def showEvent(self, event):
+        super().showEvent(event)
+        self.refresh()
+        pending, self._on_show = self._on_show, {}
+        for fn in pending:
+            fn()
+
     @property
     def layer(self):
         return self.state.layer
+
+    @property
+    def serial(self) -> int:
+        return self.state.model_serial
 
     def job_key(self, what: str = "") -> str:
         return f"{self.view_name}:{what}" if what else self.view_name

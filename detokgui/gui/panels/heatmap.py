@@ -5,6 +5,7 @@ one head or all heads, with or without LayerNorm."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import QTimer, Slot
@@ -20,26 +21,61 @@ from PySide6.QtWidgets import (
 from detokgui.core import affinity
 from detokgui.core.tables import heatmap_table
 from detokgui.core.tokens import display_token
+from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame, connect_hover
 
 SOURCES = (("text", "Tokens of the typed text"), ("sample", "Random sample"),
            ("topk", "Query + its top-k keys"))
+HINTS = {"text": "Type text in the Tokens panel.",
+         "topk": "Select a query token in the Tokens panel."}
 MAX_TOKENS = affinity.MAX_HEATMAP_TOKENS
 
 
-def heatmap_tokens(layer, source: str, token_set, query: int, head: int, sigma, n: int,
+def heatmap_tokens(layer, source: str, token_set, query: int, head: int, sigma, size: int,
                    seed: int) -> list[int]:
-    """The token set a heatmap shows: the typed text's tokens, a seeded sample of n, or the
-    query followed by its top n-1 keys in `head`."""
+    """The token set a heatmap shows: the typed text's tokens, a seeded sample of `size`,
+    or the query followed by its top size-1 keys in `head`."""
     if source == "text":
         return list(token_set)[:MAX_TOKENS]
     if source == "sample":
-        return affinity.random_token_sample(layer, min(n, MAX_TOKENS), seed)
+        return affinity.random_token_sample(layer, min(size, MAX_TOKENS), seed)
     if query < 0:
         return []
-    res = affinity.topk_keys(layer, query, min(n, MAX_TOKENS) - 1, sigma, heads=[head])
+    res = affinity.topk_keys(layer, query, min(size, MAX_TOKENS) - 1, sigma, heads=[head])
     return [query] + [t for t in res.ids[0].tolist() if t != query]
+
+
+@dataclass(frozen=True)
+class Options:
+    source: str = "text"
+    size: int = 30  # tokens of a sample / of the top-k list
+    seed: int = 0
+    all_heads: bool = False
+    layernorm: bool = True
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    source: str
+    size: int
+    seed: int
+    heads: tuple[int, ...]
+    sigma: affinity.SigmaChoice  # of the values: the shared convention, or none
+    token_set: tuple[int, ...]  # source "text"
+    query: int  # source "topk": the query, its head and the ranking's sigma
+    head: int
+    rank_sigma: affinity.SigmaChoice | None
+
+
+@dataclass
+class HeatmapResult:
+    tokens: list[int]
+    labels: list[str]
+    values: np.ndarray | None  # [len(heads), n, n]
+    heads: list[int]
+    sigma: affinity.SigmaChoice
 
 
 class HeatmapPanel(Panel):
@@ -49,11 +85,6 @@ class HeatmapPanel(Panel):
 
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
-        self.values = None  # [len(heads), n, n]
-        self.heads: list[int] = []
-        self.tokens: list[int] = []
-        self.labels: list[str] = []
-        self.request = None
         self.maps: list[Heatmap | HeatmapTile] = []  # what is shown
         # Plot items are built once and reused: a Heatmap (a PlotItem) or a colour bar costs
         # ~10 ms to build, a grid tile ~1.5 ms.
@@ -67,13 +98,12 @@ class HeatmapPanel(Panel):
             self.source.addItem(text, key)
         self.source.setToolTip("Which tokens the heatmap compares")
         row.addWidget(self.source)
-        self.n_label = QLabel("N")
-        row.addWidget(self.n_label)
-        self.n_spin = QSpinBox()
-        self.n_spin.setRange(2, MAX_TOKENS)
-        self.n_spin.setValue(30)
-        self.n_spin.setToolTip("Sample size / number of top-k tokens")
-        row.addWidget(self.n_spin)
+        self.size_label = QLabel("N")
+        row.addWidget(self.size_label)
+        self.size_spin = QSpinBox()
+        self.size_spin.setRange(2, MAX_TOKENS)
+        self.size_spin.setToolTip("Sample size / number of top-k tokens")
+        row.addWidget(self.size_spin)
         self.seed_label = QLabel("seed")
         row.addWidget(self.seed_label)
         self.seed_spin = QSpinBox()
@@ -84,128 +114,95 @@ class HeatmapPanel(Panel):
         self.all_heads.setToolTip("Show a grid of every head instead of the selected head")
         row.addWidget(self.all_heads)
         self.layernorm = QCheckBox("LayerNorm")
-        self.layernorm.setChecked(True)
         self.layernorm.setToolTip("On: divide by σ (convention of the Top-k panel).\n"
                                   "Off: raw e W^QK e^T, 'without LayerNorm' (Fig 12).")
         row.addWidget(self.layernorm)
         row.addStretch(1)
         lay.addLayout(row)
+        self.options = BoundOptions("heatmap", Options, {
+            "source": self.source, "size": self.size_spin, "seed": self.seed_spin,
+            "all_heads": self.all_heads, "layernorm": self.layernorm}, self)
 
         self.frame = PlotFrame("Affinity heatmap", self._table)
         lay.addWidget(self.frame, 1)
-        self.hover = QLabel(" ")
-        self.hover.setToolTip("Hover over a cell; click it to select its query and key tokens")
-        lay.addWidget(self.hover)
+        self.status.setToolTip("Hover over a cell; click it to select its query and key tokens")
+        lay.addWidget(self.status)
         connect_hover(self.frame, lambda: self.maps, self._hover_text)
 
-        self.source.currentIndexChanged.connect(self._source_changed)
-        for w in (self.n_spin, self.seed_spin):
-            w.valueChanged.connect(self.refresh)
-        self.all_heads.toggled.connect(self.refresh)
-        self.layernorm.toggled.connect(self.refresh)
-        state.modelChanged.connect(self.refresh)
-        state.tokenSetChanged.connect(self._maybe_refresh("text"))
-        state.queryTokenChanged.connect(self._query_changed)
-        state.sigmaChanged.connect(self.refresh)
-        state.headChanged.connect(self._head_changed)
-        state.keyTokenChanged.connect(self._mark_selection)
-        self._source_changed()
+        self.options.changed.connect(self._options_changed)
+        state.queryTokenChanged.connect(self.when_visible(self._mark_selection))
+        state.keyTokenChanged.connect(self.when_visible(self._mark_selection))
+        self._options_changed(self.options.value)
 
     def plot_frames(self):
         return [self.frame]
 
-    def _maybe_refresh(self, source: str):
-        def handler(*_):
-            if self.source.currentData() == source:
-                self.refresh()
-        return handler
+    @property
+    def tokens(self) -> list[int]:
+        return self.result.tokens if self.result is not None else []
 
-    @Slot()
-    def _query_changed(self, *_):
-        if self.source.currentData() == "topk":
-            self.refresh()
-        else:
-            self._mark_selection()
+    @property
+    def heads(self) -> list[int]:
+        return self.result.heads if self.result is not None else []
 
-    @Slot()
-    def _head_changed(self, *_):
-        if not self.all_heads.isChecked() or self.source.currentData() == "topk":
-            self.refresh()
+    @property
+    def values(self) -> np.ndarray | None:
+        return self.result.values if self.result is not None else None
 
-    @Slot()
-    def _source_changed(self, *_):
-        source = self.source.currentData()
-        for w in (self.n_label, self.n_spin):
-            w.setVisible(source != "text")
+    @Slot(object)
+    def _options_changed(self, opts: Options) -> None:
+        for w in (self.size_label, self.size_spin):
+            w.setVisible(opts.source != "text")
         for w in (self.seed_label, self.seed_spin):
-            w.setVisible(source == "sample")
+            w.setVisible(opts.source == "sample")
+        if opts.all_heads and self.layer is not None:
+            self._build_tiles(self.layer.n_heads)  # while the values compute
         self.refresh()
 
     def _hover_text(self, text: str) -> None:
-        self.hover.setText(text or " ")
+        self.status.setText(text or " ")
 
     # ------------------------------------------------------------------ compute
 
-    def sigma(self) -> affinity.SigmaChoice:
-        return self.state.sigma if self.layernorm.isChecked() else affinity.SigmaChoice("none")
-
-    @Slot()
-    def refresh(self, *_) -> None:
-        layer = self.layer
+    def request(self):
+        layer, s, o = self.layer, self.state, self.options.value
         if layer is None:
-            return
-        heads = list(range(layer.n_heads)) if self.all_heads.isChecked() else [self.state.head]
-        source, n, seed = self.source.currentData(), self.n_spin.value(), self.seed_spin.value()
-        sigma, state = self.sigma(), self.state
-        token_set, query, head = tuple(state.token_set), state.query_token, state.head
-        request = (id(layer), source, n, seed, tuple(heads), sigma, token_set,
-                   query if source == "topk" else None, head if source == "topk" else None)
-        if request == self.request:
-            return
-        self.request = request
-        if len(heads) > 1:
-            self._build_tiles(len(heads))  # while the values compute
+            return None
+        heads = tuple(range(layer.n_heads)) if o.all_heads else (s.head,)
+        sigma = s.sigma if o.layernorm else affinity.SigmaChoice("none")
+        topk = o.source == "topk"
+        return Request(self.serial, o.source, o.size, o.seed, heads, sigma,
+                       tuple(s.token_set) if o.source == "text" else (),
+                       s.query_token if topk else -1, s.head if topk else -1,
+                       s.sigma if topk else None)
 
-        def job():
-            tokens = heatmap_tokens(layer, source, token_set, query, head, state.sigma, n, seed)
-            if not tokens:
-                return tokens, [], None
-            labels = [display_token(layer.tokenizer, t) for t in tokens]
-            values = affinity.affinity_block(layer, tokens, tokens, sigma, heads).cpu().numpy()
-            return tokens, labels, values
-
-        self.hover.setText("computing…")
-        self.jobs.submit(self.job_key(), job, lambda res, req=request, hs=heads: self._done(req, hs, res),
-                         label="Affinity heatmap")
-
-    def _done(self, request, heads, result) -> None:
-        if request != self.request:
-            return
-        self.tokens, self.labels, self.values = result
-        self.heads = heads
-        self._draw()
+    @staticmethod
+    def compute(layer, req: Request) -> HeatmapResult:
+        tokens = heatmap_tokens(layer, req.source, req.token_set, req.query, req.head,
+                                req.rank_sigma, req.size, req.seed)
+        if not tokens:
+            return HeatmapResult([], [], None, list(req.heads), req.sigma)
+        labels = [display_token(layer.tokenizer, t) for t in tokens]
+        values = affinity.affinity_block(layer, tokens, tokens, req.sigma, req.heads)
+        return HeatmapResult(tokens, labels, values.cpu().numpy(), list(req.heads), req.sigma)
 
     # ------------------------------------------------------------------ draw
 
-    def _draw(self) -> None:
+    def draw(self, res: HeatmapResult | None) -> None:
         view = self.frame.view
-        if self.values is None:
+        if res is None or res.values is None:
             view.clear()
             self.maps = []
-            hint = {"text": "Type text in the Tokens panel.",
-                    "topk": "Select a query token in the Tokens panel."}.get(
-                        self.source.currentData(), "")
-            view.addLabel(hint or "No tokens.")
-            self.hover.setText(" ")
+            view.addLabel(HINTS.get(self.options.value.source, "No tokens."))
+            self.status.setText(" ")
             return
-        labels = self.labels
-        n_maps = len(self.heads)
+        n_maps = len(res.heads)
         cols = 1 if n_maps == 1 else math.ceil(math.sqrt(n_maps))
         levels = None
         if n_maps > 1:  # one colour scale for the grid so heads compare
-            m = float(np.nanmax(np.abs(self.values))) or 1.0
+            m = float(np.nanmax(np.abs(res.values))) or 1.0
             levels = (-m, m)
-        kind = "T_ee" if self.layernorm.isChecked() else "raw e W^QK e^T"
+        kind = "T_ee" if res.sigma.convention != "none" else "raw e W^QK e^T"
         maps = self._grid_tiles(n_maps) if n_maps > 1 else [self._single_map()]
         if maps != self.maps:  # lay them out; the same items stay where they are
             view.clear()
@@ -213,22 +210,21 @@ class HeatmapPanel(Panel):
                 view.addItem(hm, row=k // cols, col=k % cols)
             maps[0].attach_colorbar(view.ci, 0, cols)
             self.maps = maps
-        for k, (h, hm) in enumerate(zip(self.heads, maps)):
+        for k, (h, hm) in enumerate(zip(res.heads, maps)):
             if n_maps == 1:
-                hm.setTitle(f"head {h}: {kind} ({self.sigma().label()})")
+                hm.setTitle(f"head {h}: {kind} ({res.sigma.label()})")
             else:
                 hm.title.setText(f"head {h}")
-            hm.set_matrix(self.values[k], labels, labels, levels)
+            hm.set_matrix(res.values[k], res.labels, res.labels, levels)
         self._mark_selection()
-        self.hover.setText(f"{len(self.tokens)} tokens · {kind} · hover a cell")
+        self.status.setText(f"{len(res.tokens)} tokens · {kind} · hover a cell")
 
     def _single_map(self) -> Heatmap:
         if self.single is None:
             self.single = Heatmap(max_labels=60)
             self.single.setLabel("left", "query")
             self.single.setLabel("bottom", "key")
-            self.single.cellClicked.connect(
-                lambda r, c: self._cell_clicked(self.heads[0], r, c))
+            self.single.cellClicked.connect(lambda r, c: self._cell_clicked(0, r, c))
         return self.single
 
     def _grid_tiles(self, n: int) -> list[HeatmapTile]:
@@ -236,7 +232,7 @@ class HeatmapPanel(Panel):
         tile's colour bar."""
         while len(self.tiles) < n:
             k, tile = len(self.tiles), HeatmapTile()
-            tile.cellClicked.connect(lambda r, c, k=k: self._cell_clicked(self.heads[k], r, c))
+            tile.cellClicked.connect(lambda r, c, k=k: self._cell_clicked(k, r, c))
             self.tiles.append(tile)
         self.tiles[0].make_colorbar()
         return self.tiles[:n]
@@ -248,16 +244,17 @@ class HeatmapPanel(Panel):
             self._grid_tiles(min(n, len(self.tiles) + per_turn))
             QTimer.singleShot(0, self, lambda: self._build_tiles(n, per_turn))
 
-    def _cell_clicked(self, head: int, r: int, c: int) -> None:
-        self.state.set_head(head)
+    def _cell_clicked(self, k: int, r: int, c: int) -> None:
+        self.state.set_head(self.heads[k])
         self.state.set_query_token(self.tokens[r])
         self.state.set_key_token(self.tokens[c])
 
     @Slot()
     def _mark_selection(self, *_) -> None:
+        tokens = self.tokens
         q, k = self.state.query_token, self.state.key_token
-        r = self.tokens.index(q) if q in self.tokens else -1
-        c = self.tokens.index(k) if k in self.tokens else -1
+        r = tokens.index(q) if q in tokens else -1
+        c = tokens.index(k) if k in tokens else -1
         for hm in self.maps:
             hm.mark(r, c)
 

@@ -1,46 +1,30 @@
-"""What the position panels (B1-B3, B5) share: which heads are visible (the selected one,
-all of them, or a chosen set), one PlotFrame's per-head small multiples with shared axes,
-and clicks that choose a query position."""
+"""What the position panels (B1-B3, B5) share: one PlotFrame's per-head small multiples
+with shared axes (HeadGrid), and view ranges that change only when they must."""
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, QSettings, Qt, Signal, Slot
+from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPen
 from PySide6.QtWidgets import (
-    QComboBox,
     QGraphicsItem,
     QGraphicsLineItem,
     QGraphicsRectItem,
     QGraphicsSimpleTextItem,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QWidget,
 )
 
 from detokgui.gui.plots import PlotFrame, head_color
+from detokgui.gui.position import position_at
 
-HEAD_MODES = (("selected", "Selected head"), ("all", "All heads"), ("set", "Chosen heads"))
 LEFT_AXIS_WIDTH = 46
 TICK_PX_X = 40  # at least this many pixels between labelled x ticks
 TICK_PX_Y = 28
 TITLE_SIZE = "10pt"
 MASKED_BRUSH = QColor(120, 120, 120, 38)
-
-
-def parse_heads(text: str, n_heads: int) -> list[int]:
-    """'0,3,7' or '0-3 8' -> the valid heads, sorted, each once; others are ignored."""
-    heads: set[int] = set()
-    for a, b in re.findall(r"(\d+)(?:\s*-\s*(\d+))?", text or ""):
-        lo, hi = int(a), int(b) if b else int(a)
-        heads.update(h for h in range(min(lo, hi), max(lo, hi) + 1) if h < n_heads)
-    return sorted(heads)
 
 
 def nice_step(x: float) -> float:
@@ -83,67 +67,6 @@ def smaller_nice_step(step: float) -> float:
 
 def grid_columns(n: int) -> int:
     return 1 if n <= 1 else math.ceil(math.sqrt(n))
-
-
-class HeadChooser(QWidget):
-    """Selected head / all heads / a chosen set ("0,3,7"), remembered under `key`."""
-
-    changed = Signal()
-
-    def __init__(self, key: str, parent=None):
-        super().__init__(parent)
-        self.key = key
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(QLabel("Heads"))
-        self.combo = QComboBox()
-        for mode, text in HEAD_MODES:
-            self.combo.addItem(text, mode)
-        self.combo.setToolTip("Which heads to plot: the head selected in the toolbar, a grid of\n"
-                              "all heads, or the heads typed in the box (e.g. 0,3,7 or 0-5)")
-        lay.addWidget(self.combo)
-        self.edit = QLineEdit()
-        self.edit.setPlaceholderText("e.g. 0,3,7")
-        self.edit.setToolTip("Heads to plot (0-based): numbers and ranges, e.g. 0,3,7 or 0-5")
-        self.edit.setMaximumWidth(110)
-        lay.addWidget(self.edit)
-        settings = QSettings()
-        mode = settings.value(f"{key}/heads", "selected")
-        self.combo.setCurrentIndex(max(0, self.combo.findData(mode)))
-        self.edit.setText(str(settings.value(f"{key}/head_set", "0,1,2,3")))
-        self.edit.setVisible(self.mode == "set")
-        self.combo.currentIndexChanged.connect(self._mode_changed)
-        self.edit.editingFinished.connect(self._set_changed)
-
-    @property
-    def mode(self) -> str:
-        return self.combo.currentData()
-
-    def set_mode(self, mode: str, head_set: str | None = None) -> None:
-        if head_set is not None:
-            self.edit.setText(head_set)
-            QSettings().setValue(f"{self.key}/head_set", head_set)
-        self.combo.setCurrentIndex(self.combo.findData(mode))
-        self.changed.emit()
-
-    def heads(self, selected: int, n_heads: int) -> list[int]:
-        if self.mode == "all":
-            return list(range(n_heads))
-        if self.mode == "set":
-            return parse_heads(self.edit.text(), n_heads) or [min(selected, n_heads - 1)]
-        return [min(selected, n_heads - 1)]
-
-    @Slot()
-    def _mode_changed(self, *_):
-        self.edit.setVisible(self.mode == "set")
-        QSettings().setValue(f"{self.key}/heads", self.mode)
-        self.changed.emit()
-
-    @Slot()
-    def _set_changed(self):
-        QSettings().setValue(f"{self.key}/head_set", self.edit.text())
-        if self.mode == "set":
-            self.changed.emit()
 
 
 class ViewCurve(pg.PlotCurveItem):
@@ -295,12 +218,6 @@ class HeadCell(pg.GraphicsLayout):
             if step and ax.isVisible() and ax._tickSpacing != [(step, 0)]:
                 ax.setTickSpacing(levels=[(step, 0)])
 
-    def x_at(self, scene_pos: QPointF) -> float | None:
-        """The data x under a scene position, None when outside this cell's view box."""
-        if not self.vb.sceneBoundingRect().contains(scene_pos):
-            return None
-        return float(self.vb.mapSceneToView(scene_pos).x())
-
 
 class HeadGrid:
     """The per-head cells of one PlotFrame: a title row, then the visible heads' cells on
@@ -405,13 +322,18 @@ class HeadGrid:
         for c in cells:
             c.set_ticks(x_step, y_step)
 
-    def at(self, scene_pos: QPointF) -> tuple[int, float] | None:
-        """(head, data x) of the cell under a scene position, or None."""
+    def at(self, scene_pos: QPointF, n_positions: int) -> tuple[int, int] | None:
+        """(head, key position j) of the cell under a scene position, or None."""
         for h in self.heads:
-            x = self.cells[h].x_at(scene_pos)
-            if x is not None:
-                return h, x
+            j = position_at(self.cells[h].vb, scene_pos, n_positions)
+            if j is not None:
+                return h, j
         return None
+
+    def position(self, scene_pos: QPointF, n_positions: int) -> int | None:
+        """The key position j under a scene position in any cell, or None."""
+        hit = self.at(scene_pos, n_positions)
+        return None if hit is None else hit[1]
 
 
 def stable_range(current, lo: float, hi: float, zero_based: bool = False,
@@ -460,21 +382,3 @@ def data_range(arrays, a: int, b: int) -> tuple[float, float]:
             lo = min(lo, float(np.nanmin(part)))
             hi = max(hi, float(np.nanmax(part)))
     return lo, hi
-
-
-def connect_position_clicks(grid: HeadGrid, n_positions: Callable[[], int],
-                            choose: Callable[[int], None]) -> None:
-    """A left click inside any cell of `grid` chooses the query position under it."""
-
-    def clicked(ev):
-        if ev.button() != Qt.LeftButton or ev.double():
-            return
-        hit = grid.at(ev.scenePos())
-        if hit is None:
-            return
-        L = n_positions()
-        if L > 0:
-            choose(int(max(0, min(L - 1, round(hit[1])))))
-            ev.accept()
-
-    grid.frame.view.scene().sigMouseClicked.connect(clicked)

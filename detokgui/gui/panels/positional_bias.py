@@ -11,19 +11,19 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import Qt, Slot
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QHBoxLayout,
     QLabel,
-    QSlider,
     QSpinBox,
     QSplitter,
     QToolButton,
     QVBoxLayout,
 )
+from superqt.utils import signals_blocked
 
 from detokgui.core.positional import (
     SIGMA_CHOICES,
@@ -34,19 +34,19 @@ from detokgui.core.positional import (
     positional_bias,
 )
 from detokgui.core.tables import bias_lines_table, position_band_table
+from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.position_common import (
     HeadCell,
-    HeadChooser,
     HeadGrid,
-    connect_position_clicks,
     data_range,
     growing_x_range,
     stable_range,
 )
 from detokgui.gui.plots import PlotFrame, head_color
+from detokgui.gui.position import QueryPositionControl, connect_position_clicks
+from detokgui.gui.widgets import HeadChooser, chosen_heads
 
-DEFAULT_POSITION = 50
 DEFAULT_WINDOW = 32
 LINE_SIGMAS = ("mean", "max", "min")  # the B2 lines
 LINE_STYLES = {"mean": Qt.SolidLine, "max": Qt.DashLine, "min": Qt.DotLine}
@@ -72,17 +72,31 @@ class BiasResult:
 
     i: int
     heads: list[int]
-    sigma: str  # the B3 sigma
+    b3_sigma: str  # the sigma of T_pp + T_p and its softmax
     lines: dict[str, PositionalBias]  # B2: T_pp for sigma mean / max / min
     b3: PositionalBias  # B3: total and softmax with `sigma`
     band: PositionBiasBand  # B1 (does not depend on i)
 
 
-def compute_bias(layer, i: int, heads: list[int], sigma: str) -> BiasResult:
-    lines = bias_lines(layer, i, heads, LINE_SIGMAS)
-    b3 = lines[sigma] if sigma in lines else positional_bias(layer, i, sigma, heads)
-    return BiasResult(i=i, heads=list(heads), sigma=sigma, lines=lines, b3=b3,
-                      band=position_bias_band(layer, heads))
+@dataclass(frozen=True)
+class Options:
+    heads: str = "selected"  # HeadChooser value
+    b3_sigma: str = "mean"  # the sigma of T_pp + T_p and its softmax (B3)
+    raw: bool = False  # T_p without LayerNorm
+    window: bool = False
+    window_size: int = DEFAULT_WINDOW
+    show_tp: bool = True
+    show_tpp: bool = True
+    show_total: bool = True
+    show_softmax: bool = True
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    i: int
+    heads: tuple[int, ...]
+    b3_sigma: str
 
 
 def _pen(color: str, style=Qt.SolidLine):
@@ -96,49 +110,40 @@ class PositionalBiasPanel(Panel):
     view_name = "bias"
     tooltip = "How position alone biases attention: T_p, T_pp and their softmax at a query position (B1-B3)"
 
-    drawn = Signal()  # after the plots show a new result
-
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
-        self.request = None  # (model serial, i, heads, sigma) of the result on screen
-        self.result: BiasResult | None = None
-        self.inflight = None  # the request being computed; at most one at a time
+        # All heads at i = L-1 take ~1-2 ms at GPT-2-small size: on the job runner, coalesced
+        # so that a dragged slider never queues work and redraws as fast as it computes.
+        self.channel().coalesce = True
         self.draw_ms = 0.0
-        self._serial = 0  # bumped per model: identifies its data without holding it
-        self._defaulted = False
         self._b1_keys: dict[int, tuple] = {}  # head -> what its B1 curves hold
         self._x_range = None  # x range of the T_pp / total / softmax plots
-        settings = QSettings()
         lay = QVBoxLayout(self)
 
         row = QHBoxLayout()
-        self.heads_box = HeadChooser("bias")
+        self.heads_box = HeadChooser()
         row.addWidget(self.heads_box)
         row.addSpacing(12)
         row.addWidget(QLabel("B3 σ"))
-        self.sigma = QComboBox()
+        self.b3_sigma = QComboBox()
         for s in SIGMA_CHOICES:
-            self.sigma.addItem(SIGMA_TEXT[s], s)
-        self.sigma.setCurrentIndex(max(0, self.sigma.findData(settings.value("bias/sigma", "mean"))))
-        self.sigma.setToolTip("The per-position σ that T_pp + T_p and its softmax divide by:\n"
-                              "the vocabulary's mean, max or min of σ(e_v + p_j), or none (raw).\n"
-                              "(The T_pp plot always shows mean, max and min.)")
-        row.addWidget(self.sigma)
+            self.b3_sigma.addItem(SIGMA_TEXT[s], s)
+        self.b3_sigma.setToolTip("The per-position σ that T_pp + T_p and its softmax divide by:\n"
+                                 "the vocabulary's mean, max or min of σ(e_v + p_j), or none (raw).\n"
+                                 "(The T_pp plot always shows mean, max and min.)")
+        row.addWidget(self.b3_sigma)
         self.raw = QCheckBox("T_p without LayerNorm")
-        self.raw.setChecked(settings.value("bias/raw", False, type=bool))
         self.raw.setToolTip("Off: T_p = b^QK p_j^T / s_j with the band of the vocabulary's σ\n"
                             "(min to max) and the mean line.\n"
                             "On: the raw b^QK p_j^T, 'without LayerNorm' (Fig 8).")
         row.addWidget(self.raw)
         row.addSpacing(12)
         self.window_box = QCheckBox("Window")
-        self.window_box.setChecked(settings.value("bias/window", False, type=bool))
         self.window_box.setToolTip("Zoom every plot on the last w key positions before i\n"
                                    "(the paper's Fig 3-E view)")
         row.addWidget(self.window_box)
         self.window_size = QSpinBox()
         self.window_size.setRange(2, 100_000)
-        self.window_size.setValue(settings.value("bias/window_size", DEFAULT_WINDOW, type=int))
         self.window_size.setToolTip("w: how many key positions (i-w+1 .. i) the window shows")
         row.addWidget(self.window_size)
         row.addStretch(1)
@@ -148,40 +153,31 @@ class PositionalBiasPanel(Panel):
             b = QToolButton()
             b.setText(text)
             b.setCheckable(True)
-            b.setChecked(settings.value(f"bias/show_{key}", True, type=bool))
             b.setToolTip(f"Show or hide this plot — {tip}")
             row.addWidget(b)
             self.show_buttons[key] = b
         lay.addLayout(row)
+        self.options = BoundOptions("bias", Options, {
+            "heads": self.heads_box, "b3_sigma": self.b3_sigma, "raw": self.raw,
+            "window": self.window_box, "window_size": self.window_size,
+            **{f"show_{k}": b for k, b in self.show_buttons.items()}}, self)
 
-        pos_row = QHBoxLayout()
-        pos_label = QLabel("Query position i")
-        pos_row.addWidget(pos_label)
-        self.slider = QSlider(Qt.Horizontal)
-        self.slider.setRange(0, 0)
-        self.slider.setPageStep(16)
-        self.slider.setToolTip("Query position i (0-based), shared with every panel.\n"
-                               "Drag to redraw all visible heads; click a plot to jump there.")
-        pos_row.addWidget(self.slider, 1)
-        self.spin = QSpinBox()
-        self.spin.setRange(0, 0)
-        self.spin.setToolTip("Query position i (0-based)")
-        self.spin.setKeyboardTracking(False)
-        pos_row.addWidget(self.spin)
-        self.max_label = QLabel("of 0")
-        pos_row.addWidget(self.max_label)
-        lay.addLayout(pos_row)
+        self.position = QueryPositionControl(
+            state, "Query position i", slider=True,
+            tip="Query position i (0-based), shared with every panel.\n"
+                "Drag to redraw all visible heads; click a plot to jump there.")
+        self.slider, self.spin = self.position.slider, self.position.spin
+        lay.addWidget(self.position)
 
         self.frames: dict[str, PlotFrame] = {}
         self.grids: dict[str, HeadGrid] = {}
-        builders = {"tp": self._build_tp, "tpp": self._build_tpp,
-                    "total": self._build_total, "softmax": self._build_softmax}
         for key, name, _text, _tip in FRAMES:
             frame = PlotFrame(name, lambda k=key: self._table(k))
             frame.setMinimumSize(160, 120)
             self.frames[key] = frame
-            self.grids[key] = HeadGrid(frame, "", builders[key])
-            connect_position_clicks(self.grids[key], self._n_positions,
+            grid = self.grids[key] = HeadGrid(frame, "", lambda c, k=key: self._build(c, k))
+            connect_position_clicks(frame.view.scene(),
+                                    lambda p, g=grid: g.position(p, self._n_positions()),
                                     self.state.set_query_position)
             frame.view.scene().sigMouseMoved.connect(lambda pos, k=key: self._hover(k, pos))
         self.split = QSplitter(Qt.Vertical)
@@ -193,36 +189,11 @@ class PositionalBiasPanel(Panel):
             self.split.addWidget(s)
             self.rows.append((s, keys))
         lay.addWidget(self.split, 1)
-        self.status = QLabel(" ")
-        self.status.setToolTip("Hover over a plot to read its values; click to choose the query position")
+        self.status.setToolTip("Hover over a plot to read its values; click to choose the "
+                               "query position")
         lay.addWidget(self.status)
         self._apply_shown()
-
-        # Slider-driven work: computing all heads at i = L-1 takes ~1-2 ms at GPT-2-small
-        # size (measured; more than "sub-millisecond"), so it runs on the job runner under
-        # one fixed key. At most one computation is in flight: changes made meanwhile only
-        # mark the newest request, which is computed when the running one returns, so a
-        # dragged slider never queues work and redraws as fast as compute + draw allow.
-        self.coalesce = QTimer(self)
-        self.coalesce.setSingleShot(True)
-        self.coalesce.setInterval(0)  # merge the signals of one event-loop pass
-        self.coalesce.timeout.connect(self._submit)
-
-        self.heads_box.changed.connect(self.schedule)
-        self.sigma.currentIndexChanged.connect(self._sigma_changed)
-        self.raw.toggled.connect(self._option_changed)
-        self.window_box.toggled.connect(self._option_changed)
-        self.window_size.valueChanged.connect(self._option_changed)
-        for b in self.show_buttons.values():
-            b.toggled.connect(self._shown_changed)
-        self.slider.valueChanged.connect(self.state.set_query_position)
-        self.spin.valueChanged.connect(self.state.set_query_position)
-        state.modelChanged.connect(self._model_changed)
-        state.queryPositionChanged.connect(self._position_changed)
-        state.headChanged.connect(self._head_changed)
-        jobs.cancelled.connect(self._job_cancelled)
-        if state.layer is not None:
-            self._model_changed(state.layer)
+        self.options.changed.connect(self._options_changed)
 
     def plot_frames(self):
         return [self.frames[key] for key, *_ in FRAMES]
@@ -232,128 +203,62 @@ class PositionalBiasPanel(Panel):
 
     # ------------------------------------------------------------------ state
 
-    @Slot(object)
-    def _model_changed(self, layer) -> None:
-        self._serial += 1
+    def model_changed(self, layer) -> None:
         self._b1_keys.clear()
-        if layer is None:
-            return
-        top = layer.n_positions - 1
-        for w in (self.slider, self.spin):
-            w.blockSignals(True)
-            w.setRange(0, top)
-            w.blockSignals(False)
-        self.max_label.setText(f"of {top}")
-        self.window_size.setMaximum(layer.n_positions)
-        if not self._defaulted:
-            self._defaulted = True
-            if self.state.query_position == 0:
-                self.state.set_query_position(min(DEFAULT_POSITION, top))
-        self._position_changed(self.state.query_position)
+        if layer is not None:
+            with signals_blocked(self.window_size):
+                self.window_size.setMaximum(layer.n_positions)
+            self.options.apply()
 
-    @Slot(int)
-    def _position_changed(self, i: int) -> None:
-        for w in (self.slider, self.spin):
-            if w.value() != i:
-                w.blockSignals(True)
-                w.setValue(i)
-                w.blockSignals(False)
-        self.schedule()
-
-    @Slot()
-    def _head_changed(self, *_):
-        self.schedule()  # a no-op unless the selected head is shown
-
-    @Slot()
-    def _sigma_changed(self, *_):
-        QSettings().setValue("bias/sigma", self.sigma.currentData())
-        self.schedule()
-
-    @Slot()
-    def _option_changed(self, *_):
-        s = QSettings()
-        s.setValue("bias/raw", self.raw.isChecked())
-        s.setValue("bias/window", self.window_box.isChecked())
-        s.setValue("bias/window_size", self.window_size.value())
-        self._draw()
-
-    @Slot()
-    def _shown_changed(self, *_):
-        for key, b in self.show_buttons.items():
-            QSettings().setValue(f"bias/show_{key}", b.isChecked())
+    @Slot(object)
+    def _options_changed(self, _opts) -> None:
         self._apply_shown()
-        self._draw()
+        self.refresh()  # heads or σ: recompute; the rest only redraws
+        self.redraw()
 
     def _apply_shown(self) -> None:
+        opts = self.options.value
         for split, keys in self.rows:
             any_shown = False
             for k in keys:
-                shown = self.show_buttons[k].isChecked()
+                shown = getattr(opts, f"show_{k}")
                 self.frames[k].setVisible(shown)
                 any_shown |= shown
             split.setVisible(any_shown)
-
-    def showEvent(self, ev):
-        super().showEvent(ev)
-        self.schedule()  # changes made while hidden were not computed
 
     # ------------------------------------------------------------------ compute
 
     def heads(self) -> list[int]:
         layer = self.layer
-        return self.heads_box.heads(self.state.head, layer.n_heads) if layer else []
+        return chosen_heads(self.options.value.heads, self.state.head, layer.n_heads) \
+            if layer else []
 
-    def current_request(self):
+    def request(self):
         if self.layer is None:
             return None
-        return (self._serial, self.state.query_position, tuple(self.heads()),
-                self.sigma.currentData())
+        return Request(self.serial, self.state.query_position, tuple(self.heads()),
+                       self.options.value.b3_sigma)
 
-    @Slot()
-    def schedule(self, *_) -> None:
-        """Ask for the plots of the current selection (coalesced, never queued)."""
-        self.coalesce.start()
-
-    @Slot()
-    def _submit(self) -> None:
-        if self.inflight is not None or not self.isVisible():
-            return  # the running job's return resubmits; showEvent catches up
-        request = self.current_request()
-        if request is None or request == self.request:
-            return
-        layer = self.layer
-        _serial, i, heads, sigma = request
-        self.inflight = request
-        self.jobs.submit(
-            self.job_key(), lambda: compute_bias(layer, i, list(heads), sigma),
-            lambda res, req=request: self._done(req, res), label="Positional bias",
-            on_error=lambda exc, req=request: self._failed(req, exc))
-
-    def _done(self, request, result: BiasResult) -> None:
-        self.inflight = None
-        if request == self.current_request():
-            self.request = request
-            self.result = result
-            self._draw()
-        else:
-            self._submit()  # made for an older selection: drop it, compute the newest
-
-    def _failed(self, request, exc) -> None:
-        self.inflight = None
-        self.status.setText(f"Positional bias failed: {exc}")
-        if request != self.current_request():
-            self._submit()
-
-    @Slot(str)
-    def _job_cancelled(self, key: str) -> None:
-        if key == self.job_key():
-            self.inflight = None
+    @staticmethod
+    def compute(layer, req: Request) -> BiasResult:
+        heads, sigma = list(req.heads), req.b3_sigma
+        lines = bias_lines(layer, req.i, heads, LINE_SIGMAS)
+        b3 = lines[sigma] if sigma in lines else positional_bias(layer, req.i, sigma, heads)
+        return BiasResult(i=req.i, heads=heads, b3_sigma=sigma, lines=lines, b3=b3,
+                          band=position_bias_band(layer, heads))
 
     # ------------------------------------------------------------------ draw
 
-    def _build_tp(self, cell: HeadCell) -> None:
-        color = head_color(cell.head)
+    def _build(self, cell: HeadCell, key: str) -> None:
         cell.vb.setMouseEnabled(False, False)  # the slider and the window set the view
+        color = head_color(cell.head)
+        if key == "tpp":
+            for s in LINE_SIGMAS:
+                cell.add_curve(s, _pen(color, LINE_STYLES[s]))
+            return
+        if key != "tp":
+            cell.add_curve(key, _pen(color))
+            return
         lower = pg.PlotCurveItem(skipFiniteCheck=True)
         upper = pg.PlotCurveItem(skipFiniteCheck=True)
         fill_color = QColor(color)
@@ -367,35 +272,21 @@ class PositionalBiasPanel(Panel):
         cell.add_curve("mean", _pen(color))
         cell.add_curve("raw", _pen(color), visible=False)
 
-    def _build_tpp(self, cell: HeadCell) -> None:
-        cell.vb.setMouseEnabled(False, False)
-        color = head_color(cell.head)
-        for s in LINE_SIGMAS:
-            cell.add_curve(s, _pen(color, LINE_STYLES[s]))
-
-    def _build_total(self, cell: HeadCell) -> None:
-        cell.vb.setMouseEnabled(False, False)
-        cell.add_curve("total", _pen(head_color(cell.head)))
-
-    def _build_softmax(self, cell: HeadCell) -> None:
-        cell.vb.setMouseEnabled(False, False)
-        cell.add_curve("softmax", _pen(head_color(cell.head)))
-
     def _shown(self, key: str) -> bool:
-        return self.show_buttons[key].isChecked()
+        return getattr(self.options.value, f"show_{key}")
 
     def x_window(self, i: int) -> tuple[tuple[float, float], int, int] | None:
         """With the window on: the x range and the key slice [a, b) it shows."""
-        if not self.window_box.isChecked():
+        opts = self.options.value
+        if not opts.window:
             return None
-        a = max(0, i - self.window_size.value() + 1)
+        a = max(0, i - opts.window_size + 1)
         pad = max(1.0, 0.08 * (i - a + 1))
         return (a - 0.5, i + pad), a, i + 1
 
-    @Slot()
-    def _draw(self, *_) -> None:
-        res, layer = self.result, self.layer
-        if res is None or layer is None or self.request is None or self.request[0] != self._serial:
+    def draw(self, res: BiasResult | None) -> None:
+        layer = self.layer
+        if res is None or layer is None:
             return
         t0 = time.perf_counter()
         i, heads, L = res.i, res.heads, layer.n_positions
@@ -415,12 +306,11 @@ class PositionalBiasPanel(Panel):
         self.draw_ms = 1000 * (time.perf_counter() - t0)
         self.status.setText(
             f"i = {i} · {len(heads)} head{'s' if len(heads) != 1 else ''} · "
-            f"keys {a}..{i}" + (f" (window w = {self.window_size.value()})" if win else "")
+            f"keys {a}..{i}" + (f" (window w = {self.options.value.window_size})" if win else "")
             + " · hover to read values, click to choose i")
-        self.drawn.emit()
 
     def _draw_tp(self, grid, res, J, xr, a, b, L, windowed) -> None:
-        raw = self.raw.isChecked()
+        raw = self.options.value.raw
         band = res.band
         x_range = xr if windowed else (-0.02 * L, L - 1 + 0.02 * L)
         lo_j = max(0, int(np.floor(x_range[0] + 0.5)))
@@ -433,7 +323,7 @@ class PositionalBiasPanel(Panel):
         js = np.arange(s0, s1)
         for r, h in enumerate(res.heads):
             cell = grid.cell(h)
-            key = (self._serial, raw, s0, s1, round(cell.vb.width()))
+            key = (self.serial, raw, s0, s1, round(cell.vb.width()))
             if self._b1_keys.get(h) == key:
                 continue  # unchanged: only the marker moved
             self._b1_keys[h] = key
@@ -463,41 +353,41 @@ class PositionalBiasPanel(Panel):
                        "max (dashed), min (dotted)")
 
     def _draw_total(self, grid, res, J, xr, a, b, L, windowed) -> None:
-        y_range = stable_range(grid.y_range, *data_range([res.b3.total], a, b))
-        grid.set_view(xr, y_range, res.i, xr[1])
-        for r, h in enumerate(res.heads):
-            grid.cell(h).set_curve("total", J, res.b3.total[r])
+        self._draw_one(grid, "total", res.b3.total, res.i, J, xr, a, b)
         grid.set_title(f"<b>B3</b> T<sub>pp</sub> + T<sub>p</sub> at i = {res.i}, j ≤ i "
-                       f"({SIGMA_SHORT[res.sigma]})")
+                       f"({SIGMA_SHORT[res.b3_sigma]})")
 
     def _draw_softmax(self, grid, res, J, xr, a, b, L, windowed) -> None:
         # the largest probability jumps as i moves: keep the range while it stays above 1/4
-        y_range = stable_range(grid.y_range, *data_range([res.b3.softmax], a, b),
-                               zero_based=True, min_fill=0.25)
-        grid.set_view(xr, y_range, res.i, xr[1])
-        for r, h in enumerate(res.heads):
-            grid.cell(h).set_curve("softmax", J, res.b3.softmax[r])
+        self._draw_one(grid, "softmax", res.b3.softmax, res.i, J, xr, a, b, zero_based=True,
+                       min_fill=0.25)
         grid.set_title(f"<b>B3</b> softmax<sub>j≤i</sub>((T<sub>pp</sub> + T<sub>p</sub>)"
                        f" / √d′) at i = {res.i}, √d′ = {res.b3.temperature:.4g} "
-                       f"({SIGMA_SHORT[res.sigma]})")
+                       f"({SIGMA_SHORT[res.b3_sigma]})")
+
+    @staticmethod
+    def _draw_one(grid, name, values, i, J, xr, a, b, **range_kw) -> None:
+        """One curve per head, values [heads, i+1], the y range from keys a..b-1."""
+        grid.set_view(xr, stable_range(grid.y_range, *data_range([values], a, b), **range_kw),
+                      i, xr[1])
+        for r, h in enumerate(grid.heads):
+            grid.cell(h).set_curve(name, J, values[r])
 
     # ------------------------------------------------------------------ hover & export
 
     def _hover(self, key: str, pos) -> None:
         res = self.result
-        hit = self.grids[key].at(pos)
-        if res is None or hit is None or self.layer is None:
+        hit = self.grids[key].at(pos, self._n_positions())
+        if res is None or hit is None:
             return
-        h, x = hit
+        h, j = hit
         if h not in res.heads:
             return
-        r, j, i = res.heads.index(h), round(x), res.i
-        if not 0 <= j < self.layer.n_positions:
-            return
+        r, i = res.heads.index(h), res.i
         where = f"head {h} · i = {i} · j = {j}: "
         if key == "tp":
             bd = res.band
-            text = (f"raw b^QK p_j = {bd.raw[r, j]:.4g}" if self.raw.isChecked() else
+            text = (f"raw b^QK p_j = {bd.raw[r, j]:.4g}" if self.options.value.raw else
                     f"T_p = {bd.mean[r, j]:.4g} (σ mean), band {bd.lower[r, j]:.4g} … "
                     f"{bd.upper[r, j]:.4g}")
             if j > i:
@@ -507,9 +397,9 @@ class PositionalBiasPanel(Panel):
         elif key == "tpp":
             text = "T_pp " + ", ".join(f"σ {s} {res.lines[s].t_pp[r, j]:.4g}" for s in LINE_SIGMAS)
         elif key == "total":
-            text = f"T_pp + T_p = {res.b3.total[r, j]:.4g} ({SIGMA_TEXT[res.sigma]})"
+            text = f"T_pp + T_p = {res.b3.total[r, j]:.4g} ({SIGMA_TEXT[res.b3_sigma]})"
         else:
-            text = f"softmax = {res.b3.softmax[r, j]:.4g} ({SIGMA_TEXT[res.sigma]})"
+            text = f"softmax = {res.b3.softmax[r, j]:.4g} ({SIGMA_TEXT[res.b3_sigma]})"
         self.status.setText(where + text)
 
     def _table(self, key: str):
@@ -518,5 +408,5 @@ class PositionalBiasPanel(Panel):
             return None
         if key == "tp":
             return position_band_table(layer, res.heads)
-        sigmas = LINE_SIGMAS if key == "tpp" else (res.sigma,)
+        sigmas = LINE_SIGMAS if key == "tpp" else (res.b3_sigma,)
         return bias_lines_table(layer, res.i, sigmas, res.heads)

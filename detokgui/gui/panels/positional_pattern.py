@@ -7,76 +7,49 @@ by measured criteria (effective span, weight on the last positions, self-rank, b
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Slot
-from PySide6.QtGui import QBrush, QColor, QPen
+from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
-    QPushButton,
     QSpinBox,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from detokgui.core import positional
 from detokgui.core.tables import pattern_table
+from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
+from detokgui.gui.panels.head_classes import HeadClassesTable
 from detokgui.gui.plots import PlotFrame, head_color
+from detokgui.gui.position import QueryPositionControl, connect_position_clicks, position_at
 
-LABEL_COLORS = {
-    "duplicate-token": "#e8d5f5",
-    "detokenization": "#d4ecd4",
-    "contextual": "#d6e6f7",
-    "other": "#f2f2f2",
-}
 
-#: (key in HeadClassification.rows(), header, tooltip, number format)
-CLASS_COLUMNS = (
-    ("head", "head", "Head index (0-based). Click a row to select the head.", "d"),
-    ("label", "class", (
-        "Class from the first rule that holds (hover for the reason):\n"
-        f"duplicate-token: self in top {positional.DUPLICATE_SELF_TOP_K} for ≥ "
-        f"{positional.DUPLICATE_MIN_SELF_FRACTION:.0%} of tokens;\n"
-        f"detokenization: weight on the last {positional.RECENT_WINDOW} positions ≥ "
-        f"{positional.DETOK_MIN_RECENT_WEIGHT};\n"
-        f"contextual: effective span ≥ {positional.CONTEXTUAL_MIN_SPAN_FRACTION:.0%} of n+1;\n"
-        "other: none of these."), ""),
-    ("span", "span", ("Effective attention span exp(entropy) of the pattern, in key "
-                      "positions\n(mean over the sampled query tokens)"), ".4g"),
-    ("span_fraction", "span / (n+1)", "Effective span as a fraction of the n+1 keys", ".3f"),
-    ("mean_distance", "mean distance", ("Σ_j a_j (n − j): how far back the pattern looks,\n"
-                                        "in positions"), ".4g"),
-    ("recent_weight", f"last {positional.RECENT_WINDOW}",
-     f"Pattern weight on the last {positional.RECENT_WINDOW} key positions (query included)",
-     ".3f"),
-    ("self_rank_median", "self-rank", ("Median rank of each sampled token u among all keys by\n"
-                                       "T_ee(u, ·), from the token side (1 = attends most to "
-                                       "itself)"), ".6g"),
-    ("self_top_fraction", f"self in top {positional.DUPLICATE_SELF_TOP_K}",
-     (f"Fraction of sampled tokens that rank themselves in their top "
-      f"{positional.DUPLICATE_SELF_TOP_K} keys"), ".3f"),
-    ("bias_slope", "bias slope", ("Least-squares slope of T_p(j) over j = 0..n per position\n"
-                                  "(σ = vocabulary mean): > 0 favours recent keys"), ".4g"),
-)
+@dataclass(frozen=True)
+class Options:
+    heads: str = "selected"  # line plot: "selected" or "all"
+    log: bool = False
+    columns: int = 0  # of the grid; 0 = ceil(sqrt(n + 1))
 
-class _SortItem(QTableWidgetItem):
-    """A cell that sorts by its number (Qt.UserRole), not by its text."""
 
-    def __lt__(self, other):
-        a, b = self.data(Qt.UserRole), other.data(Qt.UserRole)
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-            return a < b
-        return super().__lt__(other)
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    token: int
+    n: int
+
+
+@dataclass(frozen=True)
+class ClassesRequest:
+    serial: int
 
 
 class PositionalPatternPanel(Panel):
@@ -87,12 +60,7 @@ class PositionalPatternPanel(Panel):
 
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
-        self.result: positional.PositionalPattern | None = None
-        self.request = None
-        self.classes: positional.HeadClassification | None = None
-        self.classes_for = None  # id(layer) the table was computed (or asked) for
         self.grid_values = np.zeros((0, 0))
-        self.grid_cols = 1
         self.line_items: dict[int, pg.PlotDataItem] = {}
         lay = QVBoxLayout(self)
 
@@ -103,13 +71,11 @@ class PositionalPatternPanel(Panel):
                                     "token table)")
         controls.addWidget(self.query_label)
         controls.addSpacing(12)
-        controls.addWidget(QLabel("position n"))
-        self.n_spin = QSpinBox()
-        self.n_spin.setRange(0, 0)
-        self.n_spin.setKeyboardTracking(False)
-        self.n_spin.setToolTip("Query position n (0-based), shared with the other position "
-                               "panels.\nClicking a position on either plot sets it too.")
-        controls.addWidget(self.n_spin)
+        self.position = QueryPositionControl(
+            state, "position n", tip="Query position n (0-based), shared with the other "
+            "position panels.\nClicking a position on either plot sets it too.")
+        self.n_spin = self.position.spin
+        controls.addWidget(self.position)
         controls.addStretch(1)
         self.heads_combo = QComboBox()
         self.heads_combo.addItem("Selected head", "selected")
@@ -129,6 +95,8 @@ class PositionalPatternPanel(Panel):
                                   "√(n+1): a near-square grid, 20 x 20 at n = 399.")
         controls.addWidget(self.cols_spin)
         lay.addLayout(controls)
+        self.options = BoundOptions("pattern", Options, {
+            "heads": self.heads_combo, "log": self.log_check, "columns": self.cols_spin}, self)
 
         vsplit = QSplitter(Qt.Vertical)
         plots = QSplitter(Qt.Horizontal)
@@ -172,156 +140,82 @@ class PositionalPatternPanel(Panel):
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
         tl.addWidget(plots, 1)
-        self.hover = QLabel(" ")
-        self.hover.setToolTip("Hover over a plot to read a value")
-        tl.addWidget(self.hover)
+        self.status.setToolTip("Hover over a plot to read a value")
+        tl.addWidget(self.status)
         vsplit.addWidget(top)
-
-        bottom = QWidget()
-        bl = QVBoxLayout(bottom)
-        bl.setContentsMargins(0, 0, 0, 0)
-        head_row = QHBoxLayout()
-        self.classes_label = QLabel("<b>Head classification</b>")
-        self.classes_label.setWordWrap(True)
-        head_row.addWidget(self.classes_label, 1)
-        self.classify_button = QPushButton("Classify heads")
-        self.classify_button.setToolTip("Compute the head classification (a whole-vocabulary "
-                                        "pass for the self-ranks; cancellable)")
-        self.classify_button.clicked.connect(lambda: self.classify(force=True))
-        head_row.addWidget(self.classify_button)
-        bl.addLayout(head_row)
-        self.class_table = QTableWidget(0, len(CLASS_COLUMNS))
-        self.class_table.setHorizontalHeaderLabels([c[1] for c in CLASS_COLUMNS])
-        for k, col in enumerate(CLASS_COLUMNS):
-            self.class_table.horizontalHeaderItem(k).setToolTip(col[2])
-        self.class_table.verticalHeader().hide()
-        self.class_table.verticalHeader().setDefaultSectionSize(22)
-        self.class_table.horizontalHeader().setSortIndicator(0, Qt.AscendingOrder)
-        self.class_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.class_table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.class_table.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.class_table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
-        self.class_table.setToolTip("Measured per head; click a row to select the head, a "
-                                    "header to sort")
-        self.class_table.cellClicked.connect(self._class_clicked)
-        bl.addWidget(self.class_table, 1)
-        vsplit.addWidget(bottom)
+        self.classes = HeadClassesTable()
+        vsplit.addWidget(self.classes)
         vsplit.setSizes([560, 300])
         lay.addWidget(vsplit, 1)
-        self.status = QLabel()
-        lay.addWidget(self.status)
 
-        self.n_spin.valueChanged.connect(self.state.set_query_position)
-        self.heads_combo.currentIndexChanged.connect(self._draw)
-        self.log_check.toggled.connect(self._draw)
-        self.cols_spin.valueChanged.connect(self._draw)
-        self.line_frame.view.scene().sigMouseClicked.connect(self._line_clicked)
+        classes = self.add_channel(
+            "classes", lambda: ClassesRequest(self.serial) if self.layer is not None else None,
+            lambda layer, _req: positional.iter_classify_heads(layer),
+            self._draw_classes, status=self.classes.status, label="Head classification")
+        self.classes.classify.connect(lambda: classes.update(force=True))
+        self.classes.headActivated.connect(state.set_head)
+        self.options.changed.connect(self.redraw)
+        connect_position_clicks(self.line_frame.view.scene(), self._line_position,
+                                state.set_query_position)
+        connect_position_clicks(self.grid_frame.view.scene(), self._grid_position,
+                                state.set_query_position)
         self.line_frame.view.scene().sigMouseMoved.connect(self._line_hover)
-        self.grid_frame.view.scene().sigMouseClicked.connect(self._grid_clicked)
         self.grid_frame.view.scene().sigMouseMoved.connect(self._grid_hover)
-        self.jobs.cancelled.connect(self._job_cancelled)
-        state.modelChanged.connect(self._model_changed)
-        state.queryTokenChanged.connect(self.refresh)
-        state.queryPositionChanged.connect(self._position_changed)
-        state.headChanged.connect(self._head_changed)
-        self._model_changed(state.layer)
+        state.headChanged.connect(self.when_visible(self._head_changed))
 
     def plot_frames(self):
         return [self.line_frame, self.grid_frame]
 
-    # ------------------------------------------------------------------ selection
-
-    @Slot(object)
-    def _model_changed(self, layer) -> None:
-        self.n_spin.blockSignals(True)
-        self.n_spin.setRange(0, layer.n_positions - 1 if layer is not None else 0)
-        self.n_spin.setValue(self.state.query_position)
-        self.n_spin.blockSignals(False)
-        self.classes = None
-        self.classes_for = None
-        self._fill_classes()
-        self.refresh()
-        if self.isVisible():
-            self.classify()
-
-    @Slot(int)
-    def _position_changed(self, n: int) -> None:
-        self.n_spin.blockSignals(True)
-        self.n_spin.setValue(n)
-        self.n_spin.blockSignals(False)
-        self.refresh()
-
     @Slot(int)
     def _head_changed(self, *_):
-        self._draw()
-        self._mark_class_row()
-
-    def showEvent(self, event):
-        super().showEvent(event)
-        self.refresh()
-        self.classify()  # once per model, when the panel is first seen
+        self.redraw()
+        self.classes.mark_head(self.state.head)
 
     # ------------------------------------------------------------------ pattern
 
-    @Slot()
-    def refresh(self, *_) -> None:
-        layer, token, n = self.layer, self.state.query_token, self.state.query_position
+    def request(self):
+        token = self.state.query_token
+        if self.layer is None or token < 0:
+            return None
+        return Request(self.serial, token, self.state.query_position)
+
+    @staticmethod
+    def compute(layer, req: Request) -> positional.PositionalPattern:
+        return positional.positional_pattern(layer, req.token, req.n)
+
+    def draw(self, res: positional.PositionalPattern | None) -> None:
+        token = res.token if res is not None else self.state.query_token
         self.query_label.setText(
             f"<b>Query x:</b> {self.state.token_text(token)}"
             + (f" <span style='color:gray'>(id {token})</span>" if token >= 0 else ""))
-        if layer is None or token < 0:
-            self.request = None
-            self.result = None
-            self.status.setText("Select a query token in the Tokens panel." if layer else "")
-            self._draw()
-            return
-        request = (id(layer), token, n)
-        if not self.isVisible():
-            self.request = None  # computed when the panel is shown; drop what is in flight
-            return
-        if request == self.request:
-            return
-        self.request = request
-        self.status.setText("computing…")
-        self.jobs.submit(self.job_key("pattern"),
-                         lambda: positional.positional_pattern(layer, token, n),
-                         lambda res, req=request: self._pattern_done(req, res),
-                         label="Positional pattern")
-
-    def _pattern_done(self, request, result) -> None:
-        if request != self.request:
-            return  # made for an older selection
-        self.result = result
-        self.status.setText(
-            f"x = {self.state.token_text(result.token)} at n = {result.n}: "
-            f"σ(e_x + p_n) = {result.query_sigma:.4g}; key σ = vocabulary mean per position; "
-            f"temperature √d' = {self.layer.temperature:.4g}")
-        self._draw()
+        if res is None:
+            self.status.setText("Select a query token in the Tokens panel." if self.layer else "")
+        else:
+            self.status.setText(
+                f"x = {self.state.token_text(res.token)} at n = {res.n}: "
+                f"σ(e_x + p_n) = {res.query_sigma:.4g}; key σ = vocabulary mean per position; "
+                f"temperature √d' = {self.layer.temperature:.4g}")
+        self._draw_line(res)
+        self._draw_grid(res)
 
     def shown_heads(self) -> list[int]:
         if self.result is None:
             return []
-        if self.heads_combo.currentData() == "all":
+        if self.options.value.heads == "all":
             return list(self.result.heads)
         return [self.state.head] if self.state.head in self.result.heads else []
 
     def columns(self) -> int:
         if self.result is None:
             return 1
-        return self.cols_spin.value() or math.isqrt(self.result.n) + 1
+        return self.options.value.columns or math.isqrt(self.result.n) + 1
 
-    @Slot()
-    def _draw(self, *_) -> None:
-        self._draw_line()
-        self._draw_grid()
-
-    def _draw_line(self) -> None:
+    def _draw_line(self, res) -> None:
         plot = self.line_plot
         plot.clear()
         self.legend.clear()
         self.line_items = {}
-        res = self.result
-        log = self.log_check.isChecked()
+        log = self.options.value.log
         plot.setLogMode(y=log)
         if res is None:
             plot.setTitle("")
@@ -331,7 +225,9 @@ class PositionalPatternPanel(Panel):
         sel = self.state.head
         for h in heads:
             y = res.pattern[res.heads.index(h)]
-            width = 3 if (h == sel and len(heads) > 1) else 2 if len(heads) == 1 else 1
+            # the selected head stands out among many; hairlines otherwise (a 1024-point
+            # antialiased curve wider than 1 px takes ~20x longer to stroke)
+            width = 2.5 if (h == sel and len(heads) > 1) else 1
             sym = "o" if res.n < 60 else None
             item = plot.plot(j, y, pen=pg.mkPen(head_color(h), width=width), symbol=sym,
                              symbolSize=5, symbolBrush=head_color(h), symbolPen=None,
@@ -346,8 +242,7 @@ class PositionalPatternPanel(Panel):
         plot.setTitle(f"{who}: positional pattern of {self.state.token_text(res.token)!s} "
                       f"at n = {res.n}")
 
-    def _draw_grid(self) -> None:
-        res = self.result
+    def _draw_grid(self, res) -> None:
         head = self.state.head
         if res is None or head not in res.heads:
             self.grid_values = np.zeros((0, 0))
@@ -356,10 +251,9 @@ class PositionalPatternPanel(Panel):
             self.grid_plot.setTitle("")
             return
         c = self.columns()
-        self.grid_cols = c
         values = positional.pattern_grid(res.pattern[res.heads.index(head)], c)
         self.grid_values = values
-        log = self.log_check.isChecked()
+        log = self.options.value.log
         shown = np.log10(np.clip(values, 1e-30, None)) if log else values
         shown = np.where(np.isnan(values), np.nan, shown).astype(np.float32)
         finite = shown[np.isfinite(shown)]
@@ -386,10 +280,9 @@ class PositionalPatternPanel(Panel):
     # ------------------------------------------------------------------ mouse
 
     def _line_position(self, scene_pos) -> int | None:
-        vb = self.line_plot.getViewBox()
-        if self.result is None or not vb.sceneBoundingRect().contains(scene_pos):
+        if self.result is None or self.layer is None:
             return None
-        return round(vb.mapSceneToView(scene_pos).x())
+        return position_at(self.line_plot.getViewBox(), scene_pos, self.layer.n_positions)
 
     def _grid_position(self, scene_pos) -> int | None:
         vb = self.grid_plot.getViewBox()
@@ -403,137 +296,26 @@ class PositionalPatternPanel(Panel):
         j = r * cols + c
         return j if j <= self.result.n else None
 
-    def _line_clicked(self, ev) -> None:
-        if ev.button() != Qt.LeftButton:
-            return
-        j = self._line_position(ev.scenePos())
-        if j is not None and self.layer is not None:
-            self.state.set_query_position(max(0, min(j, self.layer.n_positions - 1)))
-
-    def _grid_clicked(self, ev) -> None:
-        if ev.button() != Qt.LeftButton:
-            return
-        j = self._grid_position(ev.scenePos())
-        if j is not None:
-            self.state.set_query_position(j)
-
-    def _describe(self, j: int) -> str:
+    def _describe(self, j: int, heads: list[int]) -> str:
         res = self.result
-        if res is None or not 0 <= j <= res.n:
-            return " "
-        heads = self.shown_heads()
         vals = "  ".join(f"head {h}: {res.pattern[res.heads.index(h), j]:.4g}" for h in heads[:12])
         return f"key j = {j} ({res.n - j} back)   {vals}   — click to set n = {j}"
 
     def _line_hover(self, pos) -> None:
         j = self._line_position(pos)
-        self.hover.setText(self._describe(j) if j is not None else " ")
+        if j is not None and j <= self.result.n:
+            self.status.setText(self._describe(j, self.shown_heads()))
 
     def _grid_hover(self, pos) -> None:
         j = self._grid_position(pos)
-        if j is None:
-            self.hover.setText(" ")
-            return
-        h = self.state.head
-        self.hover.setText(f"key j = {j} ({self.result.n - j} back)   head {h}: "
-                           f"{self.result.pattern[self.result.heads.index(h), j]:.4g}"
-                           f"   — click to set n = {j}")
+        if j is not None:
+            self.status.setText(self._describe(j, [self.state.head]))
 
     # ------------------------------------------------------------------ head classes
 
-    def classify(self, force: bool = False) -> None:
-        """Compute the head classification for the current model (once per model)."""
-        layer = self.layer
-        if layer is None or (self.classes_for == id(layer) and not force):
-            return
-        self.classes_for = id(layer)
-        self.classes = None
-        self._fill_classes()
-        self.classify_button.setEnabled(False)
-        self.classes_label.setText("<b>Head classification</b> — computing…")
-        key = id(layer)
-        self.jobs.submit(self.job_key("classes"),
-                         lambda: positional.iter_classify_heads(layer),
-                         lambda res, k=key: self._classes_done(k, res),
-                         label="Classifying heads",
-                         on_error=lambda _exc: self._classes_stopped("failed"))
-
-    def _classes_done(self, key, result) -> None:
-        if self.layer is None or key != id(self.layer):
-            return
-        self.classes = result
-        self.classify_button.setEnabled(True)
-        self._fill_classes()
-
-    @Slot(str)
-    def _job_cancelled(self, key: str) -> None:
-        if key == self.job_key("classes"):
-            self._classes_stopped("cancelled")
-
-    def _classes_stopped(self, why: str) -> None:
-        self.classes_for = None
-        self.classify_button.setEnabled(True)
-        self.classes_label.setText(f"<b>Head classification</b> — {why}; press "
-                                   "<i>Classify heads</i> to compute it.")
-
-    def _fill_classes(self) -> None:
-        t = self.class_table
-        t.setSortingEnabled(False)
-        t.setRowCount(0)
-        res = self.classes
-        if res is None:
-            self.classify_button.setEnabled(self.layer is not None)
-            return
-        m = positional
-        self.classes_label.setText(
-            f"<b>Head classification</b> at n = {res.n}, mean over {len(res.tokens)} sampled "
-            f"query tokens. Rules, first match wins: <i>duplicate-token</i> self in top "
-            f"{m.DUPLICATE_SELF_TOP_K} ≥ {m.DUPLICATE_MIN_SELF_FRACTION:.0%}; "
-            f"<i>detokenization</i> last-{m.RECENT_WINDOW} weight ≥ {m.DETOK_MIN_RECENT_WEIGHT}; "
-            f"<i>contextual</i> span ≥ {m.CONTEXTUAL_MIN_SPAN_FRACTION:.0%} of n+1; else "
-            "<i>other</i>.")
-        rows = res.rows()
-        t.setRowCount(len(rows))
-        for r, d in enumerate(rows):
-            bg = QBrush(QColor(LABEL_COLORS.get(d["label"], "#ffffff")))
-            tip = f"head {d['head']}: {d['label']} — {d['reason']}"
-            for c, (key, _hdr, _tip, spec) in enumerate(CLASS_COLUMNS):
-                v = d[key]
-                item = _SortItem(format(v, spec) if spec else str(v))
-                item.setData(Qt.UserRole, v if spec else str(v))
-                item.setData(Qt.UserRole + 1, d["head"])
-                item.setToolTip(tip)
-                if spec:
-                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
-                if key == "label":
-                    item.setBackground(bg)
-                t.setItem(r, c, item)
-        t.setSortingEnabled(True)
-        self._mark_class_row()
-
-    def class_rows(self) -> list[dict]:
-        """The classification table as a person sees it: one dict per row, header -> text."""
-        t = self.class_table
-        return [{CLASS_COLUMNS[c][0]: t.item(r, c).text() for c in range(t.columnCount())}
-                for r in range(t.rowCount())]
-
-    def _mark_class_row(self) -> None:
-        t = self.class_table
-        for r in range(t.rowCount()):
-            item = t.item(r, 0)
-            if item is not None and item.data(Qt.UserRole + 1) == self.state.head:
-                t.blockSignals(True)
-                t.selectRow(r)
-                t.blockSignals(False)
-                t.scrollToItem(item)
-                return
-        t.clearSelection()
-
-    @Slot(int, int)
-    def _class_clicked(self, row: int, _col: int) -> None:
-        item = self.class_table.item(row, 0)
-        if item is not None:
-            self.state.set_head(int(item.data(Qt.UserRole + 1)))
+    def _draw_classes(self, res) -> None:
+        self.classes.show_classes(res)
+        self.classes.mark_head(self.state.head)
 
     # ------------------------------------------------------------------ export
 

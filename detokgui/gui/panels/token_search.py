@@ -1,113 +1,119 @@
 """A1 Token search: the tokens of typed text, and vocabulary search by substring, prefix or
 regular expression with completion. Clicking a token selects it as the query token
-(Shift+click or the context menu: as the key token)."""
+(Shift+click or the context menu: as the key token).
+
+Everything slow runs off the GUI thread: indexing the vocabulary, tokenising the text (in
+pieces, so a pasted book can be cancelled) and searching; a regular expression gets a
+time limit over the whole vocabulary."""
 
 from __future__ import annotations
 
-import re
+import time
+from dataclasses import dataclass
 
-from PySide6.QtCore import QSettings, QStringListModel, Qt, QTimer, Slot
+import regex
+from PySide6.QtCore import QStringListModel, Qt, QTimer, Slot
 from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QApplication,
     QComboBox,
     QCompleter,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
-    QMenu,
     QPlainTextEdit,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
 )
 
-from detokgui.core.tokens import SPACE_MARK, vocabulary
-from detokgui.gui.panels.base import Panel
+from detokgui.core.encode import iter_encode
+from detokgui.core.errors import InputError
+from detokgui.core.progress import Progress
+from detokgui.core.tokens import SPACE_MARK, display_token, vocabulary
+from detokgui.gui.options import BoundOptions, remember, remembered
+from detokgui.gui.panels.base import Panel, StatusLine
+from detokgui.gui.records import Column, RecordsModel, TokenTableView
 
-MAX_RESULTS = 500
 DEFAULT_TEXT = " North Korea and South Korea. Albert Einstein met Michael Jackson."
+TEXT_KEY = "tokens/text"
+TEXT_REMEMBERED_CHARS = 4096  # the start of the text is remembered, not a pasted book
 MODES = ("substring", "prefix", "regex")
+REGEX_SECONDS = 2.0  # time limit of one regular-expression search over the vocabulary
+PROGRESS_EVERY = 5000
 
 
-def search_vocabulary(strings: list[str], query: str, mode: str, limit: int = MAX_RESULTS):
-    """Ids whose display form matches; returns (ids[:limit], total). A typed space and the
-    visible marker are the same thing; prefix mode ignores a leading space."""
-    if not query:
-        return [], 0
+def search_vocabulary(strings, query: str, mode: str, seconds: float = REGEX_SECONDS):
+    """Generator job: ids whose display form matches, shortest first. A typed space and
+    the visible marker are the same thing; prefix mode ignores a leading space. A regular
+    expression (the `regex` module, which releases the GIL) that has not finished within
+    `seconds` over the whole vocabulary raises InputError, as does an invalid one."""
     q = query.replace(" ", SPACE_MARK)
     if mode == "substring":
-        hits = [i for i, s in enumerate(strings) if q in s]
+        def match(s):
+            return q in s
     elif mode == "prefix":
         bare = q.lstrip(SPACE_MARK)
-        hits = [i for i, s in enumerate(strings) if s.startswith(q) or
-                (q == bare and s.startswith(SPACE_MARK + bare))]
+
+        def match(s):
+            return s.startswith(q) or (q == bare and s.startswith(SPACE_MARK + bare))
     elif mode == "regex":
-        pattern = re.compile(query.replace(SPACE_MARK, " ").replace(" ", SPACE_MARK))
-        hits = [i for i, s in enumerate(strings) if pattern.search(s)]
+        try:
+            pattern = regex.compile(query.replace(SPACE_MARK, " ").replace(" ", SPACE_MARK))
+        except regex.error as exc:
+            raise InputError(f"invalid regular expression: {exc}") from None
+        deadline = time.perf_counter() + seconds
+
+        def match(s):
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise TimeoutError
+            return pattern.search(s, concurrent=True, timeout=left) is not None
     else:
         raise ValueError(f"unknown search mode {mode!r}")
+    hits = []
+    try:
+        for start in range(0, len(strings), PROGRESS_EVERY):
+            part = strings[start:start + PROGRESS_EVERY]
+            hits.extend(start + i for i, s in enumerate(part) if match(s))
+            yield Progress((start + len(part)) / max(1, len(strings)), "Searching the vocabulary")
+    except TimeoutError:
+        raise InputError(f"The regular expression did not finish within {seconds:g} s over "
+                         "the vocabulary (nested repetition such as (a+)+ can take forever); "
+                         "simplify it.") from None
     hits.sort(key=lambda i: (len(strings[i]), i))
-    return hits[:limit], len(hits)
+    return hits
 
 
-class TokenTable(QTableWidget):
-    """Rows of (position/rank, id, token); click selects query, Shift+click key."""
+@dataclass(frozen=True, eq=False)
+class Vocabulary:
+    """The display strings of one model's vocabulary (compared by identity)."""
 
-    def __init__(self, first_column: str, state, parent=None):
-        super().__init__(0, 3, parent)
-        self.state = state
-        self.setHorizontalHeaderLabels([first_column, "id", "token"])
-        self.verticalHeader().hide()
-        self.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.setSelectionMode(QAbstractItemView.SingleSelection)
-        header = self.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(2, QHeaderView.Stretch)
-        self.verticalHeader().setDefaultSectionSize(22)
-        self.setContextMenuPolicy(Qt.CustomContextMenu)
-        self.customContextMenuRequested.connect(self._menu)
-        self.cellClicked.connect(self._clicked)
-        self.setToolTip("Click: select as query token. Shift+click: select as key token.")
+    strings: list[str]
 
-    def fill(self, rows: list[tuple[int, int, str]]) -> None:
-        self.setUpdatesEnabled(False)
-        self.setRowCount(len(rows))
-        for r, (first, tid, text) in enumerate(rows):
-            for c, value in enumerate((str(first), str(tid), text)):
-                item = QTableWidgetItem(value)
-                if c < 2:
-                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
-                self.setItem(r, c, item)
-        self.setUpdatesEnabled(True)
 
-    def token_at(self, row: int) -> int:
-        item = self.item(row, 1)
-        return int(item.text()) if item is not None else -1
+@dataclass(frozen=True)
+class VocabRequest:
+    serial: int
 
-    @Slot(int, int)
-    def _clicked(self, row: int, _col: int) -> None:
-        tid = self.token_at(row)
-        if tid < 0:
-            return
-        if QApplication.keyboardModifiers() & Qt.ShiftModifier:
-            self.state.set_key_token(tid)
-        else:
-            self.state.set_query_token(tid)
 
-    def _menu(self, pos) -> None:
-        row = self.rowAt(pos.y())
-        tid = self.token_at(row)
-        if tid < 0:
-            return
-        menu = QMenu(self)
-        menu.addAction("Select as query token", lambda: self.state.set_query_token(tid))
-        menu.addAction("Select as key token", lambda: self.state.set_key_token(tid))
-        menu.addAction("Copy id", lambda: QApplication.clipboard().setText(str(tid)))
-        menu.exec(self.viewport().mapToGlobal(pos))
+@dataclass(frozen=True)
+class TextRequest:
+    serial: int
+    text: str
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    vocab: Vocabulary
+    query: str
+    mode: str
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: str = "substring"
+
+
+def _token_columns(first: str, state) -> list[Column]:
+    return [Column(first, lambda r: r[0], "d"), Column("id", lambda r: r[1], "d"),
+            Column("token", lambda r: r[2] if len(r) > 2 else state.token_text(r[1]))]
 
 
 class TokenSearchPanel(Panel):
@@ -117,7 +123,7 @@ class TokenSearchPanel(Panel):
 
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
-        self.strings: list[str] = []
+        self.vocab: Vocabulary | None = None
         lay = QVBoxLayout(self)
         lay.addWidget(QLabel("<b>Text</b> — its tokens become the token set"))
         self.text = QPlainTextEdit()
@@ -126,9 +132,10 @@ class TokenSearchPanel(Panel):
         self.text.setToolTip("The tokens of this text are listed below and used as the token set "
                              "of the heatmap")
         lay.addWidget(self.text)
-        self.text_info = QLabel()
+        self.text_info = StatusLine()
         lay.addWidget(self.text_info)
-        self.text_tokens = TokenTable("pos", state)
+        self.text_tokens = TokenTableView(RecordsModel(_token_columns("pos", state),
+                                                       token=lambda r: r[1]))
         lay.addWidget(self.text_tokens, 2)
 
         lay.addWidget(QLabel("<b>Vocabulary search</b>"))
@@ -140,111 +147,154 @@ class TokenSearchPanel(Panel):
                                "marker " + SPACE_MARK)
         row.addWidget(self.search, 1)
         self.mode = QComboBox()
-        self.mode.addItems(MODES)
+        for m in MODES:
+            self.mode.addItem(m, m)
         self.mode.setToolTip("substring: anywhere; prefix: at the start (leading space ignored); "
-                             "regex: Python regular expression")
+                             f"regex: regular expression (stopped after {REGEX_SECONDS:g} s)")
         row.addWidget(self.mode)
         lay.addLayout(row)
-        self.search_info = QLabel()
+        self.options = BoundOptions("tokens", Options, {"mode": self.mode}, self)
+        self.search_info = StatusLine()
         lay.addWidget(self.search_info)
-        self.results = TokenTable("#", state)
+        self.results = TokenTableView(RecordsModel(_token_columns("#", state),
+                                                   token=lambda r: r[1]))
         lay.addWidget(self.results, 3)
 
         self.completer_model = QStringListModel(self)
         self.completer = QCompleter(self.completer_model, self)
         self.completer.setCaseSensitivity(Qt.CaseSensitive)
-        self.completer.setFilterMode(Qt.MatchContains)
         self.completer.setMaxVisibleItems(12)
         self.completer.activated[str].connect(self._completed)
         self.search.setCompleter(self.completer)
 
+        self.add_channel("vocab", self._vocab_request, self._index_vocabulary,
+                         self._draw_vocabulary, status=self.search_info,
+                         label="Indexing the vocabulary")
+        self.add_channel("text", self._text_request, self._tokenize, self._draw_tokens,
+                         status=self.text_info, label="Tokenising the text")
+        self.add_channel("search", self._search_request, self._search, self._draw_search,
+                         status=self.search_info, label="Vocabulary search")
+
+        self._text = remembered(TEXT_KEY, DEFAULT_TEXT)[:TEXT_REMEMBERED_CHARS]
+        self.text.setPlainText(self._text)
         self.text_timer = QTimer(self, singleShot=True, interval=250)
-        self.text_timer.timeout.connect(self._tokenize)
+        self.text_timer.timeout.connect(self._text_edited)
         self.search_timer = QTimer(self, singleShot=True, interval=150)
-        self.search_timer.timeout.connect(self._search)
+        self.search_timer.timeout.connect(self.refresh)
         self.text.textChanged.connect(self.text_timer.start)
         self.search.textChanged.connect(self.search_timer.start)
-        self.mode.currentIndexChanged.connect(self._mode_changed)
-        state.modelChanged.connect(self._on_model)
-        self.text.setPlainText(QSettings().value("tokens/text", DEFAULT_TEXT))
-        self.text.textChanged.connect(
-            lambda: QSettings().setValue("tokens/text", self.text.toPlainText()))
+        self.options.changed.connect(self._mode_changed)
+        self.text_tokens.tokenActivated.connect(self.select_token)
+        self.results.tokenActivated.connect(self.select_token)
+        state.queryTokenChanged.connect(self._mark_query)
+        self._mode_changed(self.options.value)
 
-    # ------------------------------------------------------------------ model
+    @property
+    def strings(self) -> list[str]:
+        return self.vocab.strings if self.vocab is not None else []
 
-    @Slot(object)
-    def _on_model(self, layer) -> None:
-        self.strings = []
+    @Slot(int, bool)
+    def select_token(self, tid: int, as_key: bool) -> None:
+        (self.state.set_key_token if as_key else self.state.set_query_token)(tid)
+
+    @Slot()
+    def _mark_query(self, *_) -> None:
+        for view in (self.text_tokens, self.results):
+            view.select_token(self.state.query_token)
+
+    # ------------------------------------------------------------------ vocabulary
+
+    def model_changed(self, layer) -> None:
+        self.vocab = None
         self.completer_model.setStringList([])
-        if layer is None:
-            return
-        self.search_info.setText("indexing vocabulary…")
-        self.jobs.submit(self.job_key("vocab"), lambda: vocabulary(layer.tokenizer, layer.n_vocab),
-                         lambda strings, lay=layer: self._vocab_ready(lay, strings),
-                         label="Indexing the vocabulary")
-        self._tokenize()
 
-    def _vocab_ready(self, layer, strings: list[str]) -> None:
-        if layer is not self.layer:
-            return
-        self.strings = strings
-        self.completer_model.setStringList(strings)
-        self.search_info.setText(f"{len(strings):,} tokens")
-        self._search()
+    def _vocab_request(self):
+        return VocabRequest(self.serial) if self.layer is not None else None
+
+    @staticmethod
+    def _index_vocabulary(layer, _req) -> Vocabulary:
+        return Vocabulary(vocabulary(layer.tokenizer, layer.n_vocab))
+
+    def _draw_vocabulary(self, vocab: Vocabulary | None) -> None:
+        self.vocab = vocab
+        self.completer_model.setStringList(vocab.strings if vocab is not None else [])
+        self.refresh()  # the search can run now
 
     # ------------------------------------------------------------------ text
 
     def set_text(self, text: str) -> None:
         self.text.setPlainText(text)
-        self._tokenize()
+        self._text_edited()
 
     @Slot()
-    def _tokenize(self) -> None:
-        layer = self.layer
-        text = self.text.toPlainText()
-        if layer is None or layer.tokenizer is None or not text:
-            self.text_tokens.fill([])
-            self.text_info.setText("" if layer is None or layer.tokenizer is not None
-                                   else "this model has no tokenizer")
-            return
-        from detokgui.core.tokens import display_token
+    def _text_edited(self) -> None:
+        self.text_timer.stop()
+        self._text = self.text.toPlainText()
+        remember(TEXT_KEY, self._text[:TEXT_REMEMBERED_CHARS])
+        self.refresh()
 
-        ids = layer.tokenizer.encode(text)
+    def _text_request(self):
+        layer = self.layer
+        if layer is None or layer.tokenizer is None or not self._text:
+            return None
+        return TextRequest(self.serial, self._text)
+
+    @staticmethod
+    def _tokenize(layer, req: TextRequest):
+        ids = yield from iter_encode(layer.tokenizer, req.text)
         shown = ids[: layer.n_positions]
-        self.text_tokens.fill([(i, t, display_token(layer.tokenizer, t)) for i, t in enumerate(shown)])
-        note = f"{len(ids)} tokens"
-        if len(ids) > layer.n_positions:
+        rows = [(i, t, display_token(layer.tokenizer, t)) for i, t in enumerate(shown)]
+        return len(ids), rows
+
+    def _draw_tokens(self, result) -> None:
+        layer = self.layer
+        if result is None:
+            self.text_tokens.records().set_records(())
+            self.text_info.setText("this model has no tokenizer"
+                                   if layer is not None and layer.tokenizer is None else "")
+            if layer is not None:
+                self.state.set_token_set([])
+            return
+        total, rows = result
+        self.text_tokens.records().set_records(rows)
+        note = f"{total:,} tokens"
+        if total > layer.n_positions:
             note += f" — only the first {layer.n_positions} (the model's positions) are used"
         self.text_info.setText(note)
-        self.state.set_token_set(shown)
+        self.state.set_token_set([r[1] for r in rows])
+        self._mark_query()
 
     # ------------------------------------------------------------------ search
 
-    def _mode_changed(self) -> None:
-        mode = self.mode.currentText()
+    @Slot(object)
+    def _mode_changed(self, opts: Options) -> None:
+        mode = opts.mode
         self.completer.setFilterMode(Qt.MatchStartsWith if mode == "prefix" else Qt.MatchContains)
         self.completer.setCompletionMode(
             QCompleter.UnfilteredPopupCompletion if mode == "regex" else QCompleter.PopupCompletion
         )
-        self._search()
+        self.refresh()
 
-    @Slot()
-    def _search(self) -> None:
+    def _search_request(self):
         query = self.search.text()
-        if not self.strings:
+        if self.vocab is None or not query:
+            return None
+        return SearchRequest(self.vocab, query, self.options.value.mode)
+
+    @staticmethod
+    def _search(_layer, req: SearchRequest):
+        strings = req.vocab.strings
+        hits = yield from search_vocabulary(strings, req.query, req.mode, REGEX_SECONDS)
+        return [(r + 1, i, strings[i]) for r, i in enumerate(hits)]
+
+    def _draw_search(self, rows: list[tuple[int, int, str]] | None) -> None:
+        if rows is None:
+            self.results.records().set_records(())
+            self.search_info.setText(f"{len(self.strings):,} tokens" if self.strings else "")
             return
-        try:
-            hits, total = search_vocabulary(self.strings, query, self.mode.currentText())
-        except re.error as exc:
-            self.search_info.setText(f"invalid regular expression: {exc}")
-            self.results.fill([])
-            return
-        self.results.fill([(r + 1, i, self.strings[i]) for r, i in enumerate(hits)])
-        if query:
-            more = f" (showing {len(hits)})" if total > len(hits) else ""
-            self.search_info.setText(f"{total:,} matches{more}")
-        else:
-            self.search_info.setText(f"{len(self.strings):,} tokens")
+        self.results.records().set_records(rows)
+        self.search_info.setText(f"{len(rows):,} matches")
+        self._mark_query()
 
     @Slot(str)
     def _completed(self, text: str) -> None:

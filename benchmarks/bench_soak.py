@@ -1,0 +1,289 @@
+"""Soak benchmark (not a test): a long session through the real window.
+
+    python benchmarks/bench_soak.py [--ops 1000] [--switches 10] [--seed 0]
+
+Loads a random checkpoint with GPT-2-small dimensions (d=768, 12 heads, 1024 positions,
+the real GPT-2 vocabulary), then runs --ops mixed operations at a user's pace (one every
+10-40 ms, seeded): query and key token changes, head changes, tab switches, slider drags
+on the positional-bias panel (20 values back to back), option changes, Cancel, and
+--switches model switches spread over the run (alternating with a small random
+checkpoint, d=64, as a person comparing two models would). Prints
+
+- the longest event-loop stall and the 99th percentile of the gaps between 2 ms timer
+  ticks, after the first 10 % of the operations (warm-up: first paints, caches), both
+  over the whole run and outside the model switches (from asking for a model until the
+  window is idle again), and the longest by kind of operation;
+- the most CPU time the GUI thread spent on one operation of each kind (until its
+  results were drawn): less sensitive than stalls to other processes on the machine;
+- the process's RSS when the big model is first loaded, after the first switch back to
+  it, and at the end, each taken idle with the big model loaded and after a garbage
+  collection, as is and with the freed heap handed back to the system (glibc
+  malloc_trim, which the app also does after each switch); and how many Layer0 objects
+  and job objects are alive at the end.
+
+Goals (issue #8): longest stall < 50 ms after warm-up; RSS growth < 50 MB after the first
+model switch. Exit status 1 if one is missed. Other processes on the CPU inflate stalls.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before Qt is imported
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import argparse
+import gc
+import random
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from pathlib import Path
+
+from eventloop import StallMeter, pause, settle, wait_until
+
+STALL_GOAL_MS = 50.0
+RSS_GOAL_MB = 50.0
+TABS = ("tokens", "topk", "heatmap", "bias", "pattern", "slopes", "position-stats", "neurons")
+
+
+def rss_mb() -> float:
+    try:
+        import psutil
+
+        return psutil.Process().memory_info().rss / 2**20
+    except ImportError:  # Linux without psutil
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def idle_rss(win) -> tuple[float, float]:
+    """(RSS, RSS once the freed heap is handed back) when idle after a garbage collection.
+    The first includes memory freed but kept by the allocator; the second is closer to
+    what is alive (the app hands the heap back itself after each model switch)."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    from detokgui.gui.jobs import release_memory
+
+    settle(win, 200)
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    gc.collect()
+    rss = rss_mb()
+    release_memory()
+    for t in threading.enumerate():
+        if t.name == "malloc_trim":
+            t.join()
+    return rss, rss_mb()
+
+
+class Session:
+    def __init__(self, win, big: str, small: str, rng: random.Random):
+        self.win, self.big, self.small, self.rng = win, big, small, rng
+        self.on_big = True
+        self.layers: list[weakref.ref] = []
+        self.switch_windows: list[tuple[float, float]] = []
+        self.windows: list[tuple[float, float, str]] = []  # (start, end, operation)
+        self.cpu: dict[str, float] = {}  # most GUI-thread CPU ms of one operation, by kind
+        self.counts: dict[str, int] = {}
+
+    def token(self) -> int:
+        return self.rng.randrange(self.win.state.layer.n_vocab)
+
+    def do(self, name: str, pace: float) -> None:
+        """Run one operation, then let the event loop run for `pace` seconds; the window
+        of time is remembered to attribute stalls to operations."""
+        self.counts[name] = self.counts.get(name, 0) + 1
+        t0, c0 = time.perf_counter(), time.thread_time()
+        getattr(self, f"op_{name}")()
+        pause(pace)
+        self.windows.append((t0, time.perf_counter(), name))
+        cpu = 1000 * (time.thread_time() - c0)
+        self.cpu[name] = max(self.cpu.get(name, 0.0), cpu)
+
+    def op_query(self):
+        self.win.state.set_query_token(self.token())
+
+    def op_key(self):
+        self.win.state.set_key_token(self.token())
+
+    def op_head(self):
+        self.win.state.set_head(self.rng.randrange(self.win.state.layer.n_heads))
+
+    def op_tab(self):
+        name = self.rng.choice(TABS[1:])
+        self.win.show_view(name)
+
+    def op_drag(self):
+        self.win.show_view("bias")
+        panel = self.win.panel("bias")
+        L = self.win.state.layer.n_positions
+        start = self.rng.randrange(L)
+        step = self.rng.choice((-1, 1))
+        from PySide6.QtWidgets import QApplication
+
+        for k in range(20):  # one value per event-loop pass, as a dragged slider gives
+            panel.slider.setValue(max(0, min(L - 1, start + step * k)))
+            QApplication.processEvents()
+
+    def op_option(self):
+        win, rng = self.win, self.rng
+        choice = rng.randrange(4)
+        if choice == 0:
+            topk = win.panel("topk")
+            topk.k_spin.setValue(rng.choice((5, 10, 20)))
+        elif choice == 1:
+            hm = win.panel("heatmap")
+            hm.source.setCurrentIndex(rng.randrange(hm.source.count()))
+        elif choice == 2:
+            bias = win.panel("bias")
+            bias.heads_box.set_mode(rng.choice(("selected", "all")))
+        else:
+            win.panel("heatmap").all_heads.setChecked(rng.random() < 0.5)
+
+    def op_cancel(self):
+        self.win.cancel_jobs()
+
+    def switch(self) -> None:
+        t0 = time.perf_counter()
+        self.on_big = not self.on_big
+        old = weakref.ref(self.win.state.layer)
+        self.win.load_model(self.big if self.on_big else self.small)
+        wait_until(lambda: self.win.state.layer is not old() and self.win.loading_name is None,
+                   timeout=300)
+        self.layers.append(weakref.ref(self.win.state.layer))
+        settle(self.win, 300)
+        self.switch_windows.append((t0, time.perf_counter()))
+
+
+def run(args) -> dict:
+    from PySide6.QtCore import QCoreApplication, QSettings
+    from PySide6.QtWidgets import QApplication
+    from transformers.utils import logging as hf_logging
+
+    from detokgui.core.demo import write_random_checkpoint
+    from detokgui.gui.figures import quiet_qt_messages
+
+    hf_logging.disable_progress_bar()
+    tmp = tempfile.TemporaryDirectory(prefix="detokgui-soak-")
+    QSettings.setDefaultFormat(QSettings.IniFormat)
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(Path(tmp.name) / "settings"))
+    QCoreApplication.setOrganizationName("detokgui-bench")
+    QCoreApplication.setApplicationName("detokgui-soak")
+    _app = QApplication.instance() or QApplication([])  # alive for the whole run
+    quiet_qt_messages()
+    print("writing the checkpoints …", flush=True)
+    big = str(write_random_checkpoint(Path(tmp.name) / "big", n_embd=768, n_head=12,
+                                      n_positions=1024, seed=3))
+    small = str(write_random_checkpoint(Path(tmp.name) / "small", seed=4))
+
+    from detokgui.gui import jobs
+    from detokgui.gui.main_window import MainWindow
+
+    win = MainWindow(model=big, device="cpu")
+    win.resize(1400, 900)
+    win.show()
+    wait_until(lambda: win.state.layer is not None, timeout=300)
+    for name in TABS[1:]:  # every panel drawn once
+        win.show_view(name)
+        settle(win, 100)
+    rng = random.Random(args.seed)
+    session = Session(win, big, small, rng)
+    session.layers.append(weakref.ref(win.state.layer))
+    out = {"rss_first": idle_rss(win), "V": win.state.layer.n_vocab}
+
+    ops = ["query"] * 30 + ["key"] * 10 + ["head"] * 15 + ["tab"] * 20 + ["drag"] * 10 + \
+        ["option"] * 10 + ["cancel"] * 5
+    switch_at = {round((k + 1) * args.ops / (args.switches + 1)) for k in range(args.switches)}
+    warmup = args.ops // 10
+    meter = StallMeter()
+    meter.start()
+    t_start = time.perf_counter()
+    t_warm = t_start
+    for n in range(args.ops):
+        if n == warmup:
+            t_warm = time.perf_counter()
+        if n in switch_at:
+            session.switch()
+            if session.on_big and "rss_after_switch" not in out:
+                out["rss_after_switch"] = idle_rss(win)
+        session.do(rng.choice(ops), rng.uniform(0.010, 0.040))
+    if not session.on_big:
+        session.switch()
+    settle(win, 300)
+    meter.stop()
+    out["seconds"] = time.perf_counter() - t_start
+    out["rss_end"] = idle_rss(win)
+    out["layers_alive"] = sum(ref() is not None for ref in session.layers)
+    out["jobs_alive"] = sum(type(o) in (jobs.Job, jobs._Task, jobs._Signals)
+                            for o in gc.get_objects())
+    gaps = [(end, g) for end, g in zip(meter.ends, meter.gaps) if end > t_warm]
+
+    def in_switch(end, gap):
+        return any(a <= end and end - gap <= b for a, b in session.switch_windows)
+
+    outside = [g for end, g in gaps if not in_switch(end, g)]
+    every = [g for _end, g in gaps]
+    out["stall_all"] = 1000 * max(every, default=0.0)
+    out["p99_all"] = 1000 * percentile(every, 99)
+    out["stall_ops"] = 1000 * max(outside, default=0.0)
+    out["p99_ops"] = 1000 * percentile(outside, 99)
+    out["counts"] = session.counts
+    by_op: dict[str, float] = {}
+    for end, g in gaps:
+        for a, b, name in session.windows:
+            if a <= end <= b:
+                by_op[name] = max(by_op.get(name, 0.0), 1000 * g)
+                break
+    out["by_op"] = by_op
+    out["cpu"] = session.cpu
+    out["switches"] = len(session.switch_windows)
+    win.jobs.cancel()
+    win.jobs.wait(10000)
+    win.close()
+    return out
+
+
+def percentile(values, q: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    return s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ops", type=int, default=1000)
+    p.add_argument("--switches", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    r = run(args)
+    after = r.get("rss_after_switch", r["rss_end"])
+    growth = r["rss_end"][1] - after[1]
+    print(f"\n{args.ops} operations ({', '.join(f'{k} {v}' for k, v in sorted(r['counts'].items()))}) "
+          f"and {r['switches']} model switches in {r['seconds']:.0f} s; "
+          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(f"event-loop stall after warm-up, whole run:         longest {r['stall_all']:6.1f} ms, "
+          f"p99 {r['p99_all']:5.1f} ms")
+    print(f"event-loop stall after warm-up, outside switches:  longest {r['stall_ops']:6.1f} ms, "
+          f"p99 {r['p99_ops']:5.1f} ms   (goal < {STALL_GOAL_MS:.0f} ms)")
+    print("longest stall by operation: " + ", ".join(
+        f"{k} {v:.0f} ms" for k, v in sorted(r["by_op"].items(), key=lambda kv: -kv[1])))
+    print("most GUI-thread CPU time of one operation (with its results drawn): " + ", ".join(
+        f"{k} {v:.0f} ms" for k, v in sorted(r["cpu"].items(), key=lambda kv: -kv[1])))
+    for k, what in enumerate(("RSS", "RSS with the freed heap handed back")):
+        print(f"{what}: first load {r['rss_first'][k]:.0f} MB, after the first switch back "
+              f"{after[k]:.0f} MB, end {r['rss_end'][k]:.0f} MB (growth after the first "
+              f"switch {r['rss_end'][k] - after[k]:+.0f} MB)")
+    print(f"  goal: growth of the second < {RSS_GOAL_MB:.0f} MB")
+    print(f"alive at the end: {r['layers_alive']} of the {r['switches'] + 1} models loaded "
+          f"(the current one), {r['jobs_alive']} job objects")
+    ok = r["stall_ops"] < STALL_GOAL_MS and growth < RSS_GOAL_MB and r["layers_alive"] == 1
+    print("goals met" if ok else "GOAL MISSED")
+    sys.stdout.flush()
+    os._exit(0 if ok else 1)  # skip interpreter teardown of Qt objects (PySide6 may crash)
+
+
+if __name__ == "__main__":
+    main()

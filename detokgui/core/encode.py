@@ -1,0 +1,37 @@
+"""Tokenising long texts in pieces, so that a pasted book reports progress and can be
+stopped."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator
+
+from detokgui.core.progress import Progress
+
+PIECE_CHARS = 1 << 16
+
+# A newline between two non-whitespace characters. GPT-2's byte-level pre-tokenizer
+# (' ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+' and the contractions) never puts
+# such a newline in one pre-token with its neighbours, and BPE merges only within a
+# pre-token, so the text can be cut right after it without changing any token.
+_CUT = re.compile(r"(?<=\S)\n(?=\S)")
+
+
+def iter_encode(tokenizer, text: str, piece_chars: int = PIECE_CHARS
+                ) -> Generator[Progress, None, list[int]]:
+    """The ids tokenizer.encode(text) gives, computed piece by piece (pieces of about
+    `piece_chars` characters, cut after a newline between two non-whitespace characters;
+    a text without such a newline is one piece). Yields Progress after each piece."""
+    n = len(text)
+    ids: list[int] = []
+    start = 0
+    while start < n:
+        end = n
+        if n - start > piece_chars:
+            cut = _CUT.search(text, start + piece_chars)
+            if cut is not None:
+                end = cut.end()
+        ids.extend(tokenizer.encode(text[start:end]))
+        start = end
+        yield Progress(start / n, f"Tokenising the text: {start:,} of {n:,} characters")
+    return ids

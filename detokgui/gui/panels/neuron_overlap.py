@@ -1,0 +1,132 @@
+"""Part of the B6 neuron browser: how much the position-heavy dimensions of P overlap the
+token embedding's top SVD directions — its controls (r, m, centring), bar plot and line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from detokgui.core import neurons
+from detokgui.core.tables import embedding_overlap_table
+from detokgui.gui.panels.base import StatusLine
+from detokgui.gui.plots import PlotFrame
+
+
+def legend(columns: int = 1) -> pg.LegendItem:
+    """A legend for a cell of a GraphicsLayout. pyqtgraph makes legends ignore transformations
+    (to float unscaled over a plot); in a layout that only keeps them small in a 2x PNG."""
+    leg = pg.LegendItem(labelTextSize="8pt", colCount=columns, frame=False)
+    leg.setFlag(leg.GraphicsItemFlag.ItemIgnoresTransformations, False)
+    return leg
+
+
+class OverlapView(QWidget):
+    """r / m / centre controls, the overlap bars with the m/d baseline, and a line of text
+    (`info`, the channel's StatusLine)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.overlap: neurons.EmbeddingOverlap | None = None
+        bl = QVBoxLayout(self)
+        bl.setContentsMargins(0, 0, 0, 0)
+        orow = QHBoxLayout()
+        orow.addWidget(QLabel("SVD directions r"))
+        self.r_spin = QSpinBox()
+        self.r_spin.setRange(1, 1)
+        self.r_spin.setToolTip("How many of the token embedding's top right singular vectors "
+                               "to show (0 = largest singular value)")
+        orow.addWidget(self.r_spin)
+        orow.addWidget(QLabel("position-heavy dims m"))
+        self.m_spin = QSpinBox()
+        self.m_spin.setRange(1, 1)
+        self.m_spin.setToolTip("The m dimensions of P with the largest curve norm (raw or scaled)")
+        orow.addWidget(self.m_spin)
+        self.centre = QCheckBox("centre E")
+        self.centre.setToolTip("SVD of the mean-removed token embedding E - mean_v e_v "
+                               "(otherwise the first direction is mostly the mean token)")
+        orow.addWidget(self.centre)
+        orow.addStretch(1)
+        bl.addLayout(orow)
+        self.frame = PlotFrame("PE-token SVD overlap", self._table)
+        self.plot = self.frame.view.addPlot()
+        self.plot.showGrid(y=True, alpha=0.25)
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.setLabel("bottom", "SVD direction of E (0 = largest singular value)")
+        self.plot.setLabel("left", "share on heavy dims")
+        self.legend = legend(columns=2)
+        self.frame.view.addItem(self.legend, row=1, col=0)
+        self.plot.getAxis("left").enableAutoSIPrefix(False)
+        self.frame.setMinimumHeight(200)
+        self.frame.setToolTip(
+            "For each top SVD direction u of the token embedding E (unit vector in R^d): "
+            "Σ_{k in heavy dims} u_k²,\nthe fraction of its squared weight on the m position-heavy "
+            "dimensions. Dashed: m/d, what a random direction gives.")
+        bl.addWidget(self.frame, 1)
+        self.info = StatusLine()
+        self.info.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        bl.addWidget(self.info)
+        self.frame.view.scene().sigMouseMoved.connect(self._hover)
+
+    def set_dims(self, d: int) -> None:
+        for spin in (self.r_spin, self.m_spin):
+            spin.setRange(1, d)
+
+    def draw(self, res: neurons.EmbeddingOverlap | None, has_model: bool = True) -> None:
+        self.overlap = res
+        plot = self.plot
+        plot.clear()
+        self.legend.clear()
+        if res is None:
+            plot.setTitle("Overlap with the token embedding's SVD directions" if not has_model
+                          else "")
+            return
+        r = len(res.overlap)
+        x = np.arange(r)
+        bars = pg.BarGraphItem(x=x, height=res.overlap, width=0.7, brush="#4c72b0",
+                               pen=pg.mkPen("#2d4a78"))
+        plot.addItem(bars)
+        base_pen = pg.mkPen("#d62728", width=1.5, style=Qt.DashLine)
+        plot.addItem(pg.InfiniteLine(pos=res.baseline, angle=0, pen=base_pen))
+        self.legend.addItem(bars, "overlap")
+        self.legend.addItem(pg.PlotDataItem([], [], pen=base_pen),
+                            f"random direction (m/d = {res.baseline:.3f})")
+        top = max(float(res.overlap.max()), res.baseline) * 1.15 or 1.0
+        plot.setRange(xRange=(-0.6, r - 0.4), yRange=(0, top), padding=0)
+        axis = plot.getAxis("bottom")
+        if r <= 40:
+            step = 1 if r <= 20 else 2
+            axis.setTicks([[(i, str(i)) for i in range(0, r, step)], []])
+        else:
+            axis.setTicks(None)
+        m = len(res.dims)
+        what = "scaled" if res.scaled else "raw"
+        plot.setTitle(f"{'Centred E' if res.centred else 'E'}: SVD directions on the {m} "
+                      f"heaviest dims of P ({what})", size="10pt")
+        dims = ", ".join(str(int(k)) for k in res.dims[:16]) + (" …" if m > 16 else "")
+        self.info.setText(f"mean overlap {float(res.overlap.mean()):.3f} vs m/d = "
+                          f"{res.baseline:.3f} · heavy dims: {dims}")
+        self.info.setToolTip("All position-heavy dims: " + ", ".join(str(int(k)) for k in res.dims))
+
+    def _hover(self, pos) -> None:
+        res = self.overlap
+        vb = self.plot.getViewBox()
+        if res is None or not vb.sceneBoundingRect().contains(pos):
+            return
+        i = round(vb.mapSceneToView(pos).x())
+        if 0 <= i < len(res.overlap):
+            self.info.setText(
+                f"direction {i}: singular value {res.singular_values[i]:.4g}, overlap "
+                f"{res.overlap[i]:.4f} (baseline m/d = {res.baseline:.4f})")
+
+    def _table(self):
+        return None if self.overlap is None else embedding_overlap_table(self.overlap)

@@ -1,0 +1,120 @@
+"""The shared query position on screen: a spin box (and slider) bound to it, a marker line
+on plots, and the key position under the mouse.
+
+Every control here reads `AppState.query_position` and writes it through
+`set_query_position`; they follow its changes with their own signals blocked, so
+nothing loops."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt, Slot
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QSpinBox, QWidget
+from superqt.utils import signals_blocked
+
+
+def position_at(vb: pg.ViewBox, scene_pos: QPointF, n_positions: int) -> int | None:
+    """The position under a scene point of the view box `vb` (x rounded to the nearest
+    integer, clamped to 0..n_positions-1); None outside the view box or without positions."""
+    if n_positions <= 0 or not vb.sceneBoundingRect().contains(scene_pos):
+        return None
+    x = vb.mapSceneToView(scene_pos).x()
+    return int(max(0, min(n_positions - 1, round(x))))
+
+
+def connect_position_clicks(scene, locate: Callable[[QPointF], int | None],
+                            choose: Callable[[int], None]) -> None:
+    """A single left click on `scene` where locate(scene_pos) gives a position chooses it."""
+
+    def clicked(ev):
+        if ev.button() != Qt.LeftButton or ev.double():
+            return
+        j = locate(ev.scenePos())
+        if j is not None:
+            choose(j)
+            ev.accept()
+
+    scene.sigMouseClicked.connect(clicked)
+
+
+class QueryPositionControl(QWidget):
+    """'Query position i' as a spin box, optionally with a slider and "of L-1", bound to
+    the shared query position."""
+
+    def __init__(self, state, label: str = "Query position i", slider: bool = False,
+                 tip: str = "Query position (0-based), shared with every panel", parent=None):
+        super().__init__(parent)
+        self.state = state
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(QLabel(label))
+        self.slider: QSlider | None = None
+        if slider:
+            self.slider = QSlider(Qt.Horizontal)
+            self.slider.setPageStep(16)
+            self.slider.setToolTip(tip)
+            lay.addWidget(self.slider, 1)
+        self.spin = QSpinBox()
+        self.spin.setKeyboardTracking(False)
+        self.spin.setToolTip(tip)
+        lay.addWidget(self.spin)
+        self.max_label = QLabel("of 0")
+        lay.addWidget(self.max_label)
+        self.max_label.setVisible(slider)
+        self._widgets = [w for w in (self.slider, self.spin) if w is not None]
+        self._model_changed(state.layer)
+        for w in self._widgets:
+            w.valueChanged.connect(state.set_query_position)
+        state.modelChanged.connect(self._model_changed)
+        state.queryPositionChanged.connect(self._show)
+
+    @Slot(object)
+    def _model_changed(self, layer) -> None:
+        top = layer.n_positions - 1 if layer is not None else 0
+        for w in self._widgets:
+            with signals_blocked(w):
+                w.setRange(0, top)
+        self.max_label.setText(f"of {top}")
+        self._show(self.state.query_position)
+
+    @Slot(int)
+    def _show(self, i: int) -> None:
+        for w in self._widgets:
+            if w.value() != i:
+                with signals_blocked(w):
+                    w.setValue(i)
+
+
+class PositionMarker(pg.InfiniteLine):
+    """A vertical line at the shared query position. A movable one sets the position
+    while dragged (`live`) or when the drag ends."""
+
+    def __init__(self, state, movable: bool = False, live: bool = True, **kw):
+        kw.setdefault("pen", pg.mkPen((0, 0, 0, 170), width=1, style=Qt.DashLine))
+        super().__init__(pos=state.query_position, angle=90, movable=movable, **kw)
+        self.state = state
+        if movable:
+            signal = self.sigDragged if live else self.sigPositionChangeFinished
+            signal.connect(self._moved)
+        state.queryPositionChanged.connect(self._show)
+        state.modelChanged.connect(self._model_changed)
+        self._model_changed(state.layer)
+
+    @Slot(object)
+    def _model_changed(self, layer) -> None:
+        if layer is not None:
+            self.setBounds((0, layer.n_positions - 1))
+        self._show(self.state.query_position)
+
+    @Slot(int)
+    def _show(self, i: int) -> None:
+        # setValue emits sigPositionChanged (which moves the label), never the drag
+        # signals this marker listens to: no loop.
+        if self.value() != i:
+            self.setValue(i)
+
+    def _moved(self, *_) -> None:
+        self.state.set_query_position(round(self.value()))
+        self._show(self.state.query_position)

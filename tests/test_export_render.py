@@ -10,9 +10,7 @@ from test_cli import run_cli
 
 
 def _show(win, qtbot, panel):
-    idx = win.tabs.indexOf(panel)
-    if idx >= 0:
-        win.tabs.setCurrentIndex(idx)
+    win.show_view(panel.view_name)
     qtbot.waitUntil(lambda: panel.isVisible(), timeout=10000)
 
 

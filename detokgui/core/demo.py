@@ -45,6 +45,14 @@ def demo_model_folder() -> Path:
     return Path(str(files("detokgui.resources") / "demo_model"))
 
 
+def sample_corpus() -> Path:
+    """The sample corpus shipped inside the package: about 3 MB of public-domain English
+    (Austen, Bibles, State of the Union addresses, Bierce), one {"text": ...} per line."""
+    from importlib.resources import files
+
+    return Path(str(files("detokgui.resources") / "sample_corpus" / "public-domain-sample.jsonl.gz"))
+
+
 def random_demo_folder(report: Callable[[float, str], None] | None = None) -> Path:
     """The random demo model in the user cache, written (atomically) on first use.
 

@@ -31,7 +31,7 @@ DEMO_LABELS = {
 MAX_RECENT = 8
 DEFAULT_POSITION = 50  # the query position of a window's first model
 # remembered between sessions
-TAB, GEOMETRY = "window/tab", "window/geometry"
+VIEW, GEOMETRY = "window/view", "window/geometry"
 RECENT, LAST_HUB, LAST_FOLDER = "models/recent", "models/last_hub", "models/last_folder"
 
 
@@ -57,7 +57,7 @@ def default_query(layer) -> int:
 class MainWindow(QMainWindow):
     def __init__(self, model: str | None = None, device: str | None = None):
         super().__init__()
-        from detokgui.gui.panels import PANEL_CLASSES, SIDE_PANEL_CLASSES
+        from detokgui.gui.panels import PANEL_GROUPS, SIDE_PANEL_CLASSES
 
         self.setWindowTitle("detokgui")
         self.resize(1400, 900)
@@ -80,7 +80,7 @@ class MainWindow(QMainWindow):
         )
         self.banner.hide()
         lay.addWidget(self.banner)
-        self.tabs = QTabWidget()
+        self.tabs = QTabWidget()  # one tab per group of panels, each a QTabWidget of panels
         self.tabs.setDocumentMode(True)
         lay.addWidget(self.tabs)
         self.setCentralWidget(central)
@@ -94,11 +94,17 @@ class MainWindow(QMainWindow):
             dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
             self.addDockWidget(Qt.LeftDockWidgetArea, dock)
             self.panels.append(panel)
-        for cls in PANEL_CLASSES:
-            panel = cls(self.state, self.jobs)
-            idx = self.tabs.addTab(panel, panel.title)
-            self.tabs.setTabToolTip(idx, panel.tooltip)
-            self.panels.append(panel)
+        for group, classes in PANEL_GROUPS:
+            inner = QTabWidget()
+            inner.setDocumentMode(True)
+            self.tabs.addTab(inner, group)
+            for cls in classes:
+                panel = cls(self.state, self.jobs)
+                idx = inner.addTab(panel, panel.title)
+                inner.setTabToolTip(idx, panel.tooltip)
+                inner.currentChanged.connect(self._remember_view)
+                self.panels.append(panel)
+        self.tabs.currentChanged.connect(self._remember_view)
 
         self._build_toolbar()
         self._build_status_bar()
@@ -111,9 +117,8 @@ class MainWindow(QMainWindow):
         self.state.headChanged.connect(self.head_spin.setValue)
         self.state.queryTokenChanged.connect(self._show_selection)
         self.state.keyTokenChanged.connect(self._show_selection)
-        tab = remembered(TAB, 0)
-        self.tabs.setCurrentIndex(max(0, min(tab, self.tabs.count() - 1)))
-        self.tabs.currentChanged.connect(lambda i: remember(TAB, i))
+        self.show_view(remembered(VIEW, "topk"))
+        self.corpus.restore()
         geometry = remembered(GEOMETRY, None)
         if geometry is not None:
             self.restoreGeometry(geometry)
@@ -180,11 +185,17 @@ class MainWindow(QMainWindow):
             self._action(file_menu, f"Export current view as {fmt.upper()}…",
                          lambda _=False, f=fmt: self.export_current(f), QKeySequence(key))
 
+        from detokgui.gui.corpus import CorpusControl
+
+        self.corpus = CorpusControl(self, mb.addMenu("&Corpus"))
+        self.statusBar().insertPermanentWidget(1, self.corpus.label)
+
         view_menu = mb.addMenu("&View")
-        for i in range(self.tabs.count()):
-            self._action(view_menu, self.tabs.tabText(i),
-                         lambda _=False, k=i: self.tabs.setCurrentIndex(k),
-                         QKeySequence(f"Ctrl+{i + 1}") if i < 9 else None)
+        tabbed = [p for p in self.panels if self._inner_tabs(p) is not None]
+        for i, panel in enumerate(tabbed):
+            self._action(view_menu, panel.title,
+                         lambda _=False, v=panel.view_name: self.show_view(v),
+                         QKeySequence(f"Ctrl+{i + 1}") if i < 9 else None, panel.tooltip)
         view_menu.addSeparator()
         self._action(view_menu, "Previous head", lambda: self.state.set_head(self.state.head - 1),
                      QKeySequence("["))
@@ -351,7 +362,20 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ export & misc
 
     def current_panel(self):
-        return self.tabs.currentWidget()
+        inner = self.tabs.currentWidget()
+        return inner.currentWidget() if isinstance(inner, QTabWidget) else inner
+
+    def _inner_tabs(self, panel) -> QTabWidget | None:
+        for g in range(self.tabs.count()):
+            inner = self.tabs.widget(g)
+            if isinstance(inner, QTabWidget) and inner.indexOf(panel) >= 0:
+                return inner
+        return None
+
+    def _remember_view(self, *_) -> None:
+        panel = self.current_panel()
+        if panel is not None:
+            remember(VIEW, panel.view_name)
 
     def view_names(self) -> list[str]:
         return [p.view_name for p in self.panels]
@@ -364,9 +388,10 @@ class MainWindow(QMainWindow):
         panel = self.panel(view_name)
         if panel is None:
             return False
-        idx = self.tabs.indexOf(panel)
-        if idx >= 0:
-            self.tabs.setCurrentIndex(idx)
+        inner = self._inner_tabs(panel)
+        if inner is not None:
+            self.tabs.setCurrentWidget(inner)
+            inner.setCurrentWidget(panel)
         return True
 
     def export_current(self, fmt: str) -> None:

@@ -7,7 +7,8 @@ from PySide6.QtCore import QObject, Signal
 
 
 class AppState(QObject):
-    """Model, head, query/key token, query position, token set, token sigma convention."""
+    """Model, head, query/key token, query position, token set, token sigma convention,
+    corpus."""
 
     modelChanged = Signal(object)  # Layer0 or None
     headChanged = Signal(int)
@@ -16,6 +17,7 @@ class AppState(QObject):
     queryPositionChanged = Signal(int)
     tokenSetChanged = Signal(list)
     sigmaChanged = Signal(object)  # affinity.SigmaChoice
+    corpusChanged = Signal(tuple)  # the corpus paths (str), () when none
 
     def __init__(self, parent=None):
         from detokgui.core.affinity import SigmaChoice
@@ -29,6 +31,7 @@ class AppState(QObject):
         self._position = 0
         self._token_set: list[int] = []
         self._sigma = SigmaChoice()
+        self._corpus: tuple[str, ...] = ()
 
     # -------------------------------------------------------------- read
 
@@ -66,6 +69,11 @@ class AppState(QObject):
     @property
     def sigma(self):
         return self._sigma
+
+    @property
+    def corpus(self) -> tuple[str, ...]:
+        """The files and folders of the user's corpus (see core.documents), () when none."""
+        return self._corpus
 
     # -------------------------------------------------------------- write
 
@@ -120,6 +128,12 @@ class AppState(QObject):
         if choice != self._sigma:
             self._sigma = choice
             self.sigmaChanged.emit(choice)
+
+    def set_corpus(self, paths) -> None:
+        paths = tuple(str(p) for p in paths)
+        if paths != self._corpus:
+            self._corpus = paths
+            self.corpusChanged.emit(paths)
 
     def _valid_token(self, token: int) -> bool:
         if token < 0:

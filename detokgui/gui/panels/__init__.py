@@ -1,5 +1,5 @@
-"""Panel registry: the left dock holds SIDE_PANEL_CLASSES, the tabs PANEL_CLASSES (in tab
-order: token side, then position side)."""
+"""Panel registry: the left dock holds SIDE_PANEL_CLASSES; the tabs are grouped by
+PANEL_GROUPS (group title, panel classes in tab order). PANEL_CLASSES lists them all."""
 
 from detokgui.gui.panels.heatmap import HeatmapPanel
 from detokgui.gui.panels.key_position import KeyPositionPanel
@@ -11,12 +11,9 @@ from detokgui.gui.panels.token_search import TokenSearchPanel
 from detokgui.gui.panels.topk import TopKPanel
 
 SIDE_PANEL_CLASSES = [TokenSearchPanel]
-PANEL_CLASSES = [
-    TopKPanel,
-    HeatmapPanel,
-    PositionalBiasPanel,
-    PositionalPatternPanel,
-    KeyPositionPanel,
-    PositionStatsPanel,
-    NeuronBrowserPanel,
+PANEL_GROUPS = [
+    ("Tokens", [TopKPanel, HeatmapPanel]),
+    ("Positions", [PositionalBiasPanel, PositionalPatternPanel, KeyPositionPanel,
+                   PositionStatsPanel, NeuronBrowserPanel]),
 ]
+PANEL_CLASSES = [cls for _, group in PANEL_GROUPS for cls in group]

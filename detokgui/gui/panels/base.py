@@ -214,7 +214,8 @@ class Panel(QWidget):
             self.add_channel("", self.request, self.compute, self.draw, label=self.title)
         state.modelChanged.connect(self._model_changed)
         for signal in (state.headChanged, state.queryTokenChanged, state.keyTokenChanged,
-                       state.queryPositionChanged, state.tokenSetChanged, state.sigmaChanged):
+                       state.queryPositionChanged, state.tokenSetChanged, state.sigmaChanged,
+                       state.corpusChanged):
             signal.connect(self.refresh)
 
     # ------------------------------------------------------------------ for subclasses

@@ -1,0 +1,123 @@
+"""The corpus the corpus and text views read: the Corpus menu, a status-bar label, and the
+paths in AppState. Choosing files checks them off the GUI thread (a folder may hold many
+files) before they become the shared corpus; the last corpus is remembered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QFileDialog, QLabel
+
+from detokgui.gui.options import remember, remembered
+
+CORPUS, LAST_FOLDER = "corpus/paths", "corpus/last_folder"
+FILE_FILTER = "Corpus files (*.txt *.jsonl *.txt.gz *.jsonl.gz);;All files (*)"
+
+
+def describe(paths, n_files: int, n_bytes: int) -> str:
+    from detokgui.core.demo import sample_corpus
+
+    if [Path(p) for p in paths] == [sample_corpus()]:
+        name = "sample corpus"
+    elif len(paths) == 1:
+        name = Path(paths[0]).name
+    else:
+        name = f"{Path(paths[0]).name} + {len(paths) - 1} more"
+    return f"{name} ({n_files} file{'s' * (n_files != 1)}, {n_bytes / 1e6:.1f} MB)"
+
+
+def check_corpus(paths) -> tuple[tuple[str, ...], str]:
+    """Job body: the corpus files behind `paths` exist and each starts with a readable
+    document (InputError if not: binary, empty, not UTF-8, bad JSON lines); returns the
+    paths and a one-line description. Later problems surface when a view reads on."""
+    from detokgui.core.documents import CorpusReader, corpus_files
+    from detokgui.core.progress import Progress
+
+    files = corpus_files(paths)
+    for k, f in enumerate(files):
+        next(iter(CorpusReader([f])))
+        yield Progress((k + 1) / len(files), f"Checking {f.name}")
+    n_bytes = sum(f.stat().st_size for f in files)
+    return tuple(str(p) for p in paths), describe(paths, len(files), n_bytes)
+
+
+class CorpusControl(QObject):
+    """Corpus menu entries and the status-bar label of a main window."""
+
+    def __init__(self, window, menu):
+        super().__init__(window)
+        self.window = window
+        self.state = window.state
+        self.text = "no corpus"
+        self.label = QLabel(self.text)
+        self.label.setToolTip("The corpus read by the corpus and text views (Corpus menu)")
+        act = window._action
+        act(menu, "Open corpus files…", self.ask_files, QKeySequence("Ctrl+Shift+O"),
+            ".txt or .jsonl files (a \"text\" field per line), optionally .gz")
+        act(menu, "Open corpus folder…", self.ask_folder, None,
+            "Every .txt / .jsonl (.gz) file below a folder")
+        act(menu, "Use sample corpus", self.use_sample, QKeySequence("Ctrl+Shift+K"),
+            "3 MB of public-domain English shipped with detokgui (Austen, Bibles, State of "
+            "the Union addresses, Bierce)")
+        act(menu, "Clear corpus", self.clear, None, "Use no corpus")
+
+    def restore(self) -> None:
+        """Reopen the last corpus if its files are still there."""
+        paths = remembered(CORPUS, [])
+        if paths and all(Path(p).exists() for p in paths):
+            self.open(paths, quiet=True)
+
+    def ask_files(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(
+            self.window, "Open corpus files", remembered(LAST_FOLDER, str(Path.home())),
+            FILE_FILTER)
+        if files:
+            remember(LAST_FOLDER, str(Path(files[0]).parent))
+            self.open(files)
+
+    def ask_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(
+            self.window, "Open corpus folder", remembered(LAST_FOLDER, str(Path.home())))
+        if folder:
+            remember(LAST_FOLDER, folder)
+            self.open([folder])
+
+    def use_sample(self) -> None:
+        from detokgui.core.demo import sample_corpus
+
+        self.open([str(sample_corpus())])
+
+    def clear(self) -> None:
+        self.state.set_corpus(())
+        self._show("no corpus")
+        remember(CORPUS, [])
+
+    def open(self, paths, quiet: bool = False) -> None:
+        paths = [str(p) for p in paths]
+        self.label.setText("checking corpus…")
+        self.window.jobs.submit("corpus", lambda: check_corpus(paths), self._opened,
+                                label="Checking the corpus",
+                                on_error=self._quiet_failure if quiet else self._failed)
+
+    def _opened(self, result) -> None:
+        paths, text = result
+        self._show(f"corpus: {text}")
+        self.state.set_corpus(paths)
+        remember(CORPUS, list(paths))
+        self.window.show_message(f"Corpus: {text}", 5000)
+
+    def _show(self, text: str) -> None:
+        self.text = text
+        self.label.setText(text)
+
+    def _failed(self, exc, _message: str = "") -> None:
+        from PySide6.QtWidgets import QMessageBox
+
+        self.label.setText(self.text)
+        QMessageBox.warning(self.window, "Corpus", f"The corpus cannot be used: {exc}")
+
+    def _quiet_failure(self, exc, _message: str = "") -> None:
+        self.label.setText(self.text)
+        remember(CORPUS, [])

@@ -1,0 +1,74 @@
+"""The shared corpus: Corpus menu, checks off the GUI thread, remembered; grouped views."""
+
+import gzip
+import json
+
+from conftest import close_jobs, open_window, wait_idle
+from PySide6.QtWidgets import QFileDialog
+
+from detokgui.core.demo import sample_corpus
+
+
+def test_sample_corpus_ships_inside_the_package():
+    path = sample_corpus()
+    assert path.is_file() and "resources" in path.parts
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        assert "text" in json.loads(f.readline())
+
+
+def test_corpus_menu_sets_checks_and_remembers(window, qtbot, tmp_path, monkeypatch,
+                                               modal_dialogs):
+    win = window
+    seen = []
+    win.state.corpusChanged.connect(seen.append)
+    win.corpus.use_sample()
+    qtbot.waitUntil(lambda: win.state.corpus == (str(sample_corpus()),), timeout=10000)
+    assert seen == [(str(sample_corpus()),)]
+    assert win.corpus.label.text().startswith("corpus: sample corpus (1 file, ")
+
+    # a bad file: a warning, and the previous corpus stays
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"abc\x00def")
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames",
+                        staticmethod(lambda *a, **k: ([str(bad)], "")))
+    win.corpus.ask_files()
+    qtbot.waitUntil(lambda: bool(modal_dialogs), timeout=10000)
+    name, args = modal_dialogs.pop()
+    assert name == "QMessageBox.warning" and "NUL byte" in args[2]
+    assert win.state.corpus == (str(sample_corpus()),)
+    assert win.corpus.label.text().startswith("corpus: sample corpus")
+
+    # a folder of good files
+    (tmp_path / "good").mkdir()
+    (tmp_path / "good" / "a.txt").write_text("Some text.")
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory",
+                        staticmethod(lambda *a, **k: str(tmp_path / "good")))
+    win.corpus.ask_folder()
+    qtbot.waitUntil(lambda: win.state.corpus == (str(tmp_path / "good"),), timeout=10000)
+    assert "good (1 file" in win.corpus.label.text()
+
+
+def test_last_corpus_is_reopened_and_last_view_shown(qtbot, tiny_ckpt):
+    from detokgui.gui.main_window import MainWindow
+    from detokgui.gui.options import flush_settings
+
+    win = open_window(qtbot, tiny_ckpt)
+    win.corpus.use_sample()
+    qtbot.waitUntil(lambda: bool(win.state.corpus), timeout=10000)
+    win.show_view("neurons")
+    assert win.current_panel().view_name == "neurons"
+    close_jobs(win)
+    win.close()
+    flush_settings()
+
+    again = MainWindow(model=None, device="cpu")
+    qtbot.addWidget(again)
+    qtbot.waitUntil(lambda: again.state.corpus == (str(sample_corpus()),), timeout=10000)
+    assert again.current_panel().view_name == "neurons"
+    wait_idle(qtbot, again)
+
+
+def test_every_panel_is_reachable_by_its_view_name(window):
+    for panel in window.panels[1:]:
+        assert window.show_view(panel.view_name)
+        assert window.current_panel() is panel

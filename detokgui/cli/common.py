@@ -140,10 +140,11 @@ def read_texts(args, flag: str, lines: bool = False, file_flag: str | None = Non
     else:
         values = values if isinstance(values, list) else [values]
         texts = [_read_source("-", f"--{flag}") if v == "-" else v for v in values]
+    where = f"--{file_flag} {path}" if path is not None else f"--{flag}"
     for t in texts:
-        check_text(t, f"--{flag} text")
+        check_text(t, f"the text of {where}")
         if not (t if blank_ok else t.strip()):
-            raise CliError(f"the --{flag} text is empty")
+            raise CliError(f"the text of {where} is empty")
     return texts
 
 

@@ -95,7 +95,8 @@ class SentenceViewPanel(Panel):
         self.tiles: list[HeatmapTile] = []
         self.marked: tuple[int, int] | None = None  # (i, j) last clicked
         lay = QVBoxLayout(self)
-        self.hint = CorpusHint(state, "A corpus text needs one.")
+        self.hint = CorpusHint(state, "A corpus text needs one.",
+                               needed=self._needs_corpus)
         lay.addWidget(self.hint)
         row = QHBoxLayout()
         self.source = QComboBox()
@@ -147,11 +148,15 @@ class SentenceViewPanel(Panel):
     def plot_frames(self):
         return [self.frame]
 
+    def _needs_corpus(self) -> bool:
+        options = getattr(self, "options", None)  # None while the widgets are built
+        return options is not None and options.value.source == "corpus"
+
     def _options_changed(self, opts: Options) -> None:
         corpus = opts.source == "corpus"
         for w in (self.index_label, self.index, self.prepend):
             w.setVisible(corpus)
-        self.hint.setVisible(corpus and not self.state.corpus)
+        self.hint.update_shown()
         self.matrix.setVisible(opts.all_heads)
         self.refresh()
 
@@ -159,7 +164,6 @@ class SentenceViewPanel(Panel):
 
     def request(self):
         layer, s, o = self.layer, self.state, self.options.value
-        self.hint.setVisible(o.source == "corpus" and not s.corpus)
         if layer is None:
             return None
         texts, tokens = None, ()

@@ -4,6 +4,8 @@ corpus" button while there is none, the text-source options (how many texts, whe
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QPushButton, QSpinBox
 
@@ -43,11 +45,14 @@ def use_sample_corpus(widget, state) -> None:
 
 
 class CorpusHint(QFrame):
-    """Shown while no corpus is open: what needs one and how to choose it."""
+    """Shown while no corpus is open (and `needed()` says one is): what needs one and how
+    to choose it. Call `update_shown()` when what `needed` reads changes."""
 
-    def __init__(self, state, what: str, parent=None):
+    def __init__(self, state, what: str, needed: Callable[[], bool] | None = None,
+                 parent=None):
         super().__init__(parent)
         self.state = state
+        self.needed = needed
         self.setFrameShape(QFrame.StyledPanel)
         self.setStyleSheet("CorpusHint { background: #fff8e1; border: 1px solid #f0d98c; }")
         lay = QHBoxLayout(self)
@@ -63,12 +68,12 @@ class CorpusHint(QFrame):
                                "Union addresses, Bierce)")
         self.button.clicked.connect(lambda: use_sample_corpus(self, state))
         lay.addWidget(self.button)
-        state.corpusChanged.connect(self._update)
-        self._update()
+        state.corpusChanged.connect(self.update_shown)
+        self.update_shown()
 
     @Slot()
-    def _update(self, *_) -> None:
-        self.setVisible(not self.state.corpus)
+    def update_shown(self, *_) -> None:
+        self.setVisible(not self.state.corpus and (self.needed is None or self.needed()))
 
 
 class TextSourceControls:

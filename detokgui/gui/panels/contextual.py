@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QModelIndex, Qt, Signal, Slot
+from PySide6.QtCore import QModelIndex, Qt, Slot
 from PySide6.QtWidgets import (
-    QCheckBox,
     QHBoxLayout,
     QLabel,
     QSpinBox,
@@ -30,7 +29,12 @@ from detokgui.core.tokens import display_token
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.panels.text_common import CorpusHint, TextSourceControls, text_source
+from detokgui.gui.panels.text_common import (
+    CorpusHint,
+    HeadSet,
+    TextSourceControls,
+    text_source,
+)
 from detokgui.gui.plots import PlotFrame
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 from detokgui.gui.widgets import parse_heads
@@ -38,74 +42,6 @@ from detokgui.gui.widgets import parse_heads
 TOP = 100  # neurons whose extreme tokens the ranking lists
 LISTED = 5  # tokens per side shown in the ranking table
 MAX_POINTS = 20000  # of the scatter
-
-
-class HeadSet(QWidget):
-    """The heads of the circuit: "b4" (the heads B4 classifies as contextual, shown ticked
-    once known) or "set:0,1,3" (ticked by the user)."""
-
-    valueChanged = Signal(str)
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.lay = QHBoxLayout(self)
-        self.lay.setContentsMargins(0, 0, 0, 0)
-        self.lay.addWidget(QLabel("Contextual heads"))
-        self.auto = QCheckBox("B4 default")
-        self.auto.setChecked(True)
-        self.auto.setToolTip("The heads the B4 classification (Positional pattern view) calls "
-                             "contextual.\nUntick to choose the heads yourself.")
-        self.auto.toggled.connect(self._changed)
-        self.lay.addWidget(self.auto)
-        self.boxes: list[QCheckBox] = []
-        self._set = ""  # the typed set, kept while there are no boxes
-
-    def set_count(self, n: int) -> None:
-        for b in self.boxes:
-            self.lay.removeWidget(b)
-            b.deleteLater()
-        self.boxes = []
-        for h in range(n):
-            b = QCheckBox(str(h))
-            b.setToolTip(f"head {h} in the circuit")
-            b.toggled.connect(self._changed)
-            self.lay.addWidget(b)
-            self.boxes.append(b)
-        self._show(parse_heads(self._set, n))
-
-    def value(self) -> str:
-        return "b4" if self.auto.isChecked() else "set:" + self._set
-
-    def setValue(self, value: str) -> None:
-        mode, _, heads = str(value).partition(":")
-        with signals_blocked(self.auto):
-            self.auto.setChecked(mode != "set")
-        if mode == "set":
-            self._set = heads
-            self._show(parse_heads(heads, len(self.boxes)))
-        self._enable()
-
-    def show_heads(self, heads) -> None:
-        """Tick the heads of a computed circuit (B4 mode: what the classification found)."""
-        if self.auto.isChecked():
-            self._show(heads)
-
-    def _show(self, heads) -> None:
-        for h, b in enumerate(self.boxes):
-            with signals_blocked(b):
-                b.setChecked(h in heads)
-        self._enable()
-
-    def _enable(self) -> None:
-        for b in self.boxes:
-            b.setEnabled(not self.auto.isChecked())
-
-    @Slot()
-    def _changed(self, *_) -> None:
-        if self.sender() is not self.auto:
-            self._set = ",".join(str(h) for h, b in enumerate(self.boxes) if b.isChecked())
-        self._enable()
-        self.valueChanged.emit(self.value())
 
 
 @dataclass(frozen=True)

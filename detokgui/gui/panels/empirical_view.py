@@ -25,11 +25,15 @@ from detokgui.core.empirical import CONVENTION_LABELS, CONVENTIONS, TextSource
 from detokgui.core.text_tables import empirical_table
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
-from detokgui.gui.panels.base import Panel
-from detokgui.gui.panels.position_common import HeadGrid, data_range, stable_range
-from detokgui.gui.panels.text_common import CorpusHint, TextSourceControls, text_source
-from detokgui.gui.plots import PlotFrame, head_color
-from detokgui.gui.position import QueryPositionControl, connect_position_clicks
+from detokgui.gui.panels.position_common import data_range, stable_range
+from detokgui.gui.panels.text_common import (
+    CorpusGridPanel,
+    CorpusHint,
+    TextSourceControls,
+    text_source,
+)
+from detokgui.gui.plots import head_color
+from detokgui.gui.position import QueryPositionControl
 from detokgui.gui.widgets import HeadChooser, chosen_heads
 
 PAPER_POSITION = 500  # the paper's Fig 3-E; models with fewer positions use L/2
@@ -61,7 +65,8 @@ class Request:
     texts: TextSource
 
 
-class EmpiricalPanel(Panel):
+class EmpiricalPanel(CorpusGridPanel):
+    frame_name = "Empirical vs predicted attention"
     title = "Empirical vs predicted"
     view_name = "empirical"
     tooltip = ("Mean attention at query position i over corpus texts against the weight-based "
@@ -119,21 +124,8 @@ class EmpiricalPanel(Panel):
         prow.addWidget(self.default_button)
         lay.addLayout(prow)
 
-        self.frame = PlotFrame("Empirical vs predicted attention", self._table)
-        self.grid = HeadGrid(self.frame, "", self._build)
-        lay.addWidget(self.frame, 1)
-        self.status.setToolTip("Hover over a plot to read its values")
-        lay.addWidget(self.status)
-        scene = self.frame.view.scene()
-        connect_position_clicks(scene, lambda p: self.grid.position(p, self._n_positions()),
-                                state.set_query_position)
-        scene.sigMouseMoved.connect(self._hover)
-
-    def plot_frames(self):
-        return [self.frame]
-
-    def _n_positions(self) -> int:
-        return self.layer.n_positions if self.layer is not None else 0
+        self.add_grid(lay, "Hover over a plot to read its values; click to choose the query "
+                           "position")
 
     def model_changed(self, layer) -> None:
         if layer is not None:
@@ -161,7 +153,7 @@ class EmpiricalPanel(Panel):
 
     # ------------------------------------------------------------------ draw
 
-    def _build(self, cell) -> None:
+    def build_cell(self, cell) -> None:
         cell.vb.setMouseEnabled(False, False)
         color = head_color(cell.head)
         cell.add_curve("empirical", pg.mkPen("k", width=1))
@@ -170,10 +162,7 @@ class EmpiricalPanel(Panel):
 
     def draw(self, res: empirical.EmpiricalAttention | None) -> None:
         if res is None:
-            self.grid.set_heads([])
-            self.grid.set_title("Choose a corpus (Corpus menu) to average attention over its "
-                                "texts." if self.layer is not None else " ")
-            self.status.setText(" ")
+            self.draw_nothing("average attention over its texts")
             return
         o = self.options.value
         i, w = res.i, o.window
@@ -198,20 +187,14 @@ class EmpiricalPanel(Panel):
             f"i = {i} · {res.windows} of {res.texts} windows are longer than i ({res.source})"
             f" · {res.convention} convention · hover to read values, click to choose i")
 
-    def _hover(self, pos) -> None:
+    def describe(self, h: int, j: int) -> str:
         res = self.result
-        hit = self.grid.at(pos, self._n_positions())
-        if res is None or hit is None or hit[0] not in res.heads:
-            return
-        h, j = hit
         if j > res.i:
-            self.status.setText(f"head {h} · j = {j}: masked (keys j ≤ i = {res.i} only)")
-            return
+            return f"head {h} · j = {j}: masked (keys j ≤ i = {res.i} only)"
         r = res.heads.index(h)
-        self.status.setText(
-            f"head {h} · i = {res.i} · j = {j}: empirical {num(float(res.empirical[r, j]))} "
-            f"({res.windows} windows) · B3 predicted {num(float(res.predicted[r, j]))} · "
-            f"B4 pattern {num(float(res.pattern[r, j]))}")
+        return (f"head {h} · i = {res.i} · j = {j}: empirical {num(float(res.empirical[r, j]))}"
+                f" ({res.windows} windows) · B3 predicted {num(float(res.predicted[r, j]))} · "
+                f"B4 pattern {num(float(res.pattern[r, j]))}")
 
-    def _table(self):
+    def table(self):
         return empirical_table(self.result, pattern=True) if self.result is not None else None

@@ -18,17 +18,15 @@ from detokgui.core.terms import TERM_NAMES
 from detokgui.core.text_tables import kl_table
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
-from detokgui.gui.panels.base import Panel
-from detokgui.gui.panels.position_common import HeadGrid, data_range, stable_range
+from detokgui.gui.panels.position_common import data_range, stable_range
 from detokgui.gui.panels.text_common import (
     TERM_COLORS,
+    CorpusGridPanel,
     CorpusHint,
     TextSourceControls,
     term_legend,
     text_source,
 )
-from detokgui.gui.plots import PlotFrame
-from detokgui.gui.position import connect_position_clicks
 from detokgui.gui.widgets import HeadChooser, chosen_heads
 
 SHORT = {"paper": "paper eq 18-21: KL(P ‖ Q) with √d′",
@@ -52,7 +50,8 @@ class Request:
     texts: TextSource
 
 
-class KLPanel(Panel):
+class KLPanel(CorpusGridPanel):
+    frame_name = "Six-term contribution"
     title = "Six-term contribution"
     view_name = "kl"
     tooltip = ("Each term's contribution to the attention, as a KL divergence over query "
@@ -88,23 +87,8 @@ class KLPanel(Panel):
         state.headChanged.connect(self.redraw)  # every head is computed: only redraw
         state.queryPositionChanged.connect(self.redraw)  # the marker
 
-        self.frame = PlotFrame("Six-term contribution", self._table)
-        self.grid = HeadGrid(self.frame, "", self._build)
-        lay.addWidget(self.frame, 1)
-        self.status.setWordWrap(True)
-        self.status.setToolTip("Hover over a plot to read every term at that position; click "
-                               "to choose the query position")
-        lay.addWidget(self.status)
-        scene = self.frame.view.scene()
-        connect_position_clicks(scene, lambda p: self.grid.position(p, self._n_positions()),
-                                state.set_query_position)
-        scene.sigMouseMoved.connect(self._hover)
-
-    def plot_frames(self):
-        return [self.frame]
-
-    def _n_positions(self) -> int:
-        return self.layer.n_positions if self.layer is not None else 0
+        self.add_grid(lay, "Hover over a plot to read every term at that position; click "
+                           "to choose the query position")
 
     # ------------------------------------------------------------------ compute
 
@@ -121,7 +105,7 @@ class KLPanel(Panel):
 
     # ------------------------------------------------------------------ draw
 
-    def _build(self, cell) -> None:
+    def build_cell(self, cell) -> None:
         cell.vb.setMouseEnabled(False, False)
         for t in TERM_NAMES:
             cell.add_curve(t, pg.mkPen(TERM_COLORS[t], width=1))
@@ -144,10 +128,7 @@ class KLPanel(Panel):
 
     def draw(self, res: empirical.KLContributions | None) -> None:
         if res is None:
-            self.grid.set_heads([])
-            self.grid.set_title("Choose a corpus (Corpus menu) to measure the terms on its "
-                                "texts." if self.layer is not None else " ")
-            self.status.setText(" ")
+            self.draw_nothing("measure the terms on its texts")
             return
         vals = self.values()
         n = vals.shape[-1]
@@ -173,20 +154,14 @@ class KLPanel(Panel):
         self.status.setText(f"{res.label} · mean over {res.n_texts} texts ({res.source}) · "
                             "hover to read values, click to choose i")
 
-    def _hover(self, pos) -> None:
-        res, vals = self.result, self.values()
-        hit = self.grid.at(pos, self._n_positions())
-        if res is None or hit is None or hit[0] not in res.heads:
-            return
-        h, i = hit
-        if i >= vals.shape[-1]:
-            self.status.setText(f"head {h} · i = {i}: no text is longer than i")
-            return
+    def describe(self, h: int, i: int) -> str:
+        res = self.result
+        if i >= int(np.count_nonzero(res.texts)):
+            return f"head {h} · i = {i}: no text is longer than i"
         c = res.contribution[res.heads.index(h), :, i]
-        self.status.setText(
-            f"head {h} · i = {i} ({int(res.texts[i])} texts) · " + " · ".join(
-                f"{t} {num(float(v))}" for t, v in zip(res.terms, c))
-            + f" · {SHORT[res.definition]}")
+        return (f"head {h} · i = {i} ({int(res.texts[i])} texts) · "
+                + " · ".join(f"{t} {num(float(v))}" for t, v in zip(res.terms, c))
+                + f" · {SHORT[res.definition]}")
 
-    def _table(self):
+    def table(self):
         return kl_table(self.result) if self.result is not None else None

@@ -27,6 +27,9 @@ TITLES = {"ee": "T_ee", "pp": "T_pp", "pe": "T_pe", "ep": "T_ep", "e": "T_e", "p
           "actual": "actual attention (forward pass)"}
 SOURCES = (("text", "Typed text"), ("corpus", "Corpus text"))
 EXACT = 1e-4  # a larger max |predicted - actual| is shown as a failure
+# Longer texts are drawn averaged down to the screen's pixels (4x faster to paint at 1024
+# tokens); the blank j > i half is drawn as 0 then, or the averaged diagonal would vanish.
+DOWNSAMPLE_ABOVE = 256
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class SentenceResult:
     heads: list[int]
     values: dict[str, np.ndarray]  # name -> [len(heads), n, n]
     max_abs_diff: np.ndarray  # [len(heads)]
+    source: str  # which text
 
 
 def sentence_job(layer, req: Request):
@@ -62,8 +66,10 @@ def sentence_job(layer, req: Request):
     requested matrices (all heads of a 1024-token text would not fit otherwise)."""
     if req.texts is not None:
         ids = yield from empirical.iter_text_window(layer, req.texts, req.index)
+        start = layer.tokenizer.decode(ids[:24]) if layer.tokenizer is not None else ""
+        source = f"corpus text #{req.index}: {start.strip()[:60]!r}…"
     else:
-        ids = list(req.tokens)
+        ids, source = list(req.tokens), "typed text"
     values = {m: [] for m in req.matrices}
     diffs = []
     for r, h in enumerate(req.heads):
@@ -78,7 +84,7 @@ def sentence_job(layer, req: Request):
     return SentenceResult(
         tokens=ids, labels=[display_token(layer.tokenizer, t) for t in ids],
         heads=list(req.heads), values={m: np.stack(v) for m, v in values.items()},
-        max_abs_diff=np.array(diffs))
+        max_abs_diff=np.array(diffs), source=source)
 
 
 class SentenceViewPanel(Panel):
@@ -218,8 +224,11 @@ class SentenceViewPanel(Panel):
             m = float(np.nanmax(np.abs(res.values[placed[0][1]]))) or 1.0
             levels = (-m, m)
         n = len(res.tokens)
+        big = n > DOWNSAMPLE_ABOVE
         for k, ((r, m), hm) in enumerate(zip(placed, maps)):
-            hm.set_matrix(res.values[m][r], res.labels, res.labels, levels)
+            hm.image.setAutoDownsample(big)
+            values = np.nan_to_num(res.values[m][r], nan=0.0) if big else res.values[m][r]
+            hm.set_matrix(values, res.labels, res.labels, levels)
             if grid:
                 hm.title.setText(f"head {res.heads[r]}")
             else:
@@ -232,7 +241,7 @@ class SentenceViewPanel(Panel):
         self.exact.setText(f"<span style='color:{color}'>max |predicted − actual| = "
                            f"{num(worst)}{where}</span>")
         what = (f"{TITLES[placed[0][1]]}, every head" if grid else f"head {res.heads[0]}")
-        self.status.setText(f"{n} tokens · {what} · rows: query i, columns: key j ≤ i · "
+        self.status.setText(f"{res.source} · {n} tokens · {what} · rows: query i, columns: key j ≤ i · "
                             "hover a cell, click to select")
 
     def _nine(self) -> list[Heatmap]:

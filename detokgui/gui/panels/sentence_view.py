@@ -204,7 +204,7 @@ class SentenceViewPanel(Panel):
             self.exact.setText(" ")
             self.status.setText(" ")
             return
-        grid = len(res.heads) > 1
+        grid = len(res.values) == 1  # one matrix for every head (else the nine of one head)
         if grid:
             m = next(iter(res.values))
             placed = [(r, m) for r in range(len(res.heads))]
@@ -273,8 +273,7 @@ class SentenceViewPanel(Panel):
         if res is None or k >= len(self.placed):
             return
         self.marked = (i, j)
-        if len(res.heads) > 1:
-            self.state.set_head(res.heads[self.placed[k][0]])
+        self.state.set_head(res.heads[self.placed[k][0]])
         self.state.set_query_token(res.tokens[i])
         self.state.set_key_token(res.tokens[j])
         self.state.set_query_position(i)
@@ -288,14 +287,13 @@ class SentenceViewPanel(Panel):
     def describe(self, k: int, i: int, j: int) -> str:
         """The hover text of cell (i, j) of map k: both tokens and every value shown."""
         res = self.result
-        r, shown = self.placed[k]
+        r = self.placed[k][0]
         where = (f"head {res.heads[r]} · i = {i} {res.labels[i]!r} → j = {j} "
                  f"{res.labels[j]!r}")
         if j > i:
             return where + " · masked: a query attends to keys j ≤ i only"
-        names = list(res.values) if len(res.heads) == 1 else [shown]
-        return where + " · " + " · ".join(f"{m} {num(float(res.values[m][r, i, j]))}"
-                                          for m in names)
+        return where + " · " + " · ".join(f"{m} {num(float(v[r, i, j]))}"
+                                          for m, v in res.values.items())
 
     def _hover(self, pos) -> None:
         if self.result is None:

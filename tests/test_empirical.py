@@ -222,6 +222,24 @@ def test_text_source_checks(tiny_layer, tmp_path):
     assert "2 texts" in src.label() or "first 2" in src.label()
 
 
+def test_text_window_is_the_nth_corpus_window(tiny_layer):
+    from detokgui.core.documents import corpus_windows
+
+    windows = corpus_windows([CORPUS], tiny_layer.tokenizer, tiny_layer.n_positions)
+    first = [next(windows) for _ in range(3)]
+    texts = em.TextSource.corpus(CORPUS)
+    assert em.text_window(tiny_layer, texts, 0) == first[0]
+    assert em.text_window(tiny_layer, texts, 2) == first[2]
+    short = em.TextSource.tokens([[1, 2], [3]])
+    assert em.text_window(tiny_layer, short, 1) == [3]
+    with pytest.raises(InputError, match="holds 2 texts; choose a number below 2"):
+        em.text_window(tiny_layer, short, 2)
+    with pytest.raises(InputError, match="first 2 texts"):
+        em.text_window(tiny_layer, em.TextSource.corpus(CORPUS, max_texts=2), 5)
+    with pytest.raises(InputError, match="0 or more"):
+        em.text_window(tiny_layer, texts, -1)
+
+
 # --------------------------------------------------------------------------- demo model
 
 

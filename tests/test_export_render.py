@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from conftest import wait_idle
+from conftest import SAMPLE_CORPUS, wait_idle
 from svgcheck import RSVG, assert_renders_like, png_array, render_svg
 from test_cli import run_cli
 
@@ -16,8 +16,12 @@ def _show(win, qtbot, panel):
 
 def test_every_plot_of_every_view_exports_svg_like_png(window, qtbot, tmp_path):
     win = window
+    win.state.set_corpus([str(SAMPLE_CORPUS)])  # the text views plot corpus statistics
     checked = []
     for panel in win.panels:
+        options = getattr(panel, "options", None)
+        if options is not None and hasattr(options.value, "max_texts"):
+            options.set(max_texts=2)
         _show(win, qtbot, panel)
         for frame in panel.plot_frames():
             qtbot.waitUntil(frame.has_data, timeout=60000)

@@ -22,8 +22,11 @@ CHANNELS = [
     ("tokens", "vocab"), ("tokens", "text"), ("tokens", "search"),
     ("topk", ""), ("heatmap", ""), ("bias", ""), ("pattern", ""), ("pattern", "classes"),
     ("slopes", ""), ("slopes", "curve"), ("position-stats", ""), ("neurons", ""),
-    ("neurons", "overlap"),
+    ("neurons", "overlap"), ("sentence", ""), ("empirical", ""), ("kl", ""),
+    ("contextual", ""), ("contextual", "tokens"), ("contextual", "validation"), ("ov", ""),
 ]
+#: views that read the corpus: `show` opens the sample corpus and keeps their work tiny
+CORPUS_VIEWS = {"empirical", "kl", "contextual"}
 
 
 class Submitted(QObject):
@@ -75,6 +78,11 @@ def test_hidden_panels_compute_nothing_until_shown(window, qtbot):
 
 
 def show(win, qtbot, view):
+    if view in CORPUS_VIEWS:
+        from conftest import SAMPLE_CORPUS
+
+        win.state.set_corpus([str(SAMPLE_CORPUS)])
+        win.panel(view).options.set(max_texts=2)
     if view != "tokens":
         win.show_view(view)
     wait_idle(qtbot, win)

@@ -13,6 +13,7 @@ from detokgui.core.text_tables import (
     normalisation_table,
     ov_table,
     sentence_table,
+    sentence_values_table,
     validation_table,
 )
 
@@ -30,6 +31,14 @@ def test_sentence_and_kl_tables(tiny_layer):
     data = em.sentence(tiny_layer, WINDOWS[1], [2])
     for h, i, j, term, v in rows:
         assert h == 2 and np.isclose(v, data.values(term)[0, i, j])
+    two = em.sentence(tiny_layer, WINDOWS[1], [0, 2])
+    shown = {"ee": two.terms["ee"], "actual": two.actual}
+    header, again = rows_of(sentence_values_table([0, 2], shown))
+    assert header == ["head", "i", "j", "term", "value"] and len(again) == 2 * 2 * 15
+    mine = [r for r in again if r[0] == 2]
+    theirs = [r for r in rows if r[3] in shown]
+    assert [r[:4] for r in mine] == [r[:4] for r in theirs]
+    assert np.allclose([r[4] for r in mine], [r[4] for r in theirs], atol=1e-6)
     res = em.kl(tiny_layer, em.TextSource.tokens(WINDOWS), "paper", heads=[1])
     header, rows = rows_of(kl_table(res))
     assert header[-2:] == ["texts", "definition"] and len(rows) == 6 * 9
@@ -44,6 +53,10 @@ def test_empirical_and_normalisation_tables(tiny_layer):
     assert header == ["head", "j", "empirical", "predicted", "windows", "convention"]
     assert len(rows) == 2 * 7 and {r[4] for r in rows} == {1}
     assert [r[2] for r in rows[7:]] == res.empirical[1].tolist()
+    header, rows = rows_of(empirical_table(res, pattern=True))
+    assert header == ["head", "j", "empirical", "predicted", "pattern", "windows",
+                      "convention"]
+    assert [r[4] for r in rows[7:]] == res.pattern[1].tolist()
     norm = ci.normalisation(tiny_layer, em.TextSource.tokens(WINDOWS), [1])
     header, rows = rows_of(normalisation_table(norm))
     assert header == ["head", "n", "median", "q25", "q75", "texts"] and len(rows) == 9

@@ -107,6 +107,32 @@ class TextSource:
                 return
 
 
+def iter_text_window(layer, texts: TextSource, index) -> Job[list[int]]:
+    """Generator job (Progress per text read) returning text number `index` (0-based) of
+    `texts` as token ids; InputError when there are not that many texts."""
+    from dataclasses import replace
+
+    index = as_int(index, "text number")
+    if index < 0:
+        raise InputError(f"The text number must be 0 or more, not {index}.")
+    if texts.max_texts is not None and index >= texts.max_texts:
+        raise InputError(f"Only the first {texts.max_texts} texts are used; choose a number "
+                         f"below {texts.max_texts}.")
+    found, k = None, 0
+    for ids, _frac in replace(texts, max_texts=index + 1).iterate(layer):
+        found, k = ids, k + 1
+        yield Progress(k / (index + 1), f"reading text {k} of {index + 1}")
+    if k <= index:
+        raise InputError(f"The corpus holds {k} text{'s' * (k != 1)}; choose a number "
+                         f"below {k}.")
+    return found.tolist()
+
+
+def text_window(layer, texts: TextSource, index) -> list[int]:
+    """`iter_text_window` run to completion."""
+    return run(iter_text_window(layer, texts, index))
+
+
 def _np(t: torch.Tensor, dtype=None) -> np.ndarray:
     t = t.detach()
     if t.dtype in (torch.float16, torch.bfloat16):

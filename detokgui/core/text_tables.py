@@ -30,34 +30,50 @@ def sentence_table(layer, token_ids, heads=None) -> Table:
 
     ids = layer.check_token_ids(token_ids).tolist()
     hs = check_heads(layer, heads)
-    n = len(ids)
-    ii, jj = torch.tril_indices(n, n)
-    ii_l, jj_l = ii.tolist(), jj.tolist()
 
     def rows():
         for h in hs:
             data = sentence(layer, ids, [h])
-            for name in SENTENCE_TERMS:
-                vals = data.values(name)[0][ii_l, jj_l].tolist()
-                for i, j, v in zip(ii_l, jj_l, vals):
-                    yield (h, i, j, name, float(v))
+            yield from _sentence_rows([h], {m: data.values(m) for m in SENTENCE_TERMS})
 
-    return ["head", "i", "j", "term", "value"], rows()
+    return SENTENCE_HEADER, rows()
 
 
-def empirical_table(result) -> Table:
+SENTENCE_HEADER = ["head", "i", "j", "term", "value"]
+
+
+def _sentence_rows(heads, values):
+    n = next(iter(values.values())).shape[-1]
+    ii, jj = torch.tril_indices(n, n)
+    ii_l, jj_l = ii.tolist(), jj.tolist()
+    for r, h in enumerate(heads):
+        for name, arr in values.items():
+            for i, j, v in zip(ii_l, jj_l, arr[r][ii_l, jj_l].tolist()):
+                yield (h, i, j, name, float(v))
+
+
+def sentence_values_table(heads, values) -> Table:
+    """The rows of `sentence_table` (head,i,j,term,value for j <= i) from matrices already
+    computed: values[term] = [len(heads), n, n] (e.g. a sentence view's shown matrices)."""
+    return SENTENCE_HEADER, _sentence_rows(list(heads), dict(values))
+
+
+def empirical_table(result, pattern: bool = False) -> Table:
     """head,j,empirical,predicted,windows,convention for an `empirical.EmpiricalAttention`
     (SPEC C2): mean attention at query position i over `windows` texts longer than i, and
-    the weight-based prediction under `convention`."""
-    emp, pred = result.empirical.tolist(), result.predicted.tolist()
+    the weight-based prediction under `convention`. With `pattern`, a column "pattern"
+    after "predicted" holds the mean B4 positional pattern of the same texts."""
+    emp, pred, pat = result.empirical.tolist(), result.predicted.tolist(), result.pattern.tolist()
 
     def rows():
         for r, h in enumerate(result.heads):
             for j in range(result.i + 1):
-                yield (h, j, float(emp[r][j]), float(pred[r][j]), result.windows,
+                extra = (float(pat[r][j]),) if pattern else ()
+                yield (h, j, float(emp[r][j]), float(pred[r][j]), *extra, result.windows,
                        result.convention)
 
-    return ["head", "j", "empirical", "predicted", "windows", "convention"], rows()
+    return ["head", "j", "empirical", "predicted", *(["pattern"] if pattern else []),
+            "windows", "convention"], rows()
 
 
 def kl_table(result) -> Table:

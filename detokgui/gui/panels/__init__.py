@@ -1,12 +1,17 @@
 """Panel registry: the left dock holds SIDE_PANEL_CLASSES; the tabs are grouped by
 PANEL_GROUPS (group title, panel classes in tab order). PANEL_CLASSES lists them all."""
 
+from detokgui.gui.panels.contextual import ContextualPanel
+from detokgui.gui.panels.empirical_view import EmpiricalPanel
 from detokgui.gui.panels.heatmap import HeatmapPanel
 from detokgui.gui.panels.key_position import KeyPositionPanel
+from detokgui.gui.panels.kl_view import KLPanel
 from detokgui.gui.panels.neurons import NeuronBrowserPanel
+from detokgui.gui.panels.ov_circuit import OVCircuitPanel
 from detokgui.gui.panels.position_stats import PositionStatsPanel
 from detokgui.gui.panels.positional_bias import PositionalBiasPanel
 from detokgui.gui.panels.positional_pattern import PositionalPatternPanel
+from detokgui.gui.panels.sentence_view import SentenceViewPanel
 from detokgui.gui.panels.token_search import TokenSearchPanel
 from detokgui.gui.panels.topk import TopKPanel
 
@@ -15,5 +20,7 @@ PANEL_GROUPS = [
     ("Tokens", [TopKPanel, HeatmapPanel]),
     ("Positions", [PositionalBiasPanel, PositionalPatternPanel, KeyPositionPanel,
                    PositionStatsPanel, NeuronBrowserPanel]),
+    ("Texts", [SentenceViewPanel, EmpiricalPanel, KLPanel, ContextualPanel,
+               OVCircuitPanel]),
 ]
 PANEL_CLASSES = [cls for _, group in PANEL_GROUPS for cls in group]

@@ -1,0 +1,338 @@
+"""C5 Contextual neurons ("contextual circuit"): the contextual heads read as a bag of the
+past tokens, weighted by position only; each token's extended embedding ext(x) through
+them; every layer-0 MLP neuron's token contributions c_m(x) = ext(x) . W2[:, m], the neurons
+ranked by the size of that contextual component, and for one neuron its top tokens and
+the bag-of-tokens prediction of its pre-activation against the forward pass on corpus
+texts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QModelIndex, Qt, Slot
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+from superqt.utils import signals_blocked
+
+from detokgui.core import circuits
+from detokgui.core.empirical import TextSource
+from detokgui.core.text_tables import validation_table
+from detokgui.core.tokens import display_token
+from detokgui.gui.numbers import num
+from detokgui.gui.options import BoundOptions
+from detokgui.gui.panels.base import Panel, StatusLine
+from detokgui.gui.panels.text_common import (
+    CorpusHint,
+    HeadSet,
+    TextSourceControls,
+    text_source,
+)
+from detokgui.gui.plots import PlotFrame
+from detokgui.gui.records import Column, RecordsModel, TokenTableView
+from detokgui.gui.widgets import parse_heads
+
+TOP = 100  # neurons whose extreme tokens the ranking lists
+LISTED = 5  # tokens per side shown in the ranking table
+MAX_POINTS = 20000  # of the scatter
+
+
+@dataclass(frozen=True)
+class Options:
+    heads: str = "b4"
+    k: int = 15
+    max_texts: int = 20
+    prepend: bool = False
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    heads: tuple[int, ...] | None  # None: B4's contextual heads
+    k: int
+
+
+@dataclass(frozen=True)
+class NeuronRequest:
+    serial: int
+    heads: tuple[int, ...]
+    neuron: int
+    k: int
+
+
+@dataclass(frozen=True)
+class ValidationRequest:
+    serial: int
+    heads: tuple[int, ...]
+    neuron: int
+    texts: TextSource
+
+
+@dataclass
+class Ranking:
+    label: str  # the circuit
+    heads: list[int]
+    ranking: circuits.NeuronRanking
+    rows: list[tuple]  # (rank, neuron, size, mean, top tokens, bottom tokens) per neuron
+
+
+def ranking_job(layer, req: Request):
+    c = yield from circuits.iter_contextual_circuit(layer, None if req.heads is None
+                                                    else list(req.heads))
+    r = yield from circuits.iter_rank_neurons(layer, c, TOP, req.k)
+    tok = layer.tokenizer
+
+    def joined(ids):
+        return " ".join(display_token(tok, int(t)) for t in ids[:LISTED])
+
+    top = {int(m): (joined(r.top_ids[k]), joined(r.bottom_ids[k]))
+           for k, m in enumerate(r.top_neurons.tolist())}
+    rows = [(k + 1, m, float(r.size[m]), float(r.mean[m]), *top.get(m, ("", "")))
+            for k, m in enumerate(r.order.tolist())]
+    return Ranking(c.label(), list(c.heads), r, rows)
+
+
+def neuron_job(layer, req: NeuronRequest):
+    c = circuits.contextual_circuit(layer, list(req.heads))
+    return circuits.neuron_tokens(layer, c, req.neuron, req.k)
+
+
+def validation_job(layer, req: ValidationRequest):
+    c = circuits.contextual_circuit(layer, list(req.heads))
+    return (yield from circuits.iter_neuron_validation(layer, c, [req.neuron], req.texts,
+                                                       MAX_POINTS))
+
+
+class ContextualPanel(Panel):
+    title = "Contextual neurons"
+    view_name = "contextual"
+    tooltip = ("Layer-0 MLP neurons that read the contextual heads as a bag of tokens, and "
+               "how well that predicts them on text (C5)")
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        self.neuron = -1  # the neuron shown on the right
+        lay = QVBoxLayout(self)
+        row = QHBoxLayout()
+        self.heads_box = HeadSet()
+        row.addWidget(self.heads_box)
+        row.addSpacing(12)
+        row.addWidget(QLabel("tokens"))
+        self.k_spin = QSpinBox()
+        self.k_spin.setRange(1, 200)
+        self.k_spin.setToolTip("How many tokens with the largest and smallest contribution")
+        row.addWidget(self.k_spin)
+        row.addSpacing(12)
+        self.source = TextSourceControls(row, "validation texts")
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.options = BoundOptions("contextual", Options, {
+            "heads": self.heads_box, "k": self.k_spin, "max_texts": self.source.max_texts,
+            "prepend": self.source.prepend}, self)
+        self.options.changed.connect(self.refresh)
+
+        split = QSplitter(Qt.Horizontal)
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        self.ranked = RecordsModel(self._ranking_columns())
+        self.table = TokenTableView(self.ranked, sortable=True,
+                                    tip="Neurons by the size of their contextual component; "
+                                        "click one to see its tokens and its validation")
+        self.table.sortByColumn(0, Qt.AscendingOrder)
+        self.table.clicked.connect(self._neuron_clicked)
+        ll.addWidget(self.table, 1)
+        self.status.setWordWrap(True)
+        ll.addWidget(self.status)
+        split.addWidget(left)
+
+        right = QSplitter(Qt.Vertical)
+        top = QWidget()
+        tl = QVBoxLayout(top)
+        tl.setContentsMargins(0, 0, 0, 0)
+        self.neuron_label = QLabel(" ")
+        self.neuron_label.setWordWrap(True)
+        tl.addWidget(self.neuron_label)
+        self.tokens = TokenTableView(RecordsModel([
+            Column("rank", lambda r: r[0], "d"),
+            Column("raises", lambda r: display_token(self._tok(), r[1]), token=lambda r: r[1],
+                   tip="Tokens with the largest contribution c_m(x)"),
+            Column("+ c_m(x)", lambda r: r[2], num, numeric=True),
+            Column("lowers", lambda r: display_token(self._tok(), r[3]), token=lambda r: r[3],
+                   tip="Tokens with the smallest contribution c_m(x)"),
+            Column("− c_m(x)", lambda r: r[4], num, numeric=True)]), stretch=1)
+        self.tokens.tokenActivated.connect(
+            lambda tid, as_key: (self.state.set_key_token if as_key
+                                 else self.state.set_query_token)(tid))
+        tl.addWidget(self.tokens, 1)
+        right.addWidget(top)
+        bottom = QWidget()
+        bl = QVBoxLayout(bottom)
+        bl.setContentsMargins(0, 0, 0, 0)
+        bl.addWidget(CorpusHint(state, "The validation scatter compares the prediction with "
+                                       "the model on corpus texts."))
+        self.scatter_frame = PlotFrame("Contextual neuron validation", self._scatter_table)
+        self.plot = self.scatter_frame.view.addPlot()
+        self.plot.showGrid(x=True, y=True, alpha=0.25)
+        self.plot.setLabel("bottom", "predicted pre-activation (bag of tokens)")
+        self.plot.setLabel("left", "actual pre-activation (forward pass)")
+        self.points = pg.ScatterPlotItem(size=3, pen=None, brush=pg.mkBrush(31, 119, 180, 90))
+        self.diagonal = pg.PlotCurveItem(pen=pg.mkPen("#888", width=1, style=Qt.DashLine))
+        self.plot.addItem(self.diagonal)
+        self.plot.addItem(self.points)
+        bl.addWidget(self.scatter_frame, 1)
+        self.validation_status = StatusLine()
+        self.validation_status.setWordWrap(True)
+        bl.addWidget(self.validation_status)
+        right.addWidget(bottom)
+        right.setSizes([300, 500])
+        split.addWidget(right)
+        split.setSizes([640, 620])
+        lay.addWidget(split, 1)
+
+        self.add_channel("tokens", self._neuron_request, neuron_job, self._draw_tokens,
+                         label="Neuron tokens")
+        self.add_channel("validation", self._validation_request, validation_job,
+                         self._draw_validation, status=self.validation_status,
+                         label="Neuron validation")
+
+    def plot_frames(self):
+        return [self.scatter_frame]
+
+    def _tok(self):
+        return self.layer.tokenizer if self.layer is not None else None
+
+    def model_changed(self, layer) -> None:
+        self.neuron = -1
+        self.ranked.set_records(())
+        if layer is not None:
+            self.heads_box.set_count(layer.n_heads)
+
+    # ------------------------------------------------------------------ requests
+
+    def request(self):
+        if self.layer is None:
+            return None
+        spec = self.options.value.heads
+        heads = None if spec == "b4" else tuple(parse_heads(spec.partition(":")[2],
+                                                            self.layer.n_heads))
+        if heads == ():
+            return None
+        return Request(self.serial, heads, self.options.value.k)
+
+    @staticmethod
+    def compute(layer, req: Request):
+        return ranking_job(layer, req)
+
+    def _circuit_heads(self) -> tuple[int, ...] | None:
+        """The heads of the shown ranking, when it is the current one."""
+        ch = self.channel()
+        if self.result is None or ch.shown != ch.request():
+            return None
+        return tuple(self.result.heads)
+
+    def _neuron_request(self):
+        heads = self._circuit_heads()
+        if heads is None or self.neuron < 0:
+            return None
+        return NeuronRequest(self.serial, heads, self.neuron, self.options.value.k)
+
+    def _validation_request(self):
+        heads, o = self._circuit_heads(), self.options.value
+        texts = text_source(self.state, o.max_texts, o.prepend)
+        if heads is None or self.neuron < 0 or texts is None:
+            return None
+        return ValidationRequest(self.serial, heads, self.neuron, texts)
+
+    # ------------------------------------------------------------------ ranking
+
+    @staticmethod
+    def _ranking_columns() -> list[Column]:
+        return [
+            Column("rank", lambda r: r[0], "d", "Rank by size"),
+            Column("neuron", lambda r: r[1], "d", "Layer-0 MLP neuron m"),
+            Column("size", lambda r: r[2], num,
+                   "std over the vocabulary of c_m(x): the contextual component", numeric=True),
+            Column("mean", lambda r: r[3], num, "mean over the vocabulary of c_m(x)",
+                   numeric=True),
+            Column("top tokens", lambda r: r[4], "",
+                   f"The {LISTED} tokens with the largest c_m(x) (for the top {TOP} neurons)",
+                   tooltip=lambda r: r[4]),
+            Column("bottom tokens", lambda r: r[5], "",
+                   f"The {LISTED} tokens with the smallest c_m(x)", tooltip=lambda r: r[5]),
+        ]
+
+    def draw(self, res: Ranking | None) -> None:
+        self.ranked.set_records(res.rows if res is not None else ())
+        if res is None:
+            self.status.setText("Tick the heads of the circuit." if self.layer is not None
+                                and self.options.value.heads != "b4" else " ")
+            return
+        self.heads_box.show_heads(res.heads)
+        if self.neuron < 0:
+            self.neuron = int(res.ranking.order[0])
+        self._select_row()
+        self.status.setText(f"{len(res.ranking.order)} neurons by the size of their "
+                            f"contextual component · {res.label}")
+        self.refresh()  # the neuron's channels wait for the ranking
+
+    def _select_row(self) -> None:
+        res = self.result
+        if res is None:
+            return
+        row = self.ranked.row_of_record(int(np.flatnonzero(res.ranking.order == self.neuron)[0]))
+        with signals_blocked(self.table.selectionModel()):
+            self.table.selectRow(row)
+        self.table.scrollTo(self.ranked.index(row, 0))
+
+    @Slot(QModelIndex)
+    def _neuron_clicked(self, index: QModelIndex) -> None:
+        if self.result is None or not index.isValid():
+            return
+        self.neuron = self.ranked.record(index.row())[1]
+        self.refresh()
+
+    # ------------------------------------------------------------------ one neuron
+
+    def _draw_tokens(self, nt: circuits.NeuronTokens | None) -> None:
+        if nt is None:
+            self.tokens.records().set_records(())
+            self.neuron_label.setText(" ")
+            return
+        rows = [(k + 1, int(a), float(b), int(c), float(d)) for k, (a, b, c, d) in enumerate(
+            zip(nt.top_ids, nt.top_values, nt.bottom_ids, nt.bottom_values))]
+        self.tokens.records().set_records(rows)
+        self.neuron_label.setText(f"<b>Neuron {nt.neuron}</b>: tokens whose extended "
+                                  "embedding raises / lowers its pre-activation most "
+                                  "(c_m(x) = ext(x) · W2[:, m], without ln_2's scale)")
+
+    def _draw_validation(self, v: circuits.NeuronValidation | None) -> None:
+        if v is None:
+            self.points.setData([], [])
+            self.diagonal.setData([], [])
+            self.plot.setTitle(" ")
+            self.validation_status.setText(" ")
+            return
+        x, y = v.predicted[0], v.actual[0]
+        self.points.setData(x, y)
+        lo = float(min(x.min(), y.min())) if x.size else 0.0
+        hi = float(max(x.max(), y.max())) if x.size else 1.0
+        self.diagonal.setData([lo, hi], [lo, hi])
+        r = float(v.correlation[0])
+        self.plot.setTitle(f"neuron {v.neurons[0]}: predicted vs actual, r = {num(r)}",
+                           size="10pt")
+        shown = f"{x.size:,} of {v.points:,}" if x.size < v.points else f"{v.points:,}"
+        self.validation_status.setText(
+            f"r = {num(r)} over {v.points:,} positions of {v.texts} texts ({v.source}); "
+            f"{shown} points drawn · dashed: predicted = actual")
+
+    def _scatter_table(self):
+        v = self.channel("validation").result
+        return validation_table(v) if v is not None else None

@@ -1,0 +1,200 @@
+"""C2 Empirical vs predicted attention (the paper's Fig 3-E): the model's attention at
+query position i averaged over the corpus windows longer than i, next to the weight-based
+prediction of B3, softmax_{j<=i}((T_pp + T_p)/sqrt(d')), and the mean B4 positional
+pattern of the same texts, per head."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+)
+
+from detokgui.core import empirical
+from detokgui.core.empirical import CONVENTION_LABELS, CONVENTIONS, TextSource
+from detokgui.core.text_tables import empirical_table
+from detokgui.gui.numbers import num
+from detokgui.gui.options import BoundOptions
+from detokgui.gui.panels.position_common import data_range, stable_range
+from detokgui.gui.panels.text_common import (
+    CorpusGridPanel,
+    CorpusHint,
+    TextSourceControls,
+    text_source,
+)
+from detokgui.gui.plots import head_color
+from detokgui.gui.position import QueryPositionControl
+from detokgui.gui.widgets import HeadChooser, chosen_heads
+
+PAPER_POSITION = 500  # the paper's Fig 3-E; models with fewer positions use L/2
+CURVES = ("empirical", "predicted", "pattern")
+LOG_FLOOR = 1e-6
+
+
+def default_position(n_positions: int) -> int:
+    """The query position of Fig 3-E: 500, or L/2 for a model with fewer than 1000."""
+    return min(PAPER_POSITION, n_positions // 2)
+
+
+@dataclass(frozen=True)
+class Options:
+    heads: str = "all"  # HeadChooser value
+    convention: str = "paper"
+    max_texts: int = 200
+    prepend: bool = False
+    window: int = 0  # the last w keys before i; 0 = every key
+    log: bool = False  # log10 of the attention
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    i: int
+    heads: tuple[int, ...]
+    convention: str
+    texts: TextSource
+
+
+class EmpiricalPanel(CorpusGridPanel):
+    frame_name = "Empirical vs predicted attention"
+    title = "Empirical vs predicted"
+    view_name = "empirical"
+    tooltip = ("Mean attention at query position i over corpus texts against the weight-based "
+               "prediction (C2, Fig 3-E)")
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        self.channel().coalesce = True  # the slider: at most one pass over the corpus waits
+        lay = QVBoxLayout(self)
+        lay.addWidget(CorpusHint(state, "This view averages the model's attention over "
+                                        "corpus texts."))
+        row = QHBoxLayout()
+        self.heads_box = HeadChooser()
+        row.addWidget(self.heads_box)
+        row.addSpacing(12)
+        row.addWidget(QLabel("prediction"))
+        self.convention = QComboBox()
+        for c in CONVENTIONS:
+            self.convention.addItem(f"{c} convention", c)
+        self.convention.setToolTip("How the B3 prediction takes σ per position:\n"
+                                   + "\n".join(CONVENTION_LABELS[c] for c in CONVENTIONS))
+        row.addWidget(self.convention)
+        row.addSpacing(12)
+        self.source = TextSourceControls(row)
+        row.addSpacing(12)
+        row.addWidget(QLabel("window"))
+        self.window = QSpinBox()
+        self.window.setRange(0, 100_000)
+        self.window.setSpecialValueText("all keys")
+        self.window.setToolTip("Show only the last w keys before i (0: every key 0..i)")
+        row.addWidget(self.window)
+        self.log = QCheckBox("log scale")
+        self.log.setToolTip(f"log10 of the attention (values below {LOG_FLOOR:g} drawn at it):\n"
+                            "compares the broad heads, whose weights are all small")
+        row.addWidget(self.log)
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.options = BoundOptions("empirical", Options, {
+            "heads": self.heads_box, "convention": self.convention,
+            "max_texts": self.source.max_texts, "prepend": self.source.prepend,
+            "window": self.window, "log": self.log}, self)
+        self.options.changed.connect(self.refresh)
+        self.options.changed.connect(self.redraw)
+
+        prow = QHBoxLayout()
+        self.position = QueryPositionControl(
+            state, "Query position i", slider=True,
+            tip="Query position i (0-based), shared with every panel; texts of at most i\n"
+                "tokens are left out. Click a plot to choose the position under the mouse.")
+        prow.addWidget(self.position, 1)
+        self.default_button = QPushButton("default i")
+        self.default_button.setToolTip("i = 500 as in the paper's Fig 3-E, or L/2 for a model "
+                                       "with fewer positions")
+        self.default_button.clicked.connect(self._default_position)
+        prow.addWidget(self.default_button)
+        lay.addLayout(prow)
+
+        self.add_grid(lay, "Hover over a plot to read its values; click to choose the query "
+                           "position")
+
+    def model_changed(self, layer) -> None:
+        if layer is not None:
+            self.default_button.setText(f"default i = {default_position(layer.n_positions)}")
+
+    def _default_position(self) -> None:
+        if self.layer is not None:
+            self.state.set_query_position(default_position(self.layer.n_positions))
+
+    # ------------------------------------------------------------------ compute
+
+    def request(self):
+        layer, o = self.layer, self.options.value
+        texts = text_source(self.state, o.max_texts, o.prepend)
+        if layer is None or texts is None:
+            return None
+        heads = chosen_heads(o.heads, self.state.head, layer.n_heads)
+        return Request(self.serial, self.state.query_position, tuple(heads), o.convention,
+                       texts)
+
+    @staticmethod
+    def compute(layer, req: Request):
+        return empirical.iter_empirical_attention(layer, req.texts, req.i, list(req.heads),
+                                                  req.convention)
+
+    # ------------------------------------------------------------------ draw
+
+    def build_cell(self, cell) -> None:
+        cell.vb.setMouseEnabled(False, False)
+        color = head_color(cell.head)
+        cell.add_curve("empirical", pg.mkPen("k", width=1))
+        cell.add_curve("predicted", pg.mkPen(color, width=1))
+        cell.add_curve("pattern", pg.mkPen(color, width=1, style=Qt.DashLine))
+
+    def draw(self, res: empirical.EmpiricalAttention | None) -> None:
+        if res is None:
+            self.draw_nothing("average attention over its texts")
+            return
+        o = self.options.value
+        i, w = res.i, o.window
+        a = max(0, i - w + 1) if w else 0
+        self.grid.set_heads(res.heads)
+        arrays = [res.empirical, res.predicted, res.pattern]
+        if o.log:
+            arrays = [np.log10(np.maximum(x, LOG_FLOOR)) for x in arrays]
+        y = stable_range(None, *data_range(arrays, a, i + 1), zero_based=not o.log)
+        pad = max(0.5, 0.02 * (i - a + 1))
+        self.grid.set_view((a - pad, i + pad), y, i, i)
+        J = np.arange(i + 1)
+        for r, h in enumerate(res.heads):
+            cell = self.grid.cell(h)
+            for name, arr in zip(CURVES, arrays):
+                cell.set_curve(name, J, arr[r])
+        self.grid.set_title(
+            f"<b>C2</b> {'log<sub>10</sub> ' if o.log else ''}attention at i = {i} — black: "
+            f"mean over {res.windows} windows · colour: B3 prediction ({res.convention} "
+            "convention) · dashed: mean B4 pattern")
+        self.status.setText(
+            f"i = {i} · {res.windows} of {res.texts} windows are longer than i ({res.source})"
+            f" · {res.convention} convention · hover to read values, click to choose i")
+
+    def describe(self, h: int, j: int) -> str:
+        res = self.result
+        if j > res.i:
+            return f"head {h} · j = {j}: masked (keys j ≤ i = {res.i} only)"
+        r = res.heads.index(h)
+        return (f"head {h} · i = {res.i} · j = {j}: empirical {num(float(res.empirical[r, j]))}"
+                f" ({res.windows} windows) · B3 predicted {num(float(res.predicted[r, j]))} · "
+                f"B4 pattern {num(float(res.pattern[r, j]))}")
+
+    def table(self):
+        return empirical_table(self.result, pattern=True) if self.result is not None else None

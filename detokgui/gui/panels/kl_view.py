@@ -1,0 +1,167 @@
+"""C3 Six-term contribution (the paper's Fig 4 and 13): how much each term T_X shapes
+the attention, c^X_{i,h} = KL divergence between the attention with and without T_X at
+query position i, averaged over corpus texts; a line per term, per head. The definition
+(the paper's eq 18-21, or the authors' code) is an option, named on the plot and in the
+CSV."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout
+
+from detokgui.core import empirical
+from detokgui.core.empirical import DEFINITION_LABELS, DEFINITIONS, TextSource
+from detokgui.core.terms import TERM_NAMES
+from detokgui.core.text_tables import kl_table
+from detokgui.gui.numbers import num
+from detokgui.gui.options import BoundOptions
+from detokgui.gui.panels.position_common import data_range, stable_range
+from detokgui.gui.panels.text_common import (
+    TERM_COLORS,
+    CorpusGridPanel,
+    CorpusHint,
+    TextSourceControls,
+    term_legend,
+    text_source,
+)
+from detokgui.gui.widgets import HeadChooser, chosen_heads
+
+SHORT = {"paper": "paper eq 18-21: KL(P ‖ Q) with √d′",
+         "code": "authors' code: mean over j of KL(Q ‖ P), no √d′"}
+LOG_FLOOR = 1e-12
+
+
+@dataclass(frozen=True)
+class Options:
+    heads: str = "all"  # HeadChooser value: which heads are drawn (all are computed)
+    definition: str = "paper"
+    max_texts: int = 20
+    prepend: bool = False
+    log: bool = False
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    definition: str
+    texts: TextSource
+
+
+class KLPanel(CorpusGridPanel):
+    frame_name = "Six-term contribution"
+    title = "Six-term contribution"
+    view_name = "kl"
+    tooltip = ("Each term's contribution to the attention, as a KL divergence over query "
+               "positions, averaged over corpus texts (C3, Figs 4 and 13)")
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        lay = QVBoxLayout(self)
+        lay.addWidget(CorpusHint(state, "This view averages over corpus texts."))
+        row = QHBoxLayout()
+        self.heads_box = HeadChooser()
+        row.addWidget(self.heads_box)
+        row.addSpacing(12)
+        row.addWidget(QLabel("definition"))
+        self.definition = QComboBox()
+        for d in DEFINITIONS:
+            self.definition.addItem(SHORT[d], d)
+        self.definition.setToolTip("\n".join(DEFINITION_LABELS[d] for d in DEFINITIONS))
+        row.addWidget(self.definition)
+        row.addSpacing(12)
+        self.source = TextSourceControls(row)
+        self.log = QCheckBox("log scale")
+        self.log.setToolTip("log10 of the contributions: the small terms next to the large")
+        row.addWidget(self.log)
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.options = BoundOptions("kl", Options, {
+            "heads": self.heads_box, "definition": self.definition,
+            "max_texts": self.source.max_texts, "prepend": self.source.prepend,
+            "log": self.log}, self)
+        self.options.changed.connect(self.refresh)
+        self.options.changed.connect(self.redraw)
+        state.headChanged.connect(self.redraw)  # every head is computed: only redraw
+        state.queryPositionChanged.connect(self.redraw)  # the marker
+
+        self.add_grid(lay, "Hover over a plot to read every term at that position; click "
+                           "to choose the query position")
+
+    # ------------------------------------------------------------------ compute
+
+    def request(self):
+        o = self.options.value
+        texts = text_source(self.state, o.max_texts, o.prepend)
+        if self.layer is None or texts is None:
+            return None
+        return Request(self.serial, o.definition, texts)
+
+    @staticmethod
+    def compute(layer, req: Request):
+        return empirical.iter_kl(layer, req.texts, req.definition)
+
+    # ------------------------------------------------------------------ draw
+
+    def build_cell(self, cell) -> None:
+        cell.vb.setMouseEnabled(False, False)
+        for t in TERM_NAMES:
+            cell.add_curve(t, pg.mkPen(TERM_COLORS[t], width=1))
+
+    def shown_heads(self) -> list[int]:
+        layer = self.layer
+        if layer is None:
+            return []
+        return chosen_heads(self.options.value.heads, self.state.head, layer.n_heads)
+
+    def values(self) -> np.ndarray | None:
+        """What is drawn: [len(result.heads), 6, n] over the positions some text reaches
+        (log10 with the log option)."""
+        res = self.result
+        if res is None:
+            return None
+        n = int(np.count_nonzero(res.texts))
+        c = res.contribution[..., :n]
+        return np.log10(np.maximum(c, LOG_FLOOR)) if self.options.value.log else c
+
+    def draw(self, res: empirical.KLContributions | None) -> None:
+        if res is None:
+            self.draw_nothing("measure the terms on its texts")
+            return
+        vals = self.values()
+        n = vals.shape[-1]
+        heads = [h for h in self.shown_heads() if h in res.heads]
+        rows = [res.heads.index(h) for h in heads]
+        self.grid.set_heads(heads)
+        for cell in self.grid.visible():
+            if cell.bottom.labelText:
+                cell.bottom.setLabel("query position i")
+        log = self.options.value.log
+        y = stable_range(None, *data_range([vals[rows]], 0, n), zero_based=not log)
+        pad = max(0.5, 0.02 * n)
+        i = min(self.state.query_position, n - 1)
+        self.grid.set_view((-pad, n - 1 + pad), y, i, 0)
+        x = np.arange(n)
+        for r, h in zip(rows, heads):
+            cell = self.grid.cell(h)
+            for k, t in enumerate(res.terms):
+                cell.set_curve(t, x, vals[r, k])
+        self.grid.set_title(f"<b>C3</b> {'log<sub>10</sub> ' if log else ''}c<sup>X</sup>"
+                            f"<sub>i,h</sub> over query position i — {SHORT[res.definition]}"
+                            f" — {term_legend(res.terms)}")
+        self.status.setText(f"{res.label} · mean over {res.n_texts} texts ({res.source}) · "
+                            "hover to read values, click to choose i")
+
+    def describe(self, h: int, i: int) -> str:
+        res = self.result
+        if i >= int(np.count_nonzero(res.texts)):
+            return f"head {h} · i = {i}: no text is longer than i"
+        c = res.contribution[res.heads.index(h), :, i]
+        return (f"head {h} · i = {i} ({int(res.texts[i])} texts) · "
+                + " · ".join(f"{t} {num(float(v))}" for t, v in zip(res.terms, c))
+                + f" · {SHORT[res.definition]}")
+
+    def table(self):
+        return kl_table(self.result) if self.result is not None else None

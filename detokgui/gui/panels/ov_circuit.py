@@ -1,0 +1,197 @@
+"""OV circuit: what a head copies. For the query token as the source x, the output tokens y
+that e_x W^VO_h most promotes and suppresses through the tied unembedding (after ln_f's
+centring and gamma); or the reverse: the source tokens that most promote / suppress the
+key token as the output. Whole vocabulary through the rank-d' factors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout
+
+from detokgui.core import circuits
+from detokgui.core.text_tables import ov_table
+from detokgui.core.tokens import display_token
+from detokgui.gui.numbers import num
+from detokgui.gui.options import BoundOptions
+from detokgui.gui.panels.base import Panel
+from detokgui.gui.plots import PlotFrame
+from detokgui.gui.records import Column, RecordsModel, TokenTableView
+from detokgui.gui.widgets import HeadChooser, chosen_heads
+
+DIRECTIONS = (("outputs", "Outputs of the query token (x → y)"),
+              ("sources", "Sources of the key token (x → y)"))
+UP, DOWN = "#d62728", "#1f77b4"
+
+
+@dataclass(frozen=True)
+class Options:
+    direction: str = "outputs"
+    heads: str = "all"
+    k: int = 10
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    direction: str
+    token: int
+    heads: tuple[int, ...]
+    k: int
+
+
+class OVCircuitPanel(Panel):
+    title = "OV circuit"
+    view_name = "ov"
+    tooltip = ("What a head copies: the tokens a source token promotes and suppresses through "
+               "W^VO and the unembedding, or the sources of an output token")
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        lay = QVBoxLayout(self)
+        row = QHBoxLayout()
+        self.direction = QComboBox()
+        for key, text in DIRECTIONS:
+            self.direction.addItem(text, key)
+        self.direction.setToolTip(
+            "Outputs: the query token is the source x; the tables list the output tokens y\n"
+            "that e_x W^VO_h promotes and suppresses most.\n"
+            "Sources: the key token is the output y; the tables list the source tokens x\n"
+            "that promote and suppress it most.")
+        row.addWidget(self.direction)
+        row.addSpacing(12)
+        self.heads_box = HeadChooser()
+        row.addWidget(self.heads_box)
+        row.addSpacing(12)
+        row.addWidget(QLabel("k"))
+        self.k_spin = QSpinBox()
+        self.k_spin.setRange(1, 200)
+        self.k_spin.setToolTip("How many tokens on each side, per head")
+        row.addWidget(self.k_spin)
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.options = BoundOptions("ov", Options, {
+            "direction": self.direction, "heads": self.heads_box, "k": self.k_spin}, self)
+        self.options.changed.connect(self.refresh)
+        state.headChanged.connect(self.when_visible(self._draw_bars))
+
+        split = QSplitter(Qt.Horizontal)
+        self.table = TokenTableView(RecordsModel([
+            Column("head", lambda r: r[0], "d"),
+            Column("rank", lambda r: r[1], "d"),
+            Column("promoted", lambda r: self._label(r[2]), token=lambda r: r[2],
+                   tip="Most promoted (outputs) / most promoting (sources)"),
+            Column("score", lambda r: r[3], num, numeric=True),
+            Column("suppressed", lambda r: self._label(r[4]), token=lambda r: r[4],
+                   tip="Most suppressed (outputs) / most suppressing (sources)"),
+            Column("score ", lambda r: r[5], num, numeric=True),
+        ]), stretch=4)
+        self.table.tokenActivated.connect(
+            lambda tid, as_key: (self.state.set_key_token if as_key
+                                 else self.state.set_query_token)(tid))
+        split.addWidget(self.table)
+        self.frame = PlotFrame("OV circuit", self._table)
+        self.plot = self.frame.view.addPlot()
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        self.plot.getViewBox().invertY(True)
+        self.plot.getViewBox().setMouseEnabled(False, False)
+        self.plot.showGrid(x=True, alpha=0.25)
+        self.plot.setLabel("bottom", "score")
+        self.plot.getAxis("bottom").enableAutoSIPrefix(False)
+        self.bars = [pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], brush=c, pen=None)
+                     for c in (UP, DOWN)]
+        for b in self.bars:
+            self.plot.addItem(b)
+        split.addWidget(self.frame)
+        split.setSizes([560, 700])
+        lay.addWidget(split, 1)
+        self.status.setWordWrap(True)
+        self.status.setToolTip("Click a token in the table to select it as the query token; "
+                               "Shift+click: as the key token")
+        lay.addWidget(self.status)
+
+    def plot_frames(self):
+        return [self.frame]
+
+    def _label(self, token: int) -> str:
+        return display_token(self.layer.tokenizer if self.layer else None, token)
+
+    # ------------------------------------------------------------------ compute
+
+    def request(self):
+        layer, o, s = self.layer, self.options.value, self.state
+        if layer is None:
+            return None
+        token = s.query_token if o.direction == "outputs" else s.key_token
+        if token < 0:
+            return None
+        return Request(self.serial, o.direction, token,
+                       tuple(chosen_heads(o.heads, s.head, layer.n_heads)), o.k)
+
+    @staticmethod
+    def compute(layer, req: Request) -> circuits.OVTopK:
+        return circuits.ov_topk(layer, req.token, req.direction, list(req.heads), req.k)
+
+    # ------------------------------------------------------------------ draw
+
+    def draw(self, res: circuits.OVTopK | None) -> None:
+        if res is None:
+            self.table.records().set_records(())
+            self._draw_bars()
+            o = self.options.value
+            self.status.setText(" " if self.layer is None else
+                                "Select a query token (Tokens panel or any token table)."
+                                if o.direction == "outputs" else
+                                "Select a key token (Shift+click a token in any table).")
+            return
+        rows = [(h, k + 1, int(res.top_ids[r, k]), float(res.top_scores[r, k]),
+                 int(res.bottom_ids[r, k]), float(res.bottom_scores[r, k]))
+                for r, h in enumerate(res.heads) for k in range(res.top_ids.shape[1])]
+        self.table.records().set_records(rows)
+        self._draw_bars()
+        anchor = self._label(res.token)
+        what = (f"output tokens y promoted / suppressed by the source x = {anchor}"
+                if res.direction == "outputs" else
+                f"source tokens x that promote / suppress the output y = {anchor}")
+        self.status.setText(
+            f"{what} · score_h(x → y) = ((e_x/s_x) W^VO_h) C diag(γ_f) e_yᵀ (tied "
+            f"unembedding; ln_f: {res.final_norm}) · {len(res.heads)} head"
+            f"{'s' * (len(res.heads) != 1)}")
+
+    def bar_head(self) -> int | None:
+        """The head of the bar chart: the selected head when shown, else the first."""
+        res = self.result
+        if res is None:
+            return None
+        return self.state.head if self.state.head in res.heads else res.heads[0]
+
+    def _draw_bars(self) -> None:
+        res, h = self.result, self.bar_head()
+        if res is None:
+            for b in self.bars:
+                b.setOpts(x0=[], y=[], width=[])
+            self.plot.getAxis("left").setTicks([[]])
+            self.plot.setTitle(" ")
+            return
+        r = res.heads.index(h)
+        k = res.top_ids.shape[1]
+        ids = np.concatenate([res.top_ids[r], res.bottom_ids[r][::-1]])
+        scores = np.concatenate([res.top_scores[r], res.bottom_scores[r][::-1]])
+        y = np.concatenate([np.arange(k), np.arange(k) + k + 0.5])
+        self.bars[0].setOpts(x0=np.zeros(k), y=y[:k], width=scores[:k], height=0.7)
+        self.bars[1].setOpts(x0=np.zeros(k), y=y[k:], width=scores[k:], height=0.7)
+        self.plot.getAxis("left").setTicks([[(float(v), self._label(int(t)))
+                                             for v, t in zip(y, ids)]])
+        side = "outputs of" if res.direction == "outputs" else "sources of"
+        self.plot.setTitle(f"head {h}: {side} {self._label(res.token)} — red: top {k}, "
+                           f"blue: bottom {k}", size="10pt")
+        self.plot.setYRange(-0.6, 2 * k + 0.1, padding=0)
+        lo, hi = float(min(scores.min(), 0)), float(max(scores.max(), 0))
+        self.plot.setXRange(lo, hi, padding=0.05)
+
+    def _table(self):
+        return ov_table(self.layer, self.result) if self.result is not None else None

@@ -1,0 +1,311 @@
+"""C1 Sentence view: for the typed text (or one text of the corpus) and a head, the six term
+matrices T_ee..T_p, their sum, the predicted attention softmax_{j<=i}(sum / sqrt(d')) and
+the model's own layer-0 attention from a forward pass, with max |predicted - actual| as a
+built-in exactness check; or one of these matrices for every head."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout
+
+from detokgui.core import empirical
+from detokgui.core.empirical import SENTENCE_TERMS, TextSource
+from detokgui.core.progress import Progress
+from detokgui.core.text_tables import sentence_values_table
+from detokgui.core.tokens import display_token
+from detokgui.gui.numbers import num
+from detokgui.gui.options import BoundOptions
+from detokgui.gui.panels.base import Panel
+from detokgui.gui.panels.text_common import CorpusHint, text_source
+from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame
+
+TITLES = {"ee": "T_ee", "pp": "T_pp", "pe": "T_pe", "ep": "T_ep", "e": "T_e", "p": "T_p",
+          "sum": "sum of the six terms", "predicted": "predicted softmax(sum/√d′)",
+          "actual": "actual attention (forward pass)"}
+SOURCES = (("text", "Typed text"), ("corpus", "Corpus text"))
+EXACT = 1e-4  # a larger max |predicted - actual| is shown as a failure
+# Longer texts are drawn averaged down to the screen's pixels (4x faster to paint at 1024
+# tokens); the blank j > i half is drawn as 0 then, or the averaged diagonal would vanish.
+DOWNSAMPLE_ABOVE = 256
+
+
+@dataclass(frozen=True)
+class Options:
+    source: str = "text"
+    index: int = 0  # corpus text number
+    prepend: bool = False
+    all_heads: bool = False  # False: the nine matrices of the selected head
+    matrix: str = "predicted"  # the matrix of the all-heads grid
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    tokens: tuple[int, ...]  # the typed text (source "text")
+    texts: TextSource | None  # the corpus (source "corpus")
+    index: int
+    heads: tuple[int, ...]
+    matrices: tuple[str, ...]  # kept in the result
+
+
+@dataclass
+class SentenceResult:
+    tokens: list[int]
+    labels: list[str]
+    heads: list[int]
+    values: dict[str, np.ndarray]  # name -> [len(heads), n, n]
+    max_abs_diff: np.ndarray  # [len(heads)]
+    source: str  # which text
+
+
+def sentence_job(layer, req: Request):
+    """The text, then `empirical.iter_sentence` one head at a time, keeping only the
+    requested matrices (all heads of a 1024-token text would not fit otherwise)."""
+    if req.texts is not None:
+        ids = yield from empirical.iter_text_window(layer, req.texts, req.index)
+        start = layer.tokenizer.decode(ids[:24]) if layer.tokenizer is not None else ""
+        source = f"corpus text #{req.index}: {start.strip()[:60]!r}…"
+    else:
+        ids, source = list(req.tokens), "typed text"
+    values = {m: [] for m in req.matrices}
+    diffs = []
+    for r, h in enumerate(req.heads):
+        data = empirical.sentence(layer, ids, [h])
+        for m in req.matrices:
+            v = data.values(m)[0]
+            if m in ("predicted", "actual"):  # drawn blank above the diagonal, like the terms
+                v = np.where(np.tri(v.shape[0], dtype=bool), v, np.float32(np.nan))
+            values[m].append(v)
+        diffs.append(float(data.max_abs_diff[0]))
+        yield Progress((r + 1) / len(req.heads), f"six terms, head {h}")
+    return SentenceResult(
+        tokens=ids, labels=[display_token(layer.tokenizer, t) for t in ids],
+        heads=list(req.heads), values={m: np.stack(v) for m, v in values.items()},
+        max_abs_diff=np.array(diffs), source=source)
+
+
+class SentenceViewPanel(Panel):
+    title = "Sentence view"
+    view_name = "sentence"
+    tooltip = ("A text's six term matrices, their sum, the predicted and the model's own "
+               "attention, per head (C1)")
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        self.maps: list[Heatmap | HeatmapTile] = []  # shown, in the order of `placed`
+        self.placed: list[tuple[int, str]] = []  # (row of result.heads, matrix) per map
+        self.nine: list[Heatmap] = []
+        self.tiles: list[HeatmapTile] = []
+        self.marked: tuple[int, int] | None = None  # (i, j) last clicked
+        lay = QVBoxLayout(self)
+        self.hint = CorpusHint(state, "A corpus text needs one.",
+                               needed=self._needs_corpus)
+        lay.addWidget(self.hint)
+        row = QHBoxLayout()
+        self.source = QComboBox()
+        for key, text in SOURCES:
+            self.source.addItem(text, key)
+        self.source.setToolTip("Typed text: the tokens of the Tokens panel (at most n_positions).\n"
+                               "Corpus text: text number N of the corpus (a window of at most\n"
+                               "n_positions tokens of one document).")
+        row.addWidget(self.source)
+        self.index_label = QLabel("text #")
+        row.addWidget(self.index_label)
+        self.index = QSpinBox()
+        self.index.setRange(0, 10_000_000)
+        self.index.setKeyboardTracking(False)
+        self.index.setToolTip("Which text of the corpus (0 = the first)")
+        row.addWidget(self.index)
+        self.prepend = QCheckBox("prepend <|endoftext|>")
+        self.prepend.setToolTip("Start the corpus text with <|endoftext|> (the authors' convention)")
+        row.addWidget(self.prepend)
+        row.addSpacing(12)
+        self.all_heads = QCheckBox("All heads")
+        self.all_heads.setToolTip("Off: the nine matrices of the selected head.\n"
+                                  "On: one matrix for every head.")
+        row.addWidget(self.all_heads)
+        self.matrix = QComboBox()
+        for m in SENTENCE_TERMS:
+            self.matrix.addItem(TITLES[m], m)
+        self.matrix.setToolTip("The matrix shown for every head")
+        row.addWidget(self.matrix)
+        row.addStretch(1)
+        self.exact = QLabel(" ")
+        self.exact.setToolTip("max over i, j (and the shown heads) of |predicted − actual|: the\n"
+                              "six terms reproduce the model's attention when this is ~1e-6")
+        row.addWidget(self.exact)
+        lay.addLayout(row)
+        self.options = BoundOptions("sentence", Options, {
+            "source": self.source, "index": self.index, "prepend": self.prepend,
+            "all_heads": self.all_heads, "matrix": self.matrix}, self)
+        self.options.changed.connect(self._options_changed)
+
+        self.frame = PlotFrame("Sentence view", self._table)
+        lay.addWidget(self.frame, 1)
+        self.status.setToolTip("Hover over a cell to read every term; click it to select the "
+                               "query and key tokens and the query position i")
+        lay.addWidget(self.status)
+        self.frame.view.scene().sigMouseMoved.connect(self._hover)
+        self._options_changed(self.options.value)
+
+    def plot_frames(self):
+        return [self.frame]
+
+    def _needs_corpus(self) -> bool:
+        options = getattr(self, "options", None)  # None while the widgets are built
+        return options is not None and options.value.source == "corpus"
+
+    def _options_changed(self, opts: Options) -> None:
+        corpus = opts.source == "corpus"
+        for w in (self.index_label, self.index, self.prepend):
+            w.setVisible(corpus)
+        self.hint.update_shown()
+        self.matrix.setVisible(opts.all_heads)
+        self.refresh()
+
+    # ------------------------------------------------------------------ compute
+
+    def request(self):
+        layer, s, o = self.layer, self.state, self.options.value
+        if layer is None:
+            return None
+        texts, tokens = None, ()
+        if o.source == "corpus":
+            texts = text_source(s, 0, o.prepend)
+            if texts is None:
+                return None
+        else:
+            tokens = tuple(s.token_set[: layer.n_positions])
+            if not tokens:
+                return None
+        if o.all_heads:
+            heads, matrices = tuple(range(layer.n_heads)), (o.matrix,)
+        else:
+            heads, matrices = (s.head,), SENTENCE_TERMS
+        return Request(self.serial, tokens, texts, o.index, heads, matrices)
+
+    @staticmethod
+    def compute(layer, req: Request):
+        return sentence_job(layer, req)
+
+    # ------------------------------------------------------------------ draw
+
+    def draw(self, res: SentenceResult | None) -> None:
+        view = self.frame.view
+        if res is None:
+            view.clear()
+            self.maps, self.placed = [], []
+            o = self.options.value
+            view.addLabel("Type text in the Tokens panel." if o.source == "text" else
+                          "Choose a corpus (Corpus menu) to read its texts.")
+            self.exact.setText(" ")
+            self.status.setText(" ")
+            return
+        grid = len(res.values) == 1  # one matrix for every head (else the nine of one head)
+        if grid:
+            m = next(iter(res.values))
+            placed = [(r, m) for r in range(len(res.heads))]
+            maps = self._tiles(len(placed))
+            cols = math.ceil(math.sqrt(len(placed)))
+        else:
+            placed = [(0, m) for m in SENTENCE_TERMS]
+            maps, cols = self._nine(), 3
+        if maps != self.maps:
+            view.clear()
+            for k, hm in enumerate(maps):
+                view.addItem(hm, row=k // cols, col=k % cols)
+            self.maps = maps
+        self.placed = placed
+        levels = None
+        if grid:  # one colour scale, so that heads compare
+            m = float(np.nanmax(np.abs(res.values[placed[0][1]]))) or 1.0
+            levels = (-m, m)
+        n = len(res.tokens)
+        big = n > DOWNSAMPLE_ABOVE
+        for k, ((r, m), hm) in enumerate(zip(placed, maps)):
+            hm.image.setAutoDownsample(big)
+            values = np.nan_to_num(res.values[m][r], nan=0.0) if big else res.values[m][r]
+            hm.set_matrix(values, res.labels, res.labels, levels)
+            if grid:
+                hm.title.setText(f"head {res.heads[r]}")
+            else:
+                hm.setTitle(TITLES[m], size="9pt")
+                self._axes(hm, left=k % 3 == 0, row=k // 3)
+        self._mark()
+        worst = float(res.max_abs_diff.max())
+        color = "#1a7f37" if worst < EXACT else "#b00020"
+        where = "" if not grid else f" (worst: head {res.heads[int(res.max_abs_diff.argmax())]})"
+        self.exact.setText(f"<span style='color:{color}'>max |predicted − actual| = "
+                           f"{num(worst)}{where}</span>")
+        what = (f"{TITLES[placed[0][1]]}, every head" if grid else f"head {res.heads[0]}")
+        self.status.setText(f"{res.source} · {n} tokens · {what} · rows: query i, columns: key j ≤ i · "
+                            "hover a cell, click to select")
+
+    def _nine(self) -> list[Heatmap]:
+        if not self.nine:
+            for k in range(len(SENTENCE_TERMS)):
+                hm = Heatmap(max_labels=24)
+                hm.cellClicked.connect(lambda r, c, k=k: self._clicked(k, r, c))
+                self.nine.append(hm)
+        return self.nine
+
+    def _tiles(self, n: int) -> list[HeatmapTile]:
+        while len(self.tiles) < n:
+            k, tile = len(self.tiles), HeatmapTile()
+            tile.cellClicked.connect(lambda r, c, k=k: self._clicked(k, r, c))
+            self.tiles.append(tile)
+        return self.tiles[:n]
+
+    @staticmethod
+    def _axes(hm: Heatmap, left: bool, row: int) -> None:
+        """Query labels on the left column; key labels above the top row and below the
+        bottom row (every other one on each when there are many)."""
+        hm.showAxis("left", left)
+        many = len(hm.col_labels) > 8
+        hm.showAxis("top", row == 0 and many)
+        hm.showAxis("bottom", row == 2)
+
+    def _clicked(self, k: int, i: int, j: int) -> None:
+        res = self.result
+        if res is None or k >= len(self.placed):
+            return
+        self.marked = (i, j)
+        self.state.set_head(res.heads[self.placed[k][0]])
+        self.state.set_query_token(res.tokens[i])
+        self.state.set_key_token(res.tokens[j])
+        self.state.set_query_position(i)
+        self._mark()
+
+    def _mark(self) -> None:
+        i, j = self.marked or (-1, -1)
+        for hm in self.maps:
+            hm.mark(i, j)
+
+    def describe(self, k: int, i: int, j: int) -> str:
+        """The hover text of cell (i, j) of map k: both tokens and every value shown."""
+        res = self.result
+        r = self.placed[k][0]
+        where = (f"head {res.heads[r]} · i = {i} {res.labels[i]!r} → j = {j} "
+                 f"{res.labels[j]!r}")
+        if j > i:
+            return where + " · masked: a query attends to keys j ≤ i only"
+        return where + " · " + " · ".join(f"{m} {num(float(v[r, i, j]))}"
+                                          for m, v in res.values.items())
+
+    def _hover(self, pos) -> None:
+        if self.result is None:
+            return
+        for k, hm in enumerate(self.maps):
+            i, j = hm.cell_at(pos)
+            if i >= 0:
+                self.status.setText(self.describe(k, i, j))
+                return
+
+    def _table(self):
+        res = self.result
+        if res is None:
+            return None
+        return sentence_values_table(res.heads, res.values)

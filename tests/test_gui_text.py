@@ -1,0 +1,261 @@
+"""The Texts panels (C1-C3, C5, OV circuit) through the real window with the tiny random
+checkpoint: what each shows equals the core functions (tested against HF in
+test_empirical / test_circuits), clicks select tokens and positions, and without a corpus
+they say how to choose one. Corpus work is kept to two or three texts."""
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import SAMPLE_CORPUS, wait_idle
+from PySide6.QtCore import QPointF, Qt
+from tables import cell_text, click_cell, column_texts
+
+from detokgui.core import circuits, empirical
+from detokgui.core.demo import sample_corpus
+from detokgui.core.empirical import SENTENCE_TERMS, TextSource
+from detokgui.core.tokens import display_token
+from detokgui.gui.numbers import num
+from detokgui.gui.panels.text_common import CorpusHint
+
+CORPUS = [str(SAMPLE_CORPUS)]
+
+
+def show(win, qtbot, view):
+    win.show_view(view)
+    wait_idle(qtbot, win)
+    return win.panel(view)
+
+
+def click_view(qtbot, frame, vb, x, y):
+    """A real click at the data point (x, y) of the view box `vb` in `frame`."""
+    pos = frame.view.mapFromScene(vb.mapViewToScene(QPointF(x, y)))
+    qtbot.mouseClick(frame.view.viewport(), Qt.LeftButton, pos=pos)
+
+
+def hover_view(qtbot, frame, vb, x, y):
+    pos = frame.view.mapFromScene(vb.mapViewToScene(QPointF(x, y)))
+    qtbot.mouseMove(frame.view.viewport(), pos)
+
+
+def read_csv(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_sentence_view(window, qtbot, tmp_path):
+    win, layer, state = window, window.state.layer, window.state
+    state.set_head(2)
+    panel = show(win, qtbot, "sentence")
+    ids = state.token_set
+    assert len(ids) > 4 and panel.result.tokens == ids and panel.result.heads == [2]
+    data = empirical.sentence(layer, ids, [2])
+    lower = np.tri(len(ids), dtype=bool)
+    assert [m for _, m in panel.placed] == list(SENTENCE_TERMS)
+    for hm, (_, m) in zip(panel.maps, panel.placed):  # what is drawn, matrix by matrix
+        np.testing.assert_allclose(hm.values[lower], data.values(m)[0][lower], rtol=1e-5,
+                                   atol=1e-6)
+        assert np.isnan(hm.values[~lower]).all()
+    assert f"= {num(data.max_difference)}" in panel.exact.text()
+
+    vb = panel.maps[0].getViewBox()
+    hover_view(qtbot, panel.frame, vb, 1.5, 3.5)  # query i = 3, key j = 1
+    qtbot.waitUntil(lambda: "i = 3" in panel.status.text(), timeout=3000)
+    text = panel.status.text()
+    assert repr(display_token(layer.tokenizer, ids[3])) in text
+    assert repr(display_token(layer.tokenizer, ids[1])) in text
+    for m in SENTENCE_TERMS:
+        assert f"{m} {num(float(data.values(m)[0, 3, 1]))}" in text
+    click_view(qtbot, panel.frame, vb, 1.5, 3.5)
+    assert (state.query_token, state.key_token, state.query_position) == (ids[3], ids[1], 3)
+    assert panel.maps[4].highlight.isVisible()
+
+    panel.frame.export(tmp_path / "s.csv")
+    rows = read_csv(tmp_path / "s.csv")
+    n = len(ids)
+    assert len(rows) == len(SENTENCE_TERMS) * n * (n + 1) // 2
+    hit = next(r for r in rows if (r["term"], r["i"], r["j"]) == ("actual", "3", "1"))
+    assert float(hit["value"]) == pytest.approx(float(data.actual[0, 3, 1]), rel=1e-6)
+
+    # every head, one matrix: the model's own attention
+    panel.matrix.setCurrentIndex(panel.matrix.findData("actual"))
+    panel.all_heads.setChecked(True)
+    wait_idle(qtbot, win)
+    assert panel.result.heads == list(range(layer.n_heads))
+    full = empirical.sentence(layer, ids)
+    for k, hm in enumerate(panel.maps):
+        np.testing.assert_allclose(hm.values[lower], full.actual[k][lower], atol=1e-6)
+    click_view(qtbot, panel.frame, panel.maps[3].getViewBox(), 0.5, 2.5)
+    assert (state.head, state.query_position, state.key_token) == (3, 2, ids[0])
+
+
+def test_sentence_view_reads_a_corpus_text(window, qtbot):
+    win, layer, state = window, window.state.layer, window.state
+    panel = show(win, qtbot, "sentence")
+    assert panel.hint.isHidden()  # the typed text needs no corpus
+    panel.source.setCurrentIndex(panel.source.findData("corpus"))
+    wait_idle(qtbot, win)
+    assert not panel.hint.isHidden() and "Corpus" in panel.hint.label.text()
+    assert panel.result is None
+    qtbot.mouseClick(panel.hint.button, Qt.LeftButton)  # "Use sample corpus"
+    qtbot.waitUntil(lambda: bool(state.corpus), timeout=10000)
+    assert [Path(p) for p in state.corpus] == [sample_corpus()]
+    assert panel.hint.isHidden() and "sample corpus" in win.corpus.label.text()
+    panel.index.setValue(2)
+    wait_idle(qtbot, win)
+    expected = empirical.text_window(layer, TextSource.corpus(state.corpus), 2)
+    assert panel.result.tokens == expected
+    data = empirical.sentence(layer, expected, [state.head])
+    np.testing.assert_allclose(np.nan_to_num(panel.maps[-1].values),
+                               data.actual[0], atol=1e-6)
+
+
+def test_empirical_vs_predicted(window, qtbot, tmp_path):
+    win, layer, state = window, window.state.layer, window.state
+    panel = show(win, qtbot, "empirical")
+    assert panel.result is None and "Choose a corpus" in panel.grid.title.text
+    hint = panel.findChild(CorpusHint)
+    assert not hint.isHidden() and "Use sample corpus" == hint.button.text()
+    panel.source.max_texts.setValue(3)
+    state.set_query_position(20)
+    state.set_corpus(CORPUS)
+    wait_idle(qtbot, win)
+    assert hint.isHidden()
+    res, heads = panel.result, list(range(layer.n_heads))
+    exp = empirical.empirical_attention(layer, TextSource.corpus(CORPUS, max_texts=3), 20,
+                                        heads, "paper")
+    assert (res.i, res.heads, res.windows) == (20, heads, exp.windows)
+    for name in ("empirical", "predicted", "pattern"):
+        np.testing.assert_allclose(getattr(res, name), getattr(exp, name), atol=1e-9)
+        x, y = panel.grid.cell(1).full[name]
+        np.testing.assert_array_equal(x, np.arange(21))
+        np.testing.assert_allclose(y, getattr(exp, name)[1])
+    title = panel.grid.title.text
+    assert f"{exp.windows} windows" in title and "paper convention" in title
+
+    panel.convention.setCurrentIndex(panel.convention.findData("mean-sigma"))
+    wait_idle(qtbot, win)
+    np.testing.assert_allclose(panel.result.predicted,
+                               empirical.b3_prediction(layer, 20, heads, "mean-sigma"))
+    assert "mean-sigma convention" in panel.grid.title.text
+
+    panel.frame.export(tmp_path / "e.csv")
+    rows = read_csv(tmp_path / "e.csv")
+    assert list(rows[0]) == ["head", "j", "empirical", "predicted", "pattern", "windows",
+                             "convention"]
+    assert len(rows) == len(heads) * 21 and {r["convention"] for r in rows} == {"mean-sigma"}
+
+    panel.default_button.click()
+    assert state.query_position == layer.n_positions // 2  # 500 > L/2 for this model
+    click_view(qtbot, panel.frame, panel.grid.cell(0).vb, 10, 0.5)
+    assert state.query_position == 10
+    wait_idle(qtbot, win)
+    assert panel.result.i == 10
+
+
+def test_six_term_contribution(window, qtbot, tmp_path):
+    win, layer, state = window, window.state.layer, window.state
+    panel = show(win, qtbot, "kl")
+    assert panel.result is None and "Choose a corpus" in panel.grid.title.text
+    panel.source.max_texts.setValue(2)
+    panel.definition.setCurrentIndex(panel.definition.findData("code"))
+    state.set_corpus(CORPUS)
+    wait_idle(qtbot, win)
+    exp = empirical.kl(layer, TextSource.corpus(CORPUS, max_texts=2), "code")
+    res = panel.result
+    np.testing.assert_allclose(res.contribution, exp.contribution, equal_nan=True)
+    n = int(np.count_nonzero(exp.texts))
+    x, y = panel.grid.cell(2).full["pp"]
+    np.testing.assert_array_equal(x, np.arange(n))
+    np.testing.assert_allclose(y, exp.line(2, "pp")[:n])
+    assert "authors' code" in panel.grid.title.text
+    panel.frame.export(tmp_path / "kl.csv")
+    rows = read_csv(tmp_path / "kl.csv")
+    assert {r["definition"] for r in rows} == {"code"}
+    assert len(rows) == layer.n_heads * 6 * n
+
+    panel.heads_box.set_mode("selected")
+    state.set_head(1)
+    wait_idle(qtbot, win)
+    assert panel.grid.heads == [1] and panel.result is res  # drawn again, not computed
+    hover_view(qtbot, panel.frame, panel.grid.cell(1).vb, 7, 0)
+    qtbot.waitUntil(lambda: "i = 7" in panel.status.text(), timeout=3000)
+    assert f"ee {num(float(exp.line(1, 'ee')[7]))}" in panel.status.text()
+
+
+def test_contextual_neurons(window, qtbot):
+    win, layer, state = window, window.state.layer, window.state
+    panel = show(win, qtbot, "contextual")
+    b4 = circuits.contextual_heads(layer)
+    assert b4 and panel.result.heads == b4
+    assert [b.isChecked() for b in panel.heads_box.boxes] == [
+        h in b4 for h in range(layer.n_heads)]
+    first = panel.neuron
+    assert first == int(panel.result.ranking.order[0])  # the top neuron is shown first
+
+    panel.heads_box.auto.setChecked(False)  # choose the heads: B4's and head 0
+    panel.heads_box.boxes[0].click()
+    wait_idle(qtbot, win)
+    heads = sorted({0, *b4})
+    assert panel.result.heads == heads
+    circuit = circuits.contextual_circuit(layer, heads)
+    rank = circuits.rank_neurons(layer, circuit, 10, panel.k_spin.value())
+    assert [int(t) for t in column_texts(panel.table, 1)[:10]] == rank.order[:10].tolist()
+    assert cell_text(panel.table, 0, 2) == num(float(rank.size[rank.order[0]]))
+    assert panel.neuron == first  # kept while the heads change
+
+    click_cell(qtbot, panel.table, 2, 1)
+    m = int(rank.order[2])
+    assert panel.neuron == m
+    wait_idle(qtbot, win)
+    nt = circuits.neuron_tokens(layer, circuit, m, panel.k_spin.value())
+    assert [panel.tokens.token_at(r, 1) for r in range(3)] == nt.top_ids[:3].tolist()
+    assert cell_text(panel.tokens, 0, 4) == num(float(nt.bottom_values[0]))
+    click_cell(qtbot, panel.tokens, 1, 3)  # a token that lowers it
+    assert state.query_token == int(nt.bottom_ids[1])
+
+    val = panel.channel("validation")
+    assert val.result is None and not panel.findChild(CorpusHint).isHidden()
+    panel.source.max_texts.setValue(2)
+    state.set_corpus(CORPUS)
+    wait_idle(qtbot, win)
+    exp = circuits.neuron_validation(layer, circuit, [m], TextSource.corpus(CORPUS, max_texts=2),
+                                     20000)
+    assert val.result.points == exp.points and val.result.neurons == [m]
+    np.testing.assert_allclose(val.result.correlation, exp.correlation, rtol=1e-6)
+    x, y = panel.points.getData()
+    np.testing.assert_allclose(x, exp.predicted[0], rtol=1e-5)
+    np.testing.assert_allclose(y, exp.actual[0], rtol=1e-5)
+    assert f"r = {num(float(exp.correlation[0]))}" in panel.validation_status.text()
+
+
+def test_ov_circuit(window, qtbot, tmp_path):
+    win, layer, state = window, window.state.layer, window.state
+    panel = show(win, qtbot, "ov")
+    heads = list(range(layer.n_heads))
+    q = state.query_token
+    exp = circuits.ov_topk(layer, q, "outputs", heads, panel.k_spin.value())
+    k = exp.top_ids.shape[1]
+    assert len(column_texts(panel.table, 0)) == len(heads) * k
+    assert panel.table.token_at(k + 1, 2) == int(exp.top_ids[1, 1])  # head 1, rank 2
+    assert cell_text(panel.table, k + 1, 5) == num(float(exp.bottom_scores[1, 1]))
+    assert "ln_f" in panel.status.text() and exp.final_norm in panel.status.text()
+    ticks = panel.plot.getAxis("left")._tickLevels[0]
+    assert [t for _, t in ticks][:k] == [display_token(layer.tokenizer, int(t))
+                                         for t in exp.top_ids[state.head]]
+    panel.frame.export(tmp_path / "ov.csv")
+    assert len(read_csv(tmp_path / "ov.csv")) == len(heads) * 2 * k
+
+    click_cell(qtbot, panel.table, 0, 2)  # head 0's most promoted output
+    assert state.query_token == int(exp.top_ids[0, 0])
+
+    panel.direction.setCurrentIndex(panel.direction.findData("sources"))
+    wait_idle(qtbot, win)
+    if state.key_token < 0:
+        assert panel.result is None and "key token" in panel.status.text()
+        state.set_key_token(q)
+        wait_idle(qtbot, win)
+    rev = circuits.ov_topk(layer, state.key_token, "sources", heads, panel.k_spin.value())
+    np.testing.assert_array_equal(panel.result.top_ids, rev.top_ids)
+    np.testing.assert_allclose(panel.result.bottom_scores, rev.bottom_scores)

@@ -33,12 +33,13 @@ def curve_y(cell, name):
     return cell.curves[name].getData()[1]
 
 
-def assert_bias_plots(panel, layer, i, sigma="mean"):
+def assert_bias_plots(panel, layer, i, sigma="mean", convention="paper"):
     """Every visible cell of every plot shows the core functions' values at i."""
     heads = panel.result.heads
-    lines = positional.bias_lines(layer, i, heads)
-    b3 = positional.positional_bias(layer, i, sigma, heads)
-    band = positional.position_bias_band(layer, heads)
+    assert panel.result.convention == convention
+    lines = positional.bias_lines(layer, i, heads, convention=convention)
+    b3 = positional.positional_bias(layer, i, sigma, heads, convention)
+    band = positional.position_bias_band(layer, heads, convention)
     for r, h in enumerate(heads):
         for s in ("mean", "max", "min"):
             cell = panel.grids["tpp"].cells[h]
@@ -100,7 +101,7 @@ def test_sigma_raw_window_and_head_choice(window, qtbot):
 
     panel.raw.setChecked(True)
     cell = panel.grids["tp"].cells[2]
-    band = positional.position_bias_band(layer, [2])
+    band = positional.position_bias_band(layer, [2], "paper")
     assert cell.curves["raw"].isVisible() and not cell.curves["mean"].isVisible()
     assert not cell.band.isVisible()
     np.testing.assert_allclose(curve_y(cell, "raw"), band.raw[0], rtol=1e-6)
@@ -119,6 +120,54 @@ def test_sigma_raw_window_and_head_choice(window, qtbot):
     qtbot.waitUntil(drawn(panel, 60), timeout=10000)
     assert panel.result.heads == [1, 3] and panel.grids["softmax"].heads == [1, 3]
     assert_bias_plots(panel, layer, 60, "max")
+
+
+def _paper_by_hand(layer, i, heads):
+    """The authors' position terms straight from the sigma table: every key term divided by
+    each token's own sigma(e_v + p_j) and averaged over v; sigma_i = vocabulary mean."""
+    import torch
+
+    S = layer.sigma_stats().table.double()  # [V, L]
+    w = (1.0 / S).mean(0)  # E_v[1/S[v, j]]
+    P, hs = layer.P.double(), list(heads)
+    raw_p = torch.stack([layer.bQK[h].double() @ P.T for h in hs])  # [h, L]
+    q = torch.stack([P[i] @ layer.Wq[h].double() for h in hs])  # [h, d']
+    k = torch.stack([P @ layer.Wk[h].double() for h in hs])  # [h, L, d']
+    raw_pp = torch.einsum("hd,hjd->hj", q, k)[:, : i + 1]
+    t_pp = raw_pp / S[:, i].mean() * w[: i + 1]
+    per_token = raw_p[:, None, :] / S[None]  # [h, V, L]
+    lo = torch.quantile(per_token, 0.025, dim=1)
+    hi = torch.quantile(per_token, 0.975, dim=1)
+    return (raw_p * w).numpy(), lo.numpy(), hi.numpy(), t_pp.numpy()
+
+
+def test_paper_convention_by_default_and_mean_sigma_as_option(window, qtbot, tmp_path):
+    win, layer = window, window.state.layer
+    panel = show_bias(win, qtbot)
+    win.state.set_head(1)
+    win.state.set_query_position(30)
+    qtbot.waitUntil(drawn(panel, 30), timeout=10000)
+    assert panel.convention.currentData() == "paper"
+    t_p, lo, hi, t_pp = _paper_by_hand(layer, 30, [1])
+    cell = panel.grids["tp"].cells[1]
+    np.testing.assert_allclose(curve_y(cell, "mean"), t_p[0], rtol=1e-4, atol=1e-5)
+    lower, upper = cell.band_curves
+    np.testing.assert_allclose(lower.getData()[1], lo[0], rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(upper.getData()[1], hi[0], rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(curve_y(panel.grids["tpp"].cells[1], "mean"), t_pp[0],
+                               rtol=1e-4, atol=1e-5)
+    for key in ("tp", "tpp", "total", "softmax"):  # every title names the convention
+        assert "paper convention" in panel.grids[key].title.text
+    assert "Fig 3-A" in panel.grids["tp"].title.text and "B1" not in panel.grids["tp"].title.text
+
+    panel.convention.setCurrentIndex(panel.convention.findData("mean-sigma"))
+    qtbot.waitUntil(lambda: drawn(panel, 30)() and panel.result.convention == "mean-sigma",
+                    timeout=10000)
+    assert_bias_plots(panel, layer, 30, convention="mean-sigma")
+    for key in ("tp", "tpp", "total", "softmax"):
+        assert "mean-σ convention" in panel.grids[key].title.text
+    panel.plot_frames()[1].export(tmp_path / "tpp.csv")
+    assert {row["convention"] for row in _rows(tmp_path / "tpp.csv")} == {"mean-sigma"}
 
 
 def test_settings_are_remembered(window, qtbot):
@@ -225,8 +274,8 @@ def test_export_each_format(window, qtbot, tmp_path):
         assert non_background_pixels(tmp_path / f"{key}.png") > 2000
         assert len(svg_shapes(tmp_path / f"{key}.svg")) > 10
     rows = _rows(tmp_path / "tp.csv")
-    band = positional.position_bias_band(layer, [0, 3])
-    assert len(rows) == 2 * L
+    band = positional.position_bias_band(layer, [0, 3], "paper")
+    assert len(rows) == 2 * L and {row["convention"] for row in rows} == {"paper"}
     for row in rows[::9]:
         r = [0, 3].index(int(row["head"]))
         j = int(row["j"])
@@ -235,14 +284,15 @@ def test_export_each_format(window, qtbot, tmp_path):
         assert float(row["t_p_mean"]) == pytest.approx(float(band.mean[r, j]), rel=1e-6, abs=1e-7)
     rows = _rows(tmp_path / "tpp.csv")
     assert len(rows) == 2 * 3 * 41 and {r["sigma"] for r in rows} == {"mean", "max", "min"}
-    lines = positional.bias_lines(layer, 40, [0, 3])
+    lines = positional.bias_lines(layer, 40, [0, 3], convention="paper")
+    assert {row["convention"] for row in rows} == {"paper"}
     for row in rows[::5]:
         r, j = [0, 3].index(int(row["head"])), int(row["j"])
         assert int(row["i"]) == 40
         assert float(row["t_pp"]) == pytest.approx(float(lines[row["sigma"]].t_pp[r, j]),
                                                    rel=1e-6, abs=1e-7)
     rows = _rows(tmp_path / "softmax.csv")
-    b3 = positional.positional_bias(layer, 40, "mean", [0, 3])
+    b3 = positional.positional_bias(layer, 40, "mean", [0, 3], "paper")
     assert len(rows) == 2 * 41
     for row in rows:
         r, j = [0, 3].index(int(row["head"])), int(row["j"])

@@ -35,8 +35,9 @@ ready to plot or to write as CSV. Heads in results are listed in `heads` (0-base
 first array axis follows that list.
 
 Which function feeds which view:
-    B1  position_bias_band          T_p over all j: raw, sigma mean, min..max band
-        positional_bias(L-1, convention="paper").t_p / t_p_lo / t_p_hi: the paper's T_p
+    B1  position_bias_band          T_p over all j: raw, and per convention the line and
+                                    band ("paper": E_v[1/S], 95% interval; "mean-sigma":
+                                    1/mean_v S, min..max of sigma)
     B2  bias_lines / positional_bias  T_pp at query i for sigma mean / max / min
     B3  positional_bias             T_pp + T_p and its softmax at i (slider-fast)
     B4  positional_pattern, pattern_grid, iter_classify_heads / classify_heads
@@ -312,9 +313,12 @@ def bias_lines(layer, i, heads=None, sigmas=("mean", "max", "min"),
 class PositionBiasBand:
     """B1: T_p over ALL positions j = 0..L-1, arrays [len(heads), L].
 
-    raw = b^QK_h p_j^T (no LayerNorm); mean/at_max_sigma/at_min_sigma = raw divided by
-    the vocabulary mean/max/min of sigma(e_v + p_j); lower/upper = the elementwise
-    min/max of the latter two: the range of T_p over the vocabulary's sigma."""
+    raw = b^QK_h p_j^T (no LayerNorm); at_max_sigma / at_min_sigma = raw divided by the
+    vocabulary max / min of S[., j] = sigma(e_v + p_j). By `convention`:
+      "mean-sigma"  mean = raw / mean_v S[v, j]; lower / upper = the elementwise min / max
+                    of at_max_sigma and at_min_sigma (the range over the vocabulary's sigma)
+      "paper"       mean = raw E_v[1/S[v, j]] (the authors' T_p, Fig 3-A); lower / upper =
+                    the 95% percentile interval over v of raw / S[v, j]"""
 
     heads: list[int]
     raw: np.ndarray
@@ -323,22 +327,34 @@ class PositionBiasBand:
     at_min_sigma: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
+    convention: str = "mean-sigma"
 
     @property
     def j(self) -> np.ndarray:
         return np.arange(self.raw.shape[-1])
 
+    def label(self) -> str:
+        """The convention in words, e.g. for a plot title."""
+        return convention_label(self.convention, "mean")
+
 
 @torch.no_grad()
-def position_bias_band(layer, heads=None) -> PositionBiasBand:
-    """T_p(j) = b^QK_h p_j^T / s_j for every j with s = mean, max, min, and raw (B1)."""
+def position_bias_band(layer, heads=None, convention: str = "mean-sigma") -> PositionBiasBand:
+    """T_p(j) for every j under `convention` (see `PositionBiasBand`), and raw (B1)."""
     hs = check_heads(layer, heads)
+    convention = check_convention(convention)
     st = layer.sigma_stats()
     raw = _head_rows(position_factors(layer).Tp_raw, hs, layer.n_heads)
     a, b = raw / st.pos_max, raw / st.pos_min
+    if convention == "paper":
+        inv = inverse_sigma_stats(layer)
+        mean = raw * inv.mean
+        lower, upper = inv.band(raw)
+    else:
+        mean, lower, upper = raw / st.pos_mean, torch.minimum(a, b), torch.maximum(a, b)
     return PositionBiasBand(
-        heads=hs, raw=_np(raw), mean=_np(raw / st.pos_mean), at_max_sigma=_np(a),
-        at_min_sigma=_np(b), lower=_np(torch.minimum(a, b)), upper=_np(torch.maximum(a, b)),
+        heads=hs, raw=_np(raw), mean=_np(mean), at_max_sigma=_np(a), at_min_sigma=_np(b),
+        lower=_np(lower), upper=_np(upper), convention=convention,
     )
 
 

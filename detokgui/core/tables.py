@@ -171,30 +171,33 @@ def embedding_overlap_table(result) -> Table:
 # --------------------------------------------------------------------------- position panels
 
 
-def position_band_table(layer, heads=None) -> Table:
-    """head,j,raw,t_p_mean,t_p_sigma_max,t_p_sigma_min,lower,upper: T_p over every key
-    position j (SPEC B1) — raw b^QK p_j^T, divided by the vocabulary mean / max / min
-    sigma, and the band between the last two."""
+def position_band_table(layer, heads=None, convention: str = "mean-sigma") -> Table:
+    """head,j,raw,t_p_mean,t_p_sigma_max,t_p_sigma_min,lower,upper,convention: T_p over every
+    key position j (SPEC B1) — raw b^QK p_j^T, the convention's T_p line ("paper":
+    raw E_v[1/sigma(e_v+p_j)], "mean-sigma": raw / mean_v sigma(e_v+p_j)), raw divided by
+    the vocabulary max / min sigma, and the convention's band (`PositionBiasBand`); the
+    last column names the convention."""
     from detokgui.core.positional import position_bias_band
 
-    b = position_bias_band(layer, heads)
+    b = position_bias_band(layer, heads, convention)
     cols = [b.raw, b.mean, b.at_max_sigma, b.at_min_sigma, b.lower, b.upper]
     cols = [c.tolist() for c in cols]
 
     def rows():
         for r, h in enumerate(b.heads):
             for j in range(b.raw.shape[1]):
-                yield (h, j, *(float(c[r][j]) for c in cols))
+                yield (h, j, *(float(c[r][j]) for c in cols), b.convention)
 
     return ["head", "j", "raw", "t_p_mean", "t_p_sigma_max", "t_p_sigma_min", "lower",
-            "upper"], rows()
+            "upper", "convention"], rows()
 
 
 def bias_lines_table(layer, i: int, sigmas=("mean", "max", "min"), heads=None,
                      convention: str = "mean-sigma") -> Table:
-    """head,i,sigma,j,t_p,t_pp,total,softmax: `positional.positional_bias` at query position
-    i for each position sigma in `sigmas` (SPEC B2 lines, B3), only the rows of `heads`,
-    under `convention` (the positional-bias panel's mean-sigma by default)."""
+    """head,i,sigma,j,t_p,t_pp,total,softmax,convention: `positional.positional_bias` at
+    query position i for each position sigma in `sigmas` (SPEC B2 lines, B3), only the rows
+    of `heads`, under `convention` ("paper" or "mean-sigma"; "none" in the last column
+    for sigma "none")."""
     from detokgui.core.positional import positional_bias
 
     results = [positional_bias(layer, i, s, heads, convention, bands=False) for s in sigmas]
@@ -204,9 +207,9 @@ def bias_lines_table(layer, i: int, sigmas=("mean", "max", "min"), heads=None,
             cols = [b.t_p.tolist(), b.t_pp.tolist(), b.total.tolist(), b.softmax.tolist()]
             for r, h in enumerate(b.heads):
                 for j in range(b.i + 1):
-                    yield (h, b.i, b.sigma, j, *(float(c[r][j]) for c in cols))
+                    yield (h, b.i, b.sigma, j, *(float(c[r][j]) for c in cols), b.convention)
 
-    return ["head", "i", "sigma", "j", "t_p", "t_pp", "total", "softmax"], rows()
+    return ["head", "i", "sigma", "j", "t_p", "t_pp", "total", "softmax", "convention"], rows()
 
 
 def position_variance_table(layer) -> Table:

@@ -1,8 +1,12 @@
 """B1-B3 Positional bias (the paper's Fig 3-A..D, 8-10): for every visible head, T_p over
-key position j with the band of the vocabulary's sigma (or raw, without LayerNorm),
-T_pp(i, j) at the query position i for the mean / max / min sigma, and T_pp + T_p with
-its softmax at temperature sqrt(d'). One query-position slider drives every plot; a
-window control zooms on the last w keys before i (Fig 3-E)."""
+key position j with its band over the vocabulary (or raw, without LayerNorm), T_pp(i, j)
+at the query position i for the mean / max / min sigma of the query position, and
+T_pp + T_p with its softmax at temperature sqrt(d'). One query-position slider drives
+every plot; a window control zooms on the last w keys before i (Fig 3-E).
+
+The sigma convention (core.positional): "paper" (the authors' figures, the default: keys
+weighted by E_v[1/sigma(e_v+p_j)], 95% bands) or "mean-sigma" (1/mean_v sigma on both
+sides, min..max band); every title and CSV names the one it shows."""
 
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from PySide6.QtWidgets import (
 from superqt.utils import signals_blocked
 
 from detokgui.core.positional import (
+    CONVENTIONS,
     SIGMA_CHOICES,
     PositionalBias,
     PositionBiasBand,
@@ -34,6 +39,7 @@ from detokgui.core.positional import (
     positional_bias,
 )
 from detokgui.core.tables import bias_lines_table, position_band_table
+from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.position_common import (
@@ -53,16 +59,20 @@ LINE_STYLES = {"mean": Qt.SolidLine, "max": Qt.DashLine, "min": Qt.DotLine}
 SIGMA_TEXT = {"mean": "σ = vocabulary mean", "max": "σ = vocabulary max",
               "min": "σ = vocabulary min", "none": "no LayerNorm (raw)"}
 SIGMA_SHORT = {"mean": "σ mean", "max": "σ max", "min": "σ min", "none": "no LayerNorm"}
+CONVENTION_TEXT = {"paper": "paper (authors' figures)", "mean-sigma": "mean σ on both sides"}
+CONVENTION_SHORT = {"paper": "paper convention", "mean-sigma": "mean-σ convention"}
 # key, frame name (export file stem), button text, tooltip
 FRAMES = (
     ("tp", "Positional bias T_p", "T_p",
-     "B1: position self-assertion T_p(j) = b^QK p_j^T / s_j over every key position"),
+     "position self-assertion T_p(j) over every key position (Fig 3-A; raw: Fig 8)"),
     ("tpp", "Positional bias T_pp", "T_pp",
-     "B2: position-position term T_pp(i, j) at the query position, for σ mean / max / min"),
+     ("position-position term T_pp(i, j) at the query position, for σ mean / max / min "
+     "(Fig 3-B, 9)")),
     ("total", "Positional bias T_pp + T_p", "T_pp + T_p",
-     "B3: T_pp + T_p at the query position"),
+     "T_pp + T_p at the query position (Fig 3-C)"),
     ("softmax", "Positional bias softmax", "softmax",
-     "B3: softmax over j <= i of (T_pp + T_p) / sqrt(d'): attention from position alone"),
+     ("softmax over j <= i of (T_pp + T_p) / sqrt(d'): attention from position alone "
+     "(Fig 3-D, 10)")),
 )
 
 
@@ -73,6 +83,7 @@ class BiasResult:
     i: int
     heads: list[int]
     b3_sigma: str  # the sigma of T_pp + T_p and its softmax
+    convention: str  # "paper" or "mean-sigma" (core.positional)
     lines: dict[str, PositionalBias]  # B2: T_pp for sigma mean / max / min
     b3: PositionalBias  # B3: total and softmax with `sigma`
     band: PositionBiasBand  # B1 (does not depend on i)
@@ -82,6 +93,7 @@ class BiasResult:
 class Options:
     heads: str = "selected"  # HeadChooser value
     b3_sigma: str = "mean"  # the sigma of T_pp + T_p and its softmax (B3)
+    convention: str = "paper"  # core.positional.CONVENTIONS
     raw: bool = False  # T_p without LayerNorm
     window: bool = False
     window_size: int = DEFAULT_WINDOW
@@ -97,6 +109,7 @@ class Request:
     i: int
     heads: tuple[int, ...]
     b3_sigma: str
+    convention: str
 
 
 def _pen(color: str, style=Qt.SolidLine):
@@ -124,18 +137,30 @@ class PositionalBiasPanel(Panel):
         self.heads_box = HeadChooser()
         row.addWidget(self.heads_box)
         row.addSpacing(12)
-        row.addWidget(QLabel("B3 σ"))
+        row.addWidget(QLabel("Convention"))
+        self.convention = QComboBox()
+        for c in CONVENTIONS:
+            self.convention.addItem(CONVENTION_TEXT[c], c)
+        self.convention.setToolTip(
+            "How the position-only terms divide by the LayerNorm scale σ:\n"
+            "paper — the authors' figures: each key term divided by every token's own\n"
+            "  σ(e_v + p_j) and averaged over the vocabulary, E_v[1/σ(e_v + p_j)];\n"
+            "  σ mean / max / min applies to the query position only; bands = 95% of tokens;\n"
+            "mean σ on both sides — 1 / mean_v σ(e_v + p) at i and at j; band = σ min…max.")
+        row.addWidget(self.convention)
+        row.addSpacing(12)
+        row.addWidget(QLabel("σ at i"))
         self.b3_sigma = QComboBox()
         for s in SIGMA_CHOICES:
             self.b3_sigma.addItem(SIGMA_TEXT[s], s)
-        self.b3_sigma.setToolTip("The per-position σ that T_pp + T_p and its softmax divide by:\n"
-                                 "the vocabulary's mean, max or min of σ(e_v + p_j), or none (raw).\n"
+        self.b3_sigma.setToolTip("The σ of T_pp + T_p and its softmax: the vocabulary's mean,\n"
+                                 "max or min of σ(e_v + p_i) (at the query position under the\n"
+                                 "paper convention, on both sides under mean σ), or none (raw).\n"
                                  "(The T_pp plot always shows mean, max and min.)")
         row.addWidget(self.b3_sigma)
         self.raw = QCheckBox("T_p without LayerNorm")
-        self.raw.setToolTip("Off: T_p = b^QK p_j^T / s_j with the band of the vocabulary's σ\n"
-                            "(min to max) and the mean line.\n"
-                            "On: the raw b^QK p_j^T, 'without LayerNorm' (Fig 8).")
+        self.raw.setToolTip("Off: T_p with LayerNorm (per the convention) and its band over\n"
+                            "the vocabulary.\nOn: the raw b^QK p_j^T, 'without LayerNorm' (Fig 8).")
         row.addWidget(self.raw)
         row.addSpacing(12)
         self.window_box = QCheckBox("Window")
@@ -158,7 +183,8 @@ class PositionalBiasPanel(Panel):
             self.show_buttons[key] = b
         lay.addLayout(row)
         self.options = BoundOptions("bias", Options, {
-            "heads": self.heads_box, "b3_sigma": self.b3_sigma, "raw": self.raw,
+            "heads": self.heads_box, "b3_sigma": self.b3_sigma, "convention": self.convention,
+            "raw": self.raw,
             "window": self.window_box, "window_size": self.window_size,
             **{f"show_{k}": b for k, b in self.show_buttons.items()}}, self)
 
@@ -236,16 +262,18 @@ class PositionalBiasPanel(Panel):
     def request(self):
         if self.layer is None:
             return None
+        opts = self.options.value
         return Request(self.serial, self.state.query_position, tuple(self.heads()),
-                       self.options.value.b3_sigma)
+                       opts.b3_sigma, opts.convention)
 
     @staticmethod
     def compute(layer, req: Request) -> BiasResult:
-        heads, sigma = list(req.heads), req.b3_sigma
-        lines = bias_lines(layer, req.i, heads, LINE_SIGMAS)
-        b3 = lines[sigma] if sigma in lines else positional_bias(layer, req.i, sigma, heads)
-        return BiasResult(i=req.i, heads=heads, b3_sigma=sigma, lines=lines, b3=b3,
-                          band=position_bias_band(layer, heads))
+        heads, sigma, conv = list(req.heads), req.b3_sigma, req.convention
+        lines = bias_lines(layer, req.i, heads, LINE_SIGMAS, conv, bands=False)
+        b3 = lines[sigma] if sigma in lines else \
+            positional_bias(layer, req.i, sigma, heads, conv, bands=False)
+        return BiasResult(i=req.i, heads=heads, b3_sigma=sigma, convention=conv, lines=lines,
+                          b3=b3, band=position_bias_band(layer, heads, conv))
 
     # ------------------------------------------------------------------ draw
 
@@ -323,7 +351,7 @@ class PositionalBiasPanel(Panel):
         js = np.arange(s0, s1)
         for r, h in enumerate(res.heads):
             cell = grid.cell(h)
-            key = (self.serial, raw, s0, s1, round(cell.vb.width()))
+            key = (self.serial, band.convention, raw, s0, s1, round(cell.vb.width()))
             if self._b1_keys.get(h) == key:
                 continue  # unchanged: only the marker moved
             self._b1_keys[h] = key
@@ -336,11 +364,16 @@ class PositionalBiasPanel(Panel):
             cell.curves["mean"].setVisible(not raw)
             cell.curves["raw"].setVisible(raw)
         if raw:
-            grid.set_title("<b>B1</b> raw b<sup>QK</sup>p<sub>j</sub><sup>T</sup> (T<sub>p</sub>"
-                           " without LayerNorm) over key position j")
+            grid.set_title("<b>Position self-assertion without LayerNorm</b> b<sup>QK</sup>"
+                           "p<sub>j</sub><sup>T</sup> (Fig 8)")
+        elif band.convention == "paper":
+            grid.set_title("<b>Position self-assertion</b> T<sub>p</sub>(j) = b<sup>QK</sup>"
+                           "p<sub>j</sub><sup>T</sup> E<sub>v</sub>[1/σ(e<sub>v</sub>+p<sub>j"
+                           "</sub>)] (Fig 3-A) — band: 95% of tokens; paper convention")
         else:
-            grid.set_title("<b>B1</b> T<sub>p</sub>(j) = b<sup>QK</sup>p<sub>j</sub><sup>T</sup>"
-                           " / s<sub>j</sub> — line: σ mean, band: σ min…max")
+            grid.set_title("<b>Position self-assertion</b> T<sub>p</sub>(j) = b<sup>QK</sup>"
+                           "p<sub>j</sub><sup>T</sup> / mean σ<sub>j</sub> — band: σ min…max;"
+                           " mean-σ convention")
 
     def _draw_tpp(self, grid, res, J, xr, a, b, L, windowed) -> None:
         arrays = [res.lines[s].t_pp for s in LINE_SIGMAS]
@@ -349,21 +382,22 @@ class PositionalBiasPanel(Panel):
             cell = grid.cell(h)
             for s in LINE_SIGMAS:
                 cell.set_curve(s, J, res.lines[s].t_pp[r])
-        grid.set_title(f"<b>B2</b> T<sub>pp</sub>(i = {res.i}, j), j ≤ i — σ mean (solid), "
-                       "max (dashed), min (dotted)")
+        grid.set_title(f"<b>Position-position term</b> T<sub>pp</sub>(i = {res.i}, j) (Fig 3-B)"
+                       f" — σ<sub>i</sub> mean (solid), max (dashed), min (dotted); "
+                       f"{CONVENTION_SHORT[res.convention]}")
 
     def _draw_total(self, grid, res, J, xr, a, b, L, windowed) -> None:
         self._draw_one(grid, "total", res.b3.total, res.i, J, xr, a, b)
-        grid.set_title(f"<b>B3</b> T<sub>pp</sub> + T<sub>p</sub> at i = {res.i}, j ≤ i "
-                       f"({SIGMA_SHORT[res.b3_sigma]})")
+        grid.set_title(f"<b>Positional bias</b> T<sub>pp</sub> + T<sub>p</sub> at i = {res.i}"
+                       f" (Fig 3-C) — {_sigma_note(res)}")
 
     def _draw_softmax(self, grid, res, J, xr, a, b, L, windowed) -> None:
         # the largest probability jumps as i moves: keep the range while it stays above 1/4
         self._draw_one(grid, "softmax", res.b3.softmax, res.i, J, xr, a, b, zero_based=True,
                        min_fill=0.25)
-        grid.set_title(f"<b>B3</b> softmax<sub>j≤i</sub>((T<sub>pp</sub> + T<sub>p</sub>)"
-                       f" / √d′) at i = {res.i}, √d′ = {res.b3.temperature:.4g} "
-                       f"({SIGMA_SHORT[res.b3_sigma]})")
+        grid.set_title(f"<b>Attention from position</b> softmax<sub>j≤i</sub>((T<sub>pp</sub>"
+                       f" + T<sub>p</sub>) / √d′), i = {res.i}, √d′ = "
+                       f"{num(res.b3.temperature)} (Fig 3-D) — {_sigma_note(res)}")
 
     @staticmethod
     def _draw_one(grid, name, values, i, J, xr, a, b, **range_kw) -> None:
@@ -387,19 +421,20 @@ class PositionalBiasPanel(Panel):
         where = f"head {h} · i = {i} · j = {j}: "
         if key == "tp":
             bd = res.band
-            text = (f"raw b^QK p_j = {bd.raw[r, j]:.4g}" if self.options.value.raw else
-                    f"T_p = {bd.mean[r, j]:.4g} (σ mean), band {bd.lower[r, j]:.4g} … "
-                    f"{bd.upper[r, j]:.4g}")
+            text = (f"raw b^QK p_j = {num(bd.raw[r, j])}" if self.options.value.raw else
+                    f"T_p = {num(bd.mean[r, j])}, band {num(bd.lower[r, j])} … "
+                    f"{num(bd.upper[r, j])} ({CONVENTION_SHORT[bd.convention]})")
             if j > i:
                 text += " · masked for this query (j > i)"
         elif j > i:
             text = "masked: a query at i attends to keys j ≤ i only"
         elif key == "tpp":
-            text = "T_pp " + ", ".join(f"σ {s} {res.lines[s].t_pp[r, j]:.4g}" for s in LINE_SIGMAS)
+            text = "T_pp " + ", ".join(f"σ_i {s} {num(res.lines[s].t_pp[r, j])}"
+                                       for s in LINE_SIGMAS)
         elif key == "total":
-            text = f"T_pp + T_p = {res.b3.total[r, j]:.4g} ({SIGMA_TEXT[res.b3_sigma]})"
+            text = f"T_pp + T_p = {num(res.b3.total[r, j])} ({_sigma_note(res)})"
         else:
-            text = f"softmax = {res.b3.softmax[r, j]:.4g} ({SIGMA_TEXT[res.b3_sigma]})"
+            text = f"softmax = {num(res.b3.softmax[r, j])} ({_sigma_note(res)})"
         self.status.setText(where + text)
 
     def _table(self, key: str):
@@ -407,6 +442,13 @@ class PositionalBiasPanel(Panel):
         if res is None or layer is None:
             return None
         if key == "tp":
-            return position_band_table(layer, res.heads)
+            return position_band_table(layer, res.heads, res.convention)
         sigmas = LINE_SIGMAS if key == "tpp" else (res.b3_sigma,)
-        return bias_lines_table(layer, res.i, sigmas, res.heads)
+        return bias_lines_table(layer, res.i, sigmas, res.heads, res.convention)
+
+
+def _sigma_note(res: BiasResult) -> str:
+    """The σ and the convention a B3 plot shows, in a few words."""
+    if res.b3_sigma == "none":
+        return "no LayerNorm"
+    return f"{SIGMA_SHORT[res.b3_sigma]}, {CONVENTION_SHORT[res.convention]}"

@@ -22,34 +22,39 @@ def _sigma(x, eps):
     return torch.sqrt(x.var(dim=-1, unbiased=False) + eps)
 
 
-_KEY_SIGMA: dict = {}
+_KEY_WEIGHTS: dict = {}
 
 
-def key_sigma(layer, n: int) -> torch.Tensor:
-    """mean_v sigma(e_v + p_j) for j = 0..n, straight from the definition (cached)."""
-    have = _KEY_SIGMA.get(id(layer), torch.zeros(0, dtype=torch.float64))
+def key_weights(layer, n: int, convention: str) -> torch.Tensor:
+    """w_j for j = 0..n straight from the definition (cached): E_v[1/sigma(e_v + p_j)]
+    ("paper") or 1 / mean_v sigma(e_v + p_j) ("mean-sigma")."""
+    cache = (id(layer), convention)
+    have = _KEY_WEIGHTS.get(cache, torch.zeros(0, dtype=torch.float64))
     E, P = layer.E.double(), layer.P.double()
-    extra = [_sigma(E + P[j], layer.eps).mean() for j in range(len(have), n + 1)]
+    extra = []
+    for j in range(len(have), n + 1):
+        s = _sigma(E + P[j], layer.eps)
+        extra.append((1 / s).mean() if convention == "paper" else 1 / s.mean())
     if extra:
         have = torch.cat([have, torch.stack(extra)])
-        _KEY_SIGMA[id(layer)] = have
+        _KEY_WEIGHTS[cache] = have
     return have[: n + 1]
 
 
-def direct_pattern(layer, token: int, n: int, head: int) -> np.ndarray:
+def direct_pattern(layer, token: int, n: int, head: int, convention="paper") -> np.ndarray:
     """B4 from its definition, in float64: W^QK_h formed explicitly, every sigma computed
-    from the embeddings (key sigma = mean over the whole vocabulary at each position)."""
+    from the embeddings (key weights over the whole vocabulary at each position)."""
     E, P = layer.E.double(), layer.P.double()
     Wq, Wk = layer.Wq[head].double(), layer.Wk[head].double()
     W = Wq @ Wk.T  # d x d
     b = layer.bq[head].double() @ Wk.T  # b^QK_h
 
-    s_key = key_sigma(layer, n)
+    w = key_weights(layer, n, convention)
     s_n = _sigma(E[token] + P[n], layer.eps)
     keys = P[: n + 1]
-    t_ep = (E[token] @ W @ keys.T) / (s_n * s_key)
-    t_pp = (P[n] @ W @ keys.T) / (s_n * s_key)
-    t_p = (keys @ b) / s_key
+    t_ep = (E[token] @ W @ keys.T) * w / s_n
+    t_pp = (P[n] @ W @ keys.T) * w / s_n
+    t_p = (keys @ b) * w
     scores = (t_ep + t_pp + t_p) / math.sqrt(layer.d_head)
     return torch.softmax(scores, dim=0).numpy()
 
@@ -79,7 +84,7 @@ def test_pattern_follows_token_position_and_head(window, qtbot):
     wait_idle(qtbot, win)
 
     assert (pat.result.token, pat.result.n) == (NORTH, 50)
-    core = positional.positional_pattern(layer, NORTH, 50)
+    core = positional.positional_pattern(layer, NORTH, 50, convention="paper")
     x, y = curve_data(pat.line_items[2])
     np.testing.assert_array_equal(x, np.arange(51))
     np.testing.assert_allclose(y, core.pattern[2], rtol=1e-6, atol=1e-9)
@@ -104,7 +109,7 @@ def test_pattern_follows_token_position_and_head(window, qtbot):
     # all heads: one line per head, each equal to the core
     pat.heads_combo.setCurrentIndex(pat.heads_combo.findData("all"))
     assert sorted(pat.line_items) == list(range(layer.n_heads))
-    core = positional.positional_pattern(layer, NORTH, 77)
+    core = positional.positional_pattern(layer, NORTH, 77, convention="paper")
     for h, item in pat.line_items.items():
         np.testing.assert_allclose(curve_data(item)[1], core.pattern[h], rtol=1e-6)
 
@@ -119,6 +124,15 @@ def test_pattern_follows_token_position_and_head(window, qtbot):
     assert win.state.query_position == 1 * 5 + 2
     wait_idle(qtbot, win)
     assert pat.result.n == 7
+
+    # the mean-sigma convention, labelled
+    pat.convention.setCurrentIndex(pat.convention.findData("mean-sigma"))
+    wait_idle(qtbot, win)
+    assert pat.result.convention == "mean-sigma"
+    np.testing.assert_allclose(curve_data(pat.line_items[3])[1],
+                               direct_pattern(layer, NORTH, 7, 3, "mean-sigma"),
+                               rtol=1e-4, atol=1e-7)
+    assert "mean-σ convention" in pat.line_plot.titleLabel.text
 
 
 def test_stale_pattern_is_dropped(window, qtbot):
@@ -139,7 +153,9 @@ def test_head_classification_table(window, qtbot):
     win.show_view("pattern")
     wait_idle(qtbot, win)
     assert pat.classes.button.isEnabled()
-    expected = {r["head"]: r for r in positional.classify_heads(layer).rows()}
+    n = win.state.query_position
+    assert pat.channel("classes").shown.n == n  # the n the plots show
+    expected = {r["head"]: r for r in positional.classify_heads(layer, n).rows()}
     rows = pat.classes.rows()
     assert sorted(int(r["head"]) for r in rows) == list(range(layer.n_heads))
     for r in rows:
@@ -160,6 +176,19 @@ def test_head_classification_table(window, qtbot):
     click_cell(qtbot, t, 0, 3)
     assert win.state.head == widest
     assert [i.row() for i in t.selectionModel().selectedRows()] == [0]
+
+    # "Classify heads" on an up-to-date table computes nothing
+    ch = pat.channel("classes")
+    before = ch.result
+    qtbot.mouseClick(pat.classes.button, Qt.LeftButton)
+    assert ch.pending is None and not win.jobs.busy and ch.result is before
+    # another n: classified again at that n
+    win.state.set_query_position(30)
+    wait_idle(qtbot, win)
+    assert ch.result is not before and ch.result.n == 30 and "n = 30" in pat.classes.label.text()
+    expected = positional.classify_heads(layer, 30)
+    assert [r["label"] for r in pat.classes.rows()] == [expected.labels[int(r["head"])]
+                                                        for r in pat.classes.rows()]
 
 
 def test_classification_can_be_cancelled_and_restarted(window, qtbot):
@@ -267,9 +296,10 @@ def test_export_each_format(window, qtbot, tmp_path):
                       if e.tag.split("}")[-1] in ("path", "rect", "image", "polyline", "text")]
             assert len(shapes) > 10
 
-    core = positional.positional_pattern(layer, NORTH, 40)
+    core = positional.positional_pattern(layer, NORTH, 40, convention="paper")
     line = _rows(tmp_path / "pattern0.csv")  # the selected head's line
     assert len(line) == 41 and {r["head"] for r in line} == {"1"}
+    assert {r["convention"] for r in line} == {"paper"}
     np.testing.assert_allclose([float(r["pattern"]) for r in line], core.pattern[1], rtol=1e-6)
     np.testing.assert_allclose([float(r["t_ep"]) for r in line], core.t_ep[1], rtol=1e-5)
     grid = _rows(tmp_path / "pattern1.csv")

@@ -89,6 +89,7 @@ SIGMA_LABELS = {
 _FACTORS_KEY = "positional.factors"
 _INVERSE_KEY = "sigma.inverse"
 _SLOPES_KEY = "positional.token_slopes"
+_RANKS_KEY = "positional.self_ranks"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -621,7 +622,13 @@ def iter_classify_heads(
     n = check_position(layer, min(CLASSIFY_POSITION, layer.n_positions - 1) if n is None else n)
     hs = check_heads(layer, heads)
     tokens = random_token_sample(layer, sample, seed)
-    ranks = yield from _rescaled(iter_self_ranks(layer, tokens, hs), 0.0, 0.9)
+    # The self-ranks do not depend on n: one whole-vocabulary pass per model, then a new n
+    # costs only the patterns of the sample.
+    key = (_RANKS_KEY, tuple(tokens), tuple(hs))
+    ranks = layer._cache.get(key)
+    if ranks is None:
+        ranks = yield from _rescaled(iter_self_ranks(layer, tokens, hs), 0.0, 0.9)
+        layer._cache[key] = ranks
     with torch.no_grad():
         ids = torch.tensor(tokens, dtype=torch.long, device=layer.device)
         pat = _pattern_batch(layer, ids, n, hs).double()  # [h, S, n+1]

@@ -241,9 +241,10 @@ def last_positions_table(layer, count: int = 5, heads=None) -> Table:
 
 
 def pattern_table(layer, result, heads=None, cols: int | None = None) -> Table:
-    """head,query_id,query_token,n,j,grid_row,grid_col,t_ep,t_pp,t_p,score,pattern for a
-    `positional.PositionalPattern` (SPEC B4); grid_row/grid_col place j on the grid of
-    `positional.pattern_grid` with `cols` columns (default ceil(sqrt(n+1)))."""
+    """head,query_id,query_token,n,j,grid_row,grid_col,t_ep,t_pp,t_p,score,pattern,convention
+    for a `positional.PositionalPattern` (SPEC B4); grid_row/grid_col place j on the grid of
+    `positional.pattern_grid` with `cols` columns (default ceil(sqrt(n+1))); the last
+    column names the key-sigma convention."""
     import math
 
     m = result.n + 1
@@ -258,10 +259,10 @@ def pattern_table(layer, result, heads=None, cols: int | None = None) -> Table:
             vals = [a[r].tolist() for a in arrays]
             for j in range(m):
                 yield (h, result.token, token, result.n, j, j // c, j % c,
-                       *(float(v[j]) for v in vals))
+                       *(float(v[j]) for v in vals), result.convention)
 
     return ["head", "query_id", "query_token", "n", "j", "grid_row", "grid_col", "t_ep",
-            "t_pp", "t_p", "score", "pattern"], rows()
+            "t_pp", "t_p", "score", "pattern", "convention"], rows()
 
 
 def head_classification_table(result) -> Table:

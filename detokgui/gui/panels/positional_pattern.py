@@ -1,8 +1,10 @@
 """B4 Positional pattern ("contextual circuit"): for the selected query token x at the
 selected query position n, softmax_{j<=n}((T_ep + T_pp + T_p) / sqrt(d')) with the key
-sigma = vocabulary mean — the attention if every past token were average — as a line over
-j and laid out on a near-square grid (20 x 20 at n = 399); below it, every head classified
-by measured criteria (effective span, weight on the last positions, self-rank, bias slope)."""
+weights of the position convention (paper, the default: E_v[1/sigma(e_v+p_j)]; or
+1/mean_v sigma(e_v+p_j)) — the attention if every past token were average — as a line
+over j and laid out on a near-square grid (20 x 20 at n = 399); below it, every head
+classified at the same n by measured criteria (effective span, weight on the last
+positions, self-rank, bias slope)."""
 
 from __future__ import annotations
 
@@ -26,11 +28,17 @@ from PySide6.QtWidgets import (
 
 from detokgui.core import positional
 from detokgui.core.tables import pattern_table
+from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.head_classes import HeadClassesTable
 from detokgui.gui.plots import PlotFrame, head_color
 from detokgui.gui.position import QueryPositionControl, connect_position_clicks, position_at
+
+CONVENTION_TEXT = {"paper": "paper convention", "mean-sigma": "mean-σ convention"}
+CONVENTION_SHORT = CONVENTION_TEXT
+KEY_WEIGHTS = {"paper": "E_v[1/σ(e_v + p_j)] (paper convention)",
+               "mean-sigma": "1 / mean_v σ(e_v + p_j) (mean-σ convention)"}
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,7 @@ class Options:
     heads: str = "selected"  # line plot: "selected" or "all"
     log: bool = False
     columns: int = 0  # of the grid; 0 = ceil(sqrt(n + 1))
+    convention: str = "paper"  # core.positional.CONVENTIONS
 
 
 @dataclass(frozen=True)
@@ -45,11 +54,13 @@ class Request:
     serial: int
     token: int
     n: int
+    convention: str
 
 
 @dataclass(frozen=True)
 class ClassesRequest:
     serial: int
+    n: int
 
 
 class PositionalPatternPanel(Panel):
@@ -77,6 +88,14 @@ class PositionalPatternPanel(Panel):
         self.n_spin = self.position.spin
         controls.addWidget(self.position)
         controls.addStretch(1)
+        self.convention = QComboBox()
+        for c in positional.CONVENTIONS:
+            self.convention.addItem(CONVENTION_TEXT[c], c)
+        self.convention.setToolTip(
+            "Key weights w_j for an average past token:\n"
+            "paper — E_v[1/σ(e_v + p_j)], as the authors' figures;\n"
+            "mean σ — 1 / mean_v σ(e_v + p_j).")
+        controls.addWidget(self.convention)
         self.heads_combo = QComboBox()
         self.heads_combo.addItem("Selected head", "selected")
         self.heads_combo.addItem("All heads", "all")
@@ -96,7 +115,8 @@ class PositionalPatternPanel(Panel):
         controls.addWidget(self.cols_spin)
         lay.addLayout(controls)
         self.options = BoundOptions("pattern", Options, {
-            "heads": self.heads_combo, "log": self.log_check, "columns": self.cols_spin}, self)
+            "heads": self.heads_combo, "log": self.log_check, "columns": self.cols_spin,
+            "convention": self.convention}, self)
 
         vsplit = QSplitter(Qt.Vertical)
         plots = QSplitter(Qt.Horizontal)
@@ -149,11 +169,13 @@ class PositionalPatternPanel(Panel):
         lay.addWidget(vsplit, 1)
 
         classes = self.add_channel(
-            "classes", lambda: ClassesRequest(self.serial) if self.layer is not None else None,
-            lambda layer, _req: positional.iter_classify_heads(layer),
-            self._draw_classes, status=self.classes.status, label="Head classification")
-        self.classes.classify.connect(lambda: classes.update(force=True))
+            "classes", self._classes_request,
+            lambda layer, req: positional.iter_classify_heads(layer, req.n),
+            self._draw_classes, status=self.classes.status, label="Head classification",
+            coalesce=True)
+        self.classes.classify.connect(classes.update)  # an up-to-date table stays as it is
         self.classes.headActivated.connect(state.set_head)
+        self.options.changed.connect(self.refresh)
         self.options.changed.connect(self.redraw)
         connect_position_clicks(self.line_frame.view.scene(), self._line_position,
                                 state.set_query_position)
@@ -177,11 +199,20 @@ class PositionalPatternPanel(Panel):
         token = self.state.query_token
         if self.layer is None or token < 0:
             return None
-        return Request(self.serial, token, self.state.query_position)
+        return Request(self.serial, token, self.state.query_position,
+                       self.options.value.convention)
+
+    def _classes_request(self):
+        """The classification at the n shown by the plots."""
+        if self.layer is None:
+            return None
+        return ClassesRequest(self.serial, min(self.state.query_position,
+                                               self.layer.n_positions - 1))
 
     @staticmethod
     def compute(layer, req: Request) -> positional.PositionalPattern:
-        return positional.positional_pattern(layer, req.token, req.n)
+        return positional.positional_pattern(layer, req.token, req.n,
+                                             convention=req.convention)
 
     def draw(self, res: positional.PositionalPattern | None) -> None:
         token = res.token if res is not None else self.state.query_token
@@ -193,8 +224,9 @@ class PositionalPatternPanel(Panel):
         else:
             self.status.setText(
                 f"x = {self.state.token_text(res.token)} at n = {res.n}: "
-                f"σ(e_x + p_n) = {res.query_sigma:.4g}; key σ = vocabulary mean per position; "
-                f"temperature √d' = {self.layer.temperature:.4g}")
+                f"σ(e_x + p_n) = {num(res.query_sigma)}; key weights "
+                f"{KEY_WEIGHTS[res.convention]}; temperature √d' = "
+                f"{num(self.layer.temperature)}")
         self._draw_line(res)
         self._draw_grid(res)
 
@@ -239,8 +271,8 @@ class PositionalPatternPanel(Panel):
         plot.setXRange(-0.5, res.n + 0.5, padding=0.02)
         plot.enableAutoRange(axis="y")
         who = f"head {sel}" if len(heads) == 1 else "all heads"
-        plot.setTitle(f"{who}: positional pattern of {self.state.token_text(res.token)!s} "
-                      f"at n = {res.n}")
+        plot.setTitle(f"Positional pattern of {self.state.token_text(res.token)!s} at n = "
+                      f"{res.n}, {who} ({CONVENTION_SHORT[res.convention]})")
 
     def _draw_grid(self, res) -> None:
         head = self.state.head
@@ -275,7 +307,8 @@ class PositionalPatternPanel(Panel):
         self.grid_mark.setRect(QRectF(n % c, n // c, 1, 1))
         self.grid_mark.setVisible(True)
         what = "log10 weight" if log else "weight"
-        self.grid_plot.setTitle(f"head {head}: {what} on a {rows} x {c} grid (red: n)")
+        self.grid_plot.setTitle(f"head {head}: {what} on a {rows} x {c} grid (red: n; "
+                                f"{CONVENTION_SHORT[res.convention]})")
 
     # ------------------------------------------------------------------ mouse
 
@@ -298,7 +331,8 @@ class PositionalPatternPanel(Panel):
 
     def _describe(self, j: int, heads: list[int]) -> str:
         res = self.result
-        vals = "  ".join(f"head {h}: {res.pattern[res.heads.index(h), j]:.4g}" for h in heads[:12])
+        vals = "  ".join(f"head {h}: {num(res.pattern[res.heads.index(h), j])}"
+                         for h in heads[:12])
         return f"key j = {j} ({res.n - j} back)   {vals}   — click to set n = {j}"
 
     def _line_hover(self, pos) -> None:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QFileDialog, QLabel
+from PySide6.QtWidgets import QFileDialog
 
 from detokgui.gui.options import remember, remembered
+from detokgui.gui.widgets import ElidedLabel
 
 CORPUS, LAST_FOLDER = "corpus/paths", "corpus/last_folder"
 FILE_FILTER = "Corpus files (*.txt *.jsonl *.txt.gz *.jsonl.gz);;All files (*)"
@@ -51,7 +52,7 @@ class CorpusControl(QObject):
         self.window = window
         self.state = window.state
         self.text = "no corpus"
-        self.label = QLabel(self.text)
+        self.label = ElidedLabel(self.text, max_hint=320)
         self.label.setToolTip("The corpus read by the corpus and text views (Corpus menu)")
         act = window._action
         act(menu, "Open corpus files…", self.ask_files, QKeySequence("Ctrl+Shift+O"),

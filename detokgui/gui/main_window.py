@@ -3,6 +3,8 @@ background thread, menus, status-bar progress with a cancel button."""
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -23,12 +25,14 @@ from PySide6.QtWidgets import (
 from detokgui.gui.jobs import JobRunner, release_memory
 from detokgui.gui.options import flush_settings, remember, remembered
 from detokgui.gui.state import AppState
+from detokgui.gui.widgets import Banner, ElidedLabel, StatusBar
 
 DEMO_LABELS = {
     "demo": "Demo model (trained, not GPT-2)",
     "random-demo": "Random demo model (random weights)",
 }
 MAX_RECENT = 8
+DEFAULT_SIZE = (1400, 900)  # or the screen's available area, if smaller
 DEFAULT_POSITION = 50  # the query position of a window's first model
 # remembered between sessions
 VIEW, GEOMETRY = "window/view", "window/geometry"
@@ -60,25 +64,20 @@ class MainWindow(QMainWindow):
         from detokgui.gui.panels import PANEL_GROUPS, SIDE_PANEL_CLASSES
 
         self.setWindowTitle("detokgui")
-        self.resize(1400, 900)
+        self.resize(*default_size(self))
         self.device = device
         self.state = AppState(self)
         self.jobs = JobRunner(self)
         self.load_error: str | None = None
         self.loading_name: str | None = None
+        self.load_started = 0.0  # perf_counter() when the model was asked for
+        self.load_seconds: float | None = None  # wall time from request to ready
         self._progress_message = ""
 
         central = QWidget()
         lay = QVBoxLayout(central)
         lay.setContentsMargins(4, 4, 4, 4)
-        self.banner = QLabel()
-        self.banner.setWordWrap(True)
-        self.banner.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.banner.setStyleSheet(
-            "QLabel { background: #fdecea; color: #611a15; border: 1px solid #f5c6cb;"
-            " padding: 8px; border-radius: 4px; }"
-        )
-        self.banner.hide()
+        self.banner = Banner()
         lay.addWidget(self.banner)
         self.tabs = QTabWidget()  # one tab per group of panels, each a QTabWidget of panels
         self.tabs.setDocumentMode(True)
@@ -138,15 +137,17 @@ class MainWindow(QMainWindow):
         self.head_spin.valueChanged.connect(self.state.set_head)
         tb.addWidget(self.head_spin)
         tb.addSeparator()
-        self.selection_label = QLabel()
+        self.selection_label = ElidedLabel(max_hint=700)
         self.selection_label.setToolTip("The shared selection: click tokens in any panel")
         tb.addWidget(self.selection_label)
         self._show_selection()
 
     def _build_status_bar(self) -> None:
-        sb = self.statusBar()
-        self.model_label = QLabel("no model")
-        sb.addPermanentWidget(self.model_label)
+        sb = StatusBar()
+        self.setStatusBar(sb)
+        self.model_label = ElidedLabel("no model", max_hint=560)
+        self.model_label.setObjectName("model_label")
+        sb.addPermanentWidget(self.model_label, 2)
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setMaximumWidth(220)
@@ -241,8 +242,10 @@ class MainWindow(QMainWindow):
             return
         self.loading_name = name
         self.load_error = None
-        self.banner.hide()
+        self.load_started = time.perf_counter()
+        self.banner.dismiss()
         label = DEMO_LABELS.get(name, name)
+        self._show_model_label()
         self.show_message(f"Loading {label}…")
         device = self.device
         self.jobs.submit(
@@ -255,6 +258,7 @@ class MainWindow(QMainWindow):
 
     def _loaded(self, name: str, layer) -> None:
         self.loading_name = None
+        self.load_seconds = time.perf_counter() - self.load_started
         self._remember(name)
         if self.state.layer is None:  # defaults first: one round of computations, not three
             if self.state.query_token < 0:
@@ -271,26 +275,36 @@ class MainWindow(QMainWindow):
     def _load_failed(self, exc: BaseException, _message: str = "") -> None:
         self.loading_name = None
         self.load_error = str(exc)
-        self.banner.setText(
+        self._show_model_label()
+        self.show_message("")
+        self.banner.show_text(
             f"<b>The model could not be loaded.</b><br>{_html(str(exc))}<br>"
             "Use the <i>Model</i> menu to open another model, a local folder, or the demo model."
         )
-        self.banner.show()
+
+    def _show_model_label(self) -> None:
+        """The model shown (or "no model"), and the one being loaded, if any."""
+        layer = self.state.layer
+        if layer is None:
+            text = "no model"
+        else:
+            took = f" | loaded in {self.load_seconds:.1f} s" if self.load_seconds else ""
+            text = (f"{layer.name} | {layer.device.type.upper()} | V={layer.n_vocab:,} "
+                    f"L={layer.n_positions} d={layer.d} H={layer.n_heads}{took}")
+        if self.loading_name is not None:
+            loading = f"loading {DEMO_LABELS.get(self.loading_name, self.loading_name)}…"
+            text = loading if layer is None else f"{loading} (showing {layer.name})"
+        self.model_label.setText(text)
 
     @Slot(object)
     def _on_model(self, layer) -> None:
         self._show_selection()  # token names come from the model's tokenizer
+        self._show_model_label()
         if layer is None:
-            self.model_label.setText("no model")
             return
         self.head_spin.setRange(0, layer.n_heads - 1)
         self.head_spin.setValue(self.state.head)
-        self.banner.hide()
-        self.model_label.setText(
-            f"{layer.name} | {layer.device.type.upper()} | V={layer.n_vocab:,} "
-            f"L={layer.n_positions} d={layer.d} H={layer.n_heads} | "
-            f"loaded in {layer.load_seconds:.1f} s"
-        )
+        self.banner.dismiss()
         self.setWindowTitle(f"detokgui — {layer.name}")
         self.show_message(f"Loaded {layer.name}", 5000)
 
@@ -344,6 +358,7 @@ class MainWindow(QMainWindow):
     def _on_cancelled(self, key: str) -> None:
         if key == "model":
             self.loading_name = None
+            self._show_model_label()
         self.show_message("Cancelled.", 3000)
 
     def cancel_jobs(self) -> None:
@@ -426,6 +441,16 @@ class MainWindow(QMainWindow):
         self.jobs.cancel()
         self.jobs.wait(3000)
         super().closeEvent(event)
+
+
+def default_size(window) -> tuple[int, int]:
+    """DEFAULT_SIZE, or the available area of the window's screen where that is smaller."""
+    screen = window.screen()
+    w, h = DEFAULT_SIZE
+    if screen is not None:
+        area = screen.availableGeometry()
+        w, h = min(w, area.width()), min(h, area.height())
+    return w, h
 
 
 def _html(text: str) -> str:

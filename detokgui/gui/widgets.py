@@ -4,8 +4,21 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import Signal, Slot
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QSpinBox, QWidget
+from PySide6.QtCore import QPoint, QRect, QSize, Qt, QTimer, Signal, Slot
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLayout,
+    QLineEdit,
+    QSizePolicy,
+    QSpacerItem,
+    QSpinBox,
+    QStatusBar,
+    QToolButton,
+    QWidget,
+)
 from superqt.utils import signals_blocked
 
 from detokgui.core.affinity import SIGMA_CONVENTIONS, SIGMA_LABELS, SigmaChoice
@@ -145,3 +158,223 @@ class HeadChooser(QWidget):
     def _edited(self, *_) -> None:
         self.edit.setVisible(self.mode == "set")
         self.valueChanged.emit(self.value())
+
+
+class ElidedLabel(QLabel):
+    """A one-line plain-text label that never asks for more width than `max_hint` pixels:
+    a longer text is elided (…) to the width it gets, and the full text is its tooltip.
+    A long file name or message thus cannot widen the window."""
+
+    def __init__(self, text: str = "", parent=None, max_hint: int = 480,
+                 elide=Qt.ElideRight):
+        super().__init__(parent)
+        self._full = ""
+        self.max_hint = max_hint
+        self.elide = elide
+        self.setTextFormat(Qt.PlainText)
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:
+        self._full = str(text or "")
+        self.setToolTip(self._full if self._elided() != self._full else "")
+        super().setText(self._elided())
+        self.updateGeometry()
+
+    def text(self) -> str:  # the full text, not the elided one on screen
+        return self._full
+
+    def shown_text(self) -> str:
+        return super().text()
+
+    def _elided(self) -> str:
+        width = self.contentsRect().width()
+        if width <= 1:  # not laid out yet
+            width = self.max_hint
+        return self.fontMetrics().elidedText(self._full, self.elide, width)
+
+    def sizeHint(self) -> QSize:
+        fm = self.fontMetrics()
+        w = min(fm.horizontalAdvance(self._full) + 8, self.max_hint)
+        return QSize(w, super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(self.fontMetrics().horizontalAdvance("……") + 8,
+                     super().minimumSizeHint().height())
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        shown = self._elided()
+        if shown != super().text():
+            super().setText(shown)
+            self.setToolTip(self._full if shown != self._full else "")
+
+
+class StatusBar(QStatusBar):
+    """A status bar whose messages live in their own elided label (left, stretching), so
+    they never run under the permanent widgets on the right nor widen the window.
+    showMessage / clearMessage / currentMessage work as QStatusBar's."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.message_label = ElidedLabel(max_hint=600)
+        self.message_label.setObjectName("status_message")
+        self.addWidget(self.message_label, 1)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self.clearMessage)
+
+    @Slot(str)
+    @Slot(str, int)
+    def showMessage(self, text: str, timeout: int = 0) -> None:
+        self.message_label.setText(text)
+        if timeout > 0:
+            self._timer.start(timeout)
+        else:
+            self._timer.stop()
+
+    @Slot()
+    def clearMessage(self) -> None:
+        self._timer.stop()
+        self.message_label.setText("")
+
+    def currentMessage(self) -> str:
+        return self.message_label.text()
+
+
+class Banner(QFrame):
+    """A dismissible error banner: rich text that wraps (never widens the window) and a
+    close button. `show_text(html)` shows it; the button or `dismiss()` hides it."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("banner")
+        self.setStyleSheet(
+            "QFrame#banner { background: #fdecea; border: 1px solid #f5c6cb;"
+            " border-radius: 4px; } QLabel { color: #611a15; }")
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(8, 6, 4, 6)
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.label.setMinimumWidth(100)
+        lay.addWidget(self.label, 1)
+        self.close_button = QToolButton()
+        self.close_button.setText("✕")
+        self.close_button.setAutoRaise(True)
+        self.close_button.setToolTip("Dismiss this message")
+        self.close_button.clicked.connect(self.dismiss)
+        lay.addWidget(self.close_button, 0, Qt.AlignTop)
+        self.hide()
+
+    def show_text(self, html: str) -> None:
+        self.label.setText(html)
+        self.show()
+
+    def text(self) -> str:
+        return self.label.text()
+
+    @Slot()
+    def dismiss(self) -> None:
+        self.hide()
+
+    def heightForWidth(self, w: int) -> int:
+        return self.layout().heightForWidth(w)
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+
+class FlowLayout(QLayout):
+    """A row of controls that wraps onto further lines when the panel is narrow, so that a
+    long row of options never sets the window's minimum width. addWidget / addLayout /
+    addSpacing / addStretch as in QHBoxLayout (a stretch only ends nothing: items flow)."""
+
+    def __init__(self, parent=None, spacing: int = 6):
+        super().__init__(parent)
+        self._items: list = []
+        self.setSpacing(spacing)
+        self.setContentsMargins(0, 0, 0, 0)
+
+    def addItem(self, item) -> None:
+        self._items.append(item)
+
+    def addSpacing(self, size: int) -> None:
+        self.addItem(QSpacerItem(size, 0, QSizePolicy.Fixed, QSizePolicy.Minimum))
+
+    def addStretch(self, _stretch: int = 0) -> None:
+        self.addSpacing(12)
+
+    def addLayout(self, layout) -> None:
+        box = QWidget()
+        box.setLayout(layout)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.addWidget(box)
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def itemAt(self, index: int):
+        return self._items[index] if 0 <= index < len(self._items) else None
+
+    def takeAt(self, index: int):
+        return self._items.pop(index) if 0 <= index < len(self._items) else None
+
+    def expandingDirections(self):
+        return Qt.Orientation(0)
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return self._arrange(QRect(0, 0, width, 0), move=False)
+
+    def setGeometry(self, rect) -> None:
+        super().setGeometry(rect)
+        self._arrange(rect, move=True)
+
+    def sizeHint(self) -> QSize:
+        """One line with everything on it."""
+        items = [i for i in self._items if not i.isEmpty()]
+        w = sum(i.sizeHint().width() for i in items) + self.spacing() * max(0, len(items) - 1)
+        h = max((i.sizeHint().height() for i in items), default=0)
+        m = self.contentsMargins()
+        return QSize(w + m.left() + m.right(), h + m.top() + m.bottom())
+
+    def minimumSize(self) -> QSize:
+        """The widest single item: anything wider wraps."""
+        size = QSize()
+        for item in self._items:
+            size = size.expandedTo(item.minimumSize())
+        m = self.contentsMargins()
+        return size + QSize(m.left() + m.right(), m.top() + m.bottom())
+
+    def _arrange(self, rect, move: bool) -> int:
+        m = self.contentsMargins()
+        r = rect.adjusted(m.left(), m.top(), -m.right(), -m.bottom())
+        x, y, line_h, gap = r.x(), r.y(), 0, self.spacing()
+        line: list = []
+
+        def place(line, y, line_h):
+            for item, px in line:  # each item vertically centred on its line
+                h = item.sizeHint().height()
+                item.setGeometry(QRect(QPoint(px, y + (line_h - h) // 2),
+                                       QSize(item.sizeHint().width(), h)))
+
+        for item in self._items:
+            if item.isEmpty():
+                continue
+            hint = item.sizeHint()
+            if line and x + hint.width() > r.right() + 1:
+                if move:
+                    place(line, y, line_h)
+                x, y, line, line_h = r.x(), y + line_h + gap, [], 0
+                if isinstance(item, QSpacerItem):  # no spacing at the start of a line
+                    continue
+            line.append((item, x))
+            x += hint.width() + gap
+            line_h = max(line_h, hint.height())
+        if move and line:
+            place(line, y, line_h)
+        return y + line_h - rect.y() + m.bottom()

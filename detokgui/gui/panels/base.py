@@ -26,7 +26,7 @@ from collections.abc import Callable
 from functools import partial
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 from detokgui.gui.jobs import JobRunner
 from detokgui.gui.state import AppState
@@ -47,6 +47,9 @@ class StatusLine(QLabel):
         super().__init__(parent)
         self._busy: set[str] = set()
         self._before: tuple[str, Qt.TextFormat] = (" ", Qt.PlainText)  # text before "computing…"
+        # A long message wraps to the width it gets: it never widens the window.
+        self.setWordWrap(True)
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.setText(text)
         self.setOpenExternalLinks(False)
         self.linkActivated.connect(lambda link: self.retry.emit(link.partition(":")[2]))

@@ -13,7 +13,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, Qt, Slot
 from PySide6.QtWidgets import (
-    QHBoxLayout,
     QLabel,
     QSpinBox,
     QSplitter,
@@ -37,7 +36,7 @@ from detokgui.gui.panels.text_common import (
 )
 from detokgui.gui.plots import PlotFrame
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import parse_heads
+from detokgui.gui.widgets import FlowLayout, parse_heads
 
 TOP = 100  # neurons whose extreme tokens the ranking lists
 LISTED = 5  # tokens per side shown in the ranking table
@@ -120,7 +119,7 @@ class ContextualPanel(Panel):
         super().__init__(state, jobs, parent)
         self.neuron = -1  # the neuron shown on the right
         lay = QVBoxLayout(self)
-        row = QHBoxLayout()
+        row = FlowLayout()
         self.heads_box = HeadSet()
         row.addWidget(self.heads_box)
         row.addSpacing(12)

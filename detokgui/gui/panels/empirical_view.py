@@ -34,7 +34,7 @@ from detokgui.gui.panels.text_common import (
 )
 from detokgui.gui.plots import head_color
 from detokgui.gui.position import QueryPositionControl
-from detokgui.gui.widgets import HeadChooser, chosen_heads
+from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
 
 PAPER_POSITION = 500  # the paper's Fig 3-E; models with fewer positions use L/2
 CURVES = ("empirical", "predicted", "pattern")
@@ -78,7 +78,7 @@ class EmpiricalPanel(CorpusGridPanel):
         lay = QVBoxLayout(self)
         lay.addWidget(CorpusHint(state, "This view averages the model's attention over "
                                         "corpus texts."))
-        row = QHBoxLayout()
+        row = FlowLayout()
         self.heads_box = HeadChooser()
         row.addWidget(self.heads_box)
         row.addSpacing(12)

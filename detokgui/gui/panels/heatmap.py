@@ -12,7 +12,6 @@ from PySide6.QtCore import QTimer, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QSpinBox,
     QVBoxLayout,
@@ -24,6 +23,7 @@ from detokgui.core.tokens import display_token
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame, connect_hover
+from detokgui.gui.widgets import FlowLayout
 
 SOURCES = (("text", "Tokens of the typed text"), ("sample", "Random sample"),
            ("topk", "Query + its top-k keys"))
@@ -92,7 +92,7 @@ class HeatmapPanel(Panel):
         self.tiles: list[HeatmapTile] = []  # for the all-heads grid
         lay = QVBoxLayout(self)
 
-        row = QHBoxLayout()
+        row = FlowLayout()
         self.source = QComboBox()
         for key, text in SOURCES:
             self.source.addItem(text, key)

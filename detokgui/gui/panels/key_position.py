@@ -29,6 +29,7 @@ from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, head_color
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
+from detokgui.gui.widgets import FlowLayout
 
 SIDES = (("top", "Most positive slopes (prefer recent keys)"),
          ("bottom", "Most negative slopes (prefer early keys)"))
@@ -65,7 +66,7 @@ class KeyPositionPanel(Panel):
         self.marker: pg.InfiniteLine | None = None  # the query token's slope, on the histogram
         lay = QVBoxLayout(self)
 
-        controls = QHBoxLayout()
+        controls = FlowLayout()
         self.head_label = QLabel()
         self.head_label.setTextFormat(Qt.RichText)
         controls.addWidget(self.head_label)

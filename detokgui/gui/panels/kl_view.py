@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QVBoxLayout
 
 from detokgui.core import empirical
 from detokgui.core.empirical import DEFINITION_LABELS, DEFINITIONS, TextSource
@@ -27,7 +27,7 @@ from detokgui.gui.panels.text_common import (
     term_legend,
     text_source,
 )
-from detokgui.gui.widgets import HeadChooser, chosen_heads
+from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
 
 SHORT = {"paper": "paper eq 18-21: KL(P ‖ Q) with √d′",
          "code": "authors' code: mean over j of KL(Q ‖ P), no √d′"}
@@ -61,7 +61,7 @@ class KLPanel(CorpusGridPanel):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
         lay.addWidget(CorpusHint(state, "This view averages over corpus texts."))
-        row = QHBoxLayout()
+        row = FlowLayout()
         self.heads_box = HeadChooser()
         row.addWidget(self.heads_box)
         row.addSpacing(12)

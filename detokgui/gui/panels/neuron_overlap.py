@@ -8,7 +8,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
-    QHBoxLayout,
     QLabel,
     QSizePolicy,
     QSpinBox,
@@ -20,6 +19,7 @@ from detokgui.core import neurons
 from detokgui.core.tables import embedding_overlap_table
 from detokgui.gui.panels.base import StatusLine
 from detokgui.gui.plots import PlotFrame
+from detokgui.gui.widgets import FlowLayout
 
 
 def legend(columns: int = 1) -> pg.LegendItem:
@@ -39,7 +39,7 @@ class OverlapView(QWidget):
         self.overlap: neurons.EmbeddingOverlap | None = None
         bl = QVBoxLayout(self)
         bl.setContentsMargins(0, 0, 0, 0)
-        orow = QHBoxLayout()
+        orow = FlowLayout()
         orow.addWidget(QLabel("SVD directions r"))
         self.r_spin = QSpinBox()
         self.r_spin.setRange(1, 1)

@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFileDialog,
-    QHBoxLayout,
     QLabel,
     QMessageBox,
     QPushButton,
@@ -36,6 +35,7 @@ from detokgui.gui.panels.neuron_overlap import OverlapView, legend
 from detokgui.gui.panels.neuron_table import GROUP_RULES, NeuronTable
 from detokgui.gui.plots import PlotFrame, failure_message, head_color
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
+from detokgui.gui.widgets import FlowLayout
 
 DEFAULT_SELECTION = 5  # top dims by norm shown when nothing is selected
 MAX_CURVES = 64  # drawn at most; the rest of a larger selection is listed as left out
@@ -80,7 +80,7 @@ class NeuronBrowserPanel(Panel):
         self.fit_items: list[pg.PlotDataItem] = []
         lay = QVBoxLayout(self)
 
-        row = QHBoxLayout()
+        row = FlowLayout()
         row.addWidget(QLabel("Group"))
         self.group = QComboBox()
         self.group.addItem("all", "all")
@@ -121,7 +121,7 @@ class NeuronBrowserPanel(Panel):
         self.status.setWordWrap(True)
         self.status.setToolTip(GROUP_RULES)
         ll.addWidget(self.status)
-        left.setMinimumWidth(400)
+        left.setMinimumWidth(300)
         split.addWidget(left)
 
         # ---- right: curves over overlap
@@ -146,7 +146,7 @@ class NeuronBrowserPanel(Panel):
         self.marker.setZValue(10)
         self.curve_plot.addItem(self.marker, ignoreBounds=True)
         self.curve_frame.setToolTip("Click (or drag the dashed line) to set the query position i")
-        self.curve_frame.setMinimumHeight(240)
+        self.curve_frame.setMinimumHeight(160)
         tl.addWidget(self.curve_frame, 1)
         self.hover = QLabel(" ")
         self.hover.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout
+from PySide6.QtWidgets import QComboBox, QLabel, QSpinBox, QSplitter, QVBoxLayout
 
 from detokgui.core import circuits
 from detokgui.core.text_tables import ov_table
@@ -20,7 +20,7 @@ from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import HeadChooser, chosen_heads
+from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
 
 DIRECTIONS = (("outputs", "Outputs of the query token (x → y)"),
               ("sources", "Sources of the key token (x → y)"))
@@ -52,7 +52,7 @@ class OVCircuitPanel(Panel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
-        row = QHBoxLayout()
+        row = FlowLayout()
         self.direction = QComboBox()
         for key, text in DIRECTIONS:
             self.direction.addItem(text, key)

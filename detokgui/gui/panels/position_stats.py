@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout
+from PySide6.QtWidgets import QCheckBox, QLabel, QSpinBox, QSplitter, QVBoxLayout
 
 from detokgui.core.positional import LastPositionsPP, position_variance, raw_pp_last_positions
 from detokgui.core.tables import last_positions_table, position_variance_table
@@ -20,7 +20,7 @@ from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.position_common import HeadCell, HeadGrid, data_range, stable_range
 from detokgui.gui.plots import PlotFrame
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
-from detokgui.gui.widgets import HeadChooser, chosen_heads
+from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
 
 DEFAULT_COUNT = 5
 LAST_COLOR = "#d62728"  # the last position, L-1
@@ -77,7 +77,7 @@ class PositionStatsPanel(Panel):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
 
-        row = QHBoxLayout()
+        row = FlowLayout()
         self.heads_box = HeadChooser()
         row.addWidget(self.heads_box)
         row.addSpacing(12)

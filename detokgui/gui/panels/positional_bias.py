@@ -20,7 +20,6 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QSpinBox,
     QSplitter,
@@ -51,7 +50,7 @@ from detokgui.gui.panels.position_common import (
 )
 from detokgui.gui.plots import PlotFrame, head_color
 from detokgui.gui.position import QueryPositionControl, connect_position_clicks
-from detokgui.gui.widgets import HeadChooser, chosen_heads
+from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
 
 DEFAULT_WINDOW = 32
 LINE_SIGMAS = ("mean", "max", "min")  # the B2 lines
@@ -133,7 +132,7 @@ class PositionalBiasPanel(Panel):
         self._x_range = None  # x range of the T_pp / total / softmax plots
         lay = QVBoxLayout(self)
 
-        row = QHBoxLayout()
+        row = FlowLayout()
         self.heads_box = HeadChooser()
         row.addWidget(self.heads_box)
         row.addSpacing(12)

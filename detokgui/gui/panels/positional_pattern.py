@@ -18,7 +18,6 @@ from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QSpinBox,
     QSplitter,
@@ -34,6 +33,7 @@ from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.head_classes import HeadClassesTable
 from detokgui.gui.plots import PlotFrame, head_color
 from detokgui.gui.position import QueryPositionControl, connect_position_clicks, position_at
+from detokgui.gui.widgets import FlowLayout
 
 CONVENTION_TEXT = {"paper": "paper convention", "mean-sigma": "mean-σ convention"}
 CONVENTION_SHORT = CONVENTION_TEXT
@@ -75,7 +75,7 @@ class PositionalPatternPanel(Panel):
         self.line_items: dict[int, pg.PlotDataItem] = {}
         lay = QVBoxLayout(self)
 
-        controls = QHBoxLayout()
+        controls = FlowLayout()
         self.query_label = QLabel()
         self.query_label.setTextFormat(Qt.RichText)
         self.query_label.setToolTip("The query token x (select it in the Tokens panel or any "

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSpinBox, QVBoxLayout
 
 from detokgui.core import empirical
 from detokgui.core.empirical import SENTENCE_TERMS, TextSource
@@ -21,6 +21,7 @@ from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.text_common import CorpusHint, text_source
 from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame
+from detokgui.gui.widgets import FlowLayout
 
 TITLES = {"ee": "T_ee", "pp": "T_pp", "pe": "T_pe", "ep": "T_ep", "e": "T_e", "p": "T_p",
           "sum": "sum of the six terms", "predicted": "predicted softmax(sum/√d′)",
@@ -104,7 +105,7 @@ class SentenceViewPanel(Panel):
         self.hint = CorpusHint(state, "A corpus text needs one.",
                                needed=self._needs_corpus)
         lay.addWidget(self.hint)
-        row = QHBoxLayout()
+        row = FlowLayout()
         self.source = QComboBox()
         for key, text in SOURCES:
             self.source.addItem(text, key)

@@ -12,10 +12,9 @@ import time
 from dataclasses import dataclass
 
 import regex
-from PySide6.QtCore import QStringListModel, Qt, QTimer, Slot
+from PySide6.QtCore import QEvent, Qt, QTimer, Slot
 from PySide6.QtWidgets import (
     QComboBox,
-    QCompleter,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -160,12 +159,11 @@ class TokenSearchPanel(Panel):
                                                    token=lambda r: r[1]))
         lay.addWidget(self.results, 3)
 
-        self.completer_model = QStringListModel(self)
-        self.completer = QCompleter(self.completer_model, self)
-        self.completer.setCaseSensitivity(Qt.CaseSensitive)
-        self.completer.setMaxVisibleItems(12)
-        self.completer.activated[str].connect(self._completed)
-        self.search.setCompleter(self.completer)
+        # The result list below is the completion (it follows every keystroke): no popup
+        # to cover it. Down moves into the list, Enter takes the exact or the first match.
+        self._take_when_drawn = False
+        self.search.returnPressed.connect(self._take_match)
+        self.search.installEventFilter(self)
 
         self.add_channel("vocab", self._vocab_request, self._index_vocabulary,
                          self._draw_vocabulary, status=self.search_info,
@@ -206,7 +204,6 @@ class TokenSearchPanel(Panel):
 
     def model_changed(self, layer) -> None:
         self.vocab = None
-        self.completer_model.setStringList([])
 
     def _vocab_request(self):
         return VocabRequest(self.serial) if self.layer is not None else None
@@ -217,7 +214,6 @@ class TokenSearchPanel(Panel):
 
     def _draw_vocabulary(self, vocab: Vocabulary | None) -> None:
         self.vocab = vocab
-        self.completer_model.setStringList(vocab.strings if vocab is not None else [])
         self.refresh()  # the search can run now
 
     # ------------------------------------------------------------------ text
@@ -268,11 +264,6 @@ class TokenSearchPanel(Panel):
 
     @Slot(object)
     def _mode_changed(self, opts: Options) -> None:
-        mode = opts.mode
-        self.completer.setFilterMode(Qt.MatchStartsWith if mode == "prefix" else Qt.MatchContains)
-        self.completer.setCompletionMode(
-            QCompleter.UnfilteredPopupCompletion if mode == "regex" else QCompleter.PopupCompletion
-        )
         self.refresh()
 
     def _search_request(self):
@@ -295,11 +286,31 @@ class TokenSearchPanel(Panel):
         self.results.records().set_records(rows)
         self.search_info.setText(f"{len(rows):,} matches")
         self._mark_query()
+        if self._take_when_drawn:
+            self._take_match()
 
-    @Slot(str)
-    def _completed(self, text: str) -> None:
-        try:
-            tid = self.strings.index(text)
-        except ValueError:
+    @Slot()
+    def _take_match(self) -> None:
+        """Enter in the search box: the token shown exactly as typed, else the first match,
+        becomes the query token."""
+        shown = self.channel("search").shown
+        typed = self.search.text()
+        if shown is None or shown.query != typed:  # the list for this text is not drawn yet
+            self._take_when_drawn = True
+            self.search_timer.stop()
+            self.refresh()
             return
-        self.state.set_query_token(tid)
+        self._take_when_drawn = False
+        rows = self.results.records().records
+        if not rows:
+            return
+        exact = [r for r in rows if r[2] in (typed, typed.replace(" ", SPACE_MARK))]
+        self.state.set_query_token((exact or rows)[0][1])
+
+    def eventFilter(self, obj, event) -> bool:
+        if obj is self.search and event.type() == QEvent.KeyPress and \
+                event.key() == Qt.Key_Down and self.results.model().rowCount():
+            self.results.setFocus()
+            self.results.selectRow(0)
+            return True
+        return super().eventFilter(obj, event)

@@ -11,7 +11,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, Qt, Slot
 from PySide6.QtWidgets import (
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QSpinBox,
     QSplitter,
@@ -25,7 +24,7 @@ from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import SigmaControls
+from detokgui.gui.widgets import FlowLayout, SigmaControls
 
 DIRECTIONS = (("keys", "Keys for the query token"), ("queries", "Queries for the key token"))
 HEAD_BACKGROUND = "#fff3c4"
@@ -63,7 +62,7 @@ class TopKPanel(Panel):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
 
-        controls = QHBoxLayout()
+        controls = FlowLayout()
         self.anchor_label = QLabel()
         self.anchor_label.setTextFormat(Qt.RichText)
         controls.addWidget(self.anchor_label)

@@ -1,0 +1,170 @@
+"""The rough edges of a first hour (issue #7), through the real window (offscreen): long
+texts never widen the window, the status bar's parts never overlap, the load time is the
+wall time, the error banner can be dismissed, the vocabulary search has no popup over
+its list, exports say where they went, axes show real values."""
+
+import time
+
+import pytest
+from conftest import close_jobs, open_window, wait_idle
+from PySide6.QtCore import QRect, QSettings, Qt
+
+from detokgui.core.tokens import SPACE_MARK
+
+KOREA, NORTH = 4969, 2258
+
+
+def disjoint(*widgets) -> bool:
+    """No two of the visible widgets' rectangles (in the window) intersect."""
+    rects = [QRect(w.mapTo(w.window(), w.rect().topLeft()), w.size())
+             for w in widgets if w.isVisible()]
+    return all(not a.intersects(b) for k, a in enumerate(rects) for b in rects[k + 1:])
+
+
+def test_long_texts_never_widen_the_window(window, qtbot):
+    win = window
+    win.resize(1024, 700)
+    qtbot.waitUntil(lambda: win.width() == 1024)
+    long_path = "/home/someone/" + "a-very-long-folder-name/" * 12 + "corpus.jsonl"
+    win.model_label.setText("a model with a very long name " * 8)
+    win.corpus.label.setText(f"corpus: {long_path}")
+    tokens = win.panel("tokens")
+    tokens.search.setText("((" + "x" * 300)  # an invalid regex: a long error message
+    tokens.mode.setCurrentIndex(tokens.mode.findData("regex"))
+    qtbot.waitUntil(lambda: "invalid regular expression" in tokens.search_info.text(),
+                    timeout=10000)
+    tokens.set_text(" Korea" * 401)  # more tokens than positions: a long note
+    qtbot.waitUntil(lambda: "only the first" in tokens.text_info.text(), timeout=10000)
+    wait_idle(qtbot, win)
+    win.show_message(f"Could not read {long_path}: not valid UTF-8")
+    for _ in range(3):
+        qtbot.wait(30)
+    assert win.width() == 1024 and win.height() == 700
+    sb = win.statusBar()
+    # message, model and corpus: separate widgets side by side, the long texts elided
+    assert disjoint(sb.message_label, win.model_label, win.corpus.label)
+    assert win.model_label.shown_text().endswith("…")
+    assert win.model_label.toolTip().startswith("a model with a very long name")
+    assert sb.currentMessage().startswith("Could not read") and sb.message_label.shown_text() \
+        .endswith("…")
+    for label in (sb.message_label, win.model_label, win.corpus.label):
+        assert label.geometry().right() <= sb.width()
+
+
+def test_default_size_fits_and_size_is_remembered(qtbot, tiny_ckpt):
+    from detokgui.gui.main_window import DEFAULT_SIZE, MainWindow
+    from detokgui.gui.options import flush_settings
+
+    flush_settings()
+    QSettings().clear()
+    win = MainWindow(device="cpu")
+    qtbot.addWidget(win)
+    area = win.screen().availableGeometry()
+    assert (win.width(), win.height()) == (min(DEFAULT_SIZE[0], area.width()),
+                                          min(DEFAULT_SIZE[1], area.height()))
+    win.show()
+    win.resize(770, 650)  # within the offscreen screen (800 x 800)
+    qtbot.waitUntil(lambda: win.width() == 770)
+    win.close()
+    again = MainWindow(device="cpu")
+    qtbot.addWidget(again)
+    assert (again.width(), again.height()) == (770, 650)
+    again.close()
+
+
+def test_load_time_is_the_wall_time_and_loading_is_said(qtbot, tiny_ckpt):
+    from detokgui.gui.main_window import MainWindow
+    from detokgui.gui.options import flush_settings
+
+    flush_settings()
+    QSettings().clear()
+    win = MainWindow(device="cpu")
+    qtbot.addWidget(win)
+    win.show()
+    t0 = time.perf_counter()
+    win.load_model(str(tiny_ckpt))
+    text = win.model_label.text()
+    assert text.startswith("loading ") and "no model" not in text
+    assert "Loaded" not in win.statusBar().currentMessage()
+    qtbot.waitUntil(lambda: win.state.layer is not None, timeout=60000)
+    wall = time.perf_counter() - t0
+    layer = win.state.layer
+    # from the request to a model ready with its sigma table: more than the weights' load
+    assert layer.load_seconds <= win.load_seconds <= wall
+    assert f"loaded in {win.load_seconds:.1f} s" in win.model_label.text()
+    assert "loading" not in win.model_label.text()
+    wait_idle(qtbot, win)
+    close_jobs(win)
+
+
+def test_error_banner_can_be_dismissed_and_goes_with_a_new_model(qtbot, tmp_path, tiny_ckpt):
+    win = open_window(qtbot, tiny_ckpt)
+    win.load_model(str(tmp_path / "missing"))
+    qtbot.waitUntil(lambda: win.load_error is not None, timeout=20000)
+    assert win.banner.isVisible() and "There is no folder" in win.banner.text()
+    assert win.state.layer is not None  # the previous model stays
+    qtbot.mouseClick(win.banner.close_button, Qt.LeftButton)
+    assert not win.banner.isVisible()
+    win.load_model(str(tmp_path / "missing"))
+    qtbot.waitUntil(lambda: win.banner.isVisible(), timeout=20000)
+    win.load_model(str(tiny_ckpt))
+    assert not win.banner.isVisible()  # cleared as soon as another model is asked for
+    qtbot.waitUntil(lambda: win.loading_name is None, timeout=60000)
+    assert not win.banner.isVisible()
+    wait_idle(qtbot, win)
+    close_jobs(win)
+
+
+def test_search_has_no_popup_and_the_list_follows_the_query(window, qtbot):
+    win, layer = window, window.state.layer
+    tokens = win.panel("tokens")
+    qtbot.waitUntil(lambda: len(tokens.strings) == layer.n_vocab, timeout=10000)
+    assert tokens.search.completer() is None  # nothing covers the result list
+    tokens.mode.setCurrentIndex(tokens.mode.findData("substring"))
+    win.state.set_query_token(NORTH)
+    tokens.search.setFocus()
+    qtbot.keyClicks(tokens.search, " Korea")
+    qtbot.keyClick(tokens.search, Qt.Key_Return)  # the exact match becomes the query
+    qtbot.waitUntil(lambda: win.state.query_token == KOREA, timeout=10000)
+    results = tokens.results
+    selected = [i.row() for i in results.selectionModel().selectedRows()]
+    assert [results.model().record(r)[1] for r in selected] == [KOREA]
+    # another query token, not in the list: no highlight stays behind
+    win.state.set_query_token(NORTH)
+    assert results.selectionModel().selectedRows() == []
+    # a new search that lists it: highlighted there
+    tokens.search.setText(f"{SPACE_MARK}North")
+    qtbot.waitUntil(lambda: tokens.channel("search").shown is not None
+                    and tokens.channel("search").shown.query == f"{SPACE_MARK}North",
+                    timeout=10000)
+    rows = [i.row() for i in results.selectionModel().selectedRows()]
+    assert [results.model().record(r)[1] for r in rows] == [NORTH]
+    # Down moves into the list
+    tokens.search.setFocus()
+    qtbot.keyClick(tokens.search, Qt.Key_Down)
+    assert results.hasFocus() or not win.isActiveWindow()
+    assert [i.row() for i in results.selectionModel().selectedRows()] == [0]
+
+
+def test_export_says_where_it_was_saved(window, qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    win = window
+    win.show_view("topk")
+    wait_idle(qtbot, win)
+    target = tmp_path / "bars.png"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a, **k: (str(target), "")))
+    win.export_current("png")
+    assert target.exists()
+    assert f"to {target}" in win.statusBar().currentMessage()
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
+def test_every_view_fits_the_window(window, qtbot, size):
+    win = window
+    win.resize(*size)
+    for name in win.view_names():
+        win.show_view(name)
+        wait_idle(qtbot, win)
+        assert (win.width(), win.height()) == size, name

@@ -168,3 +168,29 @@ def test_every_view_fits_the_window(window, qtbot, size):
         win.show_view(name)
         wait_idle(qtbot, win)
         assert (win.width(), win.height()) == size, name
+
+
+def all_axes(win):
+    import pyqtgraph as pg
+
+    for view in win.findChildren(pg.GraphicsView):
+        for item in view.scene().items():
+            if isinstance(item, pg.AxisItem):
+                item.frame_name = getattr(view.parent(), "name", type(view.parent()).__name__)
+                yield item
+
+
+def test_no_axis_uses_si_multipliers(window, qtbot):
+    win = window
+    win.corpus.use_sample()
+    qtbot.waitUntil(lambda: bool(win.state.corpus), timeout=20000)
+    seen = 0
+    for name in win.view_names():
+        win.show_view(name)
+        wait_idle(qtbot, win, timeout=120000)
+        for ax in all_axes(win):
+            seen += 1
+            assert not ax.autoSIPrefix, (name, ax.frame_name, ax.orientation, ax.labelText,
+                                         type(ax.parentItem()).__name__)
+            assert "(x" not in ax.labelString(), (name, ax.labelString())
+    assert seen > 50

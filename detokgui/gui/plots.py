@@ -57,6 +57,23 @@ def symmetric_levels(values: np.ndarray) -> tuple[float, float]:
     return -m, m
 
 
+def plain_axes(item):
+    """Turn off pyqtgraph's SI multipliers ("(x0.001)" in an axis label, ticks scaled to
+    match) on every axis of a PlotItem, ColorBarItem or AxisItem: ticks show the real
+    values, as everywhere else in detokgui. Returns `item`."""
+    if isinstance(item, pg.AxisItem):
+        item.enableAutoSIPrefix(False)
+    else:  # a PlotItem, and so a ColorBarItem
+        for name in ("left", "bottom", "top", "right"):
+            item.getAxis(name).enableAutoSIPrefix(False)
+    return item
+
+
+def add_plot(frame: PlotFrame, *args, **kw) -> pg.PlotItem:
+    """A PlotItem in `frame` (GraphicsLayout.addPlot arguments) with plain axes."""
+    return plain_axes(frame.view.addPlot(*args, **kw))
+
+
 # --------------------------------------------------------------------------- export
 
 
@@ -336,8 +353,8 @@ class _MatrixCells:
     def make_colorbar(self) -> pg.ColorBarItem:
         """This map's colour bar, made on first use (~10 ms: it is a PlotItem) and kept."""
         if self.colorbar is None:
-            self.colorbar = pg.ColorBarItem(colorMap=diverging_colormap(), interactive=False,
-                                            width=12)
+            self.colorbar = plain_axes(pg.ColorBarItem(
+                colorMap=diverging_colormap(), interactive=False, width=12))
             self.colorbar.setImageItem(self.image)
         return self.colorbar
 
@@ -404,6 +421,7 @@ class Heatmap(_MatrixCells, pg.PlotItem):
         self.max_labels = max_labels
         self.setMenuEnabled(False)
         self.hideButtons()
+        plain_axes(self)
         self._init_cells(self.getViewBox())
 
     def set_matrix(self, values: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],

@@ -34,7 +34,7 @@ from detokgui.gui.panels.text_common import (
     TextSourceControls,
     text_source,
 )
-from detokgui.gui.plots import PlotFrame
+from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 from detokgui.gui.widgets import FlowLayout, parse_heads
 
@@ -178,7 +178,7 @@ class ContextualPanel(Panel):
         bl.addWidget(CorpusHint(state, "The validation scatter compares the prediction with "
                                        "the model on corpus texts."))
         self.scatter_frame = PlotFrame("Contextual neuron validation", self._scatter_table)
-        self.plot = self.scatter_frame.view.addPlot()
+        self.plot = add_plot(self.scatter_frame)
         self.plot.showGrid(x=True, y=True, alpha=0.25)
         self.plot.setLabel("bottom", "predicted pre-activation (bag of tokens)")
         self.plot.setLabel("left", "actual pre-activation (forward pass)")

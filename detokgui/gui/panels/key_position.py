@@ -26,7 +26,7 @@ from detokgui.core.tables import slope_histogram_table, token_position_curve_tab
 from detokgui.core.tokens import display_token
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import PlotFrame, head_color
+from detokgui.gui.plots import PlotFrame, add_plot, head_color
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 from detokgui.gui.widgets import FlowLayout
@@ -92,14 +92,14 @@ class KeyPositionPanel(Panel):
         split = QSplitter(Qt.Horizontal)
         plots = QSplitter(Qt.Vertical)
         self.hist_frame = PlotFrame("Token-position slopes histogram", self._hist_table)
-        self.hist_plot = self.hist_frame.view.addPlot()
+        self.hist_plot = add_plot(self.hist_frame)
         self.hist_plot.showGrid(x=True, y=True, alpha=0.25)
         self.hist_plot.setLabel("bottom", "slope of e_u W^QK p_j^T over j (per position)")
         self.hist_plot.setLabel("left", "tokens")
         self.hist_frame.setToolTip("The red line marks the selected query token")
         plots.addWidget(self.hist_frame)
         self.curve_frame = PlotFrame("Query token vs key position", self._curve_table)
-        self.curve_plot = self.curve_frame.view.addPlot()
+        self.curve_plot = add_plot(self.curve_frame)
         self.curve_plot.showGrid(x=True, y=True, alpha=0.25)
         self.curve_plot.setLabel("bottom", "key position j")
         self.curve_plot.setLabel("left", "raw e_u W^QK p_j^T")

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 from detokgui.core import neurons
 from detokgui.core.tables import embedding_overlap_table
 from detokgui.gui.panels.base import StatusLine
-from detokgui.gui.plots import PlotFrame
+from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.widgets import FlowLayout
 
 
@@ -58,7 +58,7 @@ class OverlapView(QWidget):
         orow.addStretch(1)
         bl.addLayout(orow)
         self.frame = PlotFrame("PE-token SVD overlap", self._table)
-        self.plot = self.frame.view.addPlot()
+        self.plot = add_plot(self.frame)
         self.plot.showGrid(y=True, alpha=0.25)
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.setLabel("bottom", "SVD direction of E (0 = largest singular value)")

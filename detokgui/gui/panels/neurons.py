@@ -33,7 +33,7 @@ from detokgui.gui.options import EXPORT_FOLDER, BoundOptions, remember, remember
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.neuron_overlap import OverlapView, legend
 from detokgui.gui.panels.neuron_table import GROUP_RULES, NeuronTable
-from detokgui.gui.plots import PlotFrame, failure_message, head_color
+from detokgui.gui.plots import PlotFrame, add_plot, failure_message, head_color
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.widgets import FlowLayout
 
@@ -130,7 +130,7 @@ class NeuronBrowserPanel(Panel):
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
         self.curve_frame = PlotFrame("PE neuron curves", self._curves_table)
-        self.curve_plot = self.curve_frame.view.addPlot()
+        self.curve_plot = add_plot(self.curve_frame)
         self.curve_plot.showGrid(x=True, y=True, alpha=0.25)
         self.curve_plot.setLabel("bottom", "position j")
         self.curve_plot.getAxis("left").enableAutoSIPrefix(False)

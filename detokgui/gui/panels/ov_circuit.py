@@ -18,7 +18,7 @@ from detokgui.core.tokens import display_token
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import PlotFrame
+from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
 
@@ -94,7 +94,7 @@ class OVCircuitPanel(Panel):
                                  else self.state.set_query_token)(tid))
         split.addWidget(self.table)
         self.frame = PlotFrame("OV circuit", self._table)
-        self.plot = self.frame.view.addPlot()
+        self.plot = add_plot(self.frame)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.getViewBox().invertY(True)

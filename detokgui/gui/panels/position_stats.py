@@ -18,7 +18,7 @@ from detokgui.core.tables import last_positions_table, position_variance_table
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.position_common import HeadCell, HeadGrid, data_range, stable_range
-from detokgui.gui.plots import PlotFrame
+from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
 
@@ -97,7 +97,7 @@ class PositionStatsPanel(Panel):
             "heads": self.heads_box, "count": self.count, "log": self.log}, self)
 
         self.var_frame = PlotFrame("Position embedding variance", self._variance_table)
-        self.var_plot = self.var_frame.view.addPlot()
+        self.var_plot = add_plot(self.var_frame)
         self.var_plot.setMenuEnabled(False)
         self.var_plot.hideButtons()
         self.var_plot.showGrid(x=True, y=True, alpha=0.25)

@@ -31,7 +31,7 @@ from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.head_classes import HeadClassesTable
-from detokgui.gui.plots import PlotFrame, head_color
+from detokgui.gui.plots import PlotFrame, add_plot, head_color, plain_axes
 from detokgui.gui.position import QueryPositionControl, connect_position_clicks, position_at
 from detokgui.gui.widgets import FlowLayout
 
@@ -121,7 +121,7 @@ class PositionalPatternPanel(Panel):
         vsplit = QSplitter(Qt.Vertical)
         plots = QSplitter(Qt.Horizontal)
         self.line_frame = PlotFrame("Positional pattern", self._line_table)
-        self.line_plot = self.line_frame.view.addPlot()
+        self.line_plot = add_plot(self.line_frame)
         self.line_plot.showGrid(x=True, y=True, alpha=0.25)
         self.line_plot.setLabel("bottom", "key position j")
         self.line_plot.setLabel("left", "attention weight")
@@ -131,7 +131,7 @@ class PositionalPatternPanel(Panel):
         plots.addWidget(self.line_frame)
 
         self.grid_frame = PlotFrame("Positional pattern grid", self._grid_table)
-        self.grid_plot = self.grid_frame.view.addPlot()
+        self.grid_plot = add_plot(self.grid_frame)
         self.grid_plot.setMenuEnabled(False)
         self.grid_plot.hideButtons()
         vb = self.grid_plot.getViewBox()
@@ -146,10 +146,9 @@ class PositionalPatternPanel(Panel):
         self.grid_mark.setPen(QPen(QColor("#d62728"), 0))
         self.grid_mark.setVisible(False)
         self.grid_plot.addItem(self.grid_mark)
-        self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False,
-                                        width=12)
+        self.colorbar = plain_axes(pg.ColorBarItem(colorMap=pg.colormap.get("viridis"),
+                                                   interactive=False, width=12))
         self.colorbar.setImageItem(self.grid_image)
-        self.colorbar.axis.enableAutoSIPrefix(False)
         self.colorbar.axis.setWidth(58)
         self.grid_frame.view.addItem(self.colorbar, 0, 1)
         self.grid_frame.setToolTip("Key positions laid out row by row; blank cells are past n.\n"

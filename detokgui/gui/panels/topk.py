@@ -22,7 +22,7 @@ from detokgui.core import affinity
 from detokgui.core.tables import topk_table
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import PlotFrame
+from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 from detokgui.gui.widgets import FlowLayout, SigmaControls
 
@@ -106,7 +106,7 @@ class TopKPanel(Panel):
         ], token=lambda r: r[1]), tip="Click a token to select it")
         rl.addWidget(self.detail, 1)
         self.frame = PlotFrame("Top-k affinity", self._table)
-        self.bars = self.frame.view.addPlot()
+        self.bars = add_plot(self.frame)
         self.bars.invertY(True)
         self.bars.setMenuEnabled(False)
         self.bars.showGrid(x=True, alpha=0.3)

@@ -194,3 +194,82 @@ def test_no_axis_uses_si_multipliers(window, qtbot):
                                          type(ax.parentItem()).__name__)
             assert "(x" not in ax.labelString(), (name, ax.labelString())
     assert seen > 50
+
+
+def spaced(axis, pixels_per_unit: float, size) -> bool:
+    """Consecutive tick labels of `axis` lie at least their size (px) apart."""
+    ticks = axis._tickLevels[0] if axis._tickLevels else []
+    pos = sorted(t[0] for t in ticks)
+    texts = {t[0]: t[1] for t in ticks}
+    return all((b - a) * pixels_per_unit >= size(texts[a], texts[b]) - 0.5
+               for a, b in zip(pos, pos[1:]))
+
+
+def test_heatmap_labels_thinned_colour_bar_labelled_selection_marked(window, qtbot):
+    from PySide6.QtGui import QFontMetrics
+
+    win, layer = window, window.state.layer
+    win.resize(1024, 700)
+    hm_panel = win.panel("heatmap")
+    win.show_view("heatmap")
+    hm_panel.source.setCurrentIndex(hm_panel.source.findData("sample"))
+    for n in (30, 60):
+        hm_panel.size_spin.setValue(n)
+        wait_idle(qtbot, win)
+        qtbot.wait(50)
+        hm = hm_panel.maps[0]
+        vb = hm.getViewBox()
+        fm = QFontMetrics(hm.getAxis("left").style.get("tickFont") or hm.font())
+        assert spaced(hm.getAxis("left"), vb.height() / n, lambda a, b: fm.height())
+        for name in ("bottom", "top"):
+            assert spaced(hm.getAxis(name), vb.width() / n,
+                          lambda a, b: (fm.horizontalAdvance(a) + fm.horizontalAdvance(b)) / 2)
+        shown = len(hm.getAxis("bottom")._tickLevels[0]) + len(hm.getAxis("top")._tickLevels[0])
+        assert 2 <= shown <= n
+        assert "T_ee" in hm.colorbar.getAxis("right").labelText
+        assert "Fig 2-B" in hm.titleLabel.text and "A3" not in hm.titleLabel.text
+    # the key alone in the set: its column is outlined; with the query too, their cell
+    tokens = hm_panel.tokens
+    win.state.set_query_token(next(t for t in range(layer.n_vocab) if t not in tokens))
+    win.state.set_key_token(tokens[5])
+    hm = hm_panel.maps[0]
+    assert hm.highlight.isVisible() and hm.highlight.rect().getRect() == (5, 0, 1, 60)
+    win.state.set_query_token(tokens[7])
+    assert hm.highlight.rect().getRect() == (5, 7, 1, 1)
+    # without LayerNorm: said once
+    hm_panel.layernorm.setChecked(False)
+    wait_idle(qtbot, win)
+    title = hm_panel.maps[0].titleLabel.text
+    assert "Fig 12" in title and title.count("LayerNorm") == 1 and "(raw)" not in title
+    # all heads: the selected head's tile stands out
+    hm_panel.all_heads.setChecked(True)
+    wait_idle(qtbot, win)
+    win.state.set_head(2)
+    bold = [t.title.text.startswith("<b>") for t in hm_panel.maps]
+    assert bold == [h == 2 for h in range(layer.n_heads)]
+
+
+def test_topk_bars_at_k50_labels_apart_and_selected_key_marked(window, qtbot):
+    from PySide6.QtGui import QFontMetrics
+
+    win = window
+    win.resize(1024, 700)
+    topk = win.panel("topk")
+    win.show_view("topk")
+    topk.k_spin.setValue(50)
+    wait_idle(qtbot, win)
+    qtbot.wait(50)
+    bars = topk.bars
+    axis = bars.getAxis("left")
+    fm = QFontMetrics(axis.style.get("tickFont") or bars.font())
+    (y0, y1) = bars.getViewBox().viewRange()[1]
+    assert spaced(axis, bars.getViewBox().height() / (y1 - y0), lambda a, b: fm.height())
+    res = topk.result
+    col = res.heads.index(win.state.head)
+    key = int(res.ids[col, 17])
+    win.state.set_key_token(key)
+    item = next(i for i in bars.items if hasattr(i, "opts") and "brushes" in i.opts)
+    reds = [k for k, b in enumerate(item.opts["brushes"]) if b.color().name() == "#d62728"]
+    assert reds == [17]
+    assert 17 in [t[0] for t in axis._tickLevels[0]]  # its label is kept
+    assert "Fig 2-A" in bars.titleLabel.text

@@ -42,7 +42,13 @@ def heatmap_figure(layer, values, token_ids, head: int, sigma, out: str | Path,
     labels = [display_token(layer.tokenizer, t) for t in token_ids]
     frame = PlotFrame(f"T_ee head {head}")
     model = Path(layer.name).name or layer.name
-    hm = Heatmap(title=f"{model} — head {head}: T_ee ({sigma.label()})")
+    if sigma.convention == "none":
+        title, bar = f"{model}: raw e W^QK e^T, head {head} (without LayerNorm, Fig 12)", \
+            "raw e W^QK e^T"
+    else:
+        title, bar = f"{model}: T_ee, head {head} (Fig 2-B) — {sigma.label()}", "T_ee"
+    hm = Heatmap(title=title)
+    hm.set_colorbar_label(bar)
     hm.setLabel("left", "query")
     hm.setLabel("bottom", "key")
     frame.view.addItem(hm, row=0, col=0)

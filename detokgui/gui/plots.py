@@ -69,6 +69,25 @@ def plain_axes(item):
     return item
 
 
+def label_step(n: int, pixels: float, label_px: float) -> int:
+    """Label every k-th of n equally spaced categories spread over `pixels` so that
+    labelled ones are at least `label_px` apart: the smallest such k (1 when all fit)."""
+    if n <= 1 or pixels <= 0:
+        return 1
+    return max(1, math.ceil(label_px * n / pixels))
+
+
+def category_ticks(labels: Sequence[str], step: int, offset: float = 0.0,
+                   keep: int | None = None) -> list[tuple[float, str]]:
+    """(position, label) for every `step`-th label (and always `keep`, e.g. the selected
+    one), at i + offset."""
+    ticks = [(i + offset, labels[i]) for i in range(0, len(labels), step) if labels[i]]
+    if keep is not None and 0 <= keep < len(labels) and keep % step and labels[keep]:
+        near = [t for t in ticks if abs(t[0] - offset - keep) >= step / 2]  # room for it
+        ticks = sorted(near + [(keep + offset, labels[keep])])
+    return ticks
+
+
 def add_plot(frame: PlotFrame, *args, **kw) -> pg.PlotItem:
     """A PlotItem in `frame` (GraphicsLayout.addPlot arguments) with plain axes."""
     return plain_axes(frame.view.addPlot(*args, **kw))
@@ -345,10 +364,21 @@ class _MatrixCells:
         self.col_labels: list[str] = []
         self.colorbar: pg.ColorBarItem | None = None
         self.highlight = pg.QtWidgets.QGraphicsRectItem()
-        self.highlight.setPen(QPen(QColor("black"), 0))
+        pen = QPen(QColor("black"), 2)
+        pen.setCosmetic(True)
+        self.highlight.setPen(pen)
+        self.highlight.setZValue(10)
+        self.marked = (-1, -1)
         self.highlight.setVisible(False)
         vb.addItem(self.highlight)
         self.image.setColorMap(diverging_colormap())
+        self.colorbar_label = ""
+
+    def set_colorbar_label(self, text: str) -> None:
+        """What the colours mean, written along the colour bar."""
+        self.colorbar_label = text
+        if self.colorbar is not None:
+            self.colorbar.getAxis("right").setLabel(text)
 
     def make_colorbar(self) -> pg.ColorBarItem:
         """This map's colour bar, made on first use (~10 ms: it is a PlotItem) and kept."""
@@ -356,6 +386,7 @@ class _MatrixCells:
             self.colorbar = plain_axes(pg.ColorBarItem(
                 colorMap=diverging_colormap(), interactive=False, width=12))
             self.colorbar.setImageItem(self.image)
+            self.colorbar.getAxis("right").setLabel(self.colorbar_label)
         return self.colorbar
 
     def attach_colorbar(self, layout: pg.GraphicsLayout, row: int, col: int) -> None:
@@ -373,6 +404,7 @@ class _MatrixCells:
         if self.colorbar is not None:
             self.colorbar.setLevels(levels)
         self.highlight.setVisible(False)
+        self.marked = (-1, -1)
         return values
 
     def cell_at(self, scene_pos: QPointF) -> tuple[int, int]:
@@ -391,12 +423,20 @@ class _MatrixCells:
                 f"value {self.values[r, c]:.4g}")
 
     def mark(self, r: int, c: int) -> None:
-        """Outline cell (r, c); (-1, -1) hides the outline."""
-        if r < 0 or c < 0 or r >= self.values.shape[0] or c >= self.values.shape[1]:
+        """Outline cell (r, c); with only r (c = -1) its row, with only c its column;
+        (-1, -1) hides the outline."""
+        rows, cols = self.values.shape[:2] if self.values.ndim == 2 else (0, 0)
+        r = r if 0 <= r < rows else -1
+        c = c if 0 <= c < cols else -1
+        if r < 0 and c < 0:
             self.highlight.setVisible(False)
+            self.marked = (-1, -1)
             return
-        self.highlight.setRect(QRectF(c, r, 1, 1))
+        x, w = (c, 1) if c >= 0 else (0, cols)
+        y, h = (r, 1) if r >= 0 else (0, rows)
+        self.highlight.setRect(QRectF(x, y, w, h))
         self.highlight.setVisible(True)
+        self.marked = (r, c)
 
     def mouseClickEvent(self, ev):
         if ev.button() == Qt.LeftButton:
@@ -423,36 +463,50 @@ class Heatmap(_MatrixCells, pg.PlotItem):
         self.hideButtons()
         plain_axes(self)
         self._init_cells(self.getViewBox())
+        self.getViewBox().sigResized.connect(self.update_ticks)
+
+    def mark(self, r: int, c: int) -> None:
+        old = self.marked
+        super().mark(r, c)
+        if self.marked != old:
+            self.update_ticks()
 
     def set_matrix(self, values: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
                    levels: tuple[float, float] | None = None) -> None:
         values = self._set_image(values, row_labels, col_labels, levels)
-        self._ticks(self.getAxis("left"), self.row_labels)
-        if len(self.col_labels) > 8 and self.max_labels:
-            # Alternate key labels between the bottom and top axes so they do not overlap.
+        self.setRange(xRange=(0, values.shape[1]), yRange=(0, values.shape[0]), padding=0)
+        self.update_ticks()
+
+    def update_ticks(self, *_) -> None:
+        """Tick labels thinned to what the view's size in pixels holds without overlap:
+        rows one text line apart; columns alternate between the bottom and top axes and
+        are a label's width apart on each (the marked row and column keep their labels)."""
+        vb = self.getViewBox()
+        metrics = QFontMetrics(self.getAxis("left").style.get("tickFont") or self.font())
+        r_keep, c_keep = self.marked
+        rows, cols = self.row_labels, self.col_labels
+        limit = self.max_labels or 0
+        r_step = max(label_step(len(rows), vb.height() or 400, metrics.height() + 1),
+                     math.ceil(len(rows) / limit) if limit else 1)
+        left = category_ticks(rows, r_step, 0.5, r_keep if r_keep >= 0 else None)
+        self.getAxis("left").setTicks([left, []])
+        widest = max((metrics.horizontalAdvance(t) for t in cols), default=0) + 8
+        alternate = len(cols) > 8 and bool(limit)
+        c_step = label_step(len(cols), (vb.width() or 400) * (2 if alternate else 1), widest)
+        c_step = max(c_step, math.ceil(len(cols) / limit) if limit else 1)
+        ticks = category_ticks(cols, c_step, 0.5, c_keep if c_keep >= 0 else None)
+        if alternate:
             self.showAxis("top")
-            even = [s if i % 2 == 0 else "" for i, s in enumerate(self.col_labels)]
-            odd = [s if i % 2 == 1 else "" for i, s in enumerate(self.col_labels)]
-            self._ticks(self.getAxis("bottom"), even)
-            self._ticks(self.getAxis("top"), odd)
+            self.getAxis("bottom").setTicks([ticks[0::2], []])
+            self.getAxis("top").setTicks([ticks[1::2], []])
         else:
             self.hideAxis("top")
-            self._ticks(self.getAxis("bottom"), self.col_labels)
-        self.setRange(xRange=(0, values.shape[1]), yRange=(0, values.shape[0]), padding=0)
-
-    def _ticks(self, axis, labels: list[str]) -> None:
-        n = len(labels)
-        if n == 0:
-            axis.setTicks([[]])
-            return
-        step = max(1, math.ceil(n / self.max_labels)) if self.max_labels else n + 1
-        ticks = [(i + 0.5, labels[i]) for i in range(0, n, step) if labels[i]]
-        axis.setTicks([ticks, []])
-        axis.setStyle(hideOverlappingLabels=False)
-        if axis.orientation == "left" and ticks:
+            self.getAxis("bottom").setTicks([ticks, []])
+        for name in ("left", "bottom", "top"):
+            self.getAxis(name).setStyle(hideOverlappingLabels=False)
+        if left:
             # pyqtgraph widens the axis only on a later repaint; size it for the labels now.
-            metrics = QFontMetrics(axis.style.get("tickFont") or self.font())
-            axis.setWidth(max(metrics.horizontalAdvance(t) for _, t in ticks) + 25)
+            self.getAxis("left").setWidth(max(metrics.horizontalAdvance(t) for _, t in left) + 25)
 
 
 class HeatmapTile(_MatrixCells, pg.GraphicsLayout):
@@ -477,6 +531,12 @@ class HeatmapTile(_MatrixCells, pg.GraphicsLayout):
 
     def getViewBox(self) -> pg.ViewBox:
         return self.view
+
+    def set_selected(self, selected: bool) -> None:
+        """Frame the tile of the selected head: a thick border and a bold title."""
+        self.view.setBorder(pg.mkPen("#d62728" if selected else "k", width=3 if selected else 1))
+        text = self.title.text.replace("<b>", "").replace("</b>", "")
+        self.title.setText(f"<b>{text}</b>" if selected else text, size="11pt")
 
     def set_matrix(self, values: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
                    levels: tuple[float, float] | None = None) -> None:

@@ -46,6 +46,15 @@ def heatmap_tokens(layer, source: str, token_set, query: int, head: int, sigma, 
     return [query] + [t for t in res.ids[0].tolist() if t != query]
 
 
+def heatmap_title(res: HeatmapResult, head: int | None) -> str:
+    """'Token-token affinity T_ee, head 3 (Fig 2-B) — sigma = …', or without LayerNorm
+    the raw product (Fig 12); head None: the whole grid."""
+    who = f", head {head}" if head is not None else ", all heads"
+    if res.sigma.convention == "none":
+        return f"Token-token affinity without LayerNorm, raw e W^QK e^T{who} (Fig 12)"
+    return f"Token-token affinity T_ee{who} (Fig 2-B) — {res.sigma.label()}"
+
+
 @dataclass(frozen=True)
 class Options:
     source: str = "text"
@@ -132,6 +141,7 @@ class HeatmapPanel(Panel):
         self.options.changed.connect(self._options_changed)
         state.queryTokenChanged.connect(self.when_visible(self._mark_selection))
         state.keyTokenChanged.connect(self.when_visible(self._mark_selection))
+        state.headChanged.connect(self.when_visible(self._mark_selection))
         self._options_changed(self.options.value)
 
     def plot_frames(self):
@@ -202,7 +212,8 @@ class HeatmapPanel(Panel):
         if n_maps > 1:  # one colour scale for the grid so heads compare
             m = float(np.nanmax(np.abs(res.values))) or 1.0
             levels = (-m, m)
-        kind = "T_ee" if res.sigma.convention != "none" else "raw e W^QK e^T"
+        raw = res.sigma.convention == "none"
+        kind = "raw e W^QK e^T" if raw else "T_ee"
         maps = self._grid_tiles(n_maps) if n_maps > 1 else [self._single_map()]
         if maps != self.maps:  # lay them out; the same items stay where they are
             view.clear()
@@ -210,12 +221,15 @@ class HeatmapPanel(Panel):
                 view.addItem(hm, row=k // cols, col=k % cols)
             maps[0].attach_colorbar(view.ci, 0, cols)
             self.maps = maps
+        maps[0].set_colorbar_label(kind if raw else f"T_ee ({res.sigma.label()})")
         for k, (h, hm) in enumerate(zip(res.heads, maps)):
             if n_maps == 1:
-                hm.setTitle(f"head {h}: {kind} ({res.sigma.label()})")
+                hm.setTitle(heatmap_title(res, h))
             else:
                 hm.title.setText(f"head {h}")
             hm.set_matrix(res.values[k], res.labels, res.labels, levels)
+        if n_maps > 1:
+            view.ci.setToolTip(heatmap_title(res, None))
         self._mark_selection()
         self.status.setText(f"{len(res.tokens)} tokens · {kind} · hover a cell")
 
@@ -251,12 +265,16 @@ class HeatmapPanel(Panel):
 
     @Slot()
     def _mark_selection(self, *_) -> None:
+        """The selected query's row and key's column (their cell when both are in the set),
+        and in the grid the selected head's tile."""
         tokens = self.tokens
         q, k = self.state.query_token, self.state.key_token
         r = tokens.index(q) if q in tokens else -1
         c = tokens.index(k) if k in tokens else -1
-        for hm in self.maps:
+        for h, hm in zip(self.heads, self.maps):
             hm.mark(r, c)
+            if isinstance(hm, HeatmapTile):
+                hm.set_selected(h == self.state.head)
 
     def _table(self):
         if self.values is None:

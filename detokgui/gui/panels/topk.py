@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, Qt, Slot
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QComboBox,
     QLabel,
@@ -22,12 +23,13 @@ from detokgui.core import affinity
 from detokgui.core.tables import topk_table
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import PlotFrame, add_plot
+from detokgui.gui.plots import PlotFrame, add_plot, category_ticks, label_step
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 from detokgui.gui.widgets import FlowLayout, SigmaControls
 
 DIRECTIONS = (("keys", "Keys for the query token"), ("queries", "Queries for the key token"))
 HEAD_BACKGROUND = "#fff3c4"
+BAR, SELECTED_BAR = pg.mkBrush("#4c72b0"), pg.mkBrush("#d62728")  # the selected token's bar
 
 
 def resulting_sequence(tokenizer, first: int, second: int) -> str:
@@ -110,6 +112,8 @@ class TopKPanel(Panel):
         self.bars.invertY(True)
         self.bars.setMenuEnabled(False)
         self.bars.showGrid(x=True, alpha=0.3)
+        self._bar_labels: tuple[list[str], int | None] = ([], None)
+        self.bars.getViewBox().sigResized.connect(self._bar_ticks)
         self.frame.setMinimumHeight(220)
         rl.addWidget(self.frame, 1)
         split.addWidget(right)
@@ -122,6 +126,7 @@ class TopKPanel(Panel):
         self.grid.clicked.connect(self._grid_clicked)
         self.detail.tokenActivated.connect(self._select)
         state.headChanged.connect(self.when_visible(self._show_head))
+        state.keyTokenChanged.connect(self.when_visible(self._show_head))
 
     def plot_frames(self):
         return [self.frame]
@@ -211,12 +216,26 @@ class TopKPanel(Panel):
         self.detail_label.setText(f"<b>Head {head}</b> — top {len(ids)} {what} by T_ee "
                                   f"({res.sigma.label()})")
         y = np.arange(len(ids))
+        picked = self.state.key_token if res.direction == "keys" else self.state.query_token
+        brushes = [SELECTED_BAR if t == picked else BAR for t in ids]
         self.bars.addItem(pg.BarGraphItem(x0=0, y=y, height=0.7, width=np.asarray(scores),
-                                          brush="#4c72b0"))
-        self.bars.getAxis("left").setTicks(
-            [[(i, self.state.token_text(t)) for i, t in enumerate(ids)]])
-        self.bars.setLabel("bottom", "T_ee score")
-        self.bars.setTitle(f"head {head}: top {what} for {self.state.token_text(res.anchor)}")
+                                          brushes=brushes))
+        self._bar_labels = ([self.state.token_text(t) for t in ids],
+                            ids.index(picked) if picked in ids else None)
+        self._bar_ticks()
+        self.bars.setLabel("bottom", f"T_ee score ({res.sigma.label()})")
+        self.bars.setTitle(f"Top {what} for {self.state.token_text(res.anchor)}, head {head} "
+                           f"(Table 1, Fig 2-A)")
+
+    @Slot()
+    def _bar_ticks(self, *_) -> None:
+        """The bars' token labels, thinned to one per text line (the selected token's
+        always shown)."""
+        labels, keep = self._bar_labels
+        metrics = QFontMetrics(self.bars.getAxis("left").style.get("tickFont") or self.font())
+        step = label_step(len(labels), self.bars.getViewBox().height() or 300,
+                          metrics.height() + 1)
+        self.bars.getAxis("left").setTicks([category_ticks(labels, step, 0.0, keep), []])
 
     @Slot(int, bool)
     def _select(self, tid: int, _as_key: bool = False) -> None:

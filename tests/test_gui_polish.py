@@ -273,3 +273,37 @@ def test_topk_bars_at_k50_labels_apart_and_selected_key_marked(window, qtbot):
     assert reds == [17]
     assert 17 in [t[0] for t in axis._tickLevels[0]]  # its label is kept
     assert "Fig 2-A" in bars.titleLabel.text
+
+
+def drawn_tick_texts(axis) -> list[tuple[float, str]]:
+    """(width in px, text) of the tick labels the axis would draw now."""
+    from PySide6.QtGui import QImage, QPainter
+
+    img = QImage(10, 10, QImage.Format_ARGB32)
+    painter = QPainter(img)
+    try:
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [(rect.width(), text) for rect, _flags, text in specs[2]] if specs else []
+
+
+def test_small_softmax_values_keep_their_tick_labels(window, qtbot):
+    win = window
+    win.show_view("bias")
+    panel = win.panel("bias")
+    qtbot.waitUntil(lambda: panel.result is not None and panel.settled(), timeout=10000)
+    grid = panel.grids["softmax"]
+    for top in (0.00042, 0.0000031, 0.9):
+        grid.set_view((-0.5, 60.0), (0.0, top), 50, 60.0)
+        qtbot.wait(20)
+        cell = grid.visible()[0]
+        texts = drawn_tick_texts(cell.left)
+        assert len(texts) >= 2, (top, texts)
+        assert all(w <= cell.left.width() for w, _ in texts), (top, texts, cell.left.width())
+        assert all("e" not in t or "e-" in t for _, t in texts)  # real values, no multiplier
+        values = sorted(float(t) for _, t in texts)
+        assert values[0] >= 0 and values[-1] <= top
+        step = cell.left._tickSpacing[0][0]
+        inner = [k * step for k in range(1, int(top / step))]  # all but the ends: labelled
+        assert all(any(abs(v - x) < step / 10 for v in values) for x in inner), (top, texts)

@@ -180,9 +180,10 @@ class EmpiricalPanel(CorpusGridPanel):
             for name, arr in zip(CURVES, arrays):
                 cell.set_curve(name, J, arr[r])
         self.grid.set_title(
-            f"<b>C2</b> {'log<sub>10</sub> ' if o.log else ''}attention at i = {i} — black: "
-            f"mean over {res.windows} windows · colour: B3 prediction ({res.convention} "
-            "convention) · dashed: mean B4 pattern")
+            f"<b>Observed vs predicted attention</b> {'(log<sub>10</sub>) ' if o.log else ''}"
+            f"at i = {i} (Fig 3-E) — black: mean over {res.windows} windows · colour: "
+            f"position-only prediction ({res.convention} convention) · dashed: mean "
+            "positional pattern")
         self.status.setText(
             f"i = {i} · {res.windows} of {res.texts} windows are longer than i ({res.source})"
             f" · {res.convention} convention · hover to read values, click to choose i")
@@ -193,8 +194,8 @@ class EmpiricalPanel(CorpusGridPanel):
             return f"head {h} · j = {j}: masked (keys j ≤ i = {res.i} only)"
         r = res.heads.index(h)
         return (f"head {h} · i = {res.i} · j = {j}: empirical {num(float(res.empirical[r, j]))}"
-                f" ({res.windows} windows) · B3 predicted {num(float(res.predicted[r, j]))} · "
-                f"B4 pattern {num(float(res.pattern[r, j]))}")
+                f" ({res.windows} windows) · predicted from position {num(float(res.predicted[r, j]))}"
+                f" · positional pattern {num(float(res.pattern[r, j]))}")
 
     def table(self):
         return empirical_table(self.result, pattern=True) if self.result is not None else None

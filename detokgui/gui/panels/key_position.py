@@ -6,6 +6,7 @@ selected query token's curve over j with its fitted line."""
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
 from detokgui.core import positional
 from detokgui.core.tables import slope_histogram_table, token_position_curve_table
 from detokgui.core.tokens import display_token
+from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, head_color
@@ -242,11 +244,10 @@ class KeyPositionPanel(Panel):
         plot.plot(edges, y, stepMode="center", fillLevel=np.log10(0.5) if log else 0,
                   pen=pg.mkPen(color, width=1.5), brush=fill)
         plot.addItem(pg.InfiniteLine(0, angle=90, pen=pg.mkPen("#888", style=Qt.DashLine)))
-        self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#d62728", width=2),
-                                      label="", labelOpts={"position": 0.92, "color": "#d62728",
-                                                           "fill": (255, 255, 255, 200)})
+        # the selected token's slope is named in the title: a label box on the line would
+        # hide the histogram's peak
+        self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#d62728", width=2))
         plot.addItem(self.marker)
-        plot.setTitle(f"head {h}: slopes of all {int(counts.sum()):,} query tokens")
         self._draw_marker()
 
     def _draw_marker(self) -> None:
@@ -255,13 +256,19 @@ class KeyPositionPanel(Panel):
         token = self.state.query_token
         if marker is None or marker.scene() is None:
             return
+        hist = self.histogram()
+        title = (f"Slopes over key position of raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub>"
+                 f"<sup>T</sup>, head {self.state.head}: all "
+                 f"{int(hist[0].sum()) if hist is not None else 0:,} query tokens")
         if slopes is None or not 0 <= token < len(slopes):
             marker.setVisible(False)
+            self.hist_plot.setTitle(title)
             return
         v = float(slopes[token])
         marker.setValue(v)
-        marker.label.setFormat(f"{self.state.token_text(token)}  {v:.4g}")
         marker.setVisible(True)
+        self.hist_plot.setTitle(f"{title} — <span style='color:#d62728'>red: "
+                                f"{html.escape(self.state.token_text(token))} {num(v)}</span>")
 
     def _fill_tables(self) -> None:
         data, h = self.result, self.state.head
@@ -294,8 +301,9 @@ class KeyPositionPanel(Panel):
         plot.plot(j, curve["fit"][h], pen=pg.mkPen("k", width=1, style=Qt.DashLine)).setZValue(5)
         slope = (curve["fit"][h][-1] - curve["fit"][h][0]) / max(1, len(j) - 1)
         plot.addItem(self.position_line, ignoreBounds=True)
-        plot.setTitle(f"head {h}: {self.state.token_text(curve['token'])}, "
-                      f"slope {slope:.4g} (dashed: fit)")
+        plot.setTitle(f"Raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub><sup>T</sup> (no LayerNorm)"
+                      f" for u = {html.escape(self.state.token_text(curve['token']))}, head {h}:"
+                      f" slope {num(slope)} per position (dashed: fit)")
         self._draw_marker()
         self._mark_rows()
 

@@ -148,8 +148,9 @@ class KLPanel(CorpusGridPanel):
             cell = self.grid.cell(h)
             for k, t in enumerate(res.terms):
                 cell.set_curve(t, x, vals[r, k])
-        self.grid.set_title(f"<b>C3</b> {'log<sub>10</sub> ' if log else ''}c<sup>X</sup>"
-                            f"<sub>i,h</sub> over query position i — {SHORT[res.definition]}"
+        self.grid.set_title(f"<b>Six-term contribution</b> {'log<sub>10</sub> ' if log else ''}"
+                            f"c<sup>X</sup><sub>i,h</sub> over query position i (Fig 4) — "
+                            f"{SHORT[res.definition]}"
                             f" — {term_legend(res.terms)}")
         self.status.setText(f"{res.label} · mean over {res.n_texts} texts ({res.source}) · "
                             "hover to read values, click to choose i")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QPen
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPen
 from PySide6.QtWidgets import (
     QGraphicsItem,
     QGraphicsLineItem,
@@ -321,6 +321,25 @@ class HeadGrid:
                 y_step = smaller_nice_step(y_step)
         for c in cells:
             c.set_ticks(x_step, y_step)
+        if y_step:
+            self._fit_left_axes(cells, y0, y1, y_step)
+
+    @staticmethod
+    def _fit_left_axes(cells, y0: float, y1: float, step: float) -> None:
+        """Widen the left axes (all alike, for aligned cells) to their widest tick label, so
+        that small values (0.00025) keep their labels; never narrower than LEFT_AXIS_WIDTH."""
+        shown = [c for c in cells if c.left.isVisible()]
+        if not shown:
+            return
+        ax = shown[0].left
+        values = [k * step for k in range(math.ceil(y0 / step), math.floor(y1 / step) + 1)]
+        texts = ax.tickStrings(values, 1.0, step) if values else []
+        font = ax.style.get("tickFont") or QFont()
+        metrics = QFontMetrics(font)
+        width = max([LEFT_AXIS_WIDTH] + [metrics.horizontalAdvance(t) + 12 for t in texts])
+        for c in shown:
+            if c.left.width() != width:
+                c.left.setWidth(width)
 
     def at(self, scene_pos: QPointF, n_positions: int) -> tuple[int, int] | None:
         """(head, key position j) of the cell under a scene position, or None."""

@@ -195,8 +195,8 @@ class PositionStatsPanel(Panel):
             log_ticks(float(var.min()), float(var.max())) if self.options.value.log else None)
         self.var_plot.setXRange(-0.5, L - 0.5, padding=0.01)
         self.var_plot.enableAutoRange(y=True)
-        self.var_plot.setTitle(f"<b>B5</b> Variance of each position embedding p<sub>j</sub> "
-                               f"over its {self.layer.d} dimensions", size="10pt")
+        self.var_plot.setTitle(f"<b>Variance of each position embedding</b> p<sub>j</sub> "
+                               f"over its {self.layer.d} dimensions (Fig 6 right)", size="10pt")
 
     def _build_cell(self, cell: HeadCell) -> None:
         cell.vb.setMouseEnabled(x=True, y=True)
@@ -228,8 +228,8 @@ class PositionStatsPanel(Panel):
         names = " ".join(f"<span style='color:{c}'>{'<b>' if k == len(colors) - 1 else ''}"
                          f"i = {i}{'</b>' if k == len(colors) - 1 else ''}</span>"
                          for k, (c, i) in enumerate(zip(colors, last.positions)))
-        self.grid.set_title("<b>B5</b> raw T<sub>pp</sub>(i, j) = p<sub>i</sub>W<sup>QK</sup>"
-                            f"p<sub>j</sub><sup>T</sup> (no LayerNorm), j ≤ i, for {names}")
+        self.grid.set_title("<b>Position-position term without LayerNorm</b> p<sub>i</sub>"
+                            f"W<sup>QK</sup>p<sub>j</sub><sup>T</sup>, j ≤ i (Fig 7), for {names}")
         var = res.variance
         med = float(np.median(var)) or 1.0
         self.status.setText(

@@ -307,3 +307,26 @@ def test_small_softmax_values_keep_their_tick_labels(window, qtbot):
         step = cell.left._tickSpacing[0][0]
         inner = [k * step for k in range(1, int(top / step))]  # all but the ends: labelled
         assert all(any(abs(v - x) < step / 10 for v in values) for x in inner), (top, texts)
+
+
+def test_sigma_at_positions_clamps_j_to_i_and_says_so(window, qtbot):
+    from detokgui.core import affinity
+    from detokgui.gui.widgets import SigmaControls
+
+    win, layer = window, window.state.layer
+    win.show_view("topk")
+    topk = win.panel("topk")
+    controls = topk.findChild(SigmaControls)
+    controls.combo.setCurrentIndex(controls.combo.findData("at"))
+    controls.i_spin.setValue(10)
+    controls.j_spin.setValue(40)  # a key after the query: not attended to
+    assert win.state.sigma == affinity.SigmaChoice("at", (10, 10))
+    assert controls.j_spin.value() == 10
+    assert controls.note.isVisible() and "j ≤ i" in controls.note.text()
+    wait_idle(qtbot, win)
+    expected = affinity.topk_keys(layer, win.state.query_token, topk.k_spin.value(),
+                                  affinity.SigmaChoice("at", (10, 10)))
+    assert topk.result.ids.tolist() == expected.ids.tolist()
+    controls.j_spin.setValue(3)
+    assert win.state.sigma == affinity.SigmaChoice("at", (10, 3))
+    assert not controls.note.isVisible()

@@ -68,9 +68,13 @@ class SigmaControls(QWidget):
         self.i_label, self.i_spin = QLabel("i"), QSpinBox()
         self.j_label, self.j_spin = QLabel("j"), QSpinBox()
         self.i_spin.setToolTip("query position i")
-        self.j_spin.setToolTip("key position j")
+        self.j_spin.setToolTip("key position j (a query at i attends to keys j ≤ i only)")
         for w in (self.i_label, self.i_spin, self.j_label, self.j_spin):
             lay.addWidget(w)
+        self.note = QLabel()  # says when j was clamped to i
+        self.note.setStyleSheet("color: #a15c00")
+        self.note.hide()
+        lay.addWidget(self.note)
         self._sync(state.sigma)
         self.combo.currentIndexChanged.connect(self._write)
         self.i_spin.valueChanged.connect(self._write)
@@ -81,8 +85,9 @@ class SigmaControls(QWidget):
     @Slot(object)
     def _on_model(self, layer) -> None:
         top = (layer.n_positions - 1) if layer is not None else 0
-        for s in (self.i_spin, self.j_spin):
-            s.setRange(0, top)
+        with signals_blocked(self.i_spin), signals_blocked(self.j_spin):
+            self.i_spin.setRange(0, top)
+            self.j_spin.setRange(0, top)
 
     @Slot(object)
     def _sync(self, choice: SigmaChoice) -> None:
@@ -94,10 +99,20 @@ class SigmaControls(QWidget):
         at = choice.convention == "at"
         for w in (self.i_label, self.i_spin, self.j_label, self.j_spin):
             w.setVisible(at)
+        if not at:
+            self.note.hide()
 
     @Slot()
     def _write(self) -> None:
-        choice = SigmaChoice(self.combo.currentData(), (self.i_spin.value(), self.j_spin.value()))
+        """The choice as shown; a key position past the query position is clamped to it
+        (causal attention: keys j <= i only), and the note says so."""
+        i, j = self.i_spin.value(), self.j_spin.value()
+        clamped = j > i
+        if clamped:
+            j = i
+            self.note.setText(f"j clamped to i = {i}: keys j ≤ i only")
+        self.note.setVisible(clamped)
+        choice = SigmaChoice(self.combo.currentData(), (i, j))
         self.state.set_sigma(choice)
         self._sync(choice)
 

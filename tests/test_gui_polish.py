@@ -330,3 +330,21 @@ def test_sigma_at_positions_clamps_j_to_i_and_says_so(window, qtbot):
     controls.j_spin.setValue(3)
     assert win.state.sigma == affinity.SigmaChoice("at", (10, 3))
     assert not controls.note.isVisible()
+
+
+def test_selected_head_framed_in_position_grids(window, qtbot):
+    win, layer = window, window.state.layer
+    panel = win.panel("bias")
+    win.show_view("bias")
+    panel.heads_box.set_mode("all")
+    qtbot.waitUntil(lambda: panel.result is not None and len(panel.result.heads) > 1
+                    and panel.settled(), timeout=10000)
+    win.state.set_head(3)
+    for grid in panel.grids.values():
+        framed = [h for h in grid.heads if grid.cells[h].vb.border is not None
+                  and grid.cells[h].vb.border.style() != Qt.NoPen]
+        assert framed == [3]
+    panel.heads_box.set_mode("selected")
+    qtbot.waitUntil(lambda: panel.result.heads == [3] and panel.settled(), timeout=10000)
+    cell = panel.grids["tp"].cells[3]
+    assert cell.vb.border is None or cell.vb.border.style() == Qt.NoPen  # alone: no frame

@@ -188,6 +188,14 @@ class HeadCell(pg.GraphicsLayout):
             ax.setStyle(tickFont=font, tickLength=-4 if small else -5,
                         hideOverlappingLabels=4 if small else 12)
 
+    def set_selected(self, selected: bool) -> None:
+        """Frame the selected head's cell (in a grid of several) and underline its name."""
+        pen = pg.mkPen(head_color(self.head), width=2) if selected else None
+        self.vb.setBorder(pen)
+        font = self.name.font()
+        font.setUnderline(selected)
+        self.name.setFont(font)
+
     def show_axes(self, left: bool, bottom: bool) -> None:
         self.left.setVisible(left)
         self.bottom.setVisible(bottom)
@@ -225,8 +233,10 @@ class HeadGrid:
     labels only on the left column and bottom row). Cells are built once per head and
     reused; `build(cell)` adds a new cell's curves."""
 
-    def __init__(self, frame: PlotFrame, title: str, build: Callable[[HeadCell], None]):
+    def __init__(self, frame: PlotFrame, title: str, build: Callable[[HeadCell], None],
+                 state=None):
         self.frame = frame
+        self.state = state  # with it, the selected head's cell is framed
         self.layout: pg.GraphicsLayout = frame.view.ci
         self.layout.setContentsMargins(4, 2, 8, 4)
         self.layout.setSpacing(2)
@@ -240,6 +250,16 @@ class HeadGrid:
         self.x_range: tuple[float, float] | None = None  # shown by every cell
         self.y_range: tuple[float, float] | None = None
         self.layout.addItem(self.title, row=0, col=0)
+        if state is not None:
+            state.headChanged.connect(self.mark_head)
+
+    def mark_head(self, *_) -> None:
+        """Frame the cell of the selected head when several are shown."""
+        if self.state is None:
+            return
+        many = len(self.heads) > 1
+        for h, cell in self.cells.items():
+            cell.set_selected(many and h == self.state.head and h in self.heads)
 
     def cell(self, head: int) -> HeadCell:
         cell = self.cells.get(head)
@@ -281,6 +301,7 @@ class HeadGrid:
         # top-level item to the title's height; give it the view's area back.
         self.layout.setGeometry(self.frame.view.range)
         self.heads = heads
+        self.mark_head()
         return True
 
     def set_title(self, html: str) -> None:

@@ -116,7 +116,7 @@ class PositionStatsPanel(Panel):
         self.var_frame.setMinimumHeight(160)
 
         self.pp_frame = PlotFrame("Raw T_pp at the last positions", self._last_table)
-        self.grid = HeadGrid(self.pp_frame, "", self._build_cell)
+        self.grid = HeadGrid(self.pp_frame, "", self._build_cell, state)
 
         split = QSplitter(Qt.Vertical)
         split.addWidget(self.var_frame)

@@ -200,7 +200,8 @@ class PositionalBiasPanel(Panel):
             frame = PlotFrame(name, lambda k=key: self._table(k))
             frame.setMinimumSize(160, 120)
             self.frames[key] = frame
-            grid = self.grids[key] = HeadGrid(frame, "", lambda c, k=key: self._build(c, k))
+            grid = HeadGrid(frame, "", lambda c, k=key: self._build(c, k), state)
+            self.grids[key] = grid
             connect_position_clicks(frame.view.scene(),
                                     lambda p, g=grid: g.position(p, self._n_positions()),
                                     self.state.set_query_position)

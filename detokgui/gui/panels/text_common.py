@@ -120,7 +120,7 @@ class CorpusGridPanel(Panel):
 
     def add_grid(self, layout, tip: str) -> None:
         self.frame = PlotFrame(self.frame_name, self.table)
-        self.grid = HeadGrid(self.frame, "", self.build_cell)
+        self.grid = HeadGrid(self.frame, "", self.build_cell, self.state)
         layout.addWidget(self.frame, 1)
         self.status.setWordWrap(True)
         self.status.setToolTip(tip)

@@ -158,6 +158,13 @@ def test_export_says_where_it_was_saved(window, qtbot, tmp_path, monkeypatch):
     win.export_current("png")
     assert target.exists()
     assert f"to {target}" in win.statusBar().currentMessage()
+    table = tmp_path / "neurons.csv"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a, **k: (str(table), "")))
+    win.show_view("neurons")
+    wait_idle(qtbot, win)
+    win.panel("neurons").export_table_button.click()
+    assert table.exists() and f"to {table}" in win.statusBar().currentMessage()
 
 
 @pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
@@ -348,3 +355,21 @@ def test_selected_head_framed_in_position_grids(window, qtbot):
     qtbot.waitUntil(lambda: panel.result.heads == [3] and panel.settled(), timeout=10000)
     cell = panel.grids["tp"].cells[3]
     assert cell.vb.border is None or cell.vb.border.style() == Qt.NoPen  # alone: no frame
+
+
+def test_log_axes_say_so_and_show_real_values(window, qtbot):
+    win = window
+    for view, box, plot in (("slopes", "log_check", "hist_plot"),
+                            ("position-stats", "log", "var_plot"),
+                            ("pattern", "log_check", "line_plot")):
+        win.show_view(view)
+        panel = win.panel(view)
+        wait_idle(qtbot, win)
+        check = getattr(panel, box)
+        check.setChecked(True)
+        wait_idle(qtbot, win)
+        axis = getattr(panel, plot).getAxis("left")
+        assert axis.logMode and "(log scale)" in axis.labelString(), view
+        assert "(x" not in axis.labelString() and not axis.autoSIPrefix
+        check.setChecked(False)
+        assert "(log scale)" not in axis.labelString()

@@ -413,7 +413,7 @@ class MainWindow(QMainWindow):
         panel = self.current_panel()
         frames = panel.plot_frames() if panel is not None else []
         if not frames:
-            QMessageBox.information(self, "Export", "This view has no plot to export.")
+            self.show_message("This view has no plot to export.", 8000)
             return
         frame = frames[0]
         if len(frames) > 1:

@@ -88,6 +88,14 @@ def category_ticks(labels: Sequence[str], step: int, offset: float = 0.0,
     return ticks
 
 
+def set_log_y(plot: pg.PlotItem, log: bool, label: str) -> None:
+    """A logarithmic (or linear) y axis whose label says which: ticks show the values
+    themselves (1, 10, 100), never exponents with a multiplier."""
+    plot.setLogMode(y=log)
+    plain_axes(plot)
+    plot.setLabel("left", f"{label} (log scale)" if log else label)
+
+
 def add_plot(frame: PlotFrame, *args, **kw) -> pg.PlotItem:
     """A PlotItem in `frame` (GraphicsLayout.addPlot arguments) with plain axes."""
     return plain_axes(frame.view.addPlot(*args, **kw))

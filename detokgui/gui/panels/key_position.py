@@ -28,7 +28,7 @@ from detokgui.core.tokens import display_token
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import PlotFrame, add_plot, head_color
+from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 from detokgui.gui.widgets import FlowLayout
@@ -229,7 +229,7 @@ class KeyPositionPanel(Panel):
         plot.clear()
         hist = self.histogram()
         log = self.options.value.log
-        plot.setLogMode(y=log)
+        set_log_y(plot, log, "tokens")
         if hist is None:
             plot.setTitle("")
             return

@@ -33,7 +33,7 @@ from detokgui.gui.options import EXPORT_FOLDER, BoundOptions, remember, remember
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.neuron_overlap import OverlapView, legend
 from detokgui.gui.panels.neuron_table import GROUP_RULES, NeuronTable
-from detokgui.gui.plots import PlotFrame, add_plot, failure_message, head_color
+from detokgui.gui.plots import PlotFrame, add_plot, failure_message, head_color, notify
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.widgets import FlowLayout
 
@@ -354,6 +354,8 @@ class NeuronBrowserPanel(Panel):
             path += ".csv"
         remember(EXPORT_FOLDER, str(Path(path).parent))
         try:
-            self.export_table(path)
+            n = self.export_table(path)
         except (OSError, ValueError) as exc:
             QMessageBox.warning(self, "Export failed", failure_message(exc, path))
+            return
+        notify(self, f"Saved the neuron table ({n} rows) to {path}")

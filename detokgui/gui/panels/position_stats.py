@@ -18,7 +18,7 @@ from detokgui.core.tables import last_positions_table, position_variance_table
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.position_common import HeadCell, HeadGrid, data_range, stable_range
-from detokgui.gui.plots import PlotFrame, add_plot
+from detokgui.gui.plots import PlotFrame, add_plot, set_log_y
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
 
@@ -136,7 +136,7 @@ class PositionStatsPanel(Panel):
                                 state.set_query_position)
         self.var_plot.scene().sigMouseMoved.connect(self._hover_variance)
         self.pp_frame.view.scene().sigMouseMoved.connect(self._hover_pp)
-        self.var_plot.setLogMode(y=self.options.value.log)
+        set_log_y(self.var_plot, self.options.value.log, "Var_k P[j, k]")
 
     def plot_frames(self):
         return [self.var_frame, self.pp_frame]
@@ -146,7 +146,7 @@ class PositionStatsPanel(Panel):
 
     @Slot()
     def _log_changed(self, *_):
-        self.var_plot.setLogMode(y=self.options.value.log)
+        set_log_y(self.var_plot, self.options.value.log, "Var_k P[j, k]")
         self._draw_variance()
 
     def _variance_position(self, scene_pos) -> int | None:

@@ -31,7 +31,7 @@ from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.head_classes import HeadClassesTable
-from detokgui.gui.plots import PlotFrame, add_plot, head_color, plain_axes
+from detokgui.gui.plots import PlotFrame, add_plot, head_color, plain_axes, set_log_y
 from detokgui.gui.position import QueryPositionControl, connect_position_clicks, position_at
 from detokgui.gui.widgets import FlowLayout
 
@@ -247,7 +247,7 @@ class PositionalPatternPanel(Panel):
         self.legend.clear()
         self.line_items = {}
         log = self.options.value.log
-        plot.setLogMode(y=log)
+        set_log_y(plot, log, "attention weight")
         if res is None:
             plot.setTitle("")
             return

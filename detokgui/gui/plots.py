@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QBuffer, QIODevice, QPointF, QRectF, QSettings, QSize, Qt, Signal
-from PySide6.QtGui import QAction, QColor, QFontMetrics, QImage, QPainter, QPen
+from PySide6.QtGui import QAction, QColor, QFontMetrics, QImage, QPainter, QPen, QTextOption
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -66,7 +66,37 @@ def plain_axes(item):
     else:  # a PlotItem, and so a ColorBarItem
         for name in ("left", "bottom", "top", "right"):
             item.getAxis(name).enableAutoSIPrefix(False)
+        wrap_title(item)
     return item
+
+
+def wrap_title(plot: pg.PlotItem) -> None:
+    """Let `plot`'s title wrap onto more lines instead of widening the plot past its view
+    (pyqtgraph makes a title's full width the plot's minimum width: a long title would be
+    cut off at both ends, and the axes with it)."""
+    label = plot.titleLabel
+    if getattr(label, "wraps", False):
+        return
+    label.wraps = True
+    option = QTextOption(Qt.AlignCenter)
+    option.setWrapMode(QTextOption.WordWrap)
+    label.item.document().setDefaultTextOption(option)
+
+    def update_min() -> None:
+        width = label.size().width()
+        if width > 20 and label.item.textWidth() != width:
+            label.item.setTextWidth(width)
+        h = label.item.boundingRect().height() if label.isVisible() else 0.0
+        label.setMinimumWidth(0)
+        label.setMinimumHeight(h)
+        label._sizeHint = {Qt.SizeHint.MinimumSize: (0, h), Qt.SizeHint.PreferredSize: (0, h),
+                           Qt.SizeHint.MaximumSize: (-1, -1), Qt.SizeHint.MinimumDescent: (0, 0)}
+        if label.isVisible() and h > 0:  # setTitle fixes the title row at 30 px
+            label.setMaximumHeight(h)
+            plot.layout.setRowFixedHeight(0, h)
+        label.updateGeometry()
+
+    label.updateMin = update_min
 
 
 def label_step(n: int, pixels: float, label_px: float) -> int:

@@ -187,7 +187,8 @@ class ElidedLabel(QLabel):
         self.max_hint = max_hint
         self.elide = elide
         self.setTextFormat(Qt.PlainText)
-        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        # its size hint (at most max_hint) when there is room, down to "……" when not
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
         self.setText(text)
 
     def setText(self, text: str) -> None:

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 
 from detokgui.core import neurons
 from detokgui.core.tables import embedding_overlap_table
+from detokgui.gui.numbers import num
 from detokgui.gui.panels.base import StatusLine
 from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.widgets import FlowLayout
@@ -73,6 +74,7 @@ class OverlapView(QWidget):
             "dimensions. Dashed: m/d, what a random direction gives.")
         bl.addWidget(self.frame, 1)
         self.info = StatusLine()
+        self.info.setWordWrap(False)  # one line: a wrapped one would squeeze the plot
         self.info.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         bl.addWidget(self.info)
         self.frame.view.scene().sigMouseMoved.connect(self._hover)
@@ -110,11 +112,12 @@ class OverlapView(QWidget):
             axis.setTicks(None)
         m = len(res.dims)
         what = "scaled" if res.scaled else "raw"
-        plot.setTitle(f"{'Centred E' if res.centred else 'E'}: SVD directions on the {m} "
+        plot.setTitle(f"SVD directions of {'centred ' if res.centred else ''}E on the {m} "
                       f"heaviest dims of P ({what})", size="10pt")
-        dims = ", ".join(str(int(k)) for k in res.dims[:16]) + (" …" if m > 16 else "")
-        self.info.setText(f"mean overlap {float(res.overlap.mean()):.3f} vs m/d = "
-                          f"{res.baseline:.3f} · heavy dims: {dims}")
+        shown = 4  # the rest in the tooltip: one short line keeps the plot its room
+        dims = ", ".join(str(int(k)) for k in res.dims[:shown]) + (", …" if m > shown else "")
+        self.info.setText(f"mean overlap {num(float(res.overlap.mean()))} (random: "
+                          f"{num(res.baseline)}) · dims {dims}")
         self.info.setToolTip("All position-heavy dims: " + ", ".join(str(int(k)) for k in res.dims))
 
     def _hover(self, pos) -> None:
@@ -125,8 +128,8 @@ class OverlapView(QWidget):
         i = round(vb.mapSceneToView(pos).x())
         if 0 <= i < len(res.overlap):
             self.info.setText(
-                f"direction {i}: singular value {res.singular_values[i]:.4g}, overlap "
-                f"{res.overlap[i]:.4f} (baseline m/d = {res.baseline:.4f})")
+                f"direction {i}: singular value {num(res.singular_values[i])}, overlap "
+                f"{num(res.overlap[i])} (random: m/d = {num(res.baseline)})")
 
     def _table(self):
         return None if self.overlap is None else embedding_overlap_table(self.overlap)

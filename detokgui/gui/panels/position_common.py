@@ -24,6 +24,7 @@ LEFT_AXIS_WIDTH = 46
 TICK_PX_X = 40  # at least this many pixels between labelled x ticks
 TICK_PX_Y = 28
 TITLE_SIZE = "10pt"
+TITLE_HEIGHT = 40  # two lines: a long title wraps instead of running off the plot
 MASKED_BRUSH = QColor(120, 120, 120, 38)
 
 
@@ -243,7 +244,7 @@ class HeadGrid:
         self.build = build
         self.title = pg.LabelItem(" ", size=TITLE_SIZE, justify="left")
         self.title.setMinimumWidth(0)
-        self.title.setFixedHeight(24)
+        self.title.setFixedHeight(TITLE_HEIGHT)
         self.set_title(title)
         self.cells: dict[int, HeadCell] = {}
         self.heads: list[int] = []
@@ -311,6 +312,13 @@ class HeadGrid:
             self.title.text = html
             self.title.item.setHtml(
                 f"<span style='color:#000000; font-size:{TITLE_SIZE}'>{html}</span>")
+            self.wrap_title()
+
+    def wrap_title(self, *_) -> None:
+        """Wrap the title to the plot's width (two lines fit)."""
+        width = max(80.0, self.frame.view.width() - 16.0)
+        if self.title.item.textWidth() != width:
+            self.title.item.setTextWidth(width)
 
     def set_view(self, x_range, y_range, i: int | None = None, mask_to: float = 0.0) -> None:
         self.x_range, self.y_range = tuple(x_range), tuple(y_range)
@@ -322,6 +330,7 @@ class HeadGrid:
         """The same tick steps on every cell (shared axes), from the smallest cell's size in
         pixels: small multiples get a few readable labels (pyqtgraph's own choice overlaps
         them in cells ~100 px wide)."""
+        self.wrap_title()
         cells = [c for c in self.visible() if c.ranges is not None]
         if not cells:
             return

@@ -58,7 +58,7 @@ LINE_STYLES = {"mean": Qt.SolidLine, "max": Qt.DashLine, "min": Qt.DotLine}
 SIGMA_TEXT = {"mean": "σ = vocabulary mean", "max": "σ = vocabulary max",
               "min": "σ = vocabulary min", "none": "no LayerNorm (raw)"}
 SIGMA_SHORT = {"mean": "σ mean", "max": "σ max", "min": "σ min", "none": "no LayerNorm"}
-CONVENTION_TEXT = {"paper": "paper (authors' figures)", "mean-sigma": "mean σ on both sides"}
+CONVENTION_TEXT = {"paper": "paper", "mean-sigma": "mean σ both sides"}
 CONVENTION_SHORT = {"paper": "paper convention", "mean-sigma": "mean-σ convention"}
 # key, frame name (export file stem), button text, tooltip
 FRAMES = (

@@ -224,7 +224,7 @@ class HeatmapPanel(Panel):
         maps[0].set_colorbar_label(kind if raw else f"T_ee ({res.sigma.label()})")
         for k, (h, hm) in enumerate(zip(res.heads, maps)):
             if n_maps == 1:
-                hm.setTitle(heatmap_title(res, h))
+                hm.setTitle(heatmap_title(res, h), size="10pt")
             else:
                 hm.title.setText(f"head {h}")
             hm.set_matrix(res.values[k], res.labels, res.labels, levels)

@@ -257,18 +257,19 @@ class KeyPositionPanel(Panel):
         if marker is None or marker.scene() is None:
             return
         hist = self.histogram()
-        title = (f"Slopes over key position of raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub>"
-                 f"<sup>T</sup>, head {self.state.head}: all "
-                 f"{int(hist[0].sum()) if hist is not None else 0:,} query tokens")
+        title = (f"Slopes over j of raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub><sup>T</sup>,"
+                 f" head {self.state.head}, {int(hist[0].sum()) if hist is not None else 0:,}"
+                 " tokens u")
         if slopes is None or not 0 <= token < len(slopes):
             marker.setVisible(False)
-            self.hist_plot.setTitle(title)
+            self.hist_plot.setTitle(title, size="10pt")
             return
         v = float(slopes[token])
         marker.setValue(v)
         marker.setVisible(True)
         self.hist_plot.setTitle(f"{title} — <span style='color:#d62728'>red: "
-                                f"{html.escape(self.state.token_text(token))} {num(v)}</span>")
+                                f"{html.escape(self.state.token_text(token))} {num(v)}</span>",
+                                size="10pt")
 
     def _fill_tables(self) -> None:
         data, h = self.result, self.state.head
@@ -301,9 +302,9 @@ class KeyPositionPanel(Panel):
         plot.plot(j, curve["fit"][h], pen=pg.mkPen("k", width=1, style=Qt.DashLine)).setZValue(5)
         slope = (curve["fit"][h][-1] - curve["fit"][h][0]) / max(1, len(j) - 1)
         plot.addItem(self.position_line, ignoreBounds=True)
-        plot.setTitle(f"Raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub><sup>T</sup> (no LayerNorm)"
-                      f" for u = {html.escape(self.state.token_text(curve['token']))}, head {h}:"
-                      f" slope {num(slope)} per position (dashed: fit)")
+        plot.setTitle(f"Raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub><sup>T</sup> for u = "
+                      f"{html.escape(self.state.token_text(curve['token']))}, head {h}: slope "
+                      f"{num(slope)} per position (dashed: fit)", size="10pt")
         self._draw_marker()
         self._mark_rows()
 

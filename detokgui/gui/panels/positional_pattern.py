@@ -271,7 +271,7 @@ class PositionalPatternPanel(Panel):
         plot.enableAutoRange(axis="y")
         who = f"head {sel}" if len(heads) == 1 else "all heads"
         plot.setTitle(f"Positional pattern of {self.state.token_text(res.token)!s} at n = "
-                      f"{res.n}, {who} ({CONVENTION_SHORT[res.convention]})")
+                      f"{res.n}, {who} ({CONVENTION_SHORT[res.convention]})", size="10pt")
 
     def _draw_grid(self, res) -> None:
         head = self.state.head
@@ -307,7 +307,9 @@ class PositionalPatternPanel(Panel):
         self.grid_mark.setVisible(True)
         what = "log10 weight" if log else "weight"
         self.grid_plot.setTitle(f"head {head}: {what} on a {rows} x {c} grid (red: n; "
-                                f"{CONVENTION_SHORT[res.convention]})")
+                                f"{CONVENTION_SHORT[res.convention]})", size="10pt")
+        self.colorbar.getAxis("right").setLabel("log10 attention weight" if log
+                                                else "attention weight")
 
     # ------------------------------------------------------------------ mouse
 

@@ -225,7 +225,7 @@ class TopKPanel(Panel):
         self._bar_ticks()
         self.bars.setLabel("bottom", f"T_ee score ({res.sigma.label()})")
         self.bars.setTitle(f"Top {what} for {self.state.token_text(res.anchor)}, head {head} "
-                           f"(Table 1, Fig 2-A)")
+                           f"(Table 1, Fig 2-A)", size="10pt")
 
     @Slot()
     def _bar_ticks(self, *_) -> None:

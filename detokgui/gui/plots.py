@@ -86,6 +86,7 @@ def wrap_title(plot: pg.PlotItem) -> None:
         width = label.size().width()
         if width > 20 and label.item.textWidth() != width:
             label.item.setTextWidth(width)
+            label.item.setPos(0, 0)  # the text block is the label's width, centred inside
         h = label.item.boundingRect().height() if label.isVisible() else 0.0
         label.setMinimumWidth(0)
         label.setMinimumHeight(h)

@@ -24,7 +24,7 @@ LEFT_AXIS_WIDTH = 46
 TICK_PX_X = 40  # at least this many pixels between labelled x ticks
 TICK_PX_Y = 28
 TITLE_SIZE = "10pt"
-TITLE_HEIGHT = 40  # two lines: a long title wraps instead of running off the plot
+TITLE_HEIGHT = 24  # one line; a long title wraps and its row grows
 MASKED_BRUSH = QColor(120, 120, 120, 38)
 
 
@@ -315,10 +315,14 @@ class HeadGrid:
             self.wrap_title()
 
     def wrap_title(self, *_) -> None:
-        """Wrap the title to the plot's width (two lines fit)."""
+        """Wrap the title to the plot's width; its row grows by whole lines (a re-layout
+        only when the number of lines changes)."""
         width = max(80.0, self.frame.view.width() - 16.0)
         if self.title.item.textWidth() != width:
             self.title.item.setTextWidth(width)
+        height = max(24.0, math.ceil(self.title.item.boundingRect().height()))
+        if height != self.title.height():
+            self.title.setFixedHeight(height)
 
     def set_view(self, x_range, y_range, i: int | None = None, mask_to: float = 0.0) -> None:
         self.x_range, self.y_range = tuple(x_range), tuple(y_range)

@@ -285,7 +285,7 @@ def test_overlap_plot_equals_the_core(pe_window, qtbot):
     want = neurons.embedding_overlap(layer, 6, 7, scaled=True, centre=True)
     np.testing.assert_array_equal(panel.overlap.dims, want.dims)
     np.testing.assert_allclose(bars(), want.overlap, rtol=1e-12)
-    assert "Centred" in panel.overlap_view.plot.titleLabel.text
+    assert "of centred E" in panel.overlap_view.plot.titleLabel.text
 
 
 def test_export_each_format(pe_window, qtbot, tmp_path):

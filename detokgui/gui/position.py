@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Slot
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QSpinBox, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QSpinBox, QWidget
 from superqt.utils import signals_blocked
 
 
@@ -118,3 +118,24 @@ class PositionMarker(pg.InfiniteLine):
     def _moved(self, *_) -> None:
         self.state.set_query_position(round(self.value()))
         self._show(self.state.query_position)
+
+
+CONVENTION_NAMES = {"paper": "paper convention", "mean-sigma": "mean-σ convention"}
+
+
+class ConventionBox(QComboBox):
+    """The position-only sigma convention (core.positional.CONVENTIONS), the authors'
+    "paper" first: a combo box whose value (currentData) is the convention's key."""
+
+    def __init__(self, parent=None):
+        from detokgui.core.positional import CONVENTIONS
+
+        super().__init__(parent)
+        for c in CONVENTIONS:
+            self.addItem(CONVENTION_NAMES[c], c)
+        self.setToolTip(
+            "How the position-only terms divide by the LayerNorm scale σ:\n"
+            "paper — the authors' figures: each key term divided by every token's own\n"
+            "  σ(e_v + p_j) and averaged over the vocabulary, E_v[1/σ(e_v + p_j)]; σ mean /\n"
+            "  max / min applies to the query position only; bands = 95% of the tokens;\n"
+            "mean σ — 1 / mean_v σ(e_v + p) at both i and j; band = σ min…max.")

@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
 from superqt.utils import signals_blocked
 
 from detokgui.core.positional import (
-    CONVENTIONS,
     SIGMA_CHOICES,
     PositionalBias,
     PositionBiasBand,
@@ -49,7 +48,14 @@ from detokgui.gui.panels.position_common import (
     stable_range,
 )
 from detokgui.gui.plots import PlotFrame, head_color
-from detokgui.gui.position import QueryPositionControl, connect_position_clicks
+from detokgui.gui.position import (
+    CONVENTION_NAMES as CONVENTION_SHORT,
+)
+from detokgui.gui.position import (
+    ConventionBox,
+    QueryPositionControl,
+    connect_position_clicks,
+)
 from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
 
 DEFAULT_WINDOW = 32
@@ -58,8 +64,6 @@ LINE_STYLES = {"mean": Qt.SolidLine, "max": Qt.DashLine, "min": Qt.DotLine}
 SIGMA_TEXT = {"mean": "σ = vocabulary mean", "max": "σ = vocabulary max",
               "min": "σ = vocabulary min", "none": "no LayerNorm (raw)"}
 SIGMA_SHORT = {"mean": "σ mean", "max": "σ max", "min": "σ min", "none": "no LayerNorm"}
-CONVENTION_TEXT = {"paper": "paper", "mean-sigma": "mean σ both sides"}
-CONVENTION_SHORT = {"paper": "paper convention", "mean-sigma": "mean-σ convention"}
 # key, frame name (export file stem), button text, tooltip
 FRAMES = (
     ("tp", "Positional bias T_p", "T_p",
@@ -137,15 +141,7 @@ class PositionalBiasPanel(Panel):
         row.addWidget(self.heads_box)
         row.addSpacing(12)
         row.addWidget(QLabel("Convention"))
-        self.convention = QComboBox()
-        for c in CONVENTIONS:
-            self.convention.addItem(CONVENTION_TEXT[c], c)
-        self.convention.setToolTip(
-            "How the position-only terms divide by the LayerNorm scale σ:\n"
-            "paper — the authors' figures: each key term divided by every token's own\n"
-            "  σ(e_v + p_j) and averaged over the vocabulary, E_v[1/σ(e_v + p_j)];\n"
-            "  σ mean / max / min applies to the query position only; bands = 95% of tokens;\n"
-            "mean σ on both sides — 1 / mean_v σ(e_v + p) at i and at j; band = σ min…max.")
+        self.convention = ConventionBox()
         row.addWidget(self.convention)
         row.addSpacing(12)
         row.addWidget(QLabel("σ at i"))

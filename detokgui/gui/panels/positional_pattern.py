@@ -32,11 +32,15 @@ from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.head_classes import HeadClassesTable
 from detokgui.gui.plots import PlotFrame, add_plot, head_color, plain_axes, set_log_y
-from detokgui.gui.position import QueryPositionControl, connect_position_clicks, position_at
+from detokgui.gui.position import CONVENTION_NAMES as CONVENTION_SHORT
+from detokgui.gui.position import (
+    ConventionBox,
+    QueryPositionControl,
+    connect_position_clicks,
+    position_at,
+)
 from detokgui.gui.widgets import FlowLayout
 
-CONVENTION_TEXT = {"paper": "paper convention", "mean-sigma": "mean-σ convention"}
-CONVENTION_SHORT = CONVENTION_TEXT
 KEY_WEIGHTS = {"paper": "E_v[1/σ(e_v + p_j)] (paper convention)",
                "mean-sigma": "1 / mean_v σ(e_v + p_j) (mean-σ convention)"}
 
@@ -88,13 +92,7 @@ class PositionalPatternPanel(Panel):
         self.n_spin = self.position.spin
         controls.addWidget(self.position)
         controls.addStretch(1)
-        self.convention = QComboBox()
-        for c in positional.CONVENTIONS:
-            self.convention.addItem(CONVENTION_TEXT[c], c)
-        self.convention.setToolTip(
-            "Key weights w_j for an average past token:\n"
-            "paper — E_v[1/σ(e_v + p_j)], as the authors' figures;\n"
-            "mean σ — 1 / mean_v σ(e_v + p_j).")
+        self.convention = ConventionBox()
         controls.addWidget(self.convention)
         self.heads_combo = QComboBox()
         self.heads_combo.addItem("Selected head", "selected")

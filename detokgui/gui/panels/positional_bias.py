@@ -61,9 +61,9 @@ from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
 DEFAULT_WINDOW = 32
 LINE_SIGMAS = ("mean", "max", "min")  # the B2 lines
 LINE_STYLES = {"mean": Qt.SolidLine, "max": Qt.DashLine, "min": Qt.DotLine}
-SIGMA_TEXT = {"mean": "σ = vocabulary mean", "max": "σ = vocabulary max",
-              "min": "σ = vocabulary min", "none": "no LayerNorm (raw)"}
 SIGMA_SHORT = {"mean": "σ mean", "max": "σ max", "min": "σ min", "none": "no LayerNorm"}
+SIGMA_ITEM = {"mean": "σ_i = vocabulary mean", "max": "σ_i = vocabulary max",
+              "min": "σ_i = vocabulary min", "none": "no LayerNorm (raw)"}
 # key, frame name (export file stem), button text, tooltip
 FRAMES = (
     ("tp", "Positional bias T_p", "T_p",
@@ -140,14 +140,12 @@ class PositionalBiasPanel(Panel):
         self.heads_box = HeadChooser()
         row.addWidget(self.heads_box)
         row.addSpacing(12)
-        row.addWidget(QLabel("Convention"))
         self.convention = ConventionBox()
         row.addWidget(self.convention)
         row.addSpacing(12)
-        row.addWidget(QLabel("σ at i"))
         self.b3_sigma = QComboBox()
         for s in SIGMA_CHOICES:
-            self.b3_sigma.addItem(SIGMA_TEXT[s], s)
+            self.b3_sigma.addItem(SIGMA_ITEM[s], s)
         self.b3_sigma.setToolTip("The σ of T_pp + T_p and its softmax: the vocabulary's mean,\n"
                                  "max or min of σ(e_v + p_i) (at the query position under the\n"
                                  "paper convention, on both sides under mean σ), or none (raw).\n"

@@ -170,10 +170,10 @@ class HeadSet(QWidget):
         self.lay = QHBoxLayout(self)
         self.lay.setContentsMargins(0, 0, 0, 0)
         self.lay.addWidget(QLabel("Contextual heads"))
-        self.auto = QCheckBox("B4 default")
+        self.auto = QCheckBox("as classified")
         self.auto.setChecked(True)
-        self.auto.setToolTip("The heads the B4 classification (Positional pattern view) calls "
-                             "contextual.\nUntick to choose the heads yourself.")
+        self.auto.setToolTip("The heads the head classification (Positional pattern view) "
+                             "calls contextual.\nUntick to choose the heads yourself.")
         self.auto.toggled.connect(self._changed)
         self.lay.addWidget(self.auto)
         self.boxes: list[QCheckBox] = []

@@ -3,6 +3,7 @@ texts never widen the window, the status bar's parts never overlap, the load tim
 wall time, the error banner can be dismissed, the vocabulary search has no popup over
 its list, exports say where they went, axes show real values."""
 
+import itertools
 import time
 
 import pytest
@@ -209,7 +210,7 @@ def spaced(axis, pixels_per_unit: float, size) -> bool:
     pos = sorted(t[0] for t in ticks)
     texts = {t[0]: t[1] for t in ticks}
     return all((b - a) * pixels_per_unit >= size(texts[a], texts[b]) - 0.5
-               for a, b in zip(pos, pos[1:]))
+               for a, b in itertools.pairwise(pos))
 
 
 def test_heatmap_labels_thinned_colour_bar_labelled_selection_marked(window, qtbot):
@@ -227,10 +228,14 @@ def test_heatmap_labels_thinned_colour_bar_labelled_selection_marked(window, qtb
         hm = hm_panel.maps[0]
         vb = hm.getViewBox()
         fm = QFontMetrics(hm.getAxis("left").style.get("tickFont") or hm.font())
-        assert spaced(hm.getAxis("left"), vb.height() / n, lambda a, b: fm.height())
+        line = fm.height()
+        assert spaced(hm.getAxis("left"), vb.height() / n, lambda a, b, h=line: h)
+
+        def half_widths(a, b, fm=fm):
+            return (fm.horizontalAdvance(a) + fm.horizontalAdvance(b)) / 2
+
         for name in ("bottom", "top"):
-            assert spaced(hm.getAxis(name), vb.width() / n,
-                          lambda a, b: (fm.horizontalAdvance(a) + fm.horizontalAdvance(b)) / 2)
+            assert spaced(hm.getAxis(name), vb.width() / n, half_widths)
         shown = len(hm.getAxis("bottom")._tickLevels[0]) + len(hm.getAxis("top")._tickLevels[0])
         assert 2 <= shown <= n
         assert "T_ee" in hm.colorbar.getAxis("right").labelText
@@ -340,7 +345,7 @@ def test_sigma_at_positions_clamps_j_to_i_and_says_so(window, qtbot):
 
 
 def test_selected_head_framed_in_position_grids(window, qtbot):
-    win, layer = window, window.state.layer
+    win = window
     panel = win.panel("bias")
     win.show_view("bias")
     panel.heads_box.set_mode("all")
@@ -373,3 +378,21 @@ def test_log_axes_say_so_and_show_real_values(window, qtbot):
         assert "(x" not in axis.labelString() and not axis.autoSIPrefix
         check.setChecked(False)
         assert "(log scale)" not in axis.labelString()
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
+def test_pe_neuron_summaries_are_shown_whole(window, qtbot, size):
+    win = window
+    win.resize(*size)
+    win.show_view("neurons")
+    panel = win.panel("neurons")
+    wait_idle(qtbot, win)
+    qtbot.wait(50)
+    status, info = panel.status, panel.overlap_view.info
+    assert "dims" in status.text() and "mean overlap" in info.text()
+    # the table's summary wraps within its label; the overlap's fits on its one line
+    assert status.heightForWidth(status.width()) <= status.height()
+    lines = info.text().split("\n")
+    assert len(lines) * info.fontMetrics().lineSpacing() <= info.contentsRect().height()
+    assert all(info.fontMetrics().horizontalAdvance(t) <= info.contentsRect().width()
+               for t in lines)

@@ -74,8 +74,11 @@ class OverlapView(QWidget):
             "dimensions. Dashed: m/d, what a random direction gives.")
         bl.addWidget(self.frame, 1)
         self.info = StatusLine()
-        self.info.setWordWrap(False)  # one line: a wrapped one would squeeze the plot
-        self.info.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        # two short lines, their height reserved (a label that wraps on its own is not
+        # given the height it then needs inside a splitter, and would cover the plot)
+        self.info.setWordWrap(False)
+        self.info.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        self.info.setFixedHeight(2 * self.info.fontMetrics().lineSpacing() + 4)
         bl.addWidget(self.info)
         self.frame.view.scene().sigMouseMoved.connect(self._hover)
 
@@ -117,7 +120,7 @@ class OverlapView(QWidget):
         shown = 4  # the rest in the tooltip: one short line keeps the plot its room
         dims = ", ".join(str(int(k)) for k in res.dims[:shown]) + (", …" if m > shown else "")
         self.info.setText(f"mean overlap {num(float(res.overlap.mean()))} (random: "
-                          f"{num(res.baseline)}) · dims {dims}")
+                          f"{num(res.baseline)})\nheaviest dims {dims}")
         self.info.setToolTip("All position-heavy dims: " + ", ".join(str(int(k)) for k in res.dims))
 
     def _hover(self, pos) -> None:
@@ -128,7 +131,7 @@ class OverlapView(QWidget):
         i = round(vb.mapSceneToView(pos).x())
         if 0 <= i < len(res.overlap):
             self.info.setText(
-                f"direction {i}: singular value {num(res.singular_values[i])}, overlap "
+                f"direction {i}: singular value {num(res.singular_values[i])}\noverlap "
                 f"{num(res.overlap[i])} (random: m/d = {num(res.baseline)})")
 
     def _table(self):

@@ -21,6 +21,10 @@ def _figures_args(p):
     p.add_argument("--heads", nargs="+", type=int, metavar="H",
                    help="heads for the figures that show the paper's chosen heads (default: "
                         "the paper's, e.g. 1 and 7)")
+    p.add_argument("--max-texts", type=int, default=None, metavar="N",
+                   help="corpus windows read by the text figures (observed attention, KL "
+                        "contributions; default 64, registry.DEFAULT_MAX_TEXTS); counts use "
+                        "the whole corpus")
     p.add_argument("--only", nargs="+", metavar="KEY",
                    help="export only these figures (file stems as listed in index.md)")
 
@@ -49,8 +53,10 @@ class _StderrProgress:
 )
 def export_figures_command(args, layer):
     from detokgui.figures.export import export_figures
+    from detokgui.figures.registry import DEFAULT_MAX_TEXTS
 
+    max_texts = DEFAULT_MAX_TEXTS if args.max_texts is None else args.max_texts
     report = export_figures(layer, args.out, args.format, args.corpus, args.heads, args.only,
-                            on_progress=_StderrProgress())
+                            on_progress=_StderrProgress(), max_texts=max_texts)
     print(f"{len(report.built)} figures, {len(report.skipped)} skipped "
           f"(see {report.out / 'index.md'})")

@@ -29,6 +29,7 @@ from detokgui.core.progress import Job, Progress, rescaled, run
 from detokgui.core.tables import write_csv
 from detokgui.figures import style
 from detokgui.figures.registry import (
+    DEFAULT_MAX_TEXTS,
     FIGURES,
     Drawn,
     FigureContext,
@@ -94,10 +95,17 @@ def check_corpus(paths: Sequence[str | Path]) -> tuple[Path, ...]:
 
 def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = FORMATS,
                         corpus: Sequence[str | Path] = (), heads: Sequence[int] | None = None,
-                        keys: Sequence[str] | None = None) -> Job[ExportReport]:
+                        keys: Sequence[str] | None = None,
+                        max_texts: int = DEFAULT_MAX_TEXTS) -> Job[ExportReport]:
     """Generator job: draw and write every registered figure (or only `keys`) into `out`;
-    yields Progress per figure (and within long figures); returns an `ExportReport`."""
-    from detokgui.core.checks import check_heads
+    yields Progress per figure (and within long figures); returns an `ExportReport`.
+    The text figures read at most `max_texts` corpus windows; the counts, AUROC and
+    frequency figures use the whole corpus."""
+    from detokgui.core.checks import as_int, check_heads
+
+    max_texts = as_int(max_texts, "maximum number of texts")
+    if max_texts < 1:
+        raise InputError(f"The maximum number of texts must be at least 1, not {max_texts}.")
 
     fmts = check_formats(formats)
     files = check_corpus(corpus)
@@ -110,7 +118,8 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
         if unknown:
             raise InputError(f"Unknown figure {unknown[0]!r}: choose from {', '.join(sorted(FIGURES))}.")
         specs = [s for s in specs if s.key in set(keys)]
-    ctx = FigureContext(layer, files, tuple(check_heads(layer, heads)) if heads else None)
+    ctx = FigureContext(layer, files, tuple(check_heads(layer, heads)) if heads else None,
+                        max_texts=max_texts)
     records: list[FigureRecord] = []
     n = len(specs)
     with _staging(out) as stage:
@@ -120,15 +129,16 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
             rec = yield from _export_one(spec, ctx, stage, fmts, lo, hi)
             records.append(rec)
         with open(stage / INDEX, "w", encoding="utf-8", newline="\n") as f:
-            f.write(index_markdown(layer, files, fmts, records))
+            f.write(index_markdown(layer, files, fmts, records, max_texts))
         yield Progress(1.0, f"[{n}/{n}] writing {INDEX}")
     return ExportReport(out, records)
 
 
 def export_figures(layer, out, formats=FORMATS, corpus=(), heads=None, keys=None,
-                   on_progress=None) -> ExportReport:
+                   on_progress=None, max_texts=DEFAULT_MAX_TEXTS) -> ExportReport:
     """`iter_export_figures` run to completion."""
-    return run(iter_export_figures(layer, out, formats, corpus, heads, keys), on_progress)
+    return run(iter_export_figures(layer, out, formats, corpus, heads, keys, max_texts),
+               on_progress)
 
 
 def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: float,
@@ -168,7 +178,8 @@ def _md(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureRecord]) -> str:
+def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureRecord],
+                   max_texts: int = DEFAULT_MAX_TEXTS) -> str:
     from detokgui import __version__
     from detokgui.figures.paper import model_name
 
@@ -179,6 +190,9 @@ def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureReco
         (f"- model: `{model_name(layer)}` (V = {layer.n_vocab}, L = {layer.n_positions}, "
         f"d = {layer.d}, {layer.n_heads} heads, d' = {layer.d_head})"),
         f"- corpus: {corpus_text}",
+        (f"- texts: the corpus figures count tokens and bigrams over the whole corpus; the "
+         f"text figures (observed attention, KL contributions) read its first {max_texts} "
+         f"windows of at most {layer.n_positions} tokens (`--max-texts`)"),
         f"- formats: {', '.join(fmts)}, and each figure's data as CSV",
         (f"- detokgui {__version__}; paper = Kamoda et al., *Weight-based Analysis of "
         "Detokenization in Language Models* (NAACL Findings 2025)"),

@@ -38,7 +38,11 @@ from matplotlib.figure import Figure
 from detokgui.core.progress import Job
 from detokgui.core.tables import Table
 
-FIGURE_MODULES = ("paper", "studies", "pending")
+FIGURE_MODULES = ("paper", "studies", "corpus", "text")
+
+#: How many corpus windows the text figures (observed attention, KL contributions) read
+#: by default: enough for smooth means, seconds per figure on a CPU.
+DEFAULT_MAX_TEXTS = 64
 
 
 class FigureSkipped(Exception):
@@ -105,12 +109,20 @@ def load_figures() -> list[FigureSpec]:
 @dataclass
 class FigureContext:
     """What a builder gets: the model, the corpus files (empty: none given), an optional
-    override of the paper's heads, and a cache shared by the figures of one export."""
+    override of the paper's heads, the most corpus windows the text figures read, and a
+    cache shared by the figures of one export."""
 
     layer: Any
     corpus: tuple[Path, ...] = ()
     heads: tuple[int, ...] | None = None
     cache: dict = field(default_factory=dict)
+    max_texts: int = DEFAULT_MAX_TEXTS
+
+    def texts(self):
+        """The first `max_texts` windows of the corpus (`core.empirical.TextSource`)."""
+        from detokgui.core.empirical import TextSource
+
+        return TextSource.corpus(self.corpus, max_texts=self.max_texts)
 
     @property
     def n_positions(self) -> int:

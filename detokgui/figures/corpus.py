@@ -5,8 +5,8 @@ left, 11), drawn as the authors' plots draw them:
   positives are the tokens that precede u in the corpus (weighted by count), the
   negatives every other token (`core.auroc.roc_curve`); sigma per token = mean over
   positions. The paper's u is 'iens'; when it is not one token of the tokenizer or never
-  follows anything in the corpus, the first of ' Jackson', 'tarian' that does, else the
-  corpus token preceded by the most distinct tokens (the index says which).
+  follows anything in the corpus, the word-continuation token (lower-case letters, no
+  leading space, like 'iens') preceded by the most distinct tokens (the index says which).
 - Fig 2-D: the mean bigram AUROC of every head (the paper's table as a bar chart) over
   the query tokens with at least one bigram (`BigramAUROC.head_means("skip")`); the CSV
   also has the authors' convention (tokens without a bigram scored 0).
@@ -36,7 +36,6 @@ from detokgui.figures.registry import Drawn, FigureContext, figure
 from detokgui.figures.style import COLUMN_IN, TEXT_IN
 
 ROC_WORD = "iens"
-ROC_FALLBACK_WORDS = (" Jackson", "tarian")
 TOKEN_SIGMA_MEAN = "σ per token = mean over positions of σ(e_v+p_j)"
 T_E_PAPER = ("T_e = b^QK e_v^T E_j[1/σ(e_v+p_j)] (authors' code); tokens absent from the "
              "corpus left out (no log count); Spearman ρ over the plotted tokens")
@@ -82,15 +81,19 @@ def roc_query(layer, c) -> tuple[int, str]:
     """The current token of Fig 2-C and why it was chosen (module docstring)."""
     tok = layer.tokenizer
     pos = PositiveSets.from_counts(c, layer)
-    for word in (ROC_WORD, *ROC_FALLBACK_WORDS):
-        ids = tok.encode(word)
-        if len(ids) == 1 and pos.m[ids[0]] > 0:
-            why = "the paper's token" if word == ROC_WORD else (
-                f"fallback: {ROC_WORD!r} is not one token with a bigram in this corpus")
-            return int(ids[0]), why
-    u = int(np.argmax(pos.m))
-    return u, (f"fallback: {ROC_WORD!r} and {', '.join(map(repr, ROC_FALLBACK_WORDS))} are not "
-               "single tokens with bigrams here; the token preceded by the most distinct tokens")
+    ids = tok.encode(ROC_WORD)
+    if len(ids) == 1 and pos.m[ids[0]] > 0:
+        return int(ids[0]), "the paper's token"
+    names = token_strings(tok, layer.n_vocab)
+    suffix = np.array([n.isalpha() and n.islower() and len(n) >= 3 for n in names])
+    m = np.where(suffix, pos.m, 0)
+    if m.max() > 0:
+        return int(np.argmax(m)), (
+            f"fallback: {ROC_WORD!r} has no bigram in this corpus; the word-continuation "
+            "token (lower-case letters, no leading space) preceded by the most distinct tokens")
+    return int(np.argmax(pos.m)), (
+        f"fallback: {ROC_WORD!r} has no bigram in this corpus; the token preceded by the most "
+        "distinct tokens")
 
 
 @figure("fig02c_roc", paper="Fig 2-C", needs_corpus=True,
@@ -106,7 +109,7 @@ def fig2c(ctx: FigureContext) -> Job[Drawn]:
     name = display_token(layer.tokenizer, u)
     with style.style():
         fig, axes = style.new_figure(
-            COLUMN_IN, 0.5 * COLUMN_IN + 0.1, 1, len(hs), sharey=True,
+            COLUMN_IN, 0.55 * COLUMN_IN + 0.1, 1, len(hs), sharey=True,
             footer=footer(ctx, f"current token {name!r} ({why})", f"{roc.positives} previous "
                           f"tokens, {roc.weight} bigrams in the {_corpus_name(ctx)}",
                           "σ per token: mean over positions"))
@@ -119,7 +122,6 @@ def fig2c(ctx: FigureContext) -> Job[Drawn]:
                     bbox={"boxstyle": "round", "fc": "w", "linewidth": 0.4})
             ax.set_xlim(0, 1)
             ax.set_ylim(0, 1)
-            ax.set_aspect("equal")
             ax.set_title(f'"{name}"\nHead: {h}', pad=2)
             ax.set_xlabel("False Positive Rate")
         axes[0, 0].set_ylabel("True Positive Rate")

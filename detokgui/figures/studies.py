@@ -168,7 +168,8 @@ def c5_neurons(ctx: FigureContext) -> Job[Drawn]:
         ax.set_xscale("log")
         ax.set_xlabel("Neuron rank")
         ax.set_ylabel("std over tokens of $c_m$")
-        style.panel_title(ax, "contextual component")
+        ax.set_ylim(0, size[0] * 1.08)
+        ax.set_title("contextual component per neuron", pad=2)
         for ax, r in zip(axes.flat[1:], range(len(rank.top_neurons))):
             m = int(rank.top_neurons[r])
             top, bottom = rank.top_values[r], rank.bottom_values[r]
@@ -180,6 +181,7 @@ def c5_neurons(ctx: FigureContext) -> Job[Drawn]:
             ax.set_yticks(y, [n if len(n) <= 12 else n[:11] + "…" for n in names],
                           fontsize=style.FOOTER_PT + 0.5)
             ax.axvline(0, color="0.3", linewidth=0.4)
+            ax.set_xmargin(0.06)
             ax.tick_params(axis="x", labelsize=style.FOOTER_PT + 0.5)
             ax.set_title(f"neuron {m}", pad=2)
         style.hide_unused(axes, 1 + len(rank.top_neurons))

@@ -27,8 +27,9 @@ from detokgui.core.affinity import SigmaChoice
 from detokgui.core.auroc import NO_BIGRAM_LABELS, PositiveSets, iter_bigram_auroc, roc_curve
 from detokgui.core.corpus import iter_corpus_counts
 from detokgui.core.frequency import frequency_stats
-from detokgui.core.positional import _rescaled, sigma_stats_job
+from detokgui.core.positional import sigma_stats_job
 from detokgui.core.progress import Job
+from detokgui.core.progress import rescaled as _rescaled
 from detokgui.core.tokens import display_token, token_strings
 from detokgui.figures import style
 from detokgui.figures.paper import footer, heads_text
@@ -54,17 +55,17 @@ def counts(ctx: FigureContext) -> Job:
 
 def auroc(ctx: FigureContext) -> Job:
     """The bigram AUROC of every query token for every head, once per export."""
-    c = yield from counts(ctx)
-    return (yield from ctx.memo("corpus.auroc", lambda: iter_bigram_auroc(
-        ctx.layer, c, SigmaChoice("mean"))))
+    c = yield from _rescaled(counts(ctx), 0.0, 0.05)
+    return (yield from _rescaled(ctx.memo("corpus.auroc", lambda: iter_bigram_auroc(
+        ctx.layer, c, SigmaChoice("mean"))), 0.05, 1.0))
 
 
 def frequency(ctx: FigureContext) -> Job:
     """`frequency_stats` of every head with the authors' T_e, once per export."""
-    c = yield from counts(ctx)
+    c = yield from _rescaled(counts(ctx), 0.0, 0.5)
 
     def make():
-        yield from _rescaled(sigma_stats_job(ctx.layer), 0.0, 0.9)
+        yield from _rescaled(sigma_stats_job(ctx.layer), 0.5, 0.95)
         return frequency_stats(ctx.layer, c, heads=None, t_e="paper")
 
     return (yield from ctx.memo("corpus.frequency", make))

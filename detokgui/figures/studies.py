@@ -15,7 +15,7 @@ from matplotlib.colors import LogNorm
 
 from detokgui.core import neurons as nr
 from detokgui.core import positional as pos
-from detokgui.core.progress import Job
+from detokgui.core.progress import Job, rescaled
 from detokgui.figures import style
 from detokgui.figures.paper import footer
 from detokgui.figures.registry import Drawn, FigureContext, FigureSkipped, figure
@@ -146,13 +146,15 @@ def c5_neurons(ctx: FigureContext) -> Job[Drawn]:
     from detokgui.core.tokens import display_token
 
     layer = ctx.layer
-    res = yield from ctx.memo("b4.classification", lambda: pos.iter_classify_heads(layer))
+    res = yield from rescaled(ctx.memo("b4.classification",
+                                            lambda: pos.iter_classify_heads(layer)), 0.0, 0.4)
     hs = [h for h, lab in zip(res.heads, res.labels) if lab == "contextual"]
     if not hs:
         raise FigureSkipped("no head of this model is classified contextual (B4), so there "
                             "is no contextual circuit")
-    circuit = yield from iter_contextual_circuit(layer, heads=hs)
-    rank = yield from iter_rank_neurons(layer, circuit, top=NEURONS_SHOWN, k=NEURON_TOKENS)
+    circuit = yield from rescaled(iter_contextual_circuit(layer, heads=hs), 0.4, 0.5)
+    rank = yield from rescaled(
+        iter_rank_neurons(layer, circuit, top=NEURONS_SHOWN, k=NEURON_TOKENS), 0.5, 1.0)
     tok = layer.tokenizer
     with style.style():
         fig, axes = style.new_figure(

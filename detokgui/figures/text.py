@@ -25,8 +25,9 @@ from detokgui.core.empirical import (
     iter_attention_rows,
     iter_kl,
 )
-from detokgui.core.positional import _rescaled, sigma_stats_job
+from detokgui.core.positional import sigma_stats_job
 from detokgui.core.progress import Job
+from detokgui.core.progress import rescaled as _rescaled
 from detokgui.core.terms import TERM_NAMES
 from detokgui.figures import style
 from detokgui.figures.paper import POSITION_LABEL, footer, heads_text, position_note

@@ -87,8 +87,9 @@ def check_corpus(paths: Sequence[str | Path]) -> tuple[Path, ...]:
     out = []
     for p in paths:
         path = Path(p)
-        if not path.is_file():
-            raise InputError(f"The corpus file {path} does not exist or is not a file.")
+        if not (path.is_file() or path.is_dir()):
+            raise InputError(f"The corpus file {path} does not exist or is not a file or "
+                             "folder.")
         out.append(path)
     return tuple(out)
 

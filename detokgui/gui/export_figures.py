@@ -152,6 +152,7 @@ class FigureExporter(QObject):
         self.window = window
         self.progress: QProgressDialog | None = None
         self.request: FigureRequest | None = None
+        window.jobs.progress.connect(self._on_progress)
 
     def ask(self) -> None:
         w = self.window
@@ -177,7 +178,6 @@ class FigureExporter(QObject):
         dlg.setMinimumWidth(420)
         dlg.canceled.connect(self.cancel)
         self.progress = dlg
-        self.window.jobs.progress.connect(self._on_progress)
         self.window.jobs.submit(JOB_KEY, lambda: export_job(layer, req), self._done,
                                 label="Exporting figures", on_error=self._failed,
                                 on_cancel=self._cancelled)
@@ -204,10 +204,6 @@ class FigureExporter(QObject):
             self.progress.close()
             self.progress.deleteLater()
             self.progress = None
-        try:
-            self.window.jobs.progress.disconnect(self._on_progress)
-        except (RuntimeError, TypeError):
-            pass  # not connected
 
     @Slot(object)
     def _done(self, report) -> None:

@@ -25,6 +25,11 @@ def _figures_args(p):
                    help="corpus windows read by the text figures (observed attention, KL "
                         "contributions; default 64, registry.DEFAULT_MAX_TEXTS); counts use "
                         "the whole corpus")
+    p.add_argument("--dpi", type=int, default=None, metavar="N",
+                   help="PNG resolution in dots per inch (default 300; the figures are drawn "
+                        "at their printed size)")
+    p.add_argument("--no-data", action="store_true",
+                   help="write no CSV data files (e.g. for a gallery of images)")
     p.add_argument("--only", nargs="+", metavar="KEY",
                    help="export only these figures (file stems as listed in index.md)")
 
@@ -57,6 +62,7 @@ def export_figures_command(args, layer):
 
     max_texts = DEFAULT_MAX_TEXTS if args.max_texts is None else args.max_texts
     report = export_figures(layer, args.out, args.format, args.corpus, args.heads, args.only,
-                            on_progress=_StderrProgress(), max_texts=max_texts)
+                            on_progress=_StderrProgress(), max_texts=max_texts,
+                            dpi=args.dpi, data=not args.no_data)
     print(f"{len(report.built)} figures, {len(report.skipped)} skipped "
           f"(see {report.out / 'index.md'})")

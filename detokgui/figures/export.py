@@ -97,14 +97,20 @@ def check_corpus(paths: Sequence[str | Path]) -> tuple[Path, ...]:
 def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = FORMATS,
                         corpus: Sequence[str | Path] = (), heads: Sequence[int] | None = None,
                         keys: Sequence[str] | None = None,
-                        max_texts: int = DEFAULT_MAX_TEXTS) -> Job[ExportReport]:
+                        max_texts: int = DEFAULT_MAX_TEXTS, *, dpi: int | None = None,
+                        data: bool = True) -> Job[ExportReport]:
     """Generator job: draw and write every registered figure (or only `keys`) into `out`;
     yields Progress per figure (and within long figures); returns an `ExportReport`.
     The text figures read at most `max_texts` corpus windows; the counts, AUROC and
-    frequency figures use the whole corpus."""
+    frequency figures use the whole corpus. `dpi`: PNG resolution (default
+    style.RC["savefig.dpi"]); `data=False` writes no CSV files (a gallery)."""
     from detokgui.core.checks import as_int, check_heads
 
     max_texts = as_int(max_texts, "maximum number of texts")
+    if dpi is not None:
+        dpi = as_int(dpi, "PNG resolution")
+        if not 20 <= dpi <= 1200:
+            raise InputError(f"The PNG resolution must be 20 to 1200 dpi, not {dpi}.")
     if max_texts < 1:
         raise InputError(f"The maximum number of texts must be at least 1, not {max_texts}.")
 
@@ -127,23 +133,24 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
         for k, spec in enumerate(specs):
             lo, hi = k / n, (k + 1) / n
             yield Progress(lo, f"[{k + 1}/{n}] {spec.key} ({spec.paper})")
-            rec = yield from _export_one(spec, ctx, stage, fmts, lo, hi)
+            rec = yield from _export_one(spec, ctx, stage, fmts, lo, hi, dpi, data)
             records.append(rec)
         with open(stage / INDEX, "w", encoding="utf-8", newline="\n") as f:
-            f.write(index_markdown(layer, files, fmts, records, max_texts))
+            f.write(index_markdown(layer, files, fmts, records, max_texts, data))
         yield Progress(1.0, f"[{n}/{n}] writing {INDEX}")
     return ExportReport(out, records)
 
 
 def export_figures(layer, out, formats=FORMATS, corpus=(), heads=None, keys=None,
-                   on_progress=None, max_texts=DEFAULT_MAX_TEXTS) -> ExportReport:
+                   on_progress=None, max_texts=DEFAULT_MAX_TEXTS, dpi=None,
+                   data=True) -> ExportReport:
     """`iter_export_figures` run to completion."""
-    return run(iter_export_figures(layer, out, formats, corpus, heads, keys, max_texts),
-               on_progress)
+    return run(iter_export_figures(layer, out, formats, corpus, heads, keys, max_texts,
+                                   dpi=dpi, data=data), on_progress)
 
 
 def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: float,
-                hi: float) -> Job[FigureRecord]:
+                hi: float, dpi: int | None = None, data: bool = True) -> Job[FigureRecord]:
     rec = FigureRecord(spec, convention=spec.convention)
     if spec.needs_corpus and not ctx.corpus:
         rec.skipped = "needs a corpus: give --corpus FILE"
@@ -163,10 +170,11 @@ def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: flo
     with style.style():
         for fmt in fmts:
             name = f"{spec.key}.{fmt}"
-            style.save(drawn.figure, stage / name, fmt)
+            style.save(drawn.figure, stage / name, fmt, dpi if fmt == "png" else None)
             rec.files.append(name)
-    write_csv(stage / f"{spec.key}.csv", drawn.data)
-    rec.files.append(f"{spec.key}.csv")
+    if data:
+        write_csv(stage / f"{spec.key}.csv", drawn.data)
+        rec.files.append(f"{spec.key}.csv")
     rec.convention = drawn.convention or spec.convention
     rec.notes = drawn.notes
     return rec
@@ -180,7 +188,7 @@ def _md(text: str) -> str:
 
 
 def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureRecord],
-                   max_texts: int = DEFAULT_MAX_TEXTS) -> str:
+                   max_texts: int = DEFAULT_MAX_TEXTS, data: bool = True) -> str:
     from detokgui import __version__
     from detokgui.figures.paper import model_name
 
@@ -194,7 +202,8 @@ def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureReco
         (f"- texts: the corpus figures count tokens and bigrams over the whole corpus; the "
          f"text figures (observed attention, KL contributions) read its first {max_texts} "
          f"windows of at most {layer.n_positions} tokens (`--max-texts`)"),
-        f"- formats: {', '.join(fmts)}, and each figure's data as CSV",
+        f"- formats: {', '.join(fmts)}" + (", and each figure's data as CSV" if data else
+                                            " (no CSV data: `--no-data`)"),
         (f"- detokgui {__version__}; paper = Kamoda et al., *Weight-based Analysis of "
         "Detokenization in Language Models* (NAACL Findings 2025)"),
         "",

@@ -98,7 +98,7 @@ def test_index_names_the_corpus_the_conventions_and_the_cap(corpus_export):
         assert cells[0] == s.paper
         assert all(f"[{x}]({s.key}.{x})" in cells[2] for x in SUFFIXES)
         assert cells[3]
-        if s.needs_corpus:
+        if s.needs_corpus or s.key == "fig03_position_bias":  # Fig 3 gets panel E
             assert cells[4] == "`public-domain-sample.jsonl.gz`", s.key
         else:
             assert cells[4] == "— (weights only)"
@@ -110,6 +110,7 @@ def test_index_names_the_corpus_the_conventions_and_the_cap(corpus_export):
     assert rows["fig05_te_frequency"][5].startswith("head 1: ρ = ")
     assert "; head 3: ρ = " in rows["fig05_te_frequency"][5]
     assert rows["fig04_six_terms"][5].startswith("heads 1, 3;")
+    assert "E: " in rows["fig03_position_bias"][5]
 
 
 def test_auroc_figures_are_the_core_numbers(corpus_export, layer32, counts):

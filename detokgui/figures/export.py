@@ -51,6 +51,7 @@ class FigureRecord:
     convention: str = ""
     notes: str = ""
     skipped: str = ""
+    uses_corpus: bool = False
 
 
 @dataclass
@@ -177,6 +178,7 @@ def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: flo
         rec.files.append(f"{spec.key}.csv")
     rec.convention = drawn.convention or spec.convention
     rec.notes = drawn.notes
+    rec.uses_corpus = drawn.uses_corpus or spec.needs_corpus
     return rec
 
 
@@ -214,7 +216,7 @@ def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureReco
         if r.skipped:
             continue
         links = " · ".join(f"[{Path(f).suffix[1:]}]({f})" for f in r.files)
-        used = corpus_text if r.spec.needs_corpus else "— (weights only)"
+        used = corpus_text if r.uses_corpus else "— (weights only)"
         lines.append(f"| {_md(r.spec.paper)} | {_md(r.spec.title)} | {links} | "
                      f"{_md(r.convention)} | {used} | {_md(r.notes)} |")
     skipped = [r for r in records if r.skipped]

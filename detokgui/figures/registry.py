@@ -53,12 +53,14 @@ class FigureSkipped(Exception):
 class Drawn:
     """What a builder returns: the figure, its data as a table (written as CSV), and
     optionally the conventions (when they depend on the run) and notes for the index
-    (the heads, positions and samples actually used)."""
+    (the heads, positions and samples actually used), and whether it used the corpus
+    though it does not need one."""
 
     figure: Figure
     data: Table
     convention: str | None = None
     notes: str = ""
+    uses_corpus: bool = False  # a figure that needs no corpus but drew a part from it
 
 
 Builder = Callable[["FigureContext"], "Drawn | Job[Drawn]"]

@@ -17,10 +17,13 @@ The KL contributions of every head are computed once per export (`ctx.memo`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from detokgui.core.empirical import (
     DEFINITION_LABELS,
+    AttentionRows,
     b3_prediction,
     iter_attention_rows,
     iter_kl,
@@ -66,46 +69,72 @@ def _windows_note(ctx: FigureContext) -> str:
               "softmax(T_pp + T_p)",
         convention=FIG3E_CONVENTION)
 def fig3e(ctx: FigureContext) -> Job[Drawn]:
-    layer = ctx.layer
     hs = ctx.paper_heads((1, 7))
     i = ctx.paper_position(500)
-    yield from _rescaled(sigma_stats_job(layer), 0.0, 0.1)
-    rows = yield from _rescaled(ctx.memo(f"text.rows.{i}.{hs}", lambda: iter_attention_rows(
-        layer, ctx.texts(), i, hs)), 0.1, 1.0)
-    mean = rows.mean()
-    lo, hi = rows.percentiles(95.0)
-    pred = b3_prediction(layer, i, hs, "paper")
-    j = np.arange(i + 1)
-    begin = max(0, i - ZOOM_KEYS + 1)
+    obs = yield from observed(ctx, hs, i)
     with style.style():
         fig, axes = style.new_figure(
             0.55 * COLUMN_IN, 0.4 * COLUMN_IN * len(hs) + 0.35, len(hs), 1,
-            footer=footer(ctx, position_note(ctx, [500], [i]), f"{rows.windows} windows "
+            footer=footer(ctx, position_note(ctx, [500], [i]), f"{obs.rows.windows} windows "
                           f"longer than i of the {_windows_note(ctx)}", "prediction: paper σ"))
         for r, h in enumerate(hs):
-            ax = axes[r, 0]
-            style.plot_band(ax, j[begin:], mean[r, begin:], lo[r, begin:], hi[r, begin:],
-                            color=OBSERVED_COLOUR, label="observed")
-            ax.plot(j[begin:], pred[r, begin:], color=PREDICTION_COLOUR, marker="o",
-                    markersize=1.5, label=r"from $T^{\mathrm{pp}}+T^{\mathrm{p}}$")
-            ax.set_xlim(begin, i)
-            ax.set_ylim(bottom=0)
-            ax.set_ylabel(f"Head {h}")
-            style.panel_title(ax, rf"$\alpha_{{{i},j,{h}}}$")
+            draw_observed(axes[r, 0], obs, r, h)
+            axes[r, 0].set_ylabel(f"Head {h}")
         axes[-1, 0].set_xlabel(POSITION_LABEL)
         style.top_legend(fig, axes[0, 0], ncols=2, fontsize=style.FOOTER_PT + 0.5)
 
     def table():
-        m, a, b, p = mean.tolist(), lo.tolist(), hi.tolist(), pred.tolist()
+        m, a, b, p = obs.mean.tolist(), obs.lo.tolist(), obs.hi.tolist(), obs.pred.tolist()
         for r, h in enumerate(hs):
             for jj in range(i + 1):
-                yield (h, i, jj, m[r][jj], a[r][jj], b[r][jj], p[r][jj], rows.windows, "paper")
+                yield (h, i, jj, m[r][jj], a[r][jj], b[r][jj], p[r][jj], obs.rows.windows,
+                       "paper")
 
     header = ["head", "i", "j", "observed_mean", "observed_lo", "observed_hi", "predicted",
               "windows", "convention"]
     return Drawn(fig, (header, table()), convention=_with_cap(ctx, FIG3E_CONVENTION),
-                 notes=f"{heads_text(hs)}; {position_note(ctx, [500], [i])}; {rows.windows} "
-                       f"windows of {rows.texts} read")
+                 notes=f"{heads_text(hs)}; {position_note(ctx, [500], [i])}; "
+                       f"{obs.rows.windows} windows of {obs.rows.texts} read")
+
+
+@dataclass
+class Observed:
+    """Fig 3-E's data for heads `heads` at query position i: the per-text rows, their mean
+    and 95% percentile interval, and the paper-convention prediction, [h, i+1] each."""
+
+    rows: AttentionRows
+    mean: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    pred: np.ndarray
+
+    @property
+    def i(self) -> int:
+        return self.rows.i
+
+
+def observed(ctx: FigureContext, hs, i: int) -> Job[Observed]:
+    """Fig 3-E's data (the attention rows are read once per export)."""
+    layer = ctx.layer
+    yield from _rescaled(sigma_stats_job(layer), 0.0, 0.1)
+    rows = yield from _rescaled(ctx.memo(f"text.rows.{i}.{list(hs)}", lambda: iter_attention_rows(
+        layer, ctx.texts(), i, hs)), 0.1, 1.0)
+    lo, hi = rows.percentiles(95.0)
+    return Observed(rows, rows.mean(), lo, hi, b3_prediction(layer, i, hs, "paper"))
+
+
+def draw_observed(ax, obs: Observed, r: int, h: int) -> None:
+    """One Fig 3-E panel: observed (red, 95% band) and predicted (blue dots), last keys."""
+    i = obs.i
+    j = np.arange(i + 1)
+    begin = max(0, i - ZOOM_KEYS + 1)
+    style.plot_band(ax, j[begin:], obs.mean[r, begin:], obs.lo[r, begin:], obs.hi[r, begin:],
+                    color=OBSERVED_COLOUR, label="observed")
+    ax.plot(j[begin:], obs.pred[r, begin:], color=PREDICTION_COLOUR, marker="o",
+            markersize=1.5, label=r"from $T^{\mathrm{pp}}+T^{\mathrm{p}}$")
+    ax.set_xlim(begin, i)
+    ax.set_ylim(bottom=0)
+    style.panel_title(ax, rf"$\alpha_{{{i},j,{h}}}$")
 
 
 # --------------------------------------------------------------------------- Fig 4, 13

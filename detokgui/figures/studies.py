@@ -162,7 +162,7 @@ def c5_neurons(ctx: FigureContext) -> Job[Drawn]:
             footer=footer(ctx, f"contextual heads {', '.join(map(str, hs))} (B4)",
                           "c_m(x) = ext(x)·W2[:, m], ln_2 scale left out",
                           "norm_h: vocabulary mean of f_h (weight-only)"))
-        ax = axes[0, 0]
+        ax = axes[-1, 0]  # bottom left: its x label sits with the bars' labels
         size = np.sort(rank.size)[::-1]
         ax.plot(np.arange(1, len(size) + 1), size, linewidth=0.8)
         ax.scatter(np.arange(1, NEURONS_SHOWN + 1), size[:NEURONS_SHOWN], s=4, color="C3",
@@ -172,7 +172,8 @@ def c5_neurons(ctx: FigureContext) -> Job[Drawn]:
         ax.set_ylabel("std over tokens of $c_m$")
         ax.set_ylim(0, size[0] * 1.08)
         ax.set_title("contextual component per neuron", pad=2)
-        for ax, r in zip(axes.flat[1:], range(len(rank.top_neurons))):
+        bars = [a for a in axes.flat if a is not axes[-1, 0]]
+        for ax, r in zip(bars, range(len(rank.top_neurons))):
             m = int(rank.top_neurons[r])
             top, bottom = rank.top_values[r], rank.bottom_values[r]
             names = ([display_token(tok, int(t)) for t in rank.top_ids[r]]
@@ -186,7 +187,8 @@ def c5_neurons(ctx: FigureContext) -> Job[Drawn]:
             ax.set_xmargin(0.06)
             ax.tick_params(axis="x", labelsize=style.FOOTER_PT + 0.5)
             ax.set_title(f"neuron {m}", pad=2)
-        style.hide_unused(axes, 1 + len(rank.top_neurons))
+        for ax in bars[len(rank.top_neurons):]:
+            ax.set_visible(False)
         for ax in axes[-1, 1:]:
             ax.set_xlabel("$c_m(x)$")
     notes = (f"heads {', '.join(map(str, hs))}; top neurons "

@@ -327,3 +327,29 @@ def test_layer_norm_reference_matches_torch(layer32):
     sig = torch.sqrt(x.var(-1, unbiased=False) + layer32.eps)
     ln = F.layer_norm(x, (layer32.d,), eps=layer32.eps)
     torch.testing.assert_close((x - x.mean(-1, keepdim=True)) / sig[..., None], ln)
+
+
+def test_png_resolution_and_no_data(tiny_layer, tmp_path):
+    import struct
+
+    from detokgui.core.errors import InputError
+    from detokgui.figures.style import COLUMN_IN
+
+    out = tmp_path / "o"
+    report = export_figures(tiny_layer, out, "png", keys=["fig06r_wpe_variance"], dpi=60,
+                            data=False)
+    assert report.built[0].files == ["fig06r_wpe_variance.png"]
+    assert sorted(p.name for p in out.iterdir()) == ["fig06r_wpe_variance.png", "index.md"]
+    width = struct.unpack(">I", (out / "fig06r_wpe_variance.png").read_bytes()[16:20])[0]
+    assert width == int(0.5 * COLUMN_IN * 60)  # printed width x dpi (matplotlib truncates)
+    assert "(no CSV data: `--no-data`)" in (out / "index.md").read_text(encoding="utf-8")
+    with pytest.raises(InputError, match="20 to 1200 dpi"):
+        export_figures(tiny_layer, tmp_path / "p", "png", dpi=5)
+    assert not (tmp_path / "p").exists()
+
+
+def test_t_e_convention_is_checked(layer32, counts):
+    from detokgui.core.errors import InputError
+
+    with pytest.raises(InputError, match="t_e must be one of sigma, paper"):
+        frequency_stats(layer32, counts, t_e="mean")

@@ -353,3 +353,14 @@ def test_t_e_convention_is_checked(layer32, counts):
 
     with pytest.raises(InputError, match="t_e must be one of sigma, paper"):
         frequency_stats(layer32, counts, t_e="mean")
+
+
+def test_control_characters_are_escaped_in_token_labels(layer32):
+    """Byte tokens 0x00-0x1f are drawn as \\xNN (the figures' fonts have no glyph for them)."""
+    from detokgui.core.tokens import display_token
+
+    tok = layer32.tokenizer
+    shown = [display_token(tok, t) for t in range(len(tok))]
+    assert not [s for s in shown if any(ord(c) < 32 or ord(c) == 127 for c in s)]
+    piece = next(t for t in range(len(tok)) if tok.convert_ids_to_tokens(t) == "Ĝ")  # byte 0x1c
+    assert display_token(tok, piece) == "\\x1c"

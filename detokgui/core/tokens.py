@@ -83,7 +83,10 @@ _ALPHABET = _byte_level_alphabet()
 def _show(text: str) -> str:
     if text.startswith(" "):
         text = SPACE_MARK + text[1:]
-    return text.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+    text = text.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):  # other control characters
+        text = "".join(f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else c for c in text)
+    return text
 
 
 def _from_piece(piece: str) -> str | None:

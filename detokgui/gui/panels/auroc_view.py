@@ -174,8 +174,8 @@ class AUROCPanel(Panel):
         self.bars.setRange(xRange=(-0.6, len(x) - 0.4), yRange=(0, max(1.0, top) * 1.12),
                            padding=0)
         self.bars.getAxis("bottom").setTicks([[(i, str(h)) for i, h in enumerate(res.heads)]])
-        self.bars.setTitle(f"Mean bigram AUROC per head (n = query tokens in the mean) — "
-                           f"{SHORT[conv]}")
+        self.bars.setTitle(f"Mean bigram AUROC per head (n = query tokens in the mean)<br>"
+                           f"<span style='font-size:9pt'>{SHORT[conv]}</span>")
         r = res.row(head) if head in res.heads else 0
         values = res.values(conv)[r]
         ids = np.flatnonzero(np.isfinite(values))

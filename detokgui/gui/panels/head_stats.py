@@ -34,6 +34,7 @@ from detokgui.gui.widgets import SigmaControls
 
 DIRECTIONS = (("keys", "query → keys"), ("queries", "key → queries"))
 SORTS = (("variance", "score variance (high first)"), ("self_rank", "self-rank (1 first)"))
+PLURAL = {"query": "queries", "key": "keys"}
 MAX_ROWS, MAX_COLS = 400, 600  # drawn entries of the sorted matrix (a stride beyond)
 
 
@@ -103,7 +104,7 @@ class HeadStatsPanel(Panel):
         ll.setContentsMargins(0, 0, 0, 0)
         self.table_label = QLabel(" ")
         ll.addWidget(self.table_label)
-        self.table = TokenTableView(RecordsModel([], token=int), sortable=True, stretch=1)
+        self.table = TokenTableView(RecordsModel([], token=int), sortable=True)
         self.table.tokenActivated.connect(self._select)
         ll.addWidget(self.table, 1)
         split.addWidget(left)
@@ -147,7 +148,7 @@ class HeadStatsPanel(Panel):
         self.block_status.setWordWrap(True)
         rl.addWidget(self.block_status)
         split.addWidget(right)
-        split.setSizes([620, 700])
+        split.setSizes([560, 760])
         lay.addWidget(split, 1)
         lay.addWidget(self.status)
 
@@ -216,10 +217,12 @@ class HeadStatsPanel(Panel):
         self.table_label.setText(
             f"<b>Head {h}</b> — every {row_side} token over all {st.top_ids.shape[1]:,} "
             f"{col_side}s by T_ee ({st.sigma.label()}); click a row to select it")
+        n_own = int((rank == 1).sum())
+        own = (f"{num(n_own)} token{'s are' if n_own != 1 else ' is'} "
+               f"{'their' if n_own != 1 else 'its'} own top {col_side}")
         self.status.setText(
             f"head {h} · {row_side} → {col_side}s · median self-rank "
-            f"{num(float(np.median(rank)))} · {num(int((rank == 1).sum()))} tokens are their "
-            f"own top {col_side} · {st.sigma.label()}")
+            f"{num(float(np.median(rank)))} · {own} · {st.sigma.label()}")
         self._mark_selection()
 
     def _order(self, st: VS.HeadStats, head: int) -> np.ndarray:
@@ -276,13 +279,14 @@ class HeadStatsPanel(Panel):
         self.plot.setRange(xRange=(0, nc * b.col_step), yRange=(0, nr * b.row_step), padding=0)
         row_side, col_side = sides(b.direction)
         self.plot.setLabel("bottom", f"rank of the {col_side} (highest T_ee first)")
-        self.plot.setLabel("left", f"{row_side}s by decreasing score variance")
+        self.plot.setLabel("left", f"{PLURAL[row_side]} by decreasing score variance")
         step = (f" (every {b.row_step} × {b.col_step})"
                 if b.row_step > 1 or b.col_step > 1 else "")
-        self.plot.setTitle(f"Sorted T_ee matrix, head {b.head}: each {row_side}'s {col_side} "
-                           f"scores in decreasing order{step} — {b.sigma.label()}")
-        self.block_status.setText("Hover to read a score; click a row to select its "
-                                  f"{row_side} (and the {col_side} under the mouse)")
+        self.plot.setTitle(f"Sorted T_ee matrix, head {b.head}{step} — {b.sigma.label()}")
+        self.block_status.setText(
+            f"Row r: the r-th {row_side} by decreasing score variance; column j: its j-th "
+            f"highest T_ee over all {PLURAL[col_side]}. Hover to read a score; click to select "
+            f"the {row_side} (and the {col_side} under the mouse)")
 
     def _cell(self, scene_pos):
         b = self.channel("matrix").result

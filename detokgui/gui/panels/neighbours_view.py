@@ -121,8 +121,9 @@ class NeighboursPanel(Panel):
         self.plot.getViewBox().setMouseEnabled(False, False)
         self.plot.showGrid(x=True, alpha=0.3)
         self.plot.setLabel("bottom", "cosine similarity")
+        self.plot.getAxis("bottom").enableAutoSIPrefix(False)
         split.addWidget(self.frame)
-        split.setSizes([380, 380, 560])
+        split.setSizes([360, 360, 600])
         lay.addWidget(split, 1)
         self.analogy_status = StatusLine()
         lay.addWidget(self.analogy_status)
@@ -139,6 +140,7 @@ class NeighboursPanel(Panel):
         bl.addWidget(label)
         table = TokenTableView(RecordsModel(_columns(self.state.token_text),
                                             token=lambda r: r[1]), sortable=True, stretch=1)
+        table.horizontalHeader().setSortIndicator(0, Qt.AscendingOrder)
         table.tokenActivated.connect(select_row_token(self.state, False))
         bl.addWidget(table, 1)
         split.addWidget(box)
@@ -178,8 +180,11 @@ class NeighboursPanel(Panel):
                                           brush="#4c72b0"))
         self.plot.getAxis("left").setTicks(
             [[(i, self.state.token_text(t)) for i, t in enumerate(nb.ids)]])
-        self.plot.setTitle(f"Nearest tokens to {word!r} by {centred}cosine similarity of "
-                           "token embeddings")
+        top = max([abs(c) for c in nb.cosines] + [1e-9])
+        self.plot.setRange(xRange=(min(0.0, min(nb.cosines)), top * 1.05),
+                           yRange=(-0.6, len(rows) - 0.4), padding=0)
+        self.plot.setTitle(f"Cosine similarity to {word!r} in the token embedding"
+                           + (" (mean-centred)" if nb.centred else ""))
         self.status.setText(f"{len(rows)} nearest of {num(self.layer.n_vocab)} tokens · "
                             f"{'mean-centred' if nb.centred else 'raw'} embeddings · click a "
                             "token to select it")

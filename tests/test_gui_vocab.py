@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 from brute_vocab import raw_model, te_matrix, tee_matrix
-from conftest import SUBPROCESS_ENV, close_jobs, open_window, wait_idle
+from conftest import SUBPROCESS_ENV, close_jobs, isolated_environment, open_window, wait_idle
 from PySide6.QtCore import QPointF, Qt
 from scipy.stats import spearmanr
 from tables import cell_text, click_cell, column_texts, row_count
@@ -25,13 +25,6 @@ from detokgui.gui.panels.text_common import CorpusHint
 
 VOCAB_VIEWS = ("headstats", "auroc", "frequency", "neighbours")
 CORPUS = (str(sample_corpus()),)
-
-
-@pytest.fixture
-def vwin(qtbot, small_vocab_ckpt):
-    win = open_window(qtbot, small_vocab_ckpt)
-    yield win
-    close_jobs(win)
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +53,8 @@ def sort_values(view, col):
 # --------------------------------------------------------------------------- A4
 
 
-def test_head_statistics_table_and_sorted_matrix(vwin, qtbot, brute):
-    win, state = vwin, vwin.state
+def test_head_statistics_table_and_sorted_matrix(vocab_window, qtbot, brute):
+    win, state = vocab_window, vocab_window.state
     layer = state.layer
     state.set_head(2)
     panel = show(win, qtbot, "headstats", corpus=False)
@@ -148,8 +141,8 @@ def bar_labels(panel):
             if isinstance(item, pg.TextItem)]
 
 
-def test_bigram_auroc_bars_table_and_roc(vwin, qtbot):
-    win, state = vwin, vwin.state
+def test_bigram_auroc_bars_table_and_roc(vocab_window, qtbot):
+    win, state = vocab_window, vocab_window.state
     layer = state.layer
     panel = show(win, qtbot, "auroc", corpus=False)
     assert panel.result is None and "Choose a corpus" in panel.bars.titleLabel.text
@@ -208,8 +201,8 @@ def test_bigram_auroc_bars_table_and_roc(vwin, qtbot):
 # --------------------------------------------------------------------------- A6
 
 
-def test_frequency_scatter_hover_and_click(vwin, qtbot, brute, tmp_path):
-    win, state = vwin, vwin.state
+def test_frequency_scatter_hover_and_click(vocab_window, qtbot, brute, tmp_path):
+    win, state = vocab_window, vocab_window.state
     layer = state.layer
     state.set_head(3)
     panel = show(win, qtbot, "frequency")
@@ -270,8 +263,8 @@ def brute_nearest(E, x, k, exclude, centred=False):
     return order.tolist(), cos[order]
 
 
-def test_neighbours_and_analogy(vwin, qtbot):
-    win, state = vwin, vwin.state
+def test_neighbours_and_analogy(vocab_window, qtbot):
+    win, state = vocab_window, vocab_window.state
     layer = state.layer
     E = layer.E.double().numpy()
     state.set_query_token(17)
@@ -315,8 +308,8 @@ def test_neighbours_and_analogy(vwin, qtbot):
 # --------------------------------------------------------------------------- the cycle
 
 
-def test_hidden_vocabulary_panels_compute_nothing(vwin, qtbot):
-    win, state = vwin, vwin.state
+def test_hidden_vocabulary_panels_compute_nothing(vocab_window, qtbot):
+    win, state = vocab_window, vocab_window.state
     win.show_view("topk")
     wait_idle(qtbot, win)
     seen = Submitted(win.jobs)
@@ -331,6 +324,41 @@ def test_hidden_vocabulary_panels_compute_nothing(vwin, qtbot):
     wait_idle(qtbot, win)
     assert [k for k in seen.keys if k.split(":")[0] in VOCAB_VIEWS] == ["frequency"]
     assert win.panel("frequency").settled()
+
+
+def test_model_switch_frees_the_old_model(vocab_window, qtbot, small_vocab_ckpt, tmp_path):
+    import gc
+    import shutil
+    import weakref
+
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    from detokgui.core.demo import write_random_checkpoint
+
+    win, state = vocab_window, vocab_window.state
+    state.set_corpus(CORPUS)
+    state.set_query_token(30)
+    for view in VOCAB_VIEWS:
+        win.show_view(view)
+        wait_idle(qtbot, win)
+        assert win.panel(view).result is not None
+    old = weakref.ref(state.layer)
+    other = write_random_checkpoint(tmp_path / "other", n_embd=32, n_head=2, n_positions=64,
+                                    vocab_size=state.layer.n_vocab, seed=11, tokenizer=False)
+    for f in small_vocab_ckpt.iterdir():
+        if f.name not in ("model.safetensors", "config.json"):
+            shutil.copy(f, other / f.name)
+    win.load_model(str(other))
+    qtbot.waitUntil(lambda: state.layer is not old(), timeout=60000)
+    wait_idle(qtbot, win)
+    for view in VOCAB_VIEWS:
+        win.show_view(view)
+        wait_idle(qtbot, win)
+        assert win.panel(view).settled()
+    assert win.panel("auroc").result.heads == [0, 1]  # the new model's heads
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    gc.collect()
+    assert old() is None
 
 
 def test_corpus_option_opens_the_corpus(qtbot, small_vocab_ckpt, tmp_path):
@@ -359,9 +387,16 @@ def test_corpus_option_opens_the_corpus(qtbot, small_vocab_ckpt, tmp_path):
 
 
 def test_corpus_option_in_a_screenshot(small_vocab_ckpt, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    env = isolated_environment(tmp_path / "home")
     out = subprocess.run(
         [sys.executable, "-m", "detokgui", "--model", str(small_vocab_ckpt), "--corpus",
          *CORPUS, "--view", "frequency", "--screenshot", str(tmp_path / "f.png")],
-        capture_output=True, text=True, timeout=300, env=SUBPROCESS_ENV, check=False)
+        capture_output=True, text=True, timeout=300, env=env, check=False)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "f.png").stat().st_size > 10000
+    conf = QSettings(str(tmp_path / "home" / "config" / "detokgui" / "detokgui.conf"),
+                     QSettings.IniFormat)
+    assert conf.value("corpus/paths") == CORPUS[0]  # opened, checked and remembered
+    assert conf.value("window/view") == "frequency"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout
 
 from detokgui.core import frequency as F
@@ -79,6 +80,9 @@ class FrequencyPanel(Panel):
         self.points = PointCloud(self.plot)
         self.points.hovered.connect(self._hover)
         self.points.clicked.connect(self._click)
+        self.mark_label = pg.TextItem(color="#d62728", anchor=(0, 1))
+        self.mark_label.setZValue(11)
+        self.plot.addItem(self.mark_label)
         lay.addWidget(self.frame, 1)
         self.hover = QLabel(" ")
         lay.addWidget(self.hover)
@@ -158,8 +162,14 @@ class FrequencyPanel(Panel):
             "hover to read a token, click to select it")
 
     def _mark(self) -> None:
+        """Ring the query token's point and name it."""
         hits = np.flatnonzero(self.ids == self.state.query_token)
-        self.points.mark_point(int(hits[0]) if hits.size else -1)
+        i = int(hits[0]) if hits.size else -1
+        self.points.mark_point(i)
+        self.mark_label.setVisible(i >= 0)
+        if i >= 0:
+            self.mark_label.setText(f" {self.state.token_text(self.state.query_token)}")
+            self.mark_label.setPos(float(self.points.x[i]), float(self.points.y[i]))
 
     def _hover(self, i: int) -> None:
         fs = self.result

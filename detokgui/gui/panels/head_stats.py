@@ -215,7 +215,7 @@ class HeadStatsPanel(Panel):
         self.table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
         model.set_records(self._order(st, h), columns)
         self.table_label.setText(
-            f"<b>Head {h}</b> — every {row_side} token over all {st.top_ids.shape[1]:,} "
+            f"<b>Head {h}</b> — every {row_side} token over all {num(int(rank.shape[0]))} "
             f"{col_side}s by T_ee ({st.sigma.label()}); click a row to select it")
         n_own = int((rank == 1).sum())
         own = (f"{num(n_own)} token{'s are' if n_own != 1 else ' is'} "

@@ -185,12 +185,13 @@ class AUROCPanel(Panel):
         self.table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
         model.set_records(ids, [
             Column("query", lambda u: text(int(u))),
-            Column("id", lambda u: int(u), num),
-            Column("AUROC", lambda u: float(values[u]), num,
+            Column("id", lambda u: int(u), num, numeric=True),
+            Column("AUROC", lambda u: float(values[u]), num, numeric=True,
                    tip="weighted Mann-Whitney AUROC of T_ee(u, ·): preceding tokens vs the rest"),
             Column("preceding tokens", lambda u: int(res.positives[u]), num,
+                   numeric=True,
                    tip="distinct tokens v with c(v, u) > 0 (the positives)"),
-            Column("bigrams", lambda u: int(res.weight[u]), num,
+            Column("bigrams", lambda u: int(res.weight[u]), num, numeric=True,
                    tip="the positives' total weight: sum of c(v, u)"),
         ])
         self.table.select_token(self.state.query_token)

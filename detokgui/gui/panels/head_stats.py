@@ -103,6 +103,7 @@ class HeadStatsPanel(Panel):
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
         self.table_label = QLabel(" ")
+        self.table_label.setWordWrap(True)
         ll.addWidget(self.table_label)
         self.table = TokenTableView(RecordsModel([], token=int), sortable=True)
         self.table.tokenActivated.connect(self._select)
@@ -148,7 +149,7 @@ class HeadStatsPanel(Panel):
         self.block_status.setWordWrap(True)
         rl.addWidget(self.block_status)
         split.addWidget(right)
-        split.setSizes([560, 760])
+        split.setSizes([580, 740])
         lay.addWidget(split, 1)
         lay.addWidget(self.status)
 
@@ -202,14 +203,14 @@ class HeadStatsPanel(Panel):
         text = self.state.token_text
         columns = [
             Column(row_side, lambda u: text(int(u)), tip=f"the {row_side} token"),
-            Column("id", lambda u: int(u), num),
-            Column("self-rank", lambda u: int(rank[u]), num,
+            Column("id", lambda u: int(u), num, numeric=True),
+            Column("self-rank", lambda u: int(rank[u]), num, numeric=True,
                    tip=f"1 + the number of {col_side}s scoring higher than the token itself"),
-            Column("variance", lambda u: float(var[u]), num,
+            Column("variance", lambda u: float(var[u]), num, numeric=True,
                    tip=f"variance of T_ee over all {col_side}s (population)"),
             Column(f"top-1 {col_side}", lambda u: text(int(top_id[u])),
                    token=lambda u: int(top_id[u]), tip=f"the {col_side} with the highest T_ee"),
-            Column("top-1 score", lambda u: float(top_score[u]), num),
+            Column("top-1 score", lambda u: float(top_score[u]), num, numeric=True),
         ]
         model.sorted_by = None
         self.table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
@@ -282,11 +283,12 @@ class HeadStatsPanel(Panel):
         self.plot.setLabel("left", f"{PLURAL[row_side]} by decreasing score variance")
         step = (f" (every {b.row_step} × {b.col_step})"
                 if b.row_step > 1 or b.col_step > 1 else "")
-        self.plot.setTitle(f"Sorted T_ee matrix, head {b.head}{step} — {b.sigma.label()}")
+        self.plot.setTitle(f"Sorted T_ee matrix, head {b.head}{step} ({b.sigma.label()})",
+                           size="10pt")
         self.block_status.setText(
             f"Row r: the r-th {row_side} by decreasing score variance; column j: its j-th "
-            f"highest T_ee over all {PLURAL[col_side]}. Hover to read a score; click to select "
-            f"the {row_side} (and the {col_side} under the mouse)")
+            f"highest T_ee over all {PLURAL[col_side]}. Hover to read a score; click to "
+            f"select the {row_side} (and the {col_side} under the mouse)")
 
     def _cell(self, scene_pos):
         b = self.channel("matrix").result

@@ -71,9 +71,11 @@ def single_token(layer, text: str, name: str) -> int:
 
 
 def _columns(text) -> list[Column]:
-    return [Column("rank", lambda r: r[0], num), Column("token", lambda r: text(r[1])),
-            Column("id", lambda r: r[1], num),
-            Column("cosine", lambda r: r[2], num, tip="cosine similarity in the token embedding")]
+    return [Column("rank", lambda r: r[0], num, numeric=True),
+            Column("token", lambda r: text(r[1])),
+            Column("id", lambda r: r[1], num, numeric=True),
+            Column("cosine", lambda r: r[2], num, numeric=True,
+                   tip="cosine similarity in the token embedding")]
 
 
 class NeighboursPanel(Panel):

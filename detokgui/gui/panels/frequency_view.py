@@ -80,7 +80,8 @@ class FrequencyPanel(Panel):
         self.points = PointCloud(self.plot)
         self.points.hovered.connect(self._hover)
         self.points.clicked.connect(self._click)
-        self.mark_label = pg.TextItem(color="#d62728", anchor=(0, 1))
+        self.mark_label = pg.TextItem(color="#d62728", anchor=(-0.15, 1.1),
+                                      fill=pg.mkBrush(255, 255, 255, 210))
         self.mark_label.setZValue(11)
         self.plot.addItem(self.mark_label)
         lay.addWidget(self.frame, 1)
@@ -149,6 +150,7 @@ class FrequencyPanel(Panel):
         self.ids = ids
         self.points.set_points(x, y)
         log = self.options.value.kind != "norm"
+        self.zero.setEnabled(log)  # the norm against T_e uses every token
         self.plot.getAxis("bottom").setLogMode(log)
         self.plot.setLabel("bottom", xl)
         self.plot.setLabel("left", yl)

@@ -71,7 +71,7 @@ def test_head_statistics_table_and_sorted_matrix(vocab_window, qtbot, brute):
     assert sort_values(table, 2) == (greater[ids] + 1).tolist()  # self-rank
     assert sort_values(table, 1) == ids
     top1 = T[ids].argmax(axis=1)
-    assert [table.token_at(r, 4) for r in range(V)] == top1.tolist()
+    assert column_texts(table, 4) == [state.token_text(int(v)) for v in top1]
     np.testing.assert_allclose(sort_values(table, 5), T[ids, top1], rtol=1e-4, atol=1e-6)
     for r in (0, 7, V - 1):  # what is written is the core's value through num()
         u = ids[r]
@@ -89,8 +89,9 @@ def test_head_statistics_table_and_sorted_matrix(vocab_window, qtbot, brute):
 
     click_cell(qtbot, table, 5)
     assert state.query_token == table.token_at(5)
-    click_cell(qtbot, table, 6, 4)  # the top-1 key's cell selects that key... as the query
-    assert state.query_token == table.token_at(6, 4)
+    u = table.token_at(6)
+    click_cell(qtbot, table, 6, 4)  # the top-1 cell: the row's query and its top key
+    assert (state.query_token, state.key_token) == (u, int(T[u].argmax()))
 
     # the sorted matrix: rows by decreasing variance, each row sorted descending
     block = panel.channel("matrix").result

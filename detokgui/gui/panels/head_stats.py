@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, Slot
+from PySide6.QtCore import QModelIndex, QRectF, Qt, Slot
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -35,6 +35,7 @@ from detokgui.gui.widgets import SigmaControls
 DIRECTIONS = (("keys", "query → keys"), ("queries", "key → queries"))
 SORTS = (("variance", "score variance (high first)"), ("self_rank", "self-rank (1 first)"))
 PLURAL = {"query": "queries", "key": "keys"}
+TOP1_COLUMN = 4
 MAX_ROWS, MAX_COLS = 400, 600  # drawn entries of the sorted matrix (a stride beyond)
 
 
@@ -107,6 +108,7 @@ class HeadStatsPanel(Panel):
         ll.addWidget(self.table_label)
         self.table = TokenTableView(RecordsModel([], token=int), sortable=True)
         self.table.tokenActivated.connect(self._select)
+        self.table.clicked.connect(self._top1_clicked)
         ll.addWidget(self.table, 1)
         split.addWidget(left)
 
@@ -209,7 +211,8 @@ class HeadStatsPanel(Panel):
             Column("variance", lambda u: float(var[u]), num, numeric=True,
                    tip=f"variance of T_ee over all {col_side}s (population)"),
             Column(f"top-1 {col_side}", lambda u: text(int(top_id[u])),
-                   token=lambda u: int(top_id[u]), tip=f"the {col_side} with the highest T_ee"),
+                   tip=f"the {col_side} with the highest T_ee (a click selects it as the "
+                       f"{col_side} token too)"),
             Column("top-1 score", lambda u: float(top_score[u]), num, numeric=True),
         ]
         model.sorted_by = None
@@ -240,6 +243,16 @@ class HeadStatsPanel(Panel):
     def _select(self, tid: int, shift: bool) -> None:
         direction = self.shown_request.direction if self.shown_request else "keys"
         select_row_token(self.state, direction == "queries")(tid, shift)
+
+    @Slot(QModelIndex)
+    def _top1_clicked(self, index: QModelIndex) -> None:
+        """A click on the top-1 cell also selects that token, on its own side."""
+        st, req = self.result, self.shown_request
+        if st is None or index.column() != TOP1_COLUMN:
+            return
+        u = self.table.token_at(index.row())
+        v = int(st.top_ids[st.row(req.head), u, 0])
+        (self.state.set_key_token if req.direction == "keys" else self.state.set_query_token)(v)
 
     def _mark_selection(self) -> None:
         direction = self.options.value.direction

@@ -142,14 +142,23 @@ def bar_labels(panel):
             if isinstance(item, pg.TextItem)]
 
 
-def test_bigram_auroc_bars_table_and_roc(vocab_window, qtbot):
+def test_bigram_auroc_bars_table_and_roc(vocab_window, qtbot, monkeypatch):
+    from detokgui.core import corpus
+
     win, state = vocab_window, vocab_window.state
     layer = state.layer
+    state.set_query_token(layer.tokenizer.encode(" the")[0])
     panel = show(win, qtbot, "auroc", corpus=False)
     assert panel.result is None and "Choose a corpus" in panel.bars.titleLabel.text
     assert not panel.findChild(CorpusHint).isHidden()
+    counted = []
+    real = corpus.iter_corpus_counts
+    monkeypatch.setattr(corpus, "iter_corpus_counts",
+                        lambda *a, **k: counted.append(a[0]) or real(*a, **k))
     state.set_corpus(CORPUS)
     wait_idle(qtbot, win, timeout=60000)
+    assert counted == [CORPUS]  # the bars and the ROC curve share one count of the corpus
+    assert panel.channel("roc").result is not None
     assert panel.findChild(CorpusHint).isHidden()
     counts = layer_corpus_counts(layer, CORPUS)
     res = A.bigram_auroc(layer, counts)

@@ -4,6 +4,7 @@ shared head, and a scatter plot of many points with hover and click found by num
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -12,9 +13,10 @@ from PySide6.QtCore import QObject, QPointF, Qt, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QWidget
 from superqt.utils import signals_blocked
 
-from detokgui.core.progress import Job, rescaled
+from detokgui.core.progress import Job, Progress, rescaled
 
 _COUNTS_KEY = "gui_corpus_counts"
+_COUNTING = threading.Lock()
 
 
 def _files_stamp(paths) -> tuple:
@@ -32,14 +34,21 @@ def iter_layer_counts(layer, paths, lo: float = 0.0, hi: float = 1.0) -> Job:
     mapped into [lo, hi]."""
     from detokgui.core.corpus import iter_corpus_counts
 
-    stamp = _files_stamp(paths)
-    store = layer._cache.setdefault(_COUNTS_KEY, {})
-    if stamp not in store:
-        counts = yield from rescaled(
-            iter_corpus_counts(paths, layer.tokenizer, layer.n_vocab), lo, hi)
-        store.clear()  # one corpus at a time
-        store[stamp] = counts
-    return store[stamp]
+    # Two views asking at once: the second waits (cancellably) for the first's counts
+    # instead of counting the corpus again.
+    while not _COUNTING.acquire(timeout=0.05):
+        yield Progress(lo, "waiting for the corpus count of another view")
+    try:
+        stamp = _files_stamp(paths)
+        store = layer._cache.setdefault(_COUNTS_KEY, {})
+        if stamp not in store:
+            counts = yield from rescaled(
+                iter_corpus_counts(paths, layer.tokenizer, layer.n_vocab), lo, hi)
+            store.clear()  # one corpus at a time
+            store[stamp] = counts
+        return store[stamp]
+    finally:
+        _COUNTING.release()
 
 
 class HeadSpin(QWidget):

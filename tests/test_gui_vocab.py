@@ -372,10 +372,11 @@ def test_model_switch_frees_the_old_model(vocab_window, qtbot, small_vocab_ckpt,
 
 
 def test_corpus_option_opens_the_corpus(qtbot, small_vocab_ckpt, tmp_path):
-    from detokgui.gui.launch import build_parser, check_corpus_arg
+    from detokgui.gui.launch import build_parser, check_corpus_arg, corpus_arg
 
-    args = build_parser().parse_args(["--corpus", *CORPUS, "--view", "auroc"])
-    assert check_corpus_arg(args.corpus) is None
+    args = build_parser().parse_args(["--corpus", "sample", "--view", "auroc"])
+    args.corpus = corpus_arg(args.corpus)  # 'sample': the shipped sample corpus
+    assert args.corpus == list(CORPUS) and check_corpus_arg(args.corpus) is None
     win = open_window(qtbot, small_vocab_ckpt)
     win.corpus.open(args.corpus)  # what launch() does with --corpus
     qtbot.waitUntil(lambda: win.state.corpus == CORPUS, timeout=10000)

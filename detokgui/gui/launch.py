@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from detokgui.cli.common import CORPUS_PATHS
+
 
 def view_names() -> list[str]:
     """The --view names: the side panel's, then the tabs' in order."""
@@ -26,8 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="default: CUDA when available, else CPU")
     p.add_argument("--corpus", nargs="+", metavar="PATH",
-                   help="open this corpus at start (.txt / .jsonl files, optionally .gz, or "
-                        "folders of them), as the Corpus menu does")
+                   help="open this corpus at start, as the Corpus menu does: " + CORPUS_PATHS)
     p.add_argument("--screenshot", metavar="PATH",
                    help="load the model, draw, save a PNG of the window to PATH and exit")
     p.add_argument("--view", metavar="NAME", choices=view_names(),
@@ -44,6 +45,18 @@ def app_icon():
     from PySide6.QtGui import QIcon
 
     return QIcon(str(files("detokgui.resources") / "detokgui.svg"))
+
+
+def corpus_arg(paths) -> list[str]:
+    """The --corpus paths, with 'sample' (when no such file exists) as the shipped sample
+    corpus's path, as the Corpus menu's *Use sample corpus* opens it."""
+    from pathlib import Path
+
+    from detokgui.core.demo import sample_corpus
+    from detokgui.core.documents import SAMPLE_NAME
+
+    return [str(sample_corpus()) if p == SAMPLE_NAME and not Path(p).exists() else str(p)
+            for p in paths]
 
 
 def check_corpus_arg(paths) -> str | None:
@@ -65,6 +78,7 @@ def check_corpus_arg(paths) -> str | None:
 def launch(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.corpus:
+        args.corpus = corpus_arg(args.corpus)
         problem = check_corpus_arg(args.corpus)
         if problem is not None:
             print(f"detokgui: error: {problem}", file=sys.stderr)

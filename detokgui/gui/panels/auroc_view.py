@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from detokgui.core import auroc as A
@@ -165,9 +166,12 @@ class AUROCPanel(Panel):
         self.bars.addItem(pg.BarGraphItem(x=x, height=np.nan_to_num(means), width=0.7,
                                           brushes=brushes))
         top = float(np.nanmax(means)) if np.isfinite(means).any() else 1.0
+        font = QFont()
+        font.setPointSize(8)
         for i, (m, n) in enumerate(zip(means.tolist(), used.tolist())):
             label = pg.TextItem(f"{num(m)}\nn = {num(int(n))}", anchor=(0.5, 1.0),
                                 color="k")
+            label.setFont(font)
             label.setPos(i, m if np.isfinite(m) else 0)
             self.bars.addItem(label)
         self.bars.addLine(y=0.5, pen=pg.mkPen("#999", width=1, style=Qt.DashLine))

@@ -207,9 +207,9 @@ class HeadStatsPanel(Panel):
             Column(row_side, lambda u: text(int(u)), tip=f"the {row_side} token"),
             Column("id", lambda u: int(u), num, numeric=True),
             Column("self-rank", lambda u: int(rank[u]), num, numeric=True,
-                   tip=f"1 + the number of {col_side}s scoring higher than the token itself"),
+                   tip=f"1 + the number of {PLURAL[col_side]} scoring higher than the token itself"),
             Column("variance", lambda u: float(var[u]), num, numeric=True,
-                   tip=f"variance of T_ee over all {col_side}s (population)"),
+                   tip=f"variance of T_ee over all {PLURAL[col_side]} (population)"),
             Column(f"top-1 {col_side}", lambda u: text(int(top_id[u])),
                    tip=f"the {col_side} with the highest T_ee (a click selects it as the "
                        f"{col_side} token too)"),
@@ -220,12 +220,12 @@ class HeadStatsPanel(Panel):
         model.set_records(self._order(st, h), columns)
         self.table_label.setText(
             f"<b>Head {h}</b> — every {row_side} token over all {num(int(rank.shape[0]))} "
-            f"{col_side}s by T_ee ({st.sigma.label()}); click a row to select it")
+            f"{PLURAL[col_side]} by T_ee ({st.sigma.label()}); click a row to select it")
         n_own = int((rank == 1).sum())
         own = (f"{num(n_own)} token{'s are' if n_own != 1 else ' is'} "
                f"{'their' if n_own != 1 else 'its'} own top {col_side}")
         self.status.setText(
-            f"head {h} · {row_side} → {col_side}s · median self-rank "
+            f"head {h} · {row_side} → {PLURAL[col_side]} · median self-rank "
             f"{num(float(np.median(rank)))} · {own} · {st.sigma.label()}")
         self._mark_selection()
 

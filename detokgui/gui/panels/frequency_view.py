@@ -77,6 +77,8 @@ class FrequencyPanel(Panel):
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.showGrid(x=True, y=True, alpha=0.2)
+        for side in ("left", "bottom"):  # values as they are, not scaled by 0.001
+            self.plot.getAxis(side).enableAutoSIPrefix(False)
         self.points = PointCloud(self.plot)
         self.points.hovered.connect(self._hover)
         self.points.clicked.connect(self._click)

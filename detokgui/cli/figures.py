@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
-from detokgui.cli.common import export_command
+from detokgui.cli.common import CORPUS_PATHS, export_command
 
 
 def _figures_args(p):
@@ -14,8 +14,8 @@ def _figures_args(p):
                    help="folder for the figures (created if missing; an existing folder gets "
                         "the new files only once all are done)")
     p.add_argument("--corpus", nargs="+", default=[], metavar="PATH",
-                   help="text files or folders for the corpus figures (without: those are "
-                        "listed as skipped in index.md)")
+                   help=CORPUS_PATHS + " for the corpus figures (without: those are listed "
+                        "as skipped in index.md)")
     p.add_argument("--format", default="png,svg,pdf",
                    help="comma-separated formats: png, svg, pdf (default: all three)")
     p.add_argument("--heads", nargs="+", type=int, metavar="H",

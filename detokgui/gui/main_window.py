@@ -398,8 +398,8 @@ class MainWindow(QMainWindow):
             return False
         inner = self._inner_tabs(panel)
         if inner is not None:
+            inner.setCurrentWidget(panel)  # first: the group's other current tab never shows
             self.tabs.setCurrentWidget(inner)
-            inner.setCurrentWidget(panel)
         return True
 
     def export_current(self, fmt: str) -> None:

@@ -364,3 +364,13 @@ def test_control_characters_are_escaped_in_token_labels(layer32):
     assert not [s for s in shown if any(ord(c) < 32 or ord(c) == 127 for c in s)]
     piece = next(t for t in range(len(tok)) if tok.convert_ids_to_tokens(t) == "Ĝ")  # byte 0x1c
     assert display_token(tok, piece) == "\\x1c"
+
+
+def test_corpus_sample_names_the_shipped_corpus(tiny_ckpt, tmp_path, capsys):
+    from detokgui import cli
+
+    out = tmp_path / "figs"
+    code = cli.main(["figures", "--model", str(tiny_ckpt), "--device", "cpu", "--out", str(out),
+                     "--corpus", "sample", "--format", "png", "--only", "fig06l_wte_variance"])
+    assert code == 0, capsys.readouterr().err
+    assert index_rows(out)["fig06l_wte_variance"][4] == "`public-domain-sample.jsonl.gz`"

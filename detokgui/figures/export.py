@@ -85,9 +85,17 @@ def check_formats(formats: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def check_corpus(paths: Sequence[str | Path]) -> tuple[Path, ...]:
+    """The corpus files and folders; "sample" (when no such file exists) is the sample
+    corpus shipped in the package, as everywhere in the CLI."""
+    from detokgui.core.documents import SAMPLE_NAME
+
     out = []
     for p in paths:
         path = Path(p)
+        if str(p) == SAMPLE_NAME and not path.exists():
+            from detokgui.core.demo import sample_corpus
+
+            path = sample_corpus()
         if not (path.is_file() or path.is_dir()):
             raise InputError(f"The corpus file {path} does not exist or is not a file or "
                              "folder.")

@@ -130,6 +130,14 @@ def window(qtbot, tiny_ckpt):
     close_jobs(win)
 
 
+@pytest.fixture
+def vocab_window(qtbot, small_vocab_ckpt):
+    """The real main window with the 400-token random model (`small_vocab_ckpt`) loaded."""
+    win = open_window(qtbot, small_vocab_ckpt)
+    yield win
+    close_jobs(win)
+
+
 def open_window(qtbot, folder, timeout=60000):
     """A new main window (fresh settings, 1400 x 900, shown) that has loaded `folder`
     and finished its first computations."""

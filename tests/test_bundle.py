@@ -31,3 +31,16 @@ def test_bundle_exports_and_fails_cleanly(tiny_ckpt, tmp_path):
     assert out.read_text().startswith("query_id,query_token,head,rank,key_id,key_token,score")
     r = run("export", "sigma", "--model", str(tmp_path / "missing"), "--out", str(out))
     assert r.returncode == 2 and "There is no folder" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bundle_ships_the_demo_model_and_sample_corpus(tmp_path):
+    """The trained demo model and the sample corpus come from inside the bundle: the
+    subprocess runs with an empty HOME and cache folder, no network and no ../shared."""
+    out = tmp_path / "topk.csv"
+    r = run("export", "topk", "--model", "demo", "--query", " Korea", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_text().startswith("query_id,query_token,head,rank,key_id,key_token,score")
+    out = tmp_path / "counts.csv"
+    r = run("export", "counts", "--model", "demo", "--corpus", "sample", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert len(out.read_text().splitlines()) > 1000

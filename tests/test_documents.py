@@ -2,6 +2,7 @@
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 from conftest import SAMPLE_CORPUS
@@ -139,3 +140,14 @@ def test_shared_sample_corpus_reads(tok):
     r = CorpusReader(SAMPLE)
     n = sum(1 for _ in r)
     assert n > 100 and r.fraction == 1.0
+
+
+def test_the_name_sample_is_the_shipped_corpus_unless_such_a_file_exists(tmp_path, monkeypatch):
+    from detokgui.core.demo import sample_corpus
+
+    monkeypatch.chdir(tmp_path)
+    assert corpus_files(["sample"]) == [sample_corpus()]
+    assert sample_corpus().is_file()
+    (tmp_path / "sample").mkdir()
+    (tmp_path / "sample" / "mine.txt").write_text("my own text")
+    assert corpus_files(["sample"]) == [Path("sample") / "mine.txt"]

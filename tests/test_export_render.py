@@ -7,6 +7,7 @@ import pytest
 from conftest import SAMPLE_CORPUS, wait_idle
 from svgcheck import RSVG, assert_renders_like, png_array, render_svg
 from test_cli import run_cli
+from test_panels import VOCAB_VIEWS
 
 
 def _show(win, qtbot, panel):
@@ -14,11 +15,10 @@ def _show(win, qtbot, panel):
     qtbot.waitUntil(lambda: panel.isVisible(), timeout=10000)
 
 
-def test_every_plot_of_every_view_exports_svg_like_png(window, qtbot, tmp_path):
-    win = window
+def _check_exports(win, qtbot, tmp_path, panels):
     win.state.set_corpus([str(SAMPLE_CORPUS)])  # the text views plot corpus statistics
     checked = []
-    for panel in win.panels:
+    for panel in panels:
         options = getattr(panel, "options", None)
         if options is not None and hasattr(options.value, "max_texts"):
             options.set(max_texts=2)
@@ -32,9 +32,27 @@ def test_every_plot_of_every_view_exports_svg_like_png(window, qtbot, tmp_path):
             frame.export(svg)
             assert_renders_like(png, svg)
             checked.append(stem)
-    assert len(checked) >= len([p for p in win.panels if p.plot_frames()])
+    assert len(checked) >= len([p for p in panels if p.plot_frames()])
     if not RSVG:
         pytest.skip("checked with Qt's renderer only: rsvg-convert (librsvg2-bin) is missing")
+
+
+def test_every_plot_of_every_view_exports_svg_like_png(window, qtbot, tmp_path):
+    _check_exports(window, qtbot, tmp_path,
+                   [p for p in window.panels if p.view_name not in VOCAB_VIEWS])
+
+
+def test_every_plot_of_the_vocabulary_views_exports_svg_like_png(vocab_window, qtbot,
+                                                                   tmp_path):
+    """On the 400-token model (a whole-vocabulary pass of the 50,257-token one takes a
+    minute); the query token is the corpus's most frequent, so that it has a ROC curve."""
+    from detokgui.core.corpus import layer_corpus_counts
+
+    win = vocab_window
+    counts = layer_corpus_counts(win.state.layer, [str(SAMPLE_CORPUS)])
+    win.state.set_query_token(int(counts.unigrams.argmax()))
+    _check_exports(win, qtbot, tmp_path,
+                   [p for p in win.panels if p.view_name in VOCAB_VIEWS])
 
 
 def test_cli_heatmap_svg_like_png(tiny_ckpt, tmp_path):

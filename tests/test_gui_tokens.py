@@ -231,3 +231,16 @@ def test_file_export_asks_which_plot(window, qtbot, tmp_path, monkeypatch):
     with open(out, newline="") as f:
         written = list(csv.reader(f))
     assert written[0] == list(header) and len(written) - 1 == len(list(rows))
+
+
+def test_control_characters_are_shown_escaped():
+    """GPT-2's byte tokens for control characters show as \\xNN (\\n, \\t, \\r for those):
+    visible on screen and valid in an exported SVG, where XML forbids them raw."""
+    from detokgui.core.tokens import gpt2_tokenizer
+
+    tok = gpt2_tokenizer()
+    for byte in (*range(32), 127):
+        (tid,) = tok.encode(chr(byte))
+        shown = display_token(tok, tid)
+        assert shown == {10: "\\n", 9: "\\t", 13: "\\r"}.get(byte, f"\\x{byte:02x}"), byte
+        assert all(ord(c) >= 32 for c in shown)

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import sys
 
-from detokgui.cli.common import CliError, export_command, head_arg, out_path, tokens_of
+from detokgui.cli.common import (
+    CORPUS_PATHS,
+    CliError,
+    export_command,
+    head_arg,
+    out_path,
+    tokens_of,
+)
 
 SIGMA_HELP = "sigma per token: mean over positions (default) or none (raw, without LayerNorm)"
 
@@ -33,7 +40,7 @@ def _counts(args, layer):
 
 def _corpus_arg(p):
     p.add_argument("--corpus", required=True, nargs="+", metavar="PATH",
-                   help="corpus files (.txt, .jsonl, optionally .gz) or folders")
+                   help=CORPUS_PATHS)
 
 
 def _head_sigma_out_args(p):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
-from detokgui.cli.common import export_command
+from detokgui.cli.common import CORPUS_PATHS, export_command
 
 
 def _figures_args(p):
@@ -14,13 +14,22 @@ def _figures_args(p):
                    help="folder for the figures (created if missing; an existing folder gets "
                         "the new files only once all are done)")
     p.add_argument("--corpus", nargs="+", default=[], metavar="PATH",
-                   help="text files for the corpus figures (without: those are listed as "
-                        "skipped in index.md)")
+                   help=CORPUS_PATHS + " for the corpus figures (without: those are listed "
+                        "as skipped in index.md)")
     p.add_argument("--format", default="png,svg,pdf",
                    help="comma-separated formats: png, svg, pdf (default: all three)")
     p.add_argument("--heads", nargs="+", type=int, metavar="H",
                    help="heads for the figures that show the paper's chosen heads (default: "
                         "the paper's, e.g. 1 and 7)")
+    p.add_argument("--max-texts", type=int, default=None, metavar="N",
+                   help="corpus windows read by the text figures (observed attention, KL "
+                        "contributions; default 64, registry.DEFAULT_MAX_TEXTS); counts use "
+                        "the whole corpus")
+    p.add_argument("--dpi", type=int, default=None, metavar="N",
+                   help="PNG resolution in dots per inch (default 300; the figures are drawn "
+                        "at their printed size)")
+    p.add_argument("--no-data", action="store_true",
+                   help="write no CSV data files (e.g. for a gallery of images)")
     p.add_argument("--only", nargs="+", metavar="KEY",
                    help="export only these figures (file stems as listed in index.md)")
 
@@ -49,8 +58,11 @@ class _StderrProgress:
 )
 def export_figures_command(args, layer):
     from detokgui.figures.export import export_figures
+    from detokgui.figures.registry import DEFAULT_MAX_TEXTS
 
+    max_texts = DEFAULT_MAX_TEXTS if args.max_texts is None else args.max_texts
     report = export_figures(layer, args.out, args.format, args.corpus, args.heads, args.only,
-                            on_progress=_StderrProgress())
+                            on_progress=_StderrProgress(), max_texts=max_texts,
+                            dpi=args.dpi, data=not args.no_data)
     print(f"{len(report.built)} figures, {len(report.skipped)} skipped "
           f"(see {report.out / 'index.md'})")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from detokgui.cli.common import CliError, export_command, out_path, tokens_of
+from detokgui.cli.common import CORPUS_PATHS, CliError, export_command, out_path, tokens_of
 
 
 def _corpus_args(p, required: bool = True):
     p.add_argument("--corpus", nargs="+", required=required, metavar="PATH",
-                   help=".txt/.jsonl files (optionally .gz) or folders; a text is a window "
-                        "of at most n_positions tokens of one document")
+                   help=CORPUS_PATHS + "; a text is a window of at most n_positions "
+                        "tokens of one document")
     p.add_argument("--prepend-eos", action="store_true",
                    help="start every text with <|endoftext|> (the authors' convention)")
     p.add_argument("--max-texts", type=int, default=None, metavar="N",

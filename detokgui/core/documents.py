@@ -55,15 +55,24 @@ def _kind(path: Path) -> str | None:
     return None
 
 
+SAMPLE_NAME = "sample"
+
+
 def corpus_files(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
     """The corpus files named by `paths` (files, or folders searched recursively for
     .txt/.jsonl[.gz] files, in sorted order). Raises InputError for a missing path, an
-    unsupported file named explicitly, or when no corpus file is found."""
+    unsupported file named explicitly, or when no corpus file is found. The name
+    SAMPLE_NAME ("sample"), when no such file exists, is the sample corpus shipped in the
+    package."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files: list[Path] = []
     for p in map(Path, paths):
-        if p.is_dir():
+        if str(p) == SAMPLE_NAME and not p.exists():
+            from detokgui.core.demo import sample_corpus
+
+            files.append(sample_corpus())
+        elif p.is_dir():
             try:
                 found = sorted(f for f in p.rglob("*") if f.is_file() and _kind(f))
             except OSError as exc:

@@ -407,6 +407,54 @@ def empirical_attention(layer, texts: TextSource, i, heads=None,
     return run(iter_empirical_attention(layer, texts, i, heads, convention))
 
 
+@dataclass
+class AttentionRows:
+    """The model's attention at query position i in each text longer than i:
+    rows[w, r, j] = alpha_{i,j,heads[r]} of text w, [windows, len(heads), i+1] float64
+    (the per-text values behind `EmpiricalAttention.empirical`, which is their mean)."""
+
+    i: int
+    heads: list[int]
+    rows: np.ndarray
+    texts: int
+    source: str
+
+    @property
+    def windows(self) -> int:
+        return int(self.rows.shape[0])
+
+    def mean(self) -> np.ndarray:
+        return self.rows.mean(axis=0)
+
+    def percentiles(self, interval: float = 95.0) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) [len(heads), i+1]: the (100-interval)/2 and (100+interval)/2
+        percentiles over the texts (numpy's linear interpolation)."""
+        q = (100.0 - interval) / 2
+        lo, hi = np.percentile(self.rows, [q, 100.0 - q], axis=0)
+        return lo, hi
+
+
+@torch.no_grad()
+def iter_attention_rows(layer, texts: TextSource, i, heads=None) -> Job[AttentionRows]:
+    """Generator job (Progress per text) returning the `AttentionRows` at query position
+    i over `texts`; InputError when no text is longer than i tokens."""
+    i = check_position(layer, i)
+    hs = check_heads(layer, heads)
+    rows: list[np.ndarray] = []
+    n_texts = 0
+    for ids, frac in texts.iterate(layer):
+        n_texts += 1
+        if ids.shape[0] > i:
+            rows.append(_np(attention_row(layer, ids, i)[hs].double()))
+        yield Progress(frac, f"attention at {i}: {len(rows)} of {n_texts} texts")
+    if not rows:
+        raise InputError(
+            f"None of the {n_texts} texts is longer than {i} tokens; choose a query "
+            f"position below the length of the longest text.")
+    return AttentionRows(i=i, heads=hs, rows=np.stack(rows), texts=n_texts,
+                         source=texts.label())
+
+
 # --------------------------------------------------------------------------- C3
 
 DEFINITIONS = ("paper", "code")
@@ -499,7 +547,9 @@ def kl_contributions(layer, token_ids, definition: str = "paper", heads=None) ->
 class KLContributions:
     """C3: c^X_{i,h} averaged over texts, contribution [len(heads), 6, L] (terms in
     TERM_NAMES order; NaN where no text is longer than i); texts[i] = how many texts
-    have more than i tokens; `definition` says which KL (DEFINITION_LABELS)."""
+    have more than i tokens; `definition` says which KL (DEFINITION_LABELS).
+    stderr: the standard error of each mean over the texts, sqrt(var / texts[i]) with
+    the unbiased variance (NaN where fewer than two texts reach i)."""
 
     definition: str
     heads: list[int]
@@ -508,6 +558,7 @@ class KLContributions:
     texts: np.ndarray
     n_texts: int
     source: str
+    stderr: np.ndarray | None = None
 
     @property
     def label(self) -> str:
@@ -526,21 +577,28 @@ def iter_kl(layer, texts: TextSource, definition: str = "paper", heads=None
     hs = check_heads(layer, heads)
     L = layer.n_positions
     acc = torch.zeros(len(hs), len(TERM_NAMES), L, dtype=torch.float64, device=layer.device)
+    sq = torch.zeros_like(acc)
     counts = torch.zeros(L, dtype=torch.long, device=layer.device)
     n_texts = 0
     for ids, frac in texts.iterate(layer):
         n = ids.shape[0]
-        acc[..., :n] += kl_contributions(layer, ids, definition, hs).double()
+        c = kl_contributions(layer, ids, definition, hs).double()
+        acc[..., :n] += c
+        sq[..., :n] += c * c
         counts[:n] += 1
         n_texts += 1
         yield Progress(frac, f"KL contributions: {n_texts} texts")
     if n_texts == 0:
         raise InputError("The corpus holds no text.")
-    mean = acc / counts.clamp_min(1)
+    k = counts.clamp_min(1).double()
+    mean = acc / k
     mean[..., counts == 0] = torch.nan
+    var = ((sq - k * mean * mean) / (k - 1).clamp_min(1)).clamp_min(0)
+    se = (var / k).sqrt()
+    se[..., counts < 2] = torch.nan
     return KLContributions(
         definition=definition, heads=hs, terms=TERM_NAMES, contribution=_np(mean),
-        texts=_np(counts), n_texts=n_texts, source=texts.label(),
+        texts=_np(counts), n_texts=n_texts, source=texts.label(), stderr=_np(se),
     )
 
 

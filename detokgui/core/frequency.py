@@ -2,6 +2,7 @@
 paper Fig 5, Fig 6 left, Fig 11).
 
     T_e(v)   = b^QK_h e_v^T / s_v          (key-side sigma: mean over positions, or none)
+    T_e(v)   = b^QK_h e_v^T E_j[1/sigma(e_v + p_j)]   ("paper": the authors' Fig 5 / 11 code)
     Var(e_v) = mean_k (e_v,k - mean(e_v))^2 (population variance over the d dimensions)
     |e_v|    = Euclidean norm of the token embedding
 
@@ -27,6 +28,7 @@ from detokgui.core.errors import InputError
 from detokgui.core.sigma import row_variance
 
 ZERO_COUNTS = ("exclude", "include")
+T_E_CONVENTIONS = ("sigma", "paper")
 ZERO_COUNT_LABELS = {
     "exclude": "tokens absent from the corpus (count 0) left out",
     "include": "tokens absent from the corpus (count 0) included, tied at the lowest rank",
@@ -41,6 +43,26 @@ def self_assertion(layer, sigma: SigmaChoice | None = None, heads=None) -> torch
         t = layer.bQK[hs] @ layer.E.T  # [h, V]
         s = token_sigmas(layer, sigma, "key")
         return t / s if s is not None else t
+
+
+def inverse_sigma_per_token(layer, rows_per_chunk: int = 4096) -> torch.Tensor:
+    """E_j[1/sigma(e_v + p_j)] for every token v, [V]: the mean over positions of the
+    reciprocal sigma table (the authors' per-token factor of T_e). Needs the sigma table."""
+    with torch.inference_mode():
+        table = layer.sigma_stats().table  # [V, L]
+        out = torch.empty(table.shape[0], dtype=layer.dtype, device=table.device)
+        for a in range(0, table.shape[0], rows_per_chunk):
+            out[a:a + rows_per_chunk] = table[a:a + rows_per_chunk].reciprocal().mean(
+                1, dtype=torch.float64).to(layer.dtype)
+        return out
+
+
+def self_assertion_paper(layer, heads=None) -> torch.Tensor:
+    """T_e(v) = b^QK_h e_v^T E_j[1/sigma(e_v + p_j)] for every token v, [h, V] (the
+    authors' convention of Fig 5 and Fig 11: each position's sigma, then the mean)."""
+    hs = check_heads(layer, heads)
+    with torch.inference_mode():
+        return (layer.bQK[hs] @ layer.E.T) * inverse_sigma_per_token(layer)
 
 
 def embedding_variance(layer) -> torch.Tensor:
@@ -102,6 +124,7 @@ class FrequencyStats:
     rho_t_e: np.ndarray  # [h] rho(count, T_e) over `used`
     rho_variance: float  # rho(count, Var(e)) over `used`
     rho_norm_t_e: np.ndarray  # [h] rho(|e|, T_e) over all tokens
+    t_e_convention: str = "sigma"  # "sigma": / s_v per `sigma`; "paper": E_j[1/sigma]
 
     @property
     def n_used(self) -> int:
@@ -109,9 +132,11 @@ class FrequencyStats:
 
 
 def frequency_stats(layer, counts, sigma: SigmaChoice | None = None, heads=None,
-                    zero_counts: str = "exclude") -> FrequencyStats:
+                    zero_counts: str = "exclude", t_e: str = "sigma") -> FrequencyStats:
     """T_e per head, Var(e) and |e| against the corpus counts (a CorpusCounts) of the
-    model's tokens, with the Spearman correlations (see the module docstring)."""
+    model's tokens, with the Spearman correlations (see the module docstring). `t_e`:
+    "sigma" divides by s_v per `sigma`; "paper" uses E_j[1/sigma(e_v + p_j)] (the
+    authors' Fig 5 / 11; `sigma` is then ignored)."""
     sigma = sigma or SigmaChoice()
     if zero_counts not in ZERO_COUNTS:
         raise InputError(f"zero_counts must be one of {', '.join(ZERO_COUNTS)}, "
@@ -119,12 +144,16 @@ def frequency_stats(layer, counts, sigma: SigmaChoice | None = None, heads=None,
     if counts.n_vocab != layer.n_vocab:
         raise InputError(f"The corpus counts cover {counts.n_vocab} token ids but the model has "
                          f"{layer.n_vocab}; count the corpus with this model's tokenizer.")
+    if t_e not in T_E_CONVENTIONS:
+        raise InputError(f"t_e must be one of {', '.join(T_E_CONVENTIONS)}, not {t_e!r}")
     hs = check_heads(layer, heads)
     c = np.asarray(counts.unigrams)
     used = c > 0 if zero_counts == "exclude" else np.ones(c.shape, dtype=bool)
     if used.sum() < 2:
         raise InputError("Fewer than two tokens occur in the corpus: no correlation.")
-    t_e = self_assertion(layer, sigma, hs).double().cpu().numpy()
+    te_convention = t_e
+    t_e = (self_assertion_paper(layer, hs) if t_e == "paper"
+           else self_assertion(layer, sigma, hs)).double().cpu().numpy()
     var = embedding_variance(layer).double().cpu().numpy()
     norm = embedding_norm(layer).double().cpu().numpy()
     cu = c[used]
@@ -134,4 +163,5 @@ def frequency_stats(layer, counts, sigma: SigmaChoice | None = None, heads=None,
         rho_t_e=spearman(np.broadcast_to(cu, (len(hs), cu.shape[0])), t_e[:, used]),
         rho_variance=float(spearman(cu, var[used])),
         rho_norm_t_e=spearman(np.broadcast_to(norm, t_e.shape), t_e),
+        t_e_convention=te_convention,
     )

@@ -80,10 +80,16 @@ def _byte_level_alphabet() -> dict[str, int]:
 _ALPHABET = _byte_level_alphabet()
 
 
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+#: Control characters (C0, DEL) as \n, \t, \r or \xNN: visible on screen, and never raw
+#: in an exported SVG, where XML forbids most of them.
+_CONTROL = {c: _ESCAPES.get(chr(c), f"\\x{c:02x}") for c in (*range(32), 127)}
+
+
 def _show(text: str) -> str:
     if text.startswith(" "):
         text = SPACE_MARK + text[1:]
-    return text.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+    return text.translate(_CONTROL)
 
 
 def _from_piece(piece: str) -> str | None:

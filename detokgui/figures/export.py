@@ -29,6 +29,7 @@ from detokgui.core.progress import Job, Progress, rescaled, run
 from detokgui.core.tables import write_csv
 from detokgui.figures import style
 from detokgui.figures.registry import (
+    DEFAULT_MAX_TEXTS,
     FIGURES,
     Drawn,
     FigureContext,
@@ -50,6 +51,7 @@ class FigureRecord:
     convention: str = ""
     notes: str = ""
     skipped: str = ""
+    uses_corpus: bool = False
 
 
 @dataclass
@@ -83,21 +85,43 @@ def check_formats(formats: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def check_corpus(paths: Sequence[str | Path]) -> tuple[Path, ...]:
+    """The corpus files and folders; "sample" (when no such file exists) is the sample
+    corpus shipped in the package, as everywhere in the CLI."""
+    from detokgui.core.documents import SAMPLE_NAME
+
     out = []
     for p in paths:
         path = Path(p)
-        if not path.is_file():
-            raise InputError(f"The corpus file {path} does not exist or is not a file.")
+        if str(p) == SAMPLE_NAME and not path.exists():
+            from detokgui.core.demo import sample_corpus
+
+            path = sample_corpus()
+        if not (path.is_file() or path.is_dir()):
+            raise InputError(f"The corpus file {path} does not exist or is not a file or "
+                             "folder.")
         out.append(path)
     return tuple(out)
 
 
 def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = FORMATS,
                         corpus: Sequence[str | Path] = (), heads: Sequence[int] | None = None,
-                        keys: Sequence[str] | None = None) -> Job[ExportReport]:
+                        keys: Sequence[str] | None = None,
+                        max_texts: int = DEFAULT_MAX_TEXTS, *, dpi: int | None = None,
+                        data: bool = True) -> Job[ExportReport]:
     """Generator job: draw and write every registered figure (or only `keys`) into `out`;
-    yields Progress per figure (and within long figures); returns an `ExportReport`."""
-    from detokgui.core.checks import check_heads
+    yields Progress per figure (and within long figures); returns an `ExportReport`.
+    The text figures read at most `max_texts` corpus windows; the counts, AUROC and
+    frequency figures use the whole corpus. `dpi`: PNG resolution (default
+    style.RC["savefig.dpi"]); `data=False` writes no CSV files (a gallery)."""
+    from detokgui.core.checks import as_int, check_heads
+
+    max_texts = as_int(max_texts, "maximum number of texts")
+    if dpi is not None:
+        dpi = as_int(dpi, "PNG resolution")
+        if not 20 <= dpi <= 1200:
+            raise InputError(f"The PNG resolution must be 20 to 1200 dpi, not {dpi}.")
+    if max_texts < 1:
+        raise InputError(f"The maximum number of texts must be at least 1, not {max_texts}.")
 
     fmts = check_formats(formats)
     files = check_corpus(corpus)
@@ -110,29 +134,32 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
         if unknown:
             raise InputError(f"Unknown figure {unknown[0]!r}: choose from {', '.join(sorted(FIGURES))}.")
         specs = [s for s in specs if s.key in set(keys)]
-    ctx = FigureContext(layer, files, tuple(check_heads(layer, heads)) if heads else None)
+    ctx = FigureContext(layer, files, tuple(check_heads(layer, heads)) if heads else None,
+                        max_texts=max_texts)
     records: list[FigureRecord] = []
     n = len(specs)
     with _staging(out) as stage:
         for k, spec in enumerate(specs):
             lo, hi = k / n, (k + 1) / n
             yield Progress(lo, f"[{k + 1}/{n}] {spec.key} ({spec.paper})")
-            rec = yield from _export_one(spec, ctx, stage, fmts, lo, hi)
+            rec = yield from _export_one(spec, ctx, stage, fmts, lo, hi, dpi, data)
             records.append(rec)
         with open(stage / INDEX, "w", encoding="utf-8", newline="\n") as f:
-            f.write(index_markdown(layer, files, fmts, records))
+            f.write(index_markdown(layer, files, fmts, records, max_texts, data))
         yield Progress(1.0, f"[{n}/{n}] writing {INDEX}")
     return ExportReport(out, records)
 
 
 def export_figures(layer, out, formats=FORMATS, corpus=(), heads=None, keys=None,
-                   on_progress=None) -> ExportReport:
+                   on_progress=None, max_texts=DEFAULT_MAX_TEXTS, dpi=None,
+                   data=True) -> ExportReport:
     """`iter_export_figures` run to completion."""
-    return run(iter_export_figures(layer, out, formats, corpus, heads, keys), on_progress)
+    return run(iter_export_figures(layer, out, formats, corpus, heads, keys, max_texts,
+                                   dpi=dpi, data=data), on_progress)
 
 
 def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: float,
-                hi: float) -> Job[FigureRecord]:
+                hi: float, dpi: int | None = None, data: bool = True) -> Job[FigureRecord]:
     rec = FigureRecord(spec, convention=spec.convention)
     if spec.needs_corpus and not ctx.corpus:
         rec.skipped = "needs a corpus: give --corpus FILE"
@@ -152,12 +179,14 @@ def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: flo
     with style.style():
         for fmt in fmts:
             name = f"{spec.key}.{fmt}"
-            style.save(drawn.figure, stage / name, fmt)
+            style.save(drawn.figure, stage / name, fmt, dpi if fmt == "png" else None)
             rec.files.append(name)
-    write_csv(stage / f"{spec.key}.csv", drawn.data)
-    rec.files.append(f"{spec.key}.csv")
+    if data:
+        write_csv(stage / f"{spec.key}.csv", drawn.data)
+        rec.files.append(f"{spec.key}.csv")
     rec.convention = drawn.convention or spec.convention
     rec.notes = drawn.notes
+    rec.uses_corpus = drawn.uses_corpus or spec.needs_corpus
     return rec
 
 
@@ -168,7 +197,8 @@ def _md(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureRecord]) -> str:
+def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureRecord],
+                   max_texts: int = DEFAULT_MAX_TEXTS, data: bool = True) -> str:
     from detokgui import __version__
     from detokgui.figures.paper import model_name
 
@@ -179,7 +209,11 @@ def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureReco
         (f"- model: `{model_name(layer)}` (V = {layer.n_vocab}, L = {layer.n_positions}, "
         f"d = {layer.d}, {layer.n_heads} heads, d' = {layer.d_head})"),
         f"- corpus: {corpus_text}",
-        f"- formats: {', '.join(fmts)}, and each figure's data as CSV",
+        (f"- texts: the corpus figures count tokens and bigrams over the whole corpus; the "
+         f"text figures (observed attention, KL contributions) read its first {max_texts} "
+         f"windows of at most {layer.n_positions} tokens (`--max-texts`)"),
+        f"- formats: {', '.join(fmts)}" + (", and each figure's data as CSV" if data else
+                                            " (no CSV data: `--no-data`)"),
         (f"- detokgui {__version__}; paper = Kamoda et al., *Weight-based Analysis of "
         "Detokenization in Language Models* (NAACL Findings 2025)"),
         "",
@@ -190,7 +224,7 @@ def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureReco
         if r.skipped:
             continue
         links = " · ".join(f"[{Path(f).suffix[1:]}]({f})" for f in r.files)
-        used = corpus_text if r.spec.needs_corpus else "— (weights only)"
+        used = corpus_text if r.uses_corpus else "— (weights only)"
         lines.append(f"| {_md(r.spec.paper)} | {_md(r.spec.title)} | {links} | "
                      f"{_md(r.convention)} | {used} | {_md(r.notes)} |")
     skipped = [r for r in records if r.skipped]

@@ -23,6 +23,8 @@ from matplotlib.ticker import MaxNLocator
 
 from detokgui.core import positional as pos
 from detokgui.core.affinity import SigmaChoice, affinity_block, topk_keys
+from detokgui.core.errors import InputError
+from detokgui.core.progress import Job
 from detokgui.core.tokens import display_token
 from detokgui.figures import style
 from detokgui.figures.registry import Drawn, FigureContext, FigureSkipped, figure
@@ -144,11 +146,16 @@ def _draw_total(ax, lines, r, h, i) -> None:
     _draw_bands(ax, lines, r, "total", _tp_tpp(i, h))
 
 
-def _draw_softmax(ax, lines, r, h, i) -> None:
+def _draw_softmax(ax, lines, r, h, i, short: bool = False) -> None:
     for kind in SIGMA_I_KINDS:
         b = lines[kind]
         ax.plot(b.j, b.softmax[r], color=SIGMA_COLOURS[kind], label=SIGMA_I_LABELS[kind])
-    style.panel_title(ax, _softmax(i, h))
+    style.panel_title(ax, _softmax_short(i, h) if short else _softmax(i, h))
+
+
+def _softmax_short(i, h):
+    """The softmax label for narrow panels: the sum named by its query and head only."""
+    return rf"$\mathrm{{softmax}}_j\,(T^{{\mathrm{{pp+p}}}}_{{{i},j,{h}}})$"
 
 
 def _xlabels(axes) -> None:
@@ -329,31 +336,62 @@ def fig12_raw(ctx: FigureContext) -> Drawn:
 # --------------------------------------------------------------------------- Fig 3
 
 
-@figure("fig03_position_bias", paper="Fig 3-A..D",
-        title="A: T_p; B: T_pp at i = 500; C: T_pp + T_p; D: its softmax (heads 1 and 7)",
-        convention=PAPER_POSITION)
-def fig3(ctx: FigureContext) -> Drawn:
+@figure("fig03_position_bias", paper="Fig 3 (A-D; E with a corpus)",
+        title="A: T_p; B: T_pp at i = 500; C: T_pp + T_p; D: its softmax; E (with a corpus): "
+              "observed attention against D (heads 1 and 7)",
+        convention=PAPER_POSITION + "; E as fig03e_observed")
+def fig3(ctx: FigureContext) -> Job[Drawn]:
     hs = ctx.paper_heads((1, 7))
     i = ctx.paper_position(500)
     tp = _tp_all(ctx, hs)
     lines = _lines(ctx, i, hs)
+    obs, why = None, ""
+    if ctx.corpus:
+        from detokgui.figures.text import observed
+
+        try:
+            obs = yield from observed(ctx, hs, i)
+        except InputError as exc:
+            why = f"no panel E: {exc}"
+    ncols = 5 if obs is not None else 4
+    e_note = (f"E: {obs.rows.windows} corpus windows, mean and 95% interval; last 16 keys"
+              if obs is not None else "")
     with style.style():
         fig, axes = style.new_figure(
-            TEXT_IN, 0.145 * TEXT_IN * len(hs) + 0.25, len(hs), 4, sharex="col",
+            TEXT_IN, 0.145 * TEXT_IN * len(hs) + 0.25, len(hs), ncols,
             footer=footer(ctx, heads_text(hs), position_note(ctx, [500], [i]),
-                          PAPER_POSITION_SHORT))
+                          PAPER_POSITION_SHORT, e_note))
         for r, h in enumerate(hs):
             _draw_tp(axes[r, 0], tp, r, h)
             _draw_tpp(axes[r, 1], lines, r, h, i)
             _draw_total(axes[r, 2], lines, r, h, i)
-            _draw_softmax(axes[r, 3], lines, r, h, i)
+            _draw_softmax(axes[r, 3], lines, r, h, i, short=obs is not None)
+            if obs is not None:
+                from detokgui.figures.text import draw_observed
+
+                draw_observed(axes[r, 4], obs, r, h)
             axes[r, 0].set_ylabel(f"Head {h}")
-        for c, letter in enumerate("ABCD"):
+        for r in range(len(hs) - 1):  # shared x per column (not E: its own range)
+            for c in range(4):
+                axes[r, c].sharex(axes[-1, c])
+                axes[r, c].tick_params(labelbottom=False)
+        for c, letter in enumerate("ABCDE"[:ncols]):
             style.panel_letter(axes[0, c], letter)
-        style.top_legend(fig, axes[0, 1])
-        _xlabels(axes)
-    return Drawn(fig, _bias_table(list(lines.values())),
-                 notes=f"{heads_text(hs)}; {position_note(ctx, [500], [i])}")
+        handles, labels = axes[0, 1].get_legend_handles_labels()
+        if obs is not None:
+            more = axes[0, 4].get_legend_handles_labels()
+            handles, labels = handles + more[0], labels + more[1]
+        fig.legend(handles, labels, loc="outside upper center", ncols=len(labels))
+        _xlabels(axes[:, :4])
+        if obs is not None:
+            axes[-1, 4].set_xlabel("$j$ (last 16 keys)")
+    notes = f"{heads_text(hs)}; {position_note(ctx, [500], [i])}"
+    if obs is not None:
+        notes += f"; E: {obs.rows.windows} windows (data in fig03e_observed.csv)"
+    elif why:
+        notes += f"; {why}"
+    return Drawn(fig, _bias_table(list(lines.values())), notes=notes,
+                 uses_corpus=obs is not None)
 
 
 @figure("fig03a_tp", paper="Fig 3-A", title="T_p over past positions j (heads 1 and 7)",

@@ -38,7 +38,11 @@ from matplotlib.figure import Figure
 from detokgui.core.progress import Job
 from detokgui.core.tables import Table
 
-FIGURE_MODULES = ("paper", "studies", "pending")
+FIGURE_MODULES = ("paper", "studies", "corpus", "text")
+
+#: How many corpus windows the text figures (observed attention, KL contributions) read
+#: by default: enough for smooth means, seconds per figure on a CPU.
+DEFAULT_MAX_TEXTS = 64
 
 
 class FigureSkipped(Exception):
@@ -49,12 +53,14 @@ class FigureSkipped(Exception):
 class Drawn:
     """What a builder returns: the figure, its data as a table (written as CSV), and
     optionally the conventions (when they depend on the run) and notes for the index
-    (the heads, positions and samples actually used)."""
+    (the heads, positions and samples actually used), and whether it used the corpus
+    though it does not need one."""
 
     figure: Figure
     data: Table
     convention: str | None = None
     notes: str = ""
+    uses_corpus: bool = False  # a figure that needs no corpus but drew a part from it
 
 
 Builder = Callable[["FigureContext"], "Drawn | Job[Drawn]"]
@@ -105,12 +111,20 @@ def load_figures() -> list[FigureSpec]:
 @dataclass
 class FigureContext:
     """What a builder gets: the model, the corpus files (empty: none given), an optional
-    override of the paper's heads, and a cache shared by the figures of one export."""
+    override of the paper's heads, the most corpus windows the text figures read, and a
+    cache shared by the figures of one export."""
 
     layer: Any
     corpus: tuple[Path, ...] = ()
     heads: tuple[int, ...] | None = None
     cache: dict = field(default_factory=dict)
+    max_texts: int = DEFAULT_MAX_TEXTS
+
+    def texts(self):
+        """The first `max_texts` windows of the corpus (`core.empirical.TextSource`)."""
+        from detokgui.core.empirical import TextSource
+
+        return TextSource.corpus(self.corpus, max_texts=self.max_texts)
 
     @property
     def n_positions(self) -> int:

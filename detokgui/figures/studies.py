@@ -15,10 +15,10 @@ from matplotlib.colors import LogNorm
 
 from detokgui.core import neurons as nr
 from detokgui.core import positional as pos
-from detokgui.core.progress import Job
+from detokgui.core.progress import Job, rescaled
 from detokgui.figures import style
 from detokgui.figures.paper import footer
-from detokgui.figures.registry import Drawn, FigureContext, figure
+from detokgui.figures.registry import Drawn, FigureContext, FigureSkipped, figure
 from detokgui.figures.style import TEXT_IN
 
 PATTERN_FLOOR = 1e-4  # the colour scale's lower end (log scale)
@@ -127,3 +127,70 @@ def b6_neurons(ctx: FigureContext) -> Drawn:
     header = ["dim", "norm", "slope", "r2", "frequency", "period", "peak_share", "group"]
     counts = {g: st.group.count(g) for g in nr.NEURON_GROUPS}
     return Drawn(fig, (header, rows), notes=", ".join(f"{g}: {n}" for g, n in counts.items()))
+
+
+NEURONS_SHOWN = 7
+NEURON_TOKENS = 5
+
+
+@figure("study_c5_contextual_neurons", paper="C5 (contextual circuit)",
+        title="Top contextual neurons: the tokens that push each neuron up or down through "
+              "the contextual heads' OV circuits",
+        convention="contextual heads from the B4 classification; content factor at the mean "
+                   "query position; norm_h = vocabulary mean of f_h (weight-only); c_m(x) = "
+                   "ext(x) · W2[:, m] without ln_2's scale; neurons ranked by the std of c_m "
+                   "over the vocabulary")
+def c5_neurons(ctx: FigureContext) -> Job[Drawn]:
+    from detokgui.core.circuits import iter_contextual_circuit, iter_rank_neurons
+    from detokgui.core.text_tables import neuron_ranking_table
+    from detokgui.core.tokens import display_token
+
+    layer = ctx.layer
+    res = yield from rescaled(ctx.memo("b4.classification",
+                                            lambda: pos.iter_classify_heads(layer)), 0.0, 0.4)
+    hs = [h for h, lab in zip(res.heads, res.labels) if lab == "contextual"]
+    if not hs:
+        raise FigureSkipped("no head of this model is classified contextual (B4), so there "
+                            "is no contextual circuit")
+    circuit = yield from rescaled(iter_contextual_circuit(layer, heads=hs), 0.4, 0.5)
+    rank = yield from rescaled(
+        iter_rank_neurons(layer, circuit, top=NEURONS_SHOWN, k=NEURON_TOKENS), 0.5, 1.0)
+    tok = layer.tokenizer
+    with style.style():
+        fig, axes = style.new_figure(
+            TEXT_IN, 0.5 * TEXT_IN, 2, 4,
+            footer=footer(ctx, f"contextual heads {', '.join(map(str, hs))} (B4)",
+                          "c_m(x) = ext(x)·W2[:, m], ln_2 scale left out",
+                          "norm_h: vocabulary mean of f_h (weight-only)"))
+        ax = axes[-1, 0]  # bottom left: its x label sits with the bars' labels
+        size = np.sort(rank.size)[::-1]
+        ax.plot(np.arange(1, len(size) + 1), size, linewidth=0.8)
+        ax.scatter(np.arange(1, NEURONS_SHOWN + 1), size[:NEURONS_SHOWN], s=4, color="C3",
+                   zorder=3)
+        ax.set_xscale("log")
+        ax.set_xlabel("Neuron rank")
+        ax.set_ylabel("std over tokens of $c_m$")
+        ax.set_ylim(0, size[0] * 1.08)
+        ax.set_title("contextual component per neuron", pad=2)
+        bars = [a for a in axes.flat if a is not axes[-1, 0]]
+        for ax, r in zip(bars, range(len(rank.top_neurons))):
+            m = int(rank.top_neurons[r])
+            top, bottom = rank.top_values[r], rank.bottom_values[r]
+            names = ([display_token(tok, int(t)) for t in rank.top_ids[r]]
+                     + [display_token(tok, int(t)) for t in rank.bottom_ids[r]][::-1])
+            values = np.concatenate([top, bottom[::-1]])
+            y = np.arange(len(values))[::-1]
+            ax.barh(y, values, color=["C0"] * len(top) + ["C3"] * len(bottom), height=0.7)
+            ax.set_yticks(y, [n if len(n) <= 12 else n[:11] + "…" for n in names],
+                          fontsize=style.FOOTER_PT + 0.5)
+            ax.axvline(0, color="0.3", linewidth=0.4)
+            ax.set_xmargin(0.06)
+            ax.tick_params(axis="x", labelsize=style.FOOTER_PT + 0.5)
+            ax.set_title(f"neuron {m}", pad=2)
+        for ax in bars[len(rank.top_neurons):]:
+            ax.set_visible(False)
+        for ax in axes[-1, 1:]:
+            ax.set_xlabel("$c_m(x)$")
+    notes = (f"heads {', '.join(map(str, hs))}; top neurons "
+             f"{', '.join(str(int(m)) for m in rank.top_neurons)}")
+    return Drawn(fig, neuron_ranking_table(layer, rank), notes=notes)

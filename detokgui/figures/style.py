@@ -90,7 +90,7 @@ def text_width_in(text: str, size_pt: float) -> float:
 
 def wrap_footer(parts, width_in: float) -> list[str]:
     """Join the footer's parts with " · " into as few lines as fit the figure's width."""
-    room = width_in - 0.05
+    room = 0.95 * width_in - 0.05  # Agg hinting widens small text at low dpi
     lines: list[str] = []
     for part in (str(p) for p in parts if p):
         joined = f"{lines[-1]} · {part}" if lines else part
@@ -164,8 +164,10 @@ def top_legend(fig: Figure, ax, ncols: int | None = None, fontsize: float | None
                fontsize=fontsize)
 
 
-def save(fig: Figure, path, fmt: str) -> None:
-    """Write the figure at its printed size (no tight bounding box) in one format."""
+def save(fig: Figure, path, fmt: str, dpi: int | None = None) -> None:
+    """Write the figure at its printed size (no tight bounding box) in one format;
+    `dpi` for raster output (default RC["savefig.dpi"])."""
     # fontTools warns about DejaVu's zero font timestamps while subsetting for PDF.
     logging.getLogger("fontTools").setLevel(logging.ERROR)
-    fig.savefig(path, format=fmt, metadata=METADATA.get(fmt))
+    extra = {"dpi": dpi} if dpi else {}
+    fig.savefig(path, format=fmt, metadata=METADATA.get(fmt), **extra)

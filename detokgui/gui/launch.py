@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from detokgui.cli.common import CORPUS_PATHS
+
 
 def view_names() -> list[str]:
     """The --view names: the side panel's, then the tabs' in order."""
@@ -25,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "with detokgui) or 'random-demo' (random weights); default gpt2")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="default: CUDA when available, else CPU")
+    p.add_argument("--corpus", nargs="+", metavar="PATH",
+                   help="open this corpus at start, as the Corpus menu does: " + CORPUS_PATHS)
     p.add_argument("--screenshot", metavar="PATH",
                    help="load the model, draw, save a PNG of the window to PATH and exit")
     p.add_argument("--view", metavar="NAME", choices=view_names(),
@@ -43,8 +47,42 @@ def app_icon():
     return QIcon(str(files("detokgui.resources") / "detokgui.svg"))
 
 
+def corpus_arg(paths) -> list[str]:
+    """The --corpus paths, with 'sample' (when no such file exists) as the shipped sample
+    corpus's path, as the Corpus menu's *Use sample corpus* opens it."""
+    from pathlib import Path
+
+    from detokgui.core.demo import sample_corpus
+    from detokgui.core.documents import SAMPLE_NAME
+
+    return [str(sample_corpus()) if p == SAMPLE_NAME and not Path(p).exists() else str(p)
+            for p in paths]
+
+
+def check_corpus_arg(paths) -> str | None:
+    """None when the --corpus paths can be read as a corpus (each file starts with a
+    readable document), else the one-line reason."""
+    from detokgui.core.errors import InputError
+    from detokgui.core.progress import run
+    from detokgui.gui.corpus import check_corpus
+
+    try:
+        run(check_corpus([str(p) for p in paths]))
+    except InputError as exc:
+        return f"--corpus: {exc}"
+    except OSError as exc:
+        return f"--corpus: {exc.filename}: {exc.strerror or exc}"
+    return None
+
+
 def launch(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    if args.corpus:
+        args.corpus = corpus_arg(args.corpus)
+        problem = check_corpus_arg(args.corpus)
+        if problem is not None:
+            print(f"detokgui: error: {problem}", file=sys.stderr)
+            return 2
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if args.screenshot and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
@@ -73,6 +111,8 @@ def launch(argv: list[str]) -> int:
         print(f"detokgui: error: unknown view {args.view!r}; choose from {names}",
               file=sys.stderr)
         return 2
+    if args.corpus:
+        win.corpus.open(args.corpus)
     win.show()
     if args.screenshot:
         from detokgui.gui.screenshot import ScreenshotWhenIdle

@@ -185,6 +185,14 @@ class MainWindow(QMainWindow):
         for fmt, key in (("png", "Ctrl+Shift+P"), ("svg", "Ctrl+Shift+S"), ("csv", "Ctrl+Shift+C")):
             self._action(file_menu, f"Export current view as {fmt.upper()}…",
                          lambda _=False, f=fmt: self.export_current(f), QKeySequence(key))
+        file_menu.addSeparator()
+        from detokgui.gui.export_figures import FigureExporter
+
+        self.figure_exporter = FigureExporter(self)
+        self.export_figures_action = self._action(
+            file_menu, "Export all figures…", self.figure_exporter.ask, QKeySequence("Ctrl+Shift+F"),
+            "Every paper and study figure as PNG/SVG/PDF with CSV data and an index.md, "
+            "like `detokgui export figures`")
 
         from detokgui.gui.corpus import CorpusControl
 
@@ -405,8 +413,8 @@ class MainWindow(QMainWindow):
             return False
         inner = self._inner_tabs(panel)
         if inner is not None:
+            inner.setCurrentWidget(panel)  # first: the group's other current tab never shows
             self.tabs.setCurrentWidget(inner)
-            inner.setCurrentWidget(panel)
         return True
 
     def export_current(self, fmt: str) -> None:

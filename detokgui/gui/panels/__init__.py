@@ -1,11 +1,15 @@
 """Panel registry: the left dock holds SIDE_PANEL_CLASSES; the tabs are grouped by
 PANEL_GROUPS (group title, panel classes in tab order). PANEL_CLASSES lists them all."""
 
+from detokgui.gui.panels.auroc_view import AUROCPanel
 from detokgui.gui.panels.contextual import ContextualPanel
 from detokgui.gui.panels.empirical_view import EmpiricalPanel
+from detokgui.gui.panels.frequency_view import FrequencyPanel
+from detokgui.gui.panels.head_stats import HeadStatsPanel
 from detokgui.gui.panels.heatmap import HeatmapPanel
 from detokgui.gui.panels.key_position import KeyPositionPanel
 from detokgui.gui.panels.kl_view import KLPanel
+from detokgui.gui.panels.neighbours_view import NeighboursPanel
 from detokgui.gui.panels.neurons import NeuronBrowserPanel
 from detokgui.gui.panels.ov_circuit import OVCircuitPanel
 from detokgui.gui.panels.position_stats import PositionStatsPanel
@@ -22,5 +26,6 @@ PANEL_GROUPS = [
                    PositionStatsPanel, NeuronBrowserPanel]),
     ("Texts", [SentenceViewPanel, EmpiricalPanel, KLPanel, ContextualPanel,
                OVCircuitPanel]),
+    ("Vocabulary", [HeadStatsPanel, AUROCPanel, FrequencyPanel, NeighboursPanel]),
 ]
 PANEL_CLASSES = [cls for _, group in PANEL_GROUPS for cls in group]

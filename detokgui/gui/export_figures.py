@@ -1,0 +1,230 @@
+"""File > Export all figures…: the same export as `detokgui export figures` (every paper
+and study figure as PNG/SVG/PDF + CSV + index.md, `figures.iter_export_figures`), run on
+the job runner with a progress dialog and Cancel.
+
+The dialog asks for the output folder, the formats and whether to use the app's current
+corpus (AppState.corpus; without it the corpus figures are listed as skipped). A
+cancelled or failed export leaves no partial folder (the export stages everything in a
+temporary folder and publishes it only when all figures are done); on success the status
+bar says where the files are and the user may open the folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt, QUrl, Slot
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QProgressDialog,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
+
+from detokgui.gui.options import remember, remembered
+
+JOB_KEY = "export-figures"
+FORMATS = ("png", "svg", "pdf")
+# remembered between sessions
+FOLDER, FORMATS_KEY, USE_CORPUS, MAX_TEXTS = (
+    "figures/folder", "figures/formats", "figures/use_corpus", "figures/max_texts")
+
+
+@dataclass(frozen=True)
+class FigureRequest:
+    """What the dialog asks for: where, which formats, which corpus, how many texts."""
+
+    folder: str
+    formats: tuple[str, ...]
+    corpus: tuple[str, ...]
+    max_texts: int
+
+
+class ExportFiguresDialog(QDialog):
+    """Output folder, format checkboxes, "use the current corpus", the text cap."""
+
+    def __init__(self, parent, corpus: tuple[str, ...], corpus_text: str):
+        from detokgui.figures.registry import DEFAULT_MAX_TEXTS
+
+        super().__init__(parent)
+        self.setWindowTitle("Export all figures")
+        self.corpus = tuple(corpus)
+        form = QFormLayout(self)
+        form.addRow(QLabel("Every figure of the paper and of the layer-0 studies that "
+                           "detokgui computes,\nwith its data as CSV and an index.md."))
+        row = QWidget()
+        h = QHBoxLayout(row)
+        h.setContentsMargins(0, 0, 0, 0)
+        self.folder = QLineEdit(remembered(FOLDER, str(Path.home() / "detokgui-figures")))
+        self.folder.setToolTip("Created if missing; an existing folder gets the new files "
+                               "only once every figure is done")
+        self.browse = QPushButton("Browse…")
+        self.browse.clicked.connect(self.ask_folder)
+        h.addWidget(self.folder, 1)
+        h.addWidget(self.browse)
+        form.addRow("Folder", row)
+        fmts = QWidget()
+        h = QHBoxLayout(fmts)
+        h.setContentsMargins(0, 0, 0, 0)
+        chosen = set(remembered(FORMATS_KEY, ["png", "svg", "pdf"]))
+        self.format_boxes = {}
+        for f in FORMATS:
+            box = QCheckBox(f.upper())
+            box.setChecked(f in chosen)
+            box.toggled.connect(self._update)
+            self.format_boxes[f] = box
+            h.addWidget(box)
+        form.addRow("Formats", fmts)
+        self.use_corpus = QCheckBox(f"Use the current corpus ({corpus_text})" if corpus
+                                    else "Use the current corpus (none is open: Corpus menu)")
+        self.use_corpus.setEnabled(bool(corpus))
+        self.use_corpus.setChecked(bool(corpus) and bool(remembered(USE_CORPUS, True)))
+        self.use_corpus.setToolTip("Without a corpus the corpus figures (Fig 2-C, 2-D, 3-E, "
+                                   "4, 5, 6 left, 11, 13) are listed as skipped in index.md")
+        form.addRow("", self.use_corpus)
+        self.max_texts = QSpinBox()
+        self.max_texts.setRange(1, 100000)
+        self.max_texts.setValue(int(remembered(MAX_TEXTS, DEFAULT_MAX_TEXTS)))
+        self.max_texts.setToolTip("Corpus windows read by the text figures (observed "
+                                  "attention, six-term KL); the counts use the whole corpus")
+        form.addRow("Texts", self.max_texts)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        self.buttons.button(QDialogButtonBox.Ok).setText("Export")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        form.addRow(self.buttons)
+        self.folder.textChanged.connect(self._update)
+        self._update()
+
+    @property
+    def ok_button(self):
+        return self.buttons.button(QDialogButtonBox.Ok)
+
+    def ask_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Folder for the figures",
+                                                  self.folder.text())
+        if folder:
+            self.folder.setText(folder)
+
+    def formats(self) -> tuple[str, ...]:
+        return tuple(f for f, box in self.format_boxes.items() if box.isChecked())
+
+    def _update(self, *_) -> None:
+        self.ok_button.setEnabled(bool(self.folder.text().strip()) and bool(self.formats()))
+
+    def request(self) -> FigureRequest:
+        corpus = self.corpus if self.use_corpus.isChecked() else ()
+        return FigureRequest(self.folder.text().strip(), self.formats(), corpus,
+                             self.max_texts.value())
+
+    def remember_choices(self) -> None:
+        remember(FOLDER, self.folder.text().strip())
+        remember(FORMATS_KEY, list(self.formats()))
+        if self.use_corpus.isEnabled():
+            remember(USE_CORPUS, self.use_corpus.isChecked())
+        remember(MAX_TEXTS, self.max_texts.value())
+
+
+def export_job(layer, req: FigureRequest):
+    """Job body (a generator on a worker thread): the figure export of `req`."""
+    from detokgui.figures.export import iter_export_figures
+
+    return (yield from iter_export_figures(layer, req.folder, req.formats, req.corpus,
+                                           max_texts=req.max_texts))
+
+
+class FigureExporter(QObject):
+    """The File menu's "Export all figures…" of a main window."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.progress: QProgressDialog | None = None
+        self.request: FigureRequest | None = None
+        window.jobs.progress.connect(self._on_progress)
+
+    def ask(self) -> None:
+        w = self.window
+        if w.state.layer is None:
+            w.show_message("Load a model first (Model menu).", 5000)
+            return
+        dialog = ExportFiguresDialog(w, w.state.corpus, w.corpus.text.removeprefix("corpus: "))
+        if dialog.exec() != QDialog.Accepted:
+            return
+        dialog.remember_choices()
+        self.start(dialog.request())
+
+    def start(self, req: FigureRequest) -> None:
+        layer = self.window.state.layer
+        self.request = req
+        self._close_progress()
+        dlg = QProgressDialog("Exporting figures…", "Cancel", 0, 1000, self.window)
+        dlg.setWindowTitle("Export all figures")
+        dlg.setWindowModality(Qt.NonModal)
+        dlg.setAutoClose(False)
+        dlg.setAutoReset(False)
+        dlg.setMinimumDuration(0)
+        dlg.setMinimumWidth(420)
+        dlg.canceled.connect(self.cancel)
+        self.progress = dlg
+        self.window.jobs.submit(JOB_KEY, lambda: export_job(layer, req), self._done,
+                                label="Exporting figures", on_error=self._failed,
+                                on_cancel=self._cancelled)
+        dlg.show()
+
+    @property
+    def running(self) -> bool:
+        return JOB_KEY in self.window.jobs.running_keys()
+
+    @Slot()
+    def cancel(self) -> None:
+        self.window.jobs.cancel(JOB_KEY)
+
+    @Slot(str, float, str)
+    def _on_progress(self, key: str, fraction: float, message: str) -> None:
+        if key == JOB_KEY and self.progress is not None:
+            self.progress.setValue(int(1000 * max(0.0, min(1.0, fraction))))
+            if message:
+                self.progress.setLabelText(message)
+
+    def _close_progress(self) -> None:
+        if self.progress is not None:
+            self.progress.canceled.disconnect(self.cancel)
+            self.progress.close()
+            self.progress.deleteLater()
+            self.progress = None
+
+    @Slot(object)
+    def _done(self, report) -> None:
+        self._close_progress()
+        folder = str(report.out)
+        text = (f"Wrote {len(report.built)} figures to {folder}"
+                + (f" ({len(report.skipped)} skipped, see index.md)" if report.skipped else ""))
+        self.window.show_message(text, 15000)
+        answer = QMessageBox.question(self.window, "Export all figures",
+                                      f"{text}.\n\nOpen the folder?",
+                                      QMessageBox.Open | QMessageBox.Close, QMessageBox.Open)
+        if answer == QMessageBox.Open:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(folder))
+
+    @Slot(object, str)
+    def _failed(self, exc, _message: str = "") -> None:
+        self._close_progress()  # the main window shows the message (JobRunner.failed)
+
+    @Slot()
+    def _cancelled(self) -> None:
+        self._close_progress()
+        where = self.request.folder if self.request else "the folder"
+        self.window.show_message(f"Figure export cancelled: nothing was written to {where}.",
+                                 8000)

@@ -1,0 +1,272 @@
+"""A5 Bigram AUROC (the paper's Fig 2-C, 2-D): how well each head's T_ee(u, v) ranks the
+tokens v that precede query token u in the corpus (positives, weighted by c(v, u)) above
+all other tokens — per head the mean over query tokens, per query token its AUROC, and the
+ROC curve of the selected query token."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+
+from detokgui.core import auroc as A
+from detokgui.core.affinity import SigmaChoice
+from detokgui.core.progress import rescaled
+from detokgui.gui.numbers import num
+from detokgui.gui.options import BoundOptions
+from detokgui.gui.panels.base import Panel, StatusLine
+from detokgui.gui.panels.text_common import CorpusHint
+from detokgui.gui.panels.vocab_common import HeadSpin, iter_layer_counts, select_row_token
+from detokgui.gui.plots import PlotFrame, head_color
+from detokgui.gui.records import Column, RecordsModel, TokenTableView
+from detokgui.gui.widgets import SigmaControls
+
+SHORT = {"skip": "tokens without bigrams skipped",
+         "zero": "authors' convention: tokens without bigrams scored 0 and included"}
+
+
+@dataclass(frozen=True)
+class Options:
+    no_bigram: str = "skip"
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    sigma: SigmaChoice
+    corpus: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CurveRequest:
+    serial: int
+    sigma: SigmaChoice
+    corpus: tuple[str, ...]
+    query: int
+    head: int
+
+
+@dataclass(frozen=True)
+class NoBigram:
+    """The ROC curve's query token never follows another token in the corpus."""
+
+    query: int
+
+
+class AUROCPanel(Panel):
+    title = "Bigram AUROC"
+    view_name = "auroc"
+    tooltip = ("How well each head's token-token scores pick out the tokens that precede "
+               "the query in the corpus (A5, Fig 2-C/D)")
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        lay = QVBoxLayout(self)
+        lay.addWidget(CorpusHint(state, "The bigram AUROC counts which tokens precede each "
+                                        "query token in a corpus."))
+        row = QHBoxLayout()
+        row.addWidget(HeadSpin(state))
+        row.addSpacing(12)
+        row.addWidget(QLabel("mean over"))
+        self.no_bigram = QComboBox()
+        for key in A.NO_BIGRAM:
+            self.no_bigram.addItem(SHORT[key], key)
+        self.no_bigram.setToolTip("\n".join(f"{k}: {A.NO_BIGRAM_LABELS[k]}" for k in A.NO_BIGRAM))
+        row.addWidget(self.no_bigram)
+        row.addSpacing(12)
+        row.addWidget(SigmaControls(state))
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.options = BoundOptions("auroc", Options, {"no_bigram": self.no_bigram}, self)
+        self.options.changed.connect(self.redraw)
+
+        split = QSplitter(Qt.Horizontal)
+        plots = QSplitter(Qt.Vertical)
+        self.bars_frame = PlotFrame("Mean bigram AUROC per head", self._bars_table)
+        self.bars = self.bars_frame.view.addPlot()
+        self.bars.setMenuEnabled(False)
+        self.bars.hideButtons()
+        self.bars.getViewBox().setMouseEnabled(False, False)
+        self.bars.setLabel("bottom", "head (click a bar to select it)")
+        self.bars.setLabel("left", "mean AUROC")
+        self.bars.showGrid(y=True, alpha=0.3)
+        self.bars_frame.view.scene().sigMouseClicked.connect(self._bar_clicked)
+        plots.addWidget(self.bars_frame)
+        self.roc_frame = PlotFrame("ROC curve of the query token", self._roc_table)
+        self.roc = self.roc_frame.view.addPlot()
+        self.roc.setMenuEnabled(False)
+        self.roc.hideButtons()
+        self.roc.getViewBox().setMouseEnabled(False, False)
+        self.roc.setLabel("bottom", "false-positive rate (share of non-preceding tokens)")
+        self.roc.setLabel("left", "true-positive rate (weighted by c(v, u))")
+        self.roc.setRange(xRange=(0, 1), yRange=(0, 1), padding=0.02)
+        self.roc.setAspectLocked(False)
+        self.roc.plot([0, 1], [0, 1], pen=pg.mkPen("#999", width=1, style=Qt.DashLine))
+        self.roc_curve = self.roc.plot([], [], pen=pg.mkPen("#1f77b4", width=2))
+        plots.addWidget(self.roc_frame)
+        split.addWidget(plots)
+
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        self.table_label = QLabel(" ")
+        self.table_label.setWordWrap(True)
+        rl.addWidget(self.table_label)
+        self.table = TokenTableView(RecordsModel([], token=int), sortable=True, stretch=0)
+        self.table.tokenActivated.connect(select_row_token(state, False))
+        rl.addWidget(self.table, 1)
+        split.addWidget(right)
+        split.setSizes([760, 560])
+        lay.addWidget(split, 1)
+        self.roc_status = StatusLine()
+        lay.addWidget(self.roc_status)
+        self.status.setWordWrap(True)
+        lay.addWidget(self.status)
+
+        self.add_channel("roc", self._curve_request, self._curve_compute, self._draw_curve,
+                         status=self.roc_status, label="ROC curve")
+        state.headChanged.connect(self.redraw)  # every head is computed: only redraw
+        state.queryTokenChanged.connect(
+            self.when_visible(lambda: self.table.select_token(state.query_token)))
+
+    def plot_frames(self):
+        return [self.bars_frame, self.roc_frame]
+
+    # ------------------------------------------------------------------ all heads
+
+    def request(self):
+        if self.layer is None or not self.state.corpus:
+            return None
+        return Request(self.serial, self.state.sigma, self.state.corpus)
+
+    @staticmethod
+    def compute(layer, req: Request):
+        counts = yield from iter_layer_counts(layer, req.corpus, 0.0, 0.1)
+        return (yield from rescaled(A.iter_bigram_auroc(layer, counts, req.sigma), 0.1, 1.0))
+
+    def draw(self, res: A.BigramAUROC | None) -> None:
+        self.bars.clear()
+        model = self.table.records()
+        if res is None:
+            model.set_records((), [])
+            self.bars.setTitle("Choose a corpus (Corpus menu) to compute the bigram AUROC."
+                               if self.layer is not None else " ")
+            self.table_label.setText(" ")
+            self.status.setText(" ")
+            return
+        conv = self.options.value.no_bigram
+        means, used = res.head_means(conv)
+        head = self.state.head
+        x = np.arange(len(res.heads))
+        brushes = [pg.mkBrush(head_color(h) if h == head else "#9fb8d6") for h in res.heads]
+        self.bars.addItem(pg.BarGraphItem(x=x, height=np.nan_to_num(means), width=0.7,
+                                          brushes=brushes))
+        top = float(np.nanmax(means)) if np.isfinite(means).any() else 1.0
+        font = QFont()
+        font.setPointSize(8)
+        for i, (m, n) in enumerate(zip(means.tolist(), used.tolist())):
+            label = pg.TextItem(f"{num(m)}\nn = {num(int(n))}", anchor=(0.5, 1.0),
+                                color="k")
+            label.setFont(font)
+            label.setPos(i, m if np.isfinite(m) else 0)
+            self.bars.addItem(label)
+        self.bars.addLine(y=0.5, pen=pg.mkPen("#999", width=1, style=Qt.DashLine))
+        self.bars.setRange(xRange=(-0.6, len(x) - 0.4), yRange=(0, max(1.0, top) * 1.12),
+                           padding=0)
+        self.bars.getAxis("bottom").setTicks([[(i, str(h)) for i, h in enumerate(res.heads)]])
+        self.bars.setTitle(f"Mean bigram AUROC per head (n = query tokens in the mean)<br>"
+                           f"<span style='font-size:9pt'>{SHORT[conv]}</span>")
+        r = res.row(head) if head in res.heads else 0
+        values = res.values(conv)[r]
+        ids = np.flatnonzero(np.isfinite(values))
+        ids = ids[np.argsort(-values[ids], kind="stable")]
+        text = self.state.token_text
+        model.sorted_by = None
+        self.table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
+        model.set_records(ids, [
+            Column("query", lambda u: text(int(u))),
+            Column("id", lambda u: int(u), num, numeric=True),
+            Column("AUROC", lambda u: float(values[u]), num, numeric=True,
+                   tip="weighted Mann-Whitney AUROC of T_ee(u, ·): preceding tokens vs the rest"),
+            Column("preceding tokens", lambda u: int(res.positives[u]), num,
+                   numeric=True,
+                   tip="distinct tokens v with c(v, u) > 0 (the positives)"),
+            Column("bigrams", lambda u: int(res.weight[u]), num, numeric=True,
+                   tip="the positives' total weight: sum of c(v, u)"),
+        ])
+        self.table.select_token(self.state.query_token)
+        self.table_label.setText(
+            f"<b>Head {res.heads[r]}</b> — AUROC of {num(int(ids.size))} query tokens "
+            f"({SHORT[conv]}); click a row to select the query token")
+        self.status.setText(
+            f"{A.NO_BIGRAM_LABELS[conv]} · {res.sigma.label()} · "
+            f"{num(int((res.positives > 0).sum()))} of {num(int(res.positives.shape[0]))} "
+            "tokens follow some token in the corpus")
+
+    def _bar_clicked(self, ev) -> None:
+        res = self.result
+        vb = self.bars.getViewBox()
+        if res is None or ev.button() != Qt.LeftButton or not vb.sceneBoundingRect().contains(
+                ev.scenePos()):
+            return
+        i = round(vb.mapSceneToView(ev.scenePos()).x())
+        if 0 <= i < len(res.heads):
+            self.state.set_head(res.heads[i])
+            ev.accept()
+
+    def _bars_table(self):
+        res = self.result
+        if res is None:
+            return None
+        conv = self.options.value.no_bigram
+        means, used = res.head_means(conv)
+        return (["head", "mean_auroc", "query_tokens", "no_bigram"],
+                [(h, float(m), int(n), conv) for h, m, n in
+                 zip(res.heads, means.tolist(), used.tolist())])
+
+    # ------------------------------------------------------------------ one token
+
+    def _curve_request(self):
+        if self.layer is None or not self.state.corpus or self.state.query_token < 0:
+            return None
+        return CurveRequest(self.serial, self.state.sigma, self.state.corpus,
+                            self.state.query_token, self.state.head)
+
+    @staticmethod
+    def _curve_compute(layer, req: CurveRequest):
+        counts = yield from iter_layer_counts(layer, req.corpus)
+        b = counts.by_next()
+        if b.indptr[req.query + 1] == b.indptr[req.query]:
+            return NoBigram(req.query)
+        return A.roc_curve(layer, counts, req.query, req.sigma, heads=[req.head])
+
+    def _draw_curve(self, c) -> None:
+        if c is None or isinstance(c, NoBigram):
+            self.roc_curve.setData([], [])
+            self.roc.setTitle(" ")
+            self.roc_status.setText(
+                f"{self.state.token_text(c.query)!r} never follows another token in the "
+                "corpus: it has no bigram, so no ROC curve" if c is not None else
+                ("Select a query token to see its ROC curve" if self.state.corpus else " "))
+            return
+        self.roc_curve.setData(c.fpr[0], c.tpr[0])
+        self.roc_curve.setPen(pg.mkPen(head_color(c.heads[0]), width=2))
+        self.roc.setTitle(f"ROC of query {self.state.token_text(c.query)!r}, head {c.heads[0]}"
+                          f": AUROC = {num(float(c.auroc[0]))}")
+        self.roc_status.setText(
+            f"ROC curve: keys ranked by T_ee({self.state.token_text(c.query)!r}, v); "
+            f"positives = the {num(c.positives)} tokens that precede it "
+            f"({num(c.weight)} bigrams, weighted by count) · {c.sigma.label()}")
+
+    def _roc_table(self):
+        c = self.channel("roc").result
+        if c is None or isinstance(c, NoBigram):
+            return None
+        return (["head", "query_id", "fpr", "tpr"],
+                [(c.heads[0], c.query, float(f), float(t))
+                 for f, t in zip(c.fpr[0].tolist(), c.tpr[0].tolist())])
+

@@ -1,0 +1,199 @@
+"""A6 Frequency (the paper's Figs 5, 6 left and 11): every token as a point — token
+self-assertion T_e(v) = b^QK_h e_v^T / s_v of the selected head, or the token-embedding
+variance Var(e_v), against the token's corpus count (log axis); or the embedding norm |e_v|
+against T_e(v). Spearman's rho in the title; hover names the token, a click selects it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout
+
+from detokgui.core import frequency as F
+from detokgui.core.affinity import SigmaChoice
+from detokgui.gui.numbers import num
+from detokgui.gui.options import BoundOptions
+from detokgui.gui.panels.base import Panel
+from detokgui.gui.panels.text_common import CorpusHint
+from detokgui.gui.panels.vocab_common import HeadSpin, PointCloud, iter_layer_counts
+from detokgui.gui.plots import PlotFrame
+from detokgui.gui.widgets import SigmaControls
+
+KINDS = (("t_e", "T_e(v) against corpus count"),
+         ("variance", "token-embedding variance against corpus count"),
+         ("norm", "token-embedding norm against T_e(v)"))
+
+
+@dataclass(frozen=True)
+class Options:
+    kind: str = "t_e"
+    zero_counts: str = "exclude"
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    corpus: tuple[str, ...]
+    sigma: SigmaChoice
+    zero_counts: str
+
+
+class FrequencyPanel(Panel):
+    title = "Frequency"
+    view_name = "frequency"
+    tooltip = ("Token self-assertion T_e and embedding statistics against corpus frequency "
+               "(A6, Figs 5, 6, 11)")
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        lay = QVBoxLayout(self)
+        lay.addWidget(CorpusHint(state, "The frequency plots count the tokens of a corpus."))
+        row = QHBoxLayout()
+        row.addWidget(HeadSpin(state))
+        row.addSpacing(12)
+        self.kind = QComboBox()
+        for key, text in KINDS:
+            self.kind.addItem(text, key)
+        row.addWidget(self.kind)
+        self.zero = QComboBox()
+        for key in F.ZERO_COUNTS:
+            self.zero.addItem(F.ZERO_COUNT_LABELS[key].replace(
+                "tokens absent from the corpus (count 0)", "count-0 tokens"), key)
+        self.zero.setToolTip("Tokens the corpus never contains have no log count:\n"
+                             + "\n".join(F.ZERO_COUNT_LABELS[k] for k in F.ZERO_COUNTS))
+        row.addWidget(self.zero)
+        row.addWidget(SigmaControls(state))
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.options = BoundOptions("frequency", Options, {
+            "kind": self.kind, "zero_counts": self.zero}, self)
+        self.options.changed.connect(self.refresh)
+        self.options.changed.connect(self.redraw)
+
+        self.frame = PlotFrame("Frequency scatter", self._table)
+        self.plot = self.frame.view.addPlot()
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        self.plot.showGrid(x=True, y=True, alpha=0.2)
+        for side in ("left", "bottom"):  # values as they are, not scaled by 0.001
+            self.plot.getAxis(side).enableAutoSIPrefix(False)
+        self.points = PointCloud(self.plot)
+        self.points.hovered.connect(self._hover)
+        self.points.clicked.connect(self._click)
+        self.mark_label = pg.TextItem(color="#d62728", anchor=(-0.15, 1.1),
+                                      fill=pg.mkBrush(255, 255, 255, 210))
+        self.mark_label.setZValue(11)
+        self.plot.addItem(self.mark_label)
+        lay.addWidget(self.frame, 1)
+        self.hover = QLabel(" ")
+        lay.addWidget(self.hover)
+        self.status.setWordWrap(True)
+        lay.addWidget(self.status)
+        self.ids = np.zeros(0, dtype=np.int64)  # token id of each drawn point
+        state.headChanged.connect(self.redraw)  # every head is computed
+        state.queryTokenChanged.connect(self.when_visible(self._mark))
+
+    def plot_frames(self):
+        return [self.frame]
+
+    # ------------------------------------------------------------------ compute
+
+    def request(self):
+        if self.layer is None or not self.state.corpus:
+            return None
+        o = self.options.value
+        return Request(self.serial, self.state.corpus, self.state.sigma, o.zero_counts)
+
+    @staticmethod
+    def compute(layer, req: Request) -> F.FrequencyStats:
+        counts = yield from iter_layer_counts(layer, req.corpus)
+        return F.frequency_stats(layer, counts, req.sigma,
+                                 zero_counts=req.zero_counts)
+
+    # ------------------------------------------------------------------ draw
+
+    def series(self, fs: F.FrequencyStats, head: int):
+        """(token ids, x, y, x label, y label, title) of what is drawn for one head; x is
+        log10(count) on the count axes (count-0 tokens are not drawn there)."""
+        kind = self.options.value.kind
+        r = fs.heads.index(head)
+        te = f"T_e(v) = b^QK e_v / s_v, head {head} ({fs.sigma.label()})"
+        if kind == "norm":
+            ids = np.arange(fs.norm.shape[0])
+            return (ids, fs.t_e[r], fs.norm, te, "token-embedding norm |e_v|",
+                    (f"Token-embedding norm against T_e, head {head} — Spearman ρ = "
+                    f"{num(float(fs.rho_norm_t_e[r]))} over all {num(int(ids.size))} tokens"))
+        ids = np.flatnonzero(fs.counts > 0)
+        x = np.log10(fs.counts[ids].astype(np.float64))
+        zero = ("" if fs.zero_counts == "exclude" else
+                "; ρ includes the count-0 tokens (not drawn)")
+        if kind == "variance":
+            return (ids, x, fs.variance[ids], "corpus count (log scale)",
+                    "token-embedding variance Var(e_v)",
+                    (f"Token-embedding variance against corpus count — Spearman ρ = "
+                    f"{num(float(fs.rho_variance))} over {num(fs.n_used)} tokens{zero}"))
+        return (ids, x, fs.t_e[r, ids], "corpus count (log scale)", te,
+                (f"Token self-assertion T_e against corpus count, head {head} — Spearman ρ = "
+                f"{num(float(fs.rho_t_e[r]))} over {num(fs.n_used)} tokens{zero}"))
+
+    def draw(self, fs: F.FrequencyStats | None) -> None:
+        if fs is None:
+            self.ids = np.zeros(0, dtype=np.int64)
+            self.points.set_points([], [])
+            self.points.mark_point(-1)
+            self.plot.setTitle("Choose a corpus (Corpus menu) to count its tokens."
+                               if self.layer is not None else " ")
+            self.status.setText(" ")
+            return
+        head = min(self.state.head, len(fs.heads) - 1)
+        ids, x, y, xl, yl, title = self.series(fs, head)
+        self.ids = ids
+        self.points.set_points(x, y)
+        log = self.options.value.kind != "norm"
+        self.zero.setEnabled(log)  # the norm against T_e uses every token
+        self.plot.getAxis("bottom").setLogMode(log)
+        self.plot.setLabel("bottom", xl)
+        self.plot.setLabel("left", yl)
+        self.plot.setTitle(title)
+        self.plot.enableAutoRange()
+        self._mark()
+        absent = int((fs.counts == 0).sum())
+        self.status.setText(
+            f"{num(int(ids.size))} tokens drawn · {num(absent)} tokens never occur in the "
+            f"corpus{' (not drawn on the count axis)' if log else ''} · "
+            "hover to read a token, click to select it")
+
+    def _mark(self) -> None:
+        """Ring the query token's point and name it."""
+        hits = np.flatnonzero(self.ids == self.state.query_token)
+        i = int(hits[0]) if hits.size else -1
+        self.points.mark_point(i)
+        self.mark_label.setVisible(i >= 0)
+        if i >= 0:
+            self.mark_label.setText(f" {self.state.token_text(self.state.query_token)}")
+            self.mark_label.setPos(float(self.points.x[i]), float(self.points.y[i]))
+
+    def _hover(self, i: int) -> None:
+        fs = self.result
+        if fs is None or i < 0 or i >= self.ids.size:
+            return
+        v = int(self.ids[i])
+        r = fs.heads.index(min(self.state.head, len(fs.heads) - 1))
+        self.hover.setText(
+            f"{self.state.token_text(v)!r} (id {v}) · count {num(int(fs.counts[v]))} · "
+            f"T_e {num(float(fs.t_e[r, v]))} · Var(e) {num(float(fs.variance[v]))} · "
+            f"|e| {num(float(fs.norm[v]))}")
+
+    def _click(self, i: int) -> None:
+        if 0 <= i < self.ids.size:
+            self.state.set_query_token(int(self.ids[i]))
+
+    def _table(self):
+        fs = self.result
+        if fs is None:
+            return None
+        from detokgui.core.corpus_tables import frequency_table
+
+        return frequency_table(self.layer, fs)

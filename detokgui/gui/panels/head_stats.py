@@ -1,0 +1,363 @@
+"""A4 Head statistics ("layer 0 by hand"): for the selected head, every query token u over
+all V keys v by T_ee(u, v) — self-rank 1 + #{v != u: T_ee(u, v) > T_ee(u, u)}, the
+variance of its key scores, its top-1 key — in a sortable table (or the key→queries
+direction: every key over all queries); beside it the sorted score matrix, row r = the
+r-th query by decreasing variance, column j = its j-th highest score, as an image of the
+top-left corner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QModelIndex, QRectF, Qt, Slot
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from detokgui.core import vocab_stats as VS
+from detokgui.core.affinity import SigmaChoice
+from detokgui.gui.numbers import num
+from detokgui.gui.options import BoundOptions
+from detokgui.gui.panels.base import Panel, StatusLine
+from detokgui.gui.panels.vocab_common import HeadSpin, select_row_token
+from detokgui.gui.plots import PlotFrame
+from detokgui.gui.records import Column, RecordsModel, TokenTableView
+from detokgui.gui.widgets import SigmaControls
+
+DIRECTIONS = (("keys", "query → keys"), ("queries", "key → queries"))
+SORTS = (("variance", "score variance (high first)"), ("self_rank", "self-rank (1 first)"))
+PLURAL = {"query": "queries", "key": "keys"}
+TOP1_COLUMN = 4
+MAX_ROWS, MAX_COLS = 400, 600  # drawn entries of the sorted matrix (a stride beyond)
+
+
+@dataclass(frozen=True)
+class Options:
+    direction: str = "keys"
+    sort: str = "variance"
+    rows: int = 200
+    cols: int = 400
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    sigma: SigmaChoice
+    direction: str
+    head: int
+
+
+@dataclass(frozen=True)
+class BlockRequest:
+    serial: int
+    sigma: SigmaChoice
+    direction: str
+    head: int
+    rows: int
+    cols: int
+
+
+def sides(direction: str) -> tuple[str, str]:
+    """(row side, column side): ("query", "key") for direction "keys"."""
+    return ("query", "key") if direction == "keys" else ("key", "query")
+
+
+class HeadStatsPanel(Panel):
+    title = "Head statistics"
+    view_name = "headstats"
+    tooltip = ("Every query token of a head over all keys: self-rank, score variance, top "
+               "key; and the sorted score matrix (A4)")
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        lay = QVBoxLayout(self)
+        row = QHBoxLayout()
+        row.addWidget(HeadSpin(state))
+        row.addSpacing(12)
+        self.direction = QComboBox()
+        for key, text in DIRECTIONS:
+            self.direction.addItem(text, key)
+        self.direction.setToolTip("query → keys: each query token u over all keys v by "
+                                  "T_ee(u, v).\nkey → queries: each key token v over all "
+                                  "queries u.")
+        row.addWidget(self.direction)
+        row.addWidget(QLabel("sort by"))
+        self.sort = QComboBox()
+        for key, text in SORTS:
+            self.sort.addItem(text, key)
+        row.addWidget(self.sort)
+        row.addSpacing(12)
+        row.addWidget(SigmaControls(state))
+        row.addStretch(1)
+        lay.addLayout(row)
+
+        split = QSplitter(Qt.Horizontal)
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        self.table_label = QLabel(" ")
+        self.table_label.setWordWrap(True)
+        ll.addWidget(self.table_label)
+        self.table = TokenTableView(RecordsModel([], token=int), sortable=True)
+        self.table.tokenActivated.connect(self._select)
+        self.table.clicked.connect(self._top1_clicked)
+        ll.addWidget(self.table, 1)
+        split.addWidget(left)
+
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        zoom = QHBoxLayout()
+        zoom.addWidget(QLabel("Sorted matrix: first"))
+        self.rows = QSpinBox()
+        self.rows.setRange(2, 1_000_000)
+        self.rows.setKeyboardTracking(False)
+        self.rows.setToolTip("How many rows (tokens by decreasing variance) to show; beyond "
+                             f"{MAX_ROWS} every n-th is drawn")
+        zoom.addWidget(self.rows)
+        zoom.addWidget(QLabel("rows ×"))
+        self.cols = QSpinBox()
+        self.cols.setRange(2, 1_000_000)
+        self.cols.setKeyboardTracking(False)
+        self.cols.setToolTip("How many score ranks to show; beyond "
+                             f"{MAX_COLS} every n-th is drawn")
+        zoom.addWidget(self.cols)
+        zoom.addWidget(QLabel("ranks"))
+        zoom.addStretch(1)
+        rl.addLayout(zoom)
+        self.frame = PlotFrame("Sorted score matrix", self._block_table)
+        self.plot = self.frame.view.addPlot()
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        self.plot.invertY(True)
+        self.plot.getViewBox().setMouseEnabled(False, False)
+        self.image = pg.ImageItem()
+        self.image.setColorMap(pg.colormap.get("viridis"))
+        self.plot.addItem(self.image)
+        self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False,
+                                        width=12)
+        self.colorbar.setImageItem(self.image)
+        self.frame.view.addItem(self.colorbar)
+        rl.addWidget(self.frame, 1)
+        self.block_status = StatusLine()
+        self.block_status.setWordWrap(True)
+        rl.addWidget(self.block_status)
+        split.addWidget(right)
+        split.setSizes([580, 740])
+        lay.addWidget(split, 1)
+        lay.addWidget(self.status)
+
+        self.options = BoundOptions("headstats", Options, {
+            "direction": self.direction, "sort": self.sort, "rows": self.rows,
+            "cols": self.cols}, self)
+        self.options.changed.connect(self.refresh)
+        self.options.changed.connect(self._resort)
+        self._sorted = self.options.value.sort
+        state.queryTokenChanged.connect(self.when_visible(self._mark_selection))
+        state.keyTokenChanged.connect(self.when_visible(self._mark_selection))
+        self.add_channel("matrix", self._block_request, self._block_compute, self._draw_block,
+                         status=self.block_status, label="Sorted score matrix", coalesce=True)
+        self.frame.view.scene().sigMouseMoved.connect(self._hover)
+        self.frame.view.scene().sigMouseClicked.connect(self._click)
+
+    def plot_frames(self):
+        return [self.frame]
+
+    # ------------------------------------------------------------------ table
+
+    def request(self):
+        if self.layer is None:
+            return None
+        o = self.options.value
+        return Request(self.serial, self.state.sigma, o.direction, self.state.head)
+
+    @staticmethod
+    def compute(layer, req: Request):
+        """HeadStats of the head: from the all-heads cache when a pass over every head (an
+        AUROC, `export stats`) made one, else one pass over this head."""
+        every = list(range(layer.n_heads))
+        cached = VS.load_stats(layer, req.sigma, req.direction, VS.DEFAULT_K, every)
+        if cached is not None:
+            return cached
+        return (yield from VS.iter_head_stats(layer, req.sigma, direction=req.direction,
+                                              heads=[req.head]))
+
+    def draw(self, st: VS.HeadStats | None) -> None:
+        model = self.table.records()
+        if st is None:
+            model.set_records((), [])
+            self.table_label.setText(" ")
+            self.status.setText(" ")
+            return
+        h = self.shown_request.head
+        r = st.row(h)
+        row_side, col_side = sides(st.direction)
+        rank, var = st.self_rank[r], st.variance[r]
+        top_id, top_score = st.top_ids[r, :, 0], st.top_scores[r, :, 0]
+        text = self.state.token_text
+        columns = [
+            Column(row_side, lambda u: text(int(u)), tip=f"the {row_side} token"),
+            Column("id", lambda u: int(u), num, numeric=True),
+            Column("self-rank", lambda u: int(rank[u]), num, numeric=True,
+                   tip=f"1 + the number of {PLURAL[col_side]} scoring higher than the token itself"),
+            Column("variance", lambda u: float(var[u]), num, numeric=True,
+                   tip=f"variance of T_ee over all {PLURAL[col_side]} (population)"),
+            Column(f"top-1 {col_side}", lambda u: text(int(top_id[u])),
+                   tip=f"the {col_side} with the highest T_ee (a click selects it as the "
+                       f"{col_side} token too)"),
+            Column("top-1 score", lambda u: float(top_score[u]), num, numeric=True),
+        ]
+        model.sorted_by = None
+        self.table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
+        model.set_records(self._order(st, h), columns)
+        self.table_label.setText(
+            f"<b>Head {h}</b> — every {row_side} token over all {num(int(rank.shape[0]))} "
+            f"{PLURAL[col_side]} by T_ee ({st.sigma.label()}); click a row to select it")
+        n_own = int((rank == 1).sum())
+        own = (f"{num(n_own)} token{'s are' if n_own != 1 else ' is'} "
+               f"{'their' if n_own != 1 else 'its'} own top {col_side}")
+        self.status.setText(
+            f"head {h} · {row_side} → {PLURAL[col_side]} · median self-rank "
+            f"{num(float(np.median(rank)))} · {own} · {st.sigma.label()}")
+        self._mark_selection()
+
+    def _order(self, st: VS.HeadStats, head: int) -> np.ndarray:
+        by = self.options.value.sort
+        return st.order(head, by, descending=(by == "variance"))
+
+    @Slot(object)
+    def _resort(self, o: Options) -> None:
+        """The sort option only reorders what is shown."""
+        if o.sort != self._sorted:
+            self._sorted = o.sort
+            self.redraw()
+
+    def _select(self, tid: int, shift: bool) -> None:
+        direction = self.shown_request.direction if self.shown_request else "keys"
+        select_row_token(self.state, direction == "queries")(tid, shift)
+
+    @Slot(QModelIndex)
+    def _top1_clicked(self, index: QModelIndex) -> None:
+        """A click on the top-1 cell also selects that token, on its own side."""
+        st, req = self.result, self.shown_request
+        if st is None or index.column() != TOP1_COLUMN:
+            return
+        u = self.table.token_at(index.row())
+        v = int(st.top_ids[st.row(req.head), u, 0])
+        (self.state.set_key_token if req.direction == "keys" else self.state.set_query_token)(v)
+
+    def _mark_selection(self) -> None:
+        direction = self.options.value.direction
+        self.table.select_token(self.state.query_token if direction == "keys"
+                                else self.state.key_token)
+
+    # ------------------------------------------------------------------ sorted matrix
+
+    def _block_request(self):
+        if self.layer is None:
+            return None
+        o = self.options.value
+        V = self.layer.n_vocab
+        return BlockRequest(self.serial, self.state.sigma, o.direction, self.state.head,
+                            min(o.rows, V), min(o.cols, V))
+
+    @staticmethod
+    def _block_compute(layer, req: BlockRequest) -> VS.SortedBlock:
+        return VS.sorted_matrix_block(layer, req.head, req.sigma, direction=req.direction,
+                                      rows=(0, req.rows), cols=(0, req.cols),
+                                      max_rows=MAX_ROWS, max_cols=MAX_COLS)
+
+    def _draw_block(self, b: VS.SortedBlock | None) -> None:
+        if b is None:
+            self.image.clear()
+            self.plot.setTitle(" ")
+            self.block_status.setText(" ")
+            return
+        vals = np.asarray(b.values, dtype=np.float32)
+        finite = vals[np.isfinite(vals)]
+        lo, hi = (float(np.percentile(finite, 1)), float(np.percentile(finite, 99.5))) \
+            if finite.size else (0.0, 1.0)
+        hi = hi if hi > lo else lo + 1
+        self.image.setImage(vals, levels=(lo, hi), autoLevels=False)
+        nr, nc = vals.shape
+        self.image.setRect(QRectF(0, 0, nc * b.col_step, nr * b.row_step))
+        self.colorbar.setLevels((lo, hi))
+        self.plot.setRange(xRange=(0, nc * b.col_step), yRange=(0, nr * b.row_step), padding=0)
+        row_side, col_side = sides(b.direction)
+        self.plot.setLabel("bottom", f"rank of the {col_side} (highest T_ee first)")
+        self.plot.setLabel("left", f"{PLURAL[row_side]} by decreasing score variance")
+        step = (f" (every {b.row_step} × {b.col_step})"
+                if b.row_step > 1 or b.col_step > 1 else "")
+        self.plot.setTitle(f"Sorted T_ee matrix, head {b.head}{step} ({b.sigma.label()})",
+                           size="10pt")
+        self.block_status.setText(
+            f"Row r: the r-th {row_side} by decreasing score variance; column j: its j-th "
+            f"highest T_ee over all {PLURAL[col_side]}. Hover to read a score; click to "
+            f"select the {row_side} (and the {col_side} under the mouse)")
+
+    def _cell(self, scene_pos):
+        b = self.channel("matrix").result
+        vb = self.plot.getViewBox()
+        if b is None or not vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        p = vb.mapSceneToView(scene_pos)
+        i, j = int(p.y() // b.row_step), int(p.x() // b.col_step)
+        if 0 <= i < b.values.shape[0] and 0 <= j < b.values.shape[1]:
+            return b, i, j
+        return None
+
+    def _hover(self, pos) -> None:
+        hit = self._cell(pos)
+        if hit is None:
+            return
+        b, i, j = hit
+        row_side, col_side = sides(b.direction)
+        u, v = int(b.row_ids[i]), int(b.key_ids[i, j])
+        self.block_status.setText(
+            f"{row_side} {self.state.token_text(u)!r} (variance rank {num(int(b.row_ranks[i]) + 1)})"
+            f" · {col_side} {self.state.token_text(v)!r} at rank {num(int(b.col_ranks[j]) + 1)}"
+            f" · T_ee = {num(float(b.values[i, j]))}")
+
+    def _click(self, ev) -> None:
+        if ev.button() != Qt.LeftButton or ev.double():
+            return
+        hit = self._cell(ev.scenePos())
+        if hit is None:
+            return
+        b, i, j = hit
+        u, v = int(b.row_ids[i]), int(b.key_ids[i, j])
+        if b.direction == "keys":
+            self.state.set_query_token(u)
+            self.state.set_key_token(v)
+        else:
+            self.state.set_key_token(u)
+            self.state.set_query_token(v)
+        ev.accept()
+
+    def _block_table(self):
+        b = self.channel("matrix").result
+        if b is None:
+            return None
+        from detokgui.core.tokens import token_strings
+
+        names = token_strings(self.layer.tokenizer, self.layer.n_vocab)
+        row_side, col_side = sides(b.direction)
+
+        def rows():
+            for i in range(b.values.shape[0]):
+                u = int(b.row_ids[i])
+                for j in range(b.values.shape[1]):
+                    v = int(b.key_ids[i, j])
+                    yield (b.head, int(b.row_ranks[i]) + 1, u, names[u],
+                           int(b.col_ranks[j]) + 1, v, names[v], float(b.values[i, j]))
+
+        return (["head", "variance_rank", f"{row_side}_id", f"{row_side}_token", "score_rank",
+                 f"{col_side}_id", f"{col_side}_token", "t_ee"], rows())

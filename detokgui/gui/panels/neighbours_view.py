@@ -1,0 +1,227 @@
+"""A7 Neighbours in the token embedding: the tokens v nearest to the query token u by
+cos(e_u, e_v), and the analogy a - b + c (tokens ranked by cos(e_a - e_b + e_c, e_v), the
+inputs excluded); optionally mean-centred (mu = mean_v e_v subtracted from every vector)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from detokgui.core import neighbours as N
+from detokgui.core.errors import InputError
+from detokgui.core.tokens import SPACE_MARK
+from detokgui.gui.numbers import num
+from detokgui.gui.options import BoundOptions
+from detokgui.gui.panels.base import Panel, StatusLine
+from detokgui.gui.panels.vocab_common import select_row_token
+from detokgui.gui.plots import PlotFrame
+from detokgui.gui.records import Column, RecordsModel, TokenTableView
+
+
+@dataclass(frozen=True)
+class Options:
+    k: int = 20
+    centred: bool = False
+    a: str = " king"
+    b: str = " man"
+    c: str = " woman"
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    query: int
+    k: int
+    centred: bool
+
+
+@dataclass(frozen=True)
+class AnalogyRequest:
+    serial: int
+    texts: tuple[str, str, str]
+    k: int
+    centred: bool
+
+
+def single_token(layer, text: str, name: str) -> int:
+    """The id of the one token `text` is (the display form's ␣ is a space), else
+    InputError."""
+    if layer.tokenizer is None:
+        raise InputError("This model has no tokenizer, so text cannot be tokenized.")
+    if not text:
+        raise InputError(f"{name} is empty: type one token.")
+    ids = layer.tokenizer.encode(text.replace(SPACE_MARK, " "))
+    if len(ids) != 1:
+        raise InputError(f"{name} {text!r} is {len(ids)} tokens; type a single token "
+                         "(a leading space is part of a token: ' king' is not 'king').")
+    return ids[0]
+
+
+def _columns(text) -> list[Column]:
+    return [Column("rank", lambda r: r[0], num, numeric=True),
+            Column("token", lambda r: text(r[1])),
+            Column("id", lambda r: r[1], num, numeric=True),
+            Column("cosine", lambda r: r[2], num, numeric=True,
+                   tip="cosine similarity in the token embedding")]
+
+
+class NeighboursPanel(Panel):
+    title = "Neighbours"
+    view_name = "neighbours"
+    tooltip = "Nearest tokens in the token embedding by cosine, and analogies a - b + c (A7)"
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        lay = QVBoxLayout(self)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("k"))
+        self.k = QSpinBox()
+        self.k.setRange(1, 1000)
+        self.k.setKeyboardTracking(False)
+        self.k.setToolTip("How many neighbours")
+        row.addWidget(self.k)
+        self.centred = QCheckBox("mean-centred")
+        self.centred.setToolTip("Subtract the mean token embedding from every vector first "
+                                "(removes the direction all tokens share)")
+        row.addWidget(self.centred)
+        row.addSpacing(24)
+        row.addWidget(QLabel("<b>Analogy</b>"))
+        self.a, self.b, self.c = QLineEdit(), QLineEdit(), QLineEdit()
+        for w, sign in ((self.a, None), (self.b, "−"), (self.c, "+")):
+            if sign:
+                row.addWidget(QLabel(sign))
+            w.setMaximumWidth(130)
+            w.setToolTip("One token (a leading space belongs to the token: ' king')")
+            row.addWidget(w)
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.options = BoundOptions("neighbours", Options, {
+            "k": self.k, "centred": self.centred, "a": self.a, "b": self.b, "c": self.c}, self)
+        self.options.changed.connect(self.refresh)
+
+        split = QSplitter(Qt.Horizontal)
+        self.near_label, self.near = self._table_box(split)
+        self.analogy_label, self.analogy = self._table_box(split)
+        self.frame = PlotFrame("Nearest tokens by cosine", self._table)
+        self.plot = self.frame.view.addPlot()
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        self.plot.invertY(True)
+        self.plot.getViewBox().setMouseEnabled(False, False)
+        self.plot.showGrid(x=True, alpha=0.3)
+        self.plot.setLabel("bottom", "cosine similarity")
+        self.plot.getAxis("bottom").enableAutoSIPrefix(False)
+        split.addWidget(self.frame)
+        split.setSizes([360, 360, 600])
+        lay.addWidget(split, 1)
+        self.analogy_status = StatusLine()
+        lay.addWidget(self.analogy_status)
+        lay.addWidget(self.status)
+        self.add_channel("analogy", self._analogy_request, self._analogy_compute,
+                         self._draw_analogy, status=self.analogy_status, label="Analogy")
+
+    def _table_box(self, split):
+        box = QWidget()
+        bl = QVBoxLayout(box)
+        bl.setContentsMargins(0, 0, 0, 0)
+        label = QLabel(" ")
+        label.setWordWrap(True)
+        bl.addWidget(label)
+        table = TokenTableView(RecordsModel(_columns(self.state.token_text),
+                                            token=lambda r: r[1]), sortable=True, stretch=1)
+        table.horizontalHeader().setSortIndicator(0, Qt.AscendingOrder)
+        table.tokenActivated.connect(select_row_token(self.state, False))
+        bl.addWidget(table, 1)
+        split.addWidget(box)
+        return label, table
+
+    def plot_frames(self):
+        return [self.frame]
+
+    # ------------------------------------------------------------------ nearest
+
+    def request(self):
+        if self.layer is None or self.state.query_token < 0:
+            return None
+        o = self.options.value
+        return Request(self.serial, self.state.query_token, o.k, o.centred)
+
+    @staticmethod
+    def compute(layer, req: Request) -> N.Neighbours:
+        return N.nearest_tokens(layer, req.query, req.k, req.centred)
+
+    def draw(self, nb: N.Neighbours | None) -> None:
+        self.plot.clear()
+        if nb is None:
+            self.near.records().set_records(())
+            self.near_label.setText("Select a query token to see its neighbours"
+                                    if self.layer is not None else " ")
+            self.plot.setTitle(" ")
+            self.status.setText(" ")
+            return
+        rows = [(r + 1, t, c) for r, (t, c) in enumerate(zip(nb.ids, nb.cosines))]
+        self.near.records().set_records(rows)
+        centred = "mean-centred " if nb.centred else ""
+        word = self.state.token_text(nb.inputs[0])
+        self.near_label.setText(f"<b>Nearest to {word!r}</b> by {centred}cosine in E")
+        y = np.arange(len(rows))
+        self.plot.addItem(pg.BarGraphItem(x0=0, y=y, height=0.7, width=np.asarray(nb.cosines),
+                                          brush="#4c72b0"))
+        self.plot.getAxis("left").setTicks(
+            [[(i, self.state.token_text(t)) for i, t in enumerate(nb.ids)]])
+        top = max([abs(c) for c in nb.cosines] + [1e-9])
+        self.plot.setRange(xRange=(min(0.0, min(nb.cosines)), top * 1.05),
+                           yRange=(-0.6, len(rows) - 0.4), padding=0)
+        self.plot.setTitle(f"Cosine similarity to {word!r} in the token embedding"
+                           + (" (mean-centred)" if nb.centred else ""))
+        self.status.setText(f"{len(rows)} nearest of {num(self.layer.n_vocab)} tokens · "
+                            f"{'mean-centred' if nb.centred else 'raw'} embeddings · click a "
+                            "token to select it")
+
+    def _table(self):
+        nb = self.result
+        if nb is None:
+            return None
+        from detokgui.core.corpus_tables import neighbours_table
+
+        return neighbours_table(self.layer, nb)
+
+    # ------------------------------------------------------------------ analogy
+
+    def _analogy_request(self):
+        o = self.options.value
+        if self.layer is None or not (o.a and o.b and o.c):
+            return None
+        return AnalogyRequest(self.serial, (o.a, o.b, o.c), o.k, o.centred)
+
+    @staticmethod
+    def _analogy_compute(layer, req: AnalogyRequest) -> N.Neighbours:
+        a, b, c = (single_token(layer, t, name) for t, name in zip(req.texts, "abc"))
+        return N.analogy(layer, a, b, c, req.k, req.centred)
+
+    def _draw_analogy(self, nb: N.Neighbours | None) -> None:
+        if nb is None:
+            self.analogy.records().set_records(())
+            self.analogy_label.setText("Type three tokens a − b + c above")
+            self.analogy_status.setText(" ")
+            return
+        rows = [(r + 1, t, c) for r, (t, c) in enumerate(zip(nb.ids, nb.cosines))]
+        self.analogy.records().set_records(rows)
+        a, b, c = (repr(self.state.token_text(t)) for t in nb.inputs)
+        centred = "mean-centred " if nb.centred else ""
+        self.analogy_label.setText(f"<b>{a} − {b} + {c}</b>: nearest by {centred}cosine, "
+                                   "the three inputs excluded")
+        self.analogy_status.setText(f"analogy {a} − {b} + {c}: top {len(rows)}")

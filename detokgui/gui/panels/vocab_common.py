@@ -1,0 +1,151 @@
+"""What the Vocabulary panels (A4-A7) share: the corpus counts of the shared corpus
+(C4, kept on the model while the files are unchanged), a head spin box bound to the
+shared head, and a scatter plot of many points with hover and click found by numpy."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, QPointF, Qt, Signal, Slot
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QWidget
+from superqt.utils import signals_blocked
+
+from detokgui.core.progress import Job, Progress, rescaled
+
+_COUNTS_KEY = "gui_corpus_counts"
+_COUNTING = threading.Lock()
+
+
+def _files_stamp(paths) -> tuple:
+    """(file, size, mtime) of every corpus file behind `paths`: what identifies the counts
+    between two computations without hashing the files again."""
+    from detokgui.core.documents import corpus_files
+
+    return tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in corpus_files(paths))
+
+
+def iter_layer_counts(layer, paths, lo: float = 0.0, hi: float = 1.0) -> Job:
+    """Generator job: `corpus.CorpusCounts` of the corpus at `paths` with the model's
+    tokenizer (disk cache of core.corpus), kept on the layer for as long as the files keep
+    their sizes and times, so that a click does not hash the corpus again. Progress is
+    mapped into [lo, hi]."""
+    from detokgui.core.corpus import iter_corpus_counts
+
+    # Two views asking at once: the second waits (cancellably) for the first's counts
+    # instead of counting the corpus again.
+    while not _COUNTING.acquire(timeout=0.05):
+        yield Progress(lo, "waiting for the corpus count of another view")
+    try:
+        stamp = _files_stamp(paths)
+        store = layer._cache.setdefault(_COUNTS_KEY, {})
+        if stamp not in store:
+            counts = yield from rescaled(
+                iter_corpus_counts(paths, layer.tokenizer, layer.n_vocab), lo, hi)
+            store.clear()  # one corpus at a time
+            store[stamp] = counts
+        return store[stamp]
+    finally:
+        _COUNTING.release()
+
+
+class HeadSpin(QWidget):
+    """'Head' as a spin box bound to the shared head (the toolbar's)."""
+
+    def __init__(self, state, parent=None):
+        super().__init__(parent)
+        self.state = state
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(QLabel("Head"))
+        self.spin = QSpinBox()
+        self.spin.setToolTip("Attention head, shared with every panel (toolbar, [ and ])")
+        lay.addWidget(self.spin)
+        self._model(state.layer)
+        self.spin.valueChanged.connect(state.set_head)
+        state.modelChanged.connect(self._model)
+        state.headChanged.connect(self._show)
+
+    @Slot(object)
+    def _model(self, layer) -> None:
+        with signals_blocked(self.spin):
+            self.spin.setRange(0, layer.n_heads - 1 if layer is not None else 0)
+            self.spin.setValue(self.state.head)
+
+    @Slot(int)
+    def _show(self, head: int) -> None:
+        with signals_blocked(self.spin):
+            self.spin.setValue(head)
+
+
+class PointCloud(QObject):
+    """Many points (x, y, token id) in a PlotItem: one ScatterPlotItem without per-point
+    brushes, and the point nearest the mouse (within `radius` pixels) found with numpy,
+    so hover stays quick for 50,000 points. `hovered(index)` (-1 when none) and
+    `clicked(index)` give indices into the arrays of the last `set_points`."""
+
+    hovered = Signal(int)
+    clicked = Signal(int)
+
+    def __init__(self, plot: pg.PlotItem, radius: float = 8.0):
+        super().__init__(plot)
+        self.plot = plot
+        self.radius = radius
+        self.x = np.zeros(0)
+        self.y = np.zeros(0)
+        self.scatter = pg.ScatterPlotItem(size=4, pen=None, brush=pg.mkBrush(31, 119, 180, 110),
+                                          hoverable=False, pxMode=True)
+        self.mark = pg.ScatterPlotItem(size=12, pen=pg.mkPen("#d62728", width=2), brush=None,
+                                       symbol="o")
+        self.mark.setZValue(10)
+        plot.addItem(self.scatter)
+        plot.addItem(self.mark)
+        scene = plot.scene()
+        scene.sigMouseMoved.connect(self._moved)
+        scene.sigMouseClicked.connect(self._clicked)
+
+    def set_points(self, x: np.ndarray, y: np.ndarray) -> None:
+        self.x = np.asarray(x, dtype=np.float64)
+        self.y = np.asarray(y, dtype=np.float64)
+        self.scatter.setData(x=self.x, y=self.y)
+
+    def mark_point(self, index: int) -> None:
+        """Ring the point `index` (-1: none)."""
+        if 0 <= index < self.x.shape[0]:
+            self.mark.setData(x=[self.x[index]], y=[self.y[index]])
+        else:
+            self.mark.setData(x=[], y=[])
+
+    def nearest(self, scene_pos: QPointF) -> int:
+        vb = self.plot.getViewBox()
+        if self.x.size == 0 or not vb.sceneBoundingRect().contains(scene_pos):
+            return -1
+        p = vb.mapSceneToView(scene_pos)
+        px, py = vb.viewPixelSize()
+        if px <= 0 or py <= 0:
+            return -1
+        d = ((self.x - p.x()) / px) ** 2 + ((self.y - p.y()) / py) ** 2
+        i = int(np.nanargmin(d)) if np.isfinite(d).any() else -1
+        return i if i >= 0 and d[i] <= self.radius ** 2 else -1
+
+    @Slot(object)
+    def _moved(self, pos) -> None:
+        self.hovered.emit(self.nearest(pos))
+
+    def _clicked(self, ev) -> None:
+        if ev.button() != Qt.LeftButton or ev.double():
+            return
+        i = self.nearest(ev.scenePos())
+        if i >= 0:
+            self.clicked.emit(i)
+            ev.accept()
+
+
+def select_row_token(state, as_key_default: bool) -> Callable[[int, bool], None]:
+    """A tokenActivated slot: a click selects the row's token as the query token (the key
+    token when `as_key_default`), Shift+click the other one."""
+    def select(tid: int, shift: bool) -> None:
+        (state.set_key_token if shift != as_key_default else state.set_query_token)(tid)
+    return select

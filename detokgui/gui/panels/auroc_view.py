@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from detokgui.core import auroc as A
 from detokgui.core.affinity import SigmaChoice
@@ -21,9 +21,9 @@ from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.panels.text_common import CorpusHint
 from detokgui.gui.panels.vocab_common import HeadSpin, iter_layer_counts, select_row_token
-from detokgui.gui.plots import PlotFrame, head_color
+from detokgui.gui.plots import PlotFrame, add_plot, head_color
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import SigmaControls
+from detokgui.gui.widgets import FlowLayout, SigmaControls
 
 SHORT = {"skip": "tokens without bigrams skipped",
          "zero": "authors' convention: tokens without bigrams scored 0 and included"}
@@ -68,7 +68,7 @@ class AUROCPanel(Panel):
         lay = QVBoxLayout(self)
         lay.addWidget(CorpusHint(state, "The bigram AUROC counts which tokens precede each "
                                         "query token in a corpus."))
-        row = QHBoxLayout()
+        row = FlowLayout()
         row.addWidget(HeadSpin(state))
         row.addSpacing(12)
         row.addWidget(QLabel("mean over"))
@@ -87,7 +87,7 @@ class AUROCPanel(Panel):
         split = QSplitter(Qt.Horizontal)
         plots = QSplitter(Qt.Vertical)
         self.bars_frame = PlotFrame("Mean bigram AUROC per head", self._bars_table)
-        self.bars = self.bars_frame.view.addPlot()
+        self.bars = add_plot(self.bars_frame)
         self.bars.setMenuEnabled(False)
         self.bars.hideButtons()
         self.bars.getViewBox().setMouseEnabled(False, False)
@@ -97,7 +97,7 @@ class AUROCPanel(Panel):
         self.bars_frame.view.scene().sigMouseClicked.connect(self._bar_clicked)
         plots.addWidget(self.bars_frame)
         self.roc_frame = PlotFrame("ROC curve of the query token", self._roc_table)
-        self.roc = self.roc_frame.view.addPlot()
+        self.roc = add_plot(self.roc_frame)
         self.roc.setMenuEnabled(False)
         self.roc.hideButtons()
         self.roc.getViewBox().setMouseEnabled(False, False)

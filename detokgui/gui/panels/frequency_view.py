@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout
+from PySide6.QtWidgets import QComboBox, QLabel, QVBoxLayout
 
 from detokgui.core import frequency as F
 from detokgui.core.affinity import SigmaChoice
@@ -18,8 +18,8 @@ from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.text_common import CorpusHint
 from detokgui.gui.panels.vocab_common import HeadSpin, PointCloud, iter_layer_counts
-from detokgui.gui.plots import PlotFrame
-from detokgui.gui.widgets import SigmaControls
+from detokgui.gui.plots import PlotFrame, add_plot
+from detokgui.gui.widgets import FlowLayout, SigmaControls
 
 KINDS = (("t_e", "T_e(v) against corpus count"),
          ("variance", "token-embedding variance against corpus count"),
@@ -50,7 +50,7 @@ class FrequencyPanel(Panel):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
         lay.addWidget(CorpusHint(state, "The frequency plots count the tokens of a corpus."))
-        row = QHBoxLayout()
+        row = FlowLayout()
         row.addWidget(HeadSpin(state))
         row.addSpacing(12)
         self.kind = QComboBox()
@@ -73,12 +73,10 @@ class FrequencyPanel(Panel):
         self.options.changed.connect(self.redraw)
 
         self.frame = PlotFrame("Frequency scatter", self._table)
-        self.plot = self.frame.view.addPlot()
+        self.plot = add_plot(self.frame)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.showGrid(x=True, y=True, alpha=0.2)
-        for side in ("left", "bottom"):  # values as they are, not scaled by 0.001
-            self.plot.getAxis(side).enableAutoSIPrefix(False)
         self.points = PointCloud(self.plot)
         self.points.hovered.connect(self._hover)
         self.points.clicked.connect(self._click)

@@ -14,7 +14,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, QRectF, Qt, Slot
 from PySide6.QtWidgets import (
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QSpinBox,
     QSplitter,
@@ -28,9 +27,9 @@ from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.panels.vocab_common import HeadSpin, select_row_token
-from detokgui.gui.plots import PlotFrame
+from detokgui.gui.plots import PlotFrame, add_plot, plain_axes
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import SigmaControls
+from detokgui.gui.widgets import FlowLayout, SigmaControls
 
 DIRECTIONS = (("keys", "query → keys"), ("queries", "key → queries"))
 SORTS = (("variance", "score variance (high first)"), ("self_rank", "self-rank (1 first)"))
@@ -79,7 +78,7 @@ class HeadStatsPanel(Panel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
-        row = QHBoxLayout()
+        row = FlowLayout()
         row.addWidget(HeadSpin(state))
         row.addSpacing(12)
         self.direction = QComboBox()
@@ -115,7 +114,7 @@ class HeadStatsPanel(Panel):
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
-        zoom = QHBoxLayout()
+        zoom = FlowLayout()
         zoom.addWidget(QLabel("Sorted matrix: first"))
         self.rows = QSpinBox()
         self.rows.setRange(2, 1_000_000)
@@ -134,7 +133,7 @@ class HeadStatsPanel(Panel):
         zoom.addStretch(1)
         rl.addLayout(zoom)
         self.frame = PlotFrame("Sorted score matrix", self._block_table)
-        self.plot = self.frame.view.addPlot()
+        self.plot = add_plot(self.frame)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.invertY(True)
@@ -142,8 +141,8 @@ class HeadStatsPanel(Panel):
         self.image = pg.ImageItem()
         self.image.setColorMap(pg.colormap.get("viridis"))
         self.plot.addItem(self.image)
-        self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False,
-                                        width=12)
+        self.colorbar = plain_axes(pg.ColorBarItem(colorMap=pg.colormap.get("viridis"),
+                                                   interactive=False, width=12))
         self.colorbar.setImageItem(self.image)
         self.frame.view.addItem(self.colorbar)
         rl.addWidget(self.frame, 1)

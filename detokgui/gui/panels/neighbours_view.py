@@ -11,7 +11,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QSpinBox,
@@ -27,8 +26,9 @@ from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.panels.vocab_common import select_row_token
-from detokgui.gui.plots import PlotFrame
+from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
+from detokgui.gui.widgets import FlowLayout
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class NeighboursPanel(Panel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
-        row = QHBoxLayout()
+        row = FlowLayout()
         row.addWidget(QLabel("k"))
         self.k = QSpinBox()
         self.k.setRange(1, 1000)
@@ -116,14 +116,13 @@ class NeighboursPanel(Panel):
         self.near_label, self.near = self._table_box(split)
         self.analogy_label, self.analogy = self._table_box(split)
         self.frame = PlotFrame("Nearest tokens by cosine", self._table)
-        self.plot = self.frame.view.addPlot()
+        self.plot = add_plot(self.frame)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.invertY(True)
         self.plot.getViewBox().setMouseEnabled(False, False)
         self.plot.showGrid(x=True, alpha=0.3)
         self.plot.setLabel("bottom", "cosine similarity")
-        self.plot.getAxis("bottom").enableAutoSIPrefix(False)
         split.addWidget(self.frame)
         split.setSizes([360, 360, 600])
         lay.addWidget(split, 1)

@@ -66,7 +66,6 @@ class OverlapView(QWidget):
         self.plot.setLabel("left", "share on heavy dims")
         self.legend = legend(columns=2)
         self.frame.view.addItem(self.legend, row=1, col=0)
-        self.plot.getAxis("left").enableAutoSIPrefix(False)
         self.frame.setMinimumHeight(200)
         self.frame.setToolTip(
             "For each top SVD direction u of the token embedding E (unit vector in R^d): "

@@ -133,7 +133,6 @@ class NeuronBrowserPanel(Panel):
         self.curve_plot = add_plot(self.curve_frame)
         self.curve_plot.showGrid(x=True, y=True, alpha=0.25)
         self.curve_plot.setLabel("bottom", "position j")
-        self.curve_plot.getAxis("left").enableAutoSIPrefix(False)
         # Legends sit beside / under their plots (not over the curves), in the exported image too.
         self.legend = legend()
         self.curve_frame.view.addItem(self.legend, row=0, col=1)

@@ -101,7 +101,6 @@ class OVCircuitPanel(Panel):
         self.plot.getViewBox().setMouseEnabled(False, False)
         self.plot.showGrid(x=True, alpha=0.25)
         self.plot.setLabel("bottom", "score")
-        self.plot.getAxis("bottom").enableAutoSIPrefix(False)
         self.bars = [pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], brush=c, pen=None)
                      for c in (UP, DOWN)]
         for b in self.bars:

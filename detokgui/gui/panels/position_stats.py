@@ -103,7 +103,6 @@ class PositionStatsPanel(Panel):
         self.var_plot.showGrid(x=True, y=True, alpha=0.25)
         self.var_plot.setLabel("bottom", "position j")
         self.var_plot.setLabel("left", "Var_k P[j, k]")
-        self.var_plot.getAxis("left").enableAutoSIPrefix(False)
         self.var_curve = self.var_plot.plot(pen=pg.mkPen("#1f77b4", width=1))
         self.var_ends = self.var_plot.plot(pen=None, symbol="o", symbolSize=8,
                                            symbolBrush=LAST_COLOR, symbolPen=None)

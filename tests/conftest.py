@@ -19,7 +19,7 @@ def _real_gpt2_cached() -> bool:
             hit = try_to_load_from_cache("gpt2", fname)
             if isinstance(hit, str):
                 return True
-    except Exception:
+    except (ImportError, OSError, ValueError):  # no hub library, or an unusable cache
         return False
     return False
 

@@ -85,9 +85,9 @@ def test_each_term_matches_its_definition(tiny_layer):
 @pytest.mark.parametrize(
     "shape",
     [
-        dict(n_embd=48, n_head=3, n_positions=40),
-        dict(n_embd=96, n_head=6, n_positions=256),
-        dict(n_embd=80, n_head=5, n_positions=64, vocab_size=50300),
+        {"n_embd": 48, "n_head": 3, "n_positions": 40},
+        {"n_embd": 96, "n_head": 6, "n_positions": 256},
+        {"n_embd": 80, "n_head": 5, "n_positions": 64, "vocab_size": 50300},
     ],
 )
 def test_other_shapes_and_bare_keys(tmp_path, hf_eager, shape):

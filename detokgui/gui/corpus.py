@@ -107,7 +107,7 @@ class CorpusControl(QObject):
         self._show(f"corpus: {text}")
         self.state.set_corpus(paths)
         remember(CORPUS, list(paths))
-        self.window.show_message(f"Corpus: {text}", 5000)
+        self.window.show_message("Corpus opened: the views that read texts use it now", 5000)
 
     def _show(self, text: str) -> None:
         self.text = text

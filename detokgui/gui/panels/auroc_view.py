@@ -168,9 +168,10 @@ class AUROCPanel(Panel):
         top = float(np.nanmax(means)) if np.isfinite(means).any() else 1.0
         font = QFont()
         font.setPointSize(8)
+        same_n = len(set(used.tolist())) == 1  # one n for every head: said in the title
         for i, (m, n) in enumerate(zip(means.tolist(), used.tolist())):
-            label = pg.TextItem(f"{num(m)}\nn = {num(int(n))}", anchor=(0.5, 1.0),
-                                color="k")
+            label = pg.TextItem(num(m, 3) if same_n else f"{num(m, 3)}\nn = {num(int(n))}",
+                                anchor=(0.5, 1.0), color="k")
             label.setFont(font)
             label.setPos(i, m if np.isfinite(m) else 0)
             self.bars.addItem(label)
@@ -178,7 +179,9 @@ class AUROCPanel(Panel):
         self.bars.setRange(xRange=(-0.6, len(x) - 0.4), yRange=(0, max(1.0, top) * 1.12),
                            padding=0)
         self.bars.getAxis("bottom").setTicks([[(i, str(h)) for i, h in enumerate(res.heads)]])
-        self.bars.setTitle(f"Mean bigram AUROC per head (n = query tokens in the mean)<br>"
+        n_text = (f"{num(int(used[0]))} query tokens" if same_n and len(used)
+                  else "n = query tokens in the mean")
+        self.bars.setTitle(f"Mean bigram AUROC per head ({n_text})<br>"
                            f"<span style='font-size:9pt'>{SHORT[conv]}</span>")
         r = res.row(head) if head in res.heads else 0
         values = res.values(conv)[r]

@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QComboBox, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
 from detokgui.core import auroc as A
 from detokgui.core.affinity import SigmaChoice
@@ -23,7 +23,7 @@ from detokgui.gui.panels.text_common import CorpusHint
 from detokgui.gui.panels.vocab_common import HeadSpin, iter_layer_counts, select_row_token
 from detokgui.gui.plots import PlotFrame, add_plot, head_color
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, SigmaControls
+from detokgui.gui.widgets import FlowLayout, SigmaControls, bare_column, combo_box, wrapping_label
 
 SHORT = {"skip": "tokens without bigrams skipped",
          "zero": "authors' convention: tokens without bigrams scored 0 and included"}
@@ -72,10 +72,8 @@ class AUROCPanel(Panel):
         row.addWidget(HeadSpin(state))
         row.addSpacing(12)
         row.addWidget(QLabel("mean over"))
-        self.no_bigram = QComboBox()
-        for key in A.NO_BIGRAM:
-            self.no_bigram.addItem(SHORT[key], key)
-        self.no_bigram.setToolTip("\n".join(f"{k}: {A.NO_BIGRAM_LABELS[k]}" for k in A.NO_BIGRAM))
+        self.no_bigram = combo_box(((key, SHORT[key]) for key in A.NO_BIGRAM),
+                                   "\n".join(f"{k}: {A.NO_BIGRAM_LABELS[k]}" for k in A.NO_BIGRAM))
         row.addWidget(self.no_bigram)
         row.addSpacing(12)
         row.addWidget(SigmaControls(state))
@@ -110,11 +108,8 @@ class AUROCPanel(Panel):
         plots.addWidget(self.roc_frame)
         split.addWidget(plots)
 
-        right = QWidget()
-        rl = QVBoxLayout(right)
-        rl.setContentsMargins(0, 0, 0, 0)
-        self.table_label = QLabel(" ")
-        self.table_label.setWordWrap(True)
+        right, rl = bare_column()
+        self.table_label = wrapping_label()
         rl.addWidget(self.table_label)
         self.table = TokenTableView(RecordsModel([], token=int), sortable=True, stretch=0)
         self.table.tokenActivated.connect(select_row_token(state, False))

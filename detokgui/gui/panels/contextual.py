@@ -168,10 +168,9 @@ class ContextualPanel(Panel):
         bl.addWidget(CorpusHint(state, "The validation scatter compares the prediction with "
                                        "the model on corpus texts."))
         self.scatter_frame = PlotFrame("Contextual neuron validation", self._scatter_table)
-        self.plot = add_plot(self.scatter_frame)
-        self.plot.showGrid(x=True, y=True, alpha=0.25)
-        self.plot.setLabel("bottom", "predicted pre-activation (bag of tokens)")
-        self.plot.setLabel("left", "actual pre-activation (forward pass)")
+        self.plot = add_plot(self.scatter_frame, grid="xy",
+                             bottom="predicted pre-activation (bag of tokens)",
+                             left="actual pre-activation (forward pass)")
         self.points = pg.ScatterPlotItem(size=3, pen=None, brush=pg.mkBrush(31, 119, 180, 90))
         self.diagonal = pg.PlotCurveItem(pen=pg.mkPen("#888", width=1, style=Qt.DashLine))
         self.plot.addItem(self.diagonal)

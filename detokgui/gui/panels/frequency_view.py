@@ -71,10 +71,7 @@ class FrequencyPanel(Panel):
         self.options.changed.connect(self.redraw)
 
         self.frame = PlotFrame("Frequency scatter", self._table)
-        self.plot = add_plot(self.frame)
-        self.plot.setMenuEnabled(False)
-        self.plot.hideButtons()
-        self.plot.showGrid(x=True, y=True, alpha=0.2)
+        self.plot = add_plot(self.frame, controls=False, grid="xy", alpha=0.2)
         self.points = PointCloud(self.plot)
         self.points.hovered.connect(self._hover)
         self.points.clicked.connect(self._click)

@@ -88,17 +88,13 @@ class KeyPositionPanel(Panel):
         split = QSplitter(Qt.Horizontal)
         plots = QSplitter(Qt.Vertical)
         self.hist_frame = PlotFrame("Token-position slopes histogram", self._hist_table)
-        self.hist_plot = add_plot(self.hist_frame)
-        self.hist_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.hist_plot.setLabel("bottom", "slope of e_u W^QK p_j^T over j (per position)")
-        self.hist_plot.setLabel("left", "tokens")
+        self.hist_plot = add_plot(self.hist_frame, grid="xy", left="tokens",
+                                  bottom="slope of e_u W^QK p_j^T over j (per position)")
         self.hist_frame.setToolTip("The red line marks the selected query token")
         plots.addWidget(self.hist_frame)
         self.curve_frame = PlotFrame("Query token vs key position", self._curve_table)
-        self.curve_plot = add_plot(self.curve_frame)
-        self.curve_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.curve_plot.setLabel("bottom", "key position j")
-        self.curve_plot.setLabel("left", "raw e_u W^QK p_j^T")
+        self.curve_plot = add_plot(self.curve_frame, grid="xy", bottom="key position j",
+                                   left="raw e_u W^QK p_j^T")
         self.curve_frame.setToolTip("The selected query token's raw term over key positions "
                                     "and its least-squares line.\nClick a position to make it "
                                     "the query position.")

@@ -56,11 +56,8 @@ class OverlapView(QWidget):
         orow.addStretch(1)
         bl.addLayout(orow)
         self.frame = PlotFrame("PE-token SVD overlap", self._table)
-        self.plot = add_plot(self.frame)
-        self.plot.showGrid(y=True, alpha=0.25)
-        self.plot.setMouseEnabled(x=False, y=False)
-        self.plot.setLabel("bottom", "SVD direction of E (0 = largest singular value)")
-        self.plot.setLabel("left", "share on heavy dims")
+        self.plot = add_plot(self.frame, grid="y", mouse=False, left="share on heavy dims",
+                             bottom="SVD direction of E (0 = largest singular value)")
         self.legend = legend(columns=2)
         self.frame.view.addItem(self.legend, row=1, col=0)
         self.frame.setMinimumHeight(200)

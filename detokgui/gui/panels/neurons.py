@@ -120,9 +120,7 @@ class NeuronBrowserPanel(Panel):
         right = QSplitter(Qt.Vertical)
         top, tl = bare_column()
         self.curve_frame = PlotFrame("PE neuron curves", self._curves_table)
-        self.curve_plot = add_plot(self.curve_frame)
-        self.curve_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.curve_plot.setLabel("bottom", "position j")
+        self.curve_plot = add_plot(self.curve_frame, grid="xy", bottom="position j")
         # Legends sit beside / under their plots (not over the curves), in the exported image too.
         self.legend = legend()
         self.curve_frame.view.addItem(self.legend, row=0, col=1)

@@ -90,13 +90,8 @@ class OVCircuitPanel(Panel):
                                  else self.state.set_query_token)(tid))
         split.addWidget(self.table)
         self.frame = PlotFrame("OV circuit", self._table)
-        self.plot = add_plot(self.frame)
-        self.plot.setMenuEnabled(False)
-        self.plot.hideButtons()
-        self.plot.getViewBox().invertY(True)
-        self.plot.getViewBox().setMouseEnabled(False, False)
-        self.plot.showGrid(x=True, alpha=0.25)
-        self.plot.setLabel("bottom", "score")
+        self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True, grid="x",
+                             bottom="score")
         self.bars = [pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], brush=c, pen=None)
                      for c in (UP, DOWN)]
         for b in self.bars:

@@ -94,12 +94,8 @@ class PositionStatsPanel(Panel):
             "heads": self.heads_box, "count": self.count, "log": self.log}, self)
 
         self.var_frame = PlotFrame("Position embedding variance", self._variance_table)
-        self.var_plot = add_plot(self.var_frame)
-        self.var_plot.setMenuEnabled(False)
-        self.var_plot.hideButtons()
-        self.var_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.var_plot.setLabel("bottom", "position j")
-        self.var_plot.setLabel("left", "Var_k P[j, k]")
+        self.var_plot = add_plot(self.var_frame, controls=False, grid="xy", bottom="position j",
+                                 left="Var_k P[j, k]")
         self.var_curve = self.var_plot.plot(pen=pg.mkPen("#1f77b4", width=1))
         self.var_ends = self.var_plot.plot(pen=None, symbol="o", symbolSize=8,
                                            symbolBrush=LAST_COLOR, symbolPen=None)

@@ -113,24 +113,16 @@ class PositionalPatternPanel(Panel):
         vsplit = QSplitter(Qt.Vertical)
         plots = QSplitter(Qt.Horizontal)
         self.line_frame = PlotFrame("Positional pattern", self._line_table)
-        self.line_plot = add_plot(self.line_frame)
-        self.line_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.line_plot.setLabel("bottom", "key position j")
-        self.line_plot.setLabel("left", "attention weight")
+        self.line_plot = add_plot(self.line_frame, grid="xy", bottom="key position j",
+                                  left="attention weight")
         self.legend = self.line_plot.addLegend(offset=(-10, 10), colCount=4,
                                               brush=(255, 255, 255, 210), pen="#bbb")
         self.line_frame.setToolTip("Click a position to make it the query position n")
         plots.addWidget(self.line_frame)
 
         self.grid_frame = PlotFrame("Positional pattern grid", self._grid_table)
-        self.grid_plot = add_plot(self.grid_frame)
-        self.grid_plot.setMenuEnabled(False)
-        self.grid_plot.hideButtons()
-        vb = self.grid_plot.getViewBox()
-        vb.invertY(True)
-        vb.setMouseEnabled(False, False)
-        self.grid_plot.setLabel("left", "first j of the row")
-        self.grid_plot.setLabel("bottom", "column (j mod C)")
+        self.grid_plot = add_plot(self.grid_frame, controls=False, mouse=False, invert_y=True,
+                                  left="first j of the row", bottom="column (j mod C)")
         self.grid_image = pg.ImageItem()
         self.grid_image.setColorMap(pg.colormap.get("viridis"))
         self.grid_plot.addItem(self.grid_image)

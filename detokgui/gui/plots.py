@@ -127,9 +127,29 @@ def set_log_y(plot: pg.PlotItem, log: bool, label: str) -> None:
     plot.setLabel("left", f"{label} (log scale)" if log else label)
 
 
-def add_plot(frame: PlotFrame, *args, **kw) -> pg.PlotItem:
-    """A PlotItem in `frame` (GraphicsLayout.addPlot arguments) with plain axes."""
-    return plain_axes(frame.view.addPlot(*args, **kw))
+def add_plot(frame: PlotFrame, *args, bottom: str = "", left: str = "", grid: str = "",
+             alpha: float = 0.25, controls: bool = True, mouse: bool = True,
+             invert_y: bool = False, **kw) -> pg.PlotItem:
+    """A PlotItem in `frame` (GraphicsLayout.addPlot arguments) with plain axes.
+
+    bottom / left: axis labels; grid: the axes with grid lines ("x", "y" or "xy") at
+    opacity `alpha`; controls=False: no context menu and no auto-range button; mouse=False:
+    no pan or zoom (a view the panel sets itself); invert_y: y grows downwards (rows)."""
+    plot = plain_axes(frame.view.addPlot(*args, **kw))
+    if not controls:
+        plot.setMenuEnabled(False)
+        plot.hideButtons()
+    if invert_y:
+        plot.invertY(True)
+    if not mouse:
+        plot.getViewBox().setMouseEnabled(False, False)
+    if grid:
+        plot.showGrid(x="x" in grid, y="y" in grid, alpha=alpha)
+    if bottom:
+        plot.setLabel("bottom", bottom)
+    if left:
+        plot.setLabel("left", left)
+    return plot
 
 
 # --------------------------------------------------------------------------- export

@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QComboBox, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
 from detokgui.core import auroc as A
 from detokgui.core.affinity import SigmaChoice
@@ -23,7 +23,7 @@ from detokgui.gui.panels.text_common import CorpusHint
 from detokgui.gui.panels.vocab_common import HeadSpin, iter_layer_counts, select_row_token
 from detokgui.gui.plots import PlotFrame, add_plot, head_color
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, SigmaControls
+from detokgui.gui.widgets import FlowLayout, SigmaControls, bare_column, combo_box, wrapping_label
 
 SHORT = {"skip": "tokens without bigrams skipped",
          "zero": "authors' convention: tokens without bigrams scored 0 and included"}
@@ -72,10 +72,8 @@ class AUROCPanel(Panel):
         row.addWidget(HeadSpin(state))
         row.addSpacing(12)
         row.addWidget(QLabel("mean over"))
-        self.no_bigram = QComboBox()
-        for key in A.NO_BIGRAM:
-            self.no_bigram.addItem(SHORT[key], key)
-        self.no_bigram.setToolTip("\n".join(f"{k}: {A.NO_BIGRAM_LABELS[k]}" for k in A.NO_BIGRAM))
+        self.no_bigram = combo_box(((key, SHORT[key]) for key in A.NO_BIGRAM),
+                                   "\n".join(f"{k}: {A.NO_BIGRAM_LABELS[k]}" for k in A.NO_BIGRAM))
         row.addWidget(self.no_bigram)
         row.addSpacing(12)
         row.addWidget(SigmaControls(state))
@@ -87,22 +85,14 @@ class AUROCPanel(Panel):
         split = QSplitter(Qt.Horizontal)
         plots = QSplitter(Qt.Vertical)
         self.bars_frame = PlotFrame("Mean bigram AUROC per head", self._bars_table)
-        self.bars = add_plot(self.bars_frame)
-        self.bars.setMenuEnabled(False)
-        self.bars.hideButtons()
-        self.bars.getViewBox().setMouseEnabled(False, False)
-        self.bars.setLabel("bottom", "head (click a bar to select it)")
-        self.bars.setLabel("left", "mean AUROC")
-        self.bars.showGrid(y=True, alpha=0.3)
+        self.bars = add_plot(self.bars_frame, controls=False, mouse=False, grid="y", alpha=0.3,
+                             bottom="head (click a bar to select it)", left="mean AUROC")
         self.bars_frame.view.scene().sigMouseClicked.connect(self._bar_clicked)
         plots.addWidget(self.bars_frame)
         self.roc_frame = PlotFrame("ROC curve of the query token", self._roc_table)
-        self.roc = add_plot(self.roc_frame)
-        self.roc.setMenuEnabled(False)
-        self.roc.hideButtons()
-        self.roc.getViewBox().setMouseEnabled(False, False)
-        self.roc.setLabel("bottom", "false-positive rate (share of non-preceding tokens)")
-        self.roc.setLabel("left", "true-positive rate (weighted by c(v, u))")
+        self.roc = add_plot(self.roc_frame, controls=False, mouse=False,
+                            bottom="false-positive rate (share of non-preceding tokens)",
+                            left="true-positive rate (weighted by c(v, u))")
         self.roc.setRange(xRange=(0, 1), yRange=(0, 1), padding=0.02)
         self.roc.setAspectLocked(False)
         self.roc.plot([0, 1], [0, 1], pen=pg.mkPen("#999", width=1, style=Qt.DashLine))
@@ -110,11 +100,8 @@ class AUROCPanel(Panel):
         plots.addWidget(self.roc_frame)
         split.addWidget(plots)
 
-        right = QWidget()
-        rl = QVBoxLayout(right)
-        rl.setContentsMargins(0, 0, 0, 0)
-        self.table_label = QLabel(" ")
-        self.table_label.setWordWrap(True)
+        right, rl = bare_column()
+        self.table_label = wrapping_label()
         rl.addWidget(self.table_label)
         self.table = TokenTableView(RecordsModel([], token=int), sortable=True, stretch=0)
         self.table.tokenActivated.connect(select_row_token(state, False))

@@ -14,10 +14,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, Qt, Slot
 from PySide6.QtWidgets import (
     QLabel,
-    QSpinBox,
     QSplitter,
     QVBoxLayout,
-    QWidget,
 )
 from superqt.utils import signals_blocked
 
@@ -36,7 +34,7 @@ from detokgui.gui.panels.text_common import (
 )
 from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, parse_heads
+from detokgui.gui.widgets import FlowLayout, bare_column, parse_heads, spin_box, wrapping_label
 
 TOP = 100  # neurons whose extreme tokens the ranking lists
 LISTED = 5  # tokens per side shown in the ranking table
@@ -124,9 +122,8 @@ class ContextualPanel(Panel):
         row.addWidget(self.heads_box)
         row.addSpacing(12)
         row.addWidget(QLabel("tokens"))
-        self.k_spin = QSpinBox()
-        self.k_spin.setRange(1, 200)
-        self.k_spin.setToolTip("How many tokens with the largest and smallest contribution")
+        self.k_spin = spin_box(1, 200,
+                               tip="How many tokens with the largest and smallest contribution")
         row.addWidget(self.k_spin)
         row.addSpacing(12)
         self.source = TextSourceControls(row, "validation texts")
@@ -138,9 +135,7 @@ class ContextualPanel(Panel):
         self.options.changed.connect(self.refresh)
 
         split = QSplitter(Qt.Horizontal)
-        left = QWidget()
-        ll = QVBoxLayout(left)
-        ll.setContentsMargins(0, 0, 0, 0)
+        left, ll = bare_column()
         self.ranked = RecordsModel(self._ranking_columns())
         self.table = TokenTableView(self.ranked, sortable=True,
                                     tip="Neurons by the size of their contextual component; "
@@ -153,11 +148,8 @@ class ContextualPanel(Panel):
         split.addWidget(left)
 
         right = QSplitter(Qt.Vertical)
-        top = QWidget()
-        tl = QVBoxLayout(top)
-        tl.setContentsMargins(0, 0, 0, 0)
-        self.neuron_label = QLabel(" ")
-        self.neuron_label.setWordWrap(True)
+        top, tl = bare_column()
+        self.neuron_label = wrapping_label()
         tl.addWidget(self.neuron_label)
         self.tokens = TokenTableView(RecordsModel([
             Column("rank", lambda r: r[0], "d"),
@@ -172,16 +164,13 @@ class ContextualPanel(Panel):
                                  else self.state.set_query_token)(tid))
         tl.addWidget(self.tokens, 1)
         right.addWidget(top)
-        bottom = QWidget()
-        bl = QVBoxLayout(bottom)
-        bl.setContentsMargins(0, 0, 0, 0)
+        bottom, bl = bare_column()
         bl.addWidget(CorpusHint(state, "The validation scatter compares the prediction with "
                                        "the model on corpus texts."))
         self.scatter_frame = PlotFrame("Contextual neuron validation", self._scatter_table)
-        self.plot = add_plot(self.scatter_frame)
-        self.plot.showGrid(x=True, y=True, alpha=0.25)
-        self.plot.setLabel("bottom", "predicted pre-activation (bag of tokens)")
-        self.plot.setLabel("left", "actual pre-activation (forward pass)")
+        self.plot = add_plot(self.scatter_frame, grid="xy",
+                             bottom="predicted pre-activation (bag of tokens)",
+                             left="actual pre-activation (forward pass)")
         self.points = pg.ScatterPlotItem(size=3, pen=None, brush=pg.mkBrush(31, 119, 180, 90))
         self.diagonal = pg.PlotCurveItem(pen=pg.mkPen("#888", width=1, style=Qt.DashLine))
         self.plot.addItem(self.diagonal)

@@ -11,12 +11,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
     QHBoxLayout,
     QLabel,
     QPushButton,
-    QSpinBox,
     QVBoxLayout,
 )
 
@@ -34,7 +31,14 @@ from detokgui.gui.panels.text_common import (
 )
 from detokgui.gui.plots import head_color
 from detokgui.gui.position import QueryPositionControl
-from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
+from detokgui.gui.widgets import (
+    FlowLayout,
+    HeadChooser,
+    check_box,
+    combo_box,
+    spin_box,
+    state_heads,
+)
 
 PAPER_POSITION = 500  # the paper's Fig 3-E; models with fewer positions use L/2
 CURVES = ("empirical", "predicted", "pattern")
@@ -83,24 +87,20 @@ class EmpiricalPanel(CorpusGridPanel):
         row.addWidget(self.heads_box)
         row.addSpacing(12)
         row.addWidget(QLabel("prediction"))
-        self.convention = QComboBox()
-        for c in CONVENTIONS:
-            self.convention.addItem(f"{c} convention", c)
-        self.convention.setToolTip("How the B3 prediction takes σ per position:\n"
-                                   + "\n".join(CONVENTION_LABELS[c] for c in CONVENTIONS))
+        self.convention = combo_box(((c, f"{c} convention") for c in CONVENTIONS),
+                                    "How the B3 prediction takes σ per position:\n"
+                                    + "\n".join(CONVENTION_LABELS[c] for c in CONVENTIONS))
         row.addWidget(self.convention)
         row.addSpacing(12)
         self.source = TextSourceControls(row)
         row.addSpacing(12)
         row.addWidget(QLabel("window"))
-        self.window = QSpinBox()
-        self.window.setRange(0, 100_000)
-        self.window.setSpecialValueText("all keys")
-        self.window.setToolTip("Show only the last w keys before i (0: every key 0..i)")
+        self.window = spin_box(0, 100_000, special="all keys",
+                               tip="Show only the last w keys before i (0: every key 0..i)")
         row.addWidget(self.window)
-        self.log = QCheckBox("log scale")
-        self.log.setToolTip(f"log10 of the attention (values below {LOG_FLOOR:g} drawn at it):\n"
-                            "compares the broad heads, whose weights are all small")
+        self.log = check_box("log scale",
+                             f"log10 of the attention (values below {LOG_FLOOR:g} drawn at it):\n"
+                             "compares the broad heads, whose weights are all small")
         row.addWidget(self.log)
         row.addStretch(1)
         lay.addLayout(row)
@@ -142,7 +142,7 @@ class EmpiricalPanel(CorpusGridPanel):
         texts = text_source(self.state, o.max_texts, o.prepend)
         if layer is None or texts is None:
             return None
-        heads = chosen_heads(o.heads, self.state.head, layer.n_heads)
+        heads = state_heads(o.heads, self.state)
         return Request(self.serial, self.state.query_position, tuple(heads), o.convention,
                        texts)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QComboBox, QLabel, QVBoxLayout
+from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from detokgui.core import frequency as F
 from detokgui.core.affinity import SigmaChoice
@@ -19,7 +19,7 @@ from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.text_common import CorpusHint
 from detokgui.gui.panels.vocab_common import HeadSpin, PointCloud, iter_layer_counts
 from detokgui.gui.plots import PlotFrame, add_plot
-from detokgui.gui.widgets import FlowLayout, SigmaControls
+from detokgui.gui.widgets import FlowLayout, SigmaControls, combo_box
 
 KINDS = (("t_e", "T_e(v) against corpus count"),
          ("variance", "token-embedding variance against corpus count"),
@@ -53,16 +53,14 @@ class FrequencyPanel(Panel):
         row = FlowLayout()
         row.addWidget(HeadSpin(state))
         row.addSpacing(12)
-        self.kind = QComboBox()
-        for key, text in KINDS:
-            self.kind.addItem(text, key)
+        self.kind = combo_box(KINDS)
         row.addWidget(self.kind)
-        self.zero = QComboBox()
-        for key in F.ZERO_COUNTS:
-            self.zero.addItem(F.ZERO_COUNT_LABELS[key].replace(
-                "tokens absent from the corpus (count 0)", "count-0 tokens"), key)
-        self.zero.setToolTip("Tokens the corpus never contains have no log count:\n"
-                             + "\n".join(F.ZERO_COUNT_LABELS[k] for k in F.ZERO_COUNTS))
+        self.zero = combo_box(
+            ((key, F.ZERO_COUNT_LABELS[key].replace(
+                "tokens absent from the corpus (count 0)", "count-0 tokens"))
+             for key in F.ZERO_COUNTS),
+            "Tokens the corpus never contains have no log count:\n"
+            + "\n".join(F.ZERO_COUNT_LABELS[k] for k in F.ZERO_COUNTS))
         row.addWidget(self.zero)
         row.addWidget(SigmaControls(state))
         row.addStretch(1)
@@ -73,10 +71,7 @@ class FrequencyPanel(Panel):
         self.options.changed.connect(self.redraw)
 
         self.frame = PlotFrame("Frequency scatter", self._table)
-        self.plot = add_plot(self.frame)
-        self.plot.setMenuEnabled(False)
-        self.plot.hideButtons()
-        self.plot.showGrid(x=True, y=True, alpha=0.2)
+        self.plot = add_plot(self.frame, controls=False, grid="xy", alpha=0.2)
         self.points = PointCloud(self.plot)
         self.points.hovered.connect(self._hover)
         self.points.clicked.connect(self._click)

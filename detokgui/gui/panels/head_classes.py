@@ -9,7 +9,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QPushButton,
     QTableView,
     QVBoxLayout,
@@ -20,6 +19,7 @@ from superqt.utils import signals_blocked
 from detokgui.core import positional as m
 from detokgui.gui.panels.base import StatusLine
 from detokgui.gui.records import Column, RecordsModel
+from detokgui.gui.widgets import wrapping_label
 
 LABEL_COLORS = {
     "duplicate-token": "#e8d5f5",
@@ -79,8 +79,7 @@ class HeadClassesTable(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         row = QHBoxLayout()
-        self.label = QLabel("<b>Head classification</b>")
-        self.label.setWordWrap(True)
+        self.label = wrapping_label("<b>Head classification</b>")
         row.addWidget(self.label, 1)
         self.button = QPushButton("Classify heads")
         self.button.setToolTip("Compute the head classification (a whole-vocabulary pass for "

@@ -13,12 +13,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, QRectF, Qt, Slot
 from PySide6.QtWidgets import (
-    QComboBox,
     QLabel,
-    QSpinBox,
     QSplitter,
     QVBoxLayout,
-    QWidget,
 )
 
 from detokgui.core import vocab_stats as VS
@@ -29,7 +26,14 @@ from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.panels.vocab_common import HeadSpin, select_row_token
 from detokgui.gui.plots import PlotFrame, add_plot, plain_axes
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, SigmaControls
+from detokgui.gui.widgets import (
+    FlowLayout,
+    SigmaControls,
+    bare_column,
+    combo_box,
+    spin_box,
+    wrapping_label,
+)
 
 DIRECTIONS = (("keys", "query → keys"), ("queries", "key → queries"))
 SORTS = (("variance", "score variance (high first)"), ("self_rank", "self-rank (1 first)"))
@@ -81,17 +85,13 @@ class HeadStatsPanel(Panel):
         row = FlowLayout()
         row.addWidget(HeadSpin(state))
         row.addSpacing(12)
-        self.direction = QComboBox()
-        for key, text in DIRECTIONS:
-            self.direction.addItem(text, key)
-        self.direction.setToolTip("query → keys: each query token u over all keys v by "
-                                  "T_ee(u, v).\nkey → queries: each key token v over all "
-                                  "queries u.")
+        self.direction = combo_box(DIRECTIONS,
+                                   "query → keys: each query token u over all keys v by "
+                                   "T_ee(u, v).\nkey → queries: each key token v over all "
+                                   "queries u.")
         row.addWidget(self.direction)
         row.addWidget(QLabel("sort by"))
-        self.sort = QComboBox()
-        for key, text in SORTS:
-            self.sort.addItem(text, key)
+        self.sort = combo_box(SORTS)
         row.addWidget(self.sort)
         row.addSpacing(12)
         row.addWidget(SigmaControls(state))
@@ -99,11 +99,8 @@ class HeadStatsPanel(Panel):
         lay.addLayout(row)
 
         split = QSplitter(Qt.Horizontal)
-        left = QWidget()
-        ll = QVBoxLayout(left)
-        ll.setContentsMargins(0, 0, 0, 0)
-        self.table_label = QLabel(" ")
-        self.table_label.setWordWrap(True)
+        left, ll = bare_column()
+        self.table_label = wrapping_label()
         ll.addWidget(self.table_label)
         self.table = TokenTableView(RecordsModel([], token=int), sortable=True)
         self.table.tokenActivated.connect(self._select)
@@ -111,33 +108,23 @@ class HeadStatsPanel(Panel):
         ll.addWidget(self.table, 1)
         split.addWidget(left)
 
-        right = QWidget()
-        rl = QVBoxLayout(right)
-        rl.setContentsMargins(0, 0, 0, 0)
+        right, rl = bare_column()
         zoom = FlowLayout()
         zoom.addWidget(QLabel("Sorted matrix: first"))
-        self.rows = QSpinBox()
-        self.rows.setRange(2, 1_000_000)
-        self.rows.setKeyboardTracking(False)
-        self.rows.setToolTip("How many rows (tokens by decreasing variance) to show; beyond "
-                             f"{MAX_ROWS} every n-th is drawn")
+        self.rows = spin_box(2, 1_000_000, tracking=False,
+                             tip="How many rows (tokens by decreasing variance) to show; beyond "
+                                 f"{MAX_ROWS} every n-th is drawn")
         zoom.addWidget(self.rows)
         zoom.addWidget(QLabel("rows ×"))
-        self.cols = QSpinBox()
-        self.cols.setRange(2, 1_000_000)
-        self.cols.setKeyboardTracking(False)
-        self.cols.setToolTip("How many score ranks to show; beyond "
-                             f"{MAX_COLS} every n-th is drawn")
+        self.cols = spin_box(2, 1_000_000, tracking=False,
+                             tip="How many score ranks to show; beyond "
+                                 f"{MAX_COLS} every n-th is drawn")
         zoom.addWidget(self.cols)
         zoom.addWidget(QLabel("ranks"))
         zoom.addStretch(1)
         rl.addLayout(zoom)
         self.frame = PlotFrame("Sorted score matrix", self._block_table)
-        self.plot = add_plot(self.frame)
-        self.plot.setMenuEnabled(False)
-        self.plot.hideButtons()
-        self.plot.invertY(True)
-        self.plot.getViewBox().setMouseEnabled(False, False)
+        self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True)
         self.image = pg.ImageItem()
         self.image.setColorMap(pg.colormap.get("viridis"))
         self.plot.addItem(self.image)

@@ -10,10 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtCore import QTimer, Slot
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
     QLabel,
-    QSpinBox,
     QVBoxLayout,
 )
 
@@ -23,7 +20,7 @@ from detokgui.core.tokens import display_token
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame, connect_hover
-from detokgui.gui.widgets import FlowLayout
+from detokgui.gui.widgets import FlowLayout, check_box, combo_box, spin_box
 
 SOURCES = (("text", "Tokens of the typed text"), ("sample", "Random sample"),
            ("topk", "Query + its top-k keys"))
@@ -102,29 +99,22 @@ class HeatmapPanel(Panel):
         lay = QVBoxLayout(self)
 
         row = FlowLayout()
-        self.source = QComboBox()
-        for key, text in SOURCES:
-            self.source.addItem(text, key)
-        self.source.setToolTip("Which tokens the heatmap compares")
+        self.source = combo_box(SOURCES, "Which tokens the heatmap compares")
         row.addWidget(self.source)
         self.size_label = QLabel("N")
         row.addWidget(self.size_label)
-        self.size_spin = QSpinBox()
-        self.size_spin.setRange(2, MAX_TOKENS)
-        self.size_spin.setToolTip("Sample size / number of top-k tokens")
+        self.size_spin = spin_box(2, MAX_TOKENS, "Sample size / number of top-k tokens")
         row.addWidget(self.size_spin)
         self.seed_label = QLabel("seed")
         row.addWidget(self.seed_label)
-        self.seed_spin = QSpinBox()
-        self.seed_spin.setRange(0, 1_000_000)
-        self.seed_spin.setToolTip("The same seed gives the same sample")
+        self.seed_spin = spin_box(0, 1_000_000, "The same seed gives the same sample")
         row.addWidget(self.seed_spin)
-        self.all_heads = QCheckBox("All heads")
-        self.all_heads.setToolTip("Show a grid of every head instead of the selected head")
+        self.all_heads = check_box("All heads",
+                                   "Show a grid of every head instead of the selected head")
         row.addWidget(self.all_heads)
-        self.layernorm = QCheckBox("LayerNorm")
-        self.layernorm.setToolTip("On: divide by σ (convention of the Top-k panel).\n"
-                                  "Off: raw e W^QK e^T, 'without LayerNorm' (Fig 12).")
+        self.layernorm = check_box("LayerNorm",
+                                   "On: divide by σ (convention of the Top-k panel).\n"
+                                   "Off: raw e W^QK e^T, 'without LayerNorm' (Fig 12).")
         row.addWidget(self.layernorm)
         row.addStretch(1)
         lay.addLayout(row)

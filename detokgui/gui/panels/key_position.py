@@ -13,10 +13,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
-    QCheckBox,
     QHBoxLayout,
     QLabel,
-    QSpinBox,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -31,7 +29,7 @@ from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout
+from detokgui.gui.widgets import FlowLayout, bare_column, check_box, spin_box, wrapping_label
 
 SIDES = (("top", "Most positive slopes (prefer recent keys)"),
          ("bottom", "Most negative slopes (prefer early keys)"))
@@ -74,18 +72,14 @@ class KeyPositionPanel(Panel):
         controls.addWidget(self.head_label)
         controls.addStretch(1)
         controls.addWidget(QLabel("extremes"))
-        self.k_spin = QSpinBox()
-        self.k_spin.setRange(1, 500)
-        self.k_spin.setToolTip("How many tokens each extremes table lists")
+        self.k_spin = spin_box(1, 500, "How many tokens each extremes table lists")
         controls.addWidget(self.k_spin)
         controls.addWidget(QLabel("bins"))
-        self.bins_spin = QSpinBox()
-        self.bins_spin.setRange(5, 500)
-        self.bins_spin.setToolTip("Number of histogram bins")
+        self.bins_spin = spin_box(5, 500, "Number of histogram bins")
         controls.addWidget(self.bins_spin)
-        self.log_check = QCheckBox("Log counts")
-        self.log_check.setToolTip("Logarithmic count axis: shows the sparse tails where the "
-                                  "extreme tokens lie")
+        self.log_check = check_box("Log counts",
+                                   "Logarithmic count axis: shows the sparse tails where the "
+                                   "extreme tokens lie")
         controls.addWidget(self.log_check)
         lay.addLayout(controls)
         self.options = BoundOptions("slopes", Options, {
@@ -94,17 +88,13 @@ class KeyPositionPanel(Panel):
         split = QSplitter(Qt.Horizontal)
         plots = QSplitter(Qt.Vertical)
         self.hist_frame = PlotFrame("Token-position slopes histogram", self._hist_table)
-        self.hist_plot = add_plot(self.hist_frame)
-        self.hist_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.hist_plot.setLabel("bottom", "slope of e_u W^QK p_j^T over j (per position)")
-        self.hist_plot.setLabel("left", "tokens")
+        self.hist_plot = add_plot(self.hist_frame, grid="xy", left="tokens",
+                                  bottom="slope of e_u W^QK p_j^T over j (per position)")
         self.hist_frame.setToolTip("The red line marks the selected query token")
         plots.addWidget(self.hist_frame)
         self.curve_frame = PlotFrame("Query token vs key position", self._curve_table)
-        self.curve_plot = add_plot(self.curve_frame)
-        self.curve_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.curve_plot.setLabel("bottom", "key position j")
-        self.curve_plot.setLabel("left", "raw e_u W^QK p_j^T")
+        self.curve_plot = add_plot(self.curve_frame, grid="xy", bottom="key position j",
+                                   left="raw e_u W^QK p_j^T")
         self.curve_frame.setToolTip("The selected query token's raw term over key positions "
                                     "and its least-squares line.\nClick a position to make it "
                                     "the query position.")
@@ -118,11 +108,8 @@ class KeyPositionPanel(Panel):
         tl.setContentsMargins(0, 0, 0, 0)
         self.tables: dict[str, TokenTableView] = {}
         for side, text in SIDES:
-            box = QWidget()
-            bl = QVBoxLayout(box)
-            bl.setContentsMargins(0, 0, 0, 0)
-            label = QLabel(f"<b>{text}</b>")
-            label.setWordWrap(True)
+            box, bl = bare_column()
+            label = wrapping_label(f"<b>{text}</b>")
             bl.addWidget(label)
             t = TokenTableView(RecordsModel([
                 Column("token", lambda r: r[1]),

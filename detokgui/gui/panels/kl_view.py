@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QVBoxLayout
+from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from detokgui.core import empirical
 from detokgui.core.empirical import DEFINITION_LABELS, DEFINITIONS, TextSource
@@ -27,7 +27,7 @@ from detokgui.gui.panels.text_common import (
     term_legend,
     text_source,
 )
-from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
+from detokgui.gui.widgets import FlowLayout, HeadChooser, check_box, combo_box, state_heads
 
 SHORT = {"paper": "paper eq 18-21: KL(P ‖ Q) with √d′",
          "code": "authors' code: mean over j of KL(Q ‖ P), no √d′"}
@@ -66,15 +66,13 @@ class KLPanel(CorpusGridPanel):
         row.addWidget(self.heads_box)
         row.addSpacing(12)
         row.addWidget(QLabel("definition"))
-        self.definition = QComboBox()
-        for d in DEFINITIONS:
-            self.definition.addItem(SHORT[d], d)
-        self.definition.setToolTip("\n".join(DEFINITION_LABELS[d] for d in DEFINITIONS))
+        self.definition = combo_box(((d, SHORT[d]) for d in DEFINITIONS),
+                                    "\n".join(DEFINITION_LABELS[d] for d in DEFINITIONS))
         row.addWidget(self.definition)
         row.addSpacing(12)
         self.source = TextSourceControls(row)
-        self.log = QCheckBox("log scale")
-        self.log.setToolTip("log10 of the contributions: the small terms next to the large")
+        self.log = check_box("log scale",
+                             "log10 of the contributions: the small terms next to the large")
         row.addWidget(self.log)
         row.addStretch(1)
         lay.addLayout(row)
@@ -111,10 +109,7 @@ class KLPanel(CorpusGridPanel):
             cell.add_curve(t, pg.mkPen(TERM_COLORS[t], width=1))
 
     def shown_heads(self) -> list[int]:
-        layer = self.layer
-        if layer is None:
-            return []
-        return chosen_heads(self.options.value.heads, self.state.head, layer.n_heads)
+        return state_heads(self.options.value.heads, self.state)
 
     def values(self) -> np.ndarray | None:
         """What is drawn: [len(result.heads), 6, n] over the positions some text reaches

@@ -10,13 +10,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QCheckBox,
     QLabel,
     QLineEdit,
-    QSpinBox,
     QSplitter,
     QVBoxLayout,
-    QWidget,
 )
 
 from detokgui.core import neighbours as N
@@ -28,7 +25,7 @@ from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.panels.vocab_common import select_row_token
 from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout
+from detokgui.gui.widgets import FlowLayout, bare_column, check_box, spin_box, wrapping_label
 
 
 @dataclass(frozen=True)
@@ -88,14 +85,11 @@ class NeighboursPanel(Panel):
         lay = QVBoxLayout(self)
         row = FlowLayout()
         row.addWidget(QLabel("k"))
-        self.k = QSpinBox()
-        self.k.setRange(1, 1000)
-        self.k.setKeyboardTracking(False)
-        self.k.setToolTip("How many neighbours")
+        self.k = spin_box(1, 1000, "How many neighbours", tracking=False)
         row.addWidget(self.k)
-        self.centred = QCheckBox("mean-centred")
-        self.centred.setToolTip("Subtract the mean token embedding from every vector first "
-                                "(removes the direction all tokens share)")
+        self.centred = check_box("mean-centred",
+                                 "Subtract the mean token embedding from every vector first "
+                                 "(removes the direction all tokens share)")
         row.addWidget(self.centred)
         row.addSpacing(24)
         row.addWidget(QLabel("<b>Analogy</b>"))
@@ -116,13 +110,8 @@ class NeighboursPanel(Panel):
         self.near_label, self.near = self._table_box(split)
         self.analogy_label, self.analogy = self._table_box(split)
         self.frame = PlotFrame("Nearest tokens by cosine", self._table)
-        self.plot = add_plot(self.frame)
-        self.plot.setMenuEnabled(False)
-        self.plot.hideButtons()
-        self.plot.invertY(True)
-        self.plot.getViewBox().setMouseEnabled(False, False)
-        self.plot.showGrid(x=True, alpha=0.3)
-        self.plot.setLabel("bottom", "cosine similarity")
+        self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True, grid="x",
+                             alpha=0.3, bottom="cosine similarity")
         split.addWidget(self.frame)
         split.setSizes([360, 360, 600])
         lay.addWidget(split, 1)
@@ -133,11 +122,8 @@ class NeighboursPanel(Panel):
                          self._draw_analogy, status=self.analogy_status, label="Analogy")
 
     def _table_box(self, split):
-        box = QWidget()
-        bl = QVBoxLayout(box)
-        bl.setContentsMargins(0, 0, 0, 0)
-        label = QLabel(" ")
-        label.setWordWrap(True)
+        box, bl = bare_column()
+        label = wrapping_label()
         bl.addWidget(label)
         table = TokenTableView(RecordsModel(_columns(self.state.token_text),
                                             token=lambda r: r[1]), sortable=True, stretch=1)

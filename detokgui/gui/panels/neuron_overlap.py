@@ -7,10 +7,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QCheckBox,
     QLabel,
     QSizePolicy,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
@@ -20,7 +18,7 @@ from detokgui.core.tables import embedding_overlap_table
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.base import StatusLine
 from detokgui.gui.plots import PlotFrame, add_plot
-from detokgui.gui.widgets import FlowLayout
+from detokgui.gui.widgets import FlowLayout, check_box, spin_box
 
 
 def legend(columns: int = 1) -> pg.LegendItem:
@@ -42,28 +40,24 @@ class OverlapView(QWidget):
         bl.setContentsMargins(0, 0, 0, 0)
         orow = FlowLayout()
         orow.addWidget(QLabel("SVD directions r"))
-        self.r_spin = QSpinBox()
-        self.r_spin.setRange(1, 1)
-        self.r_spin.setToolTip("How many of the token embedding's top right singular vectors "
-                               "to show (0 = largest singular value)")
+        self.r_spin = spin_box(1, 1,
+                               tip="How many of the token embedding's top right singular vectors "
+                                   "to show (0 = largest singular value)")
         orow.addWidget(self.r_spin)
         orow.addWidget(QLabel("position-heavy dims m"))
-        self.m_spin = QSpinBox()
-        self.m_spin.setRange(1, 1)
-        self.m_spin.setToolTip("The m dimensions of P with the largest curve norm (raw or scaled)")
+        self.m_spin = spin_box(
+            1, 1,
+            tip="The m dimensions of P with the largest curve norm (raw or scaled)")
         orow.addWidget(self.m_spin)
-        self.centre = QCheckBox("centre E")
-        self.centre.setToolTip("SVD of the mean-removed token embedding E - mean_v e_v "
-                               "(otherwise the first direction is mostly the mean token)")
+        self.centre = check_box("centre E",
+                                "SVD of the mean-removed token embedding E - mean_v e_v "
+                                "(otherwise the first direction is mostly the mean token)")
         orow.addWidget(self.centre)
         orow.addStretch(1)
         bl.addLayout(orow)
         self.frame = PlotFrame("PE-token SVD overlap", self._table)
-        self.plot = add_plot(self.frame)
-        self.plot.showGrid(y=True, alpha=0.25)
-        self.plot.setMouseEnabled(x=False, y=False)
-        self.plot.setLabel("bottom", "SVD direction of E (0 = largest singular value)")
-        self.plot.setLabel("left", "share on heavy dims")
+        self.plot = add_plot(self.frame, grid="y", mouse=False, left="share on heavy dims",
+                             bottom="SVD direction of E (0 = largest singular value)")
         self.legend = legend(columns=2)
         self.frame.view.addItem(self.legend, row=1, col=0)
         self.frame.setMinimumHeight(200)

@@ -13,8 +13,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
     QFileDialog,
     QLabel,
     QMessageBox,
@@ -22,7 +20,6 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QVBoxLayout,
-    QWidget,
 )
 from superqt.utils import signals_blocked
 
@@ -35,7 +32,7 @@ from detokgui.gui.panels.neuron_overlap import OverlapView, legend
 from detokgui.gui.panels.neuron_table import GROUP_RULES, NeuronTable
 from detokgui.gui.plots import PlotFrame, add_plot, failure_message, head_color, notify
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
-from detokgui.gui.widgets import FlowLayout
+from detokgui.gui.widgets import FlowLayout, bare_column, check_box, combo_box
 
 DEFAULT_SELECTION = 5  # top dims by norm shown when nothing is selected
 MAX_CURVES = 64  # drawn at most; the rest of a larger selection is listed as left out
@@ -82,21 +79,18 @@ class NeuronBrowserPanel(Panel):
 
         row = FlowLayout()
         row.addWidget(QLabel("Group"))
-        self.group = QComboBox()
-        self.group.addItem("all", "all")
-        for g in NEURON_GROUPS:
-            self.group.addItem(g, g)
-        self.group.setToolTip("Show only the dimensions of one group in the table.\n\n"
-                              + GROUP_RULES)
+        self.group = combo_box([(g, g) for g in ("all", *NEURON_GROUPS)],
+                               "Show only the dimensions of one group in the table.\n\n"
+                               + GROUP_RULES)
         row.addWidget(self.group)
-        self.scaled = QCheckBox("scaled by σ")
-        self.scaled.setToolTip(
+        self.scaled = check_box(
+            "scaled by σ",
             "Off: the raw curves P[j, k].\nOn: P[j, k] / σ̄_j with σ̄_j = mean over the vocabulary "
             "of σ(e_v + p_j),\nthe LayerNorm scale the first layer sees on average at position j.\n"
             "Table, curves and the position-heavy dims of the overlap plot all follow this.")
         row.addWidget(self.scaled)
-        self.fits = QCheckBox("linear fits")
-        self.fits.setToolTip("Draw each selected curve's least-squares line (dashed)")
+        self.fits = check_box("linear fits",
+                              "Draw each selected curve's least-squares line (dashed)")
         row.addWidget(self.fits)
         self.top_button = QPushButton(f"Top {DEFAULT_SELECTION} by norm")
         self.top_button.setToolTip(f"Select the {DEFAULT_SELECTION} highest-norm dimensions "
@@ -114,9 +108,7 @@ class NeuronBrowserPanel(Panel):
         # ---- left: the table
         self.table = NeuronTable()
         self.records = self.table.records
-        left = QWidget()
-        ll = QVBoxLayout(left)
-        ll.setContentsMargins(0, 0, 0, 0)
+        left, ll = bare_column()
         ll.addWidget(self.table, 1)
         self.status.setWordWrap(True)
         self.status.setToolTip(GROUP_RULES)
@@ -126,13 +118,9 @@ class NeuronBrowserPanel(Panel):
 
         # ---- right: curves over overlap
         right = QSplitter(Qt.Vertical)
-        top = QWidget()
-        tl = QVBoxLayout(top)
-        tl.setContentsMargins(0, 0, 0, 0)
+        top, tl = bare_column()
         self.curve_frame = PlotFrame("PE neuron curves", self._curves_table)
-        self.curve_plot = add_plot(self.curve_frame)
-        self.curve_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.curve_plot.setLabel("bottom", "position j")
+        self.curve_plot = add_plot(self.curve_frame, grid="xy", bottom="position j")
         # Legends sit beside / under their plots (not over the curves), in the exported image too.
         self.legend = legend()
         self.curve_frame.view.addItem(self.legend, row=0, col=1)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QLabel, QSpinBox, QSplitter, QVBoxLayout
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
 from detokgui.core import circuits
 from detokgui.core.text_tables import ov_table
@@ -20,7 +20,7 @@ from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
+from detokgui.gui.widgets import FlowLayout, HeadChooser, combo_box, spin_box, state_heads
 
 DIRECTIONS = (("outputs", "Outputs of the query token (x → y)"),
               ("sources", "Sources of the key token (x → y)"))
@@ -53,10 +53,8 @@ class OVCircuitPanel(Panel):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
         row = FlowLayout()
-        self.direction = QComboBox()
-        for key, text in DIRECTIONS:
-            self.direction.addItem(text, key)
-        self.direction.setToolTip(
+        self.direction = combo_box(
+            DIRECTIONS,
             "Outputs: the query token is the source x; the tables list the output tokens y\n"
             "that e_x W^VO_h promotes and suppresses most.\n"
             "Sources: the key token is the output y; the tables list the source tokens x\n"
@@ -67,9 +65,7 @@ class OVCircuitPanel(Panel):
         row.addWidget(self.heads_box)
         row.addSpacing(12)
         row.addWidget(QLabel("k"))
-        self.k_spin = QSpinBox()
-        self.k_spin.setRange(1, 200)
-        self.k_spin.setToolTip("How many tokens on each side, per head")
+        self.k_spin = spin_box(1, 200, "How many tokens on each side, per head")
         row.addWidget(self.k_spin)
         row.addStretch(1)
         lay.addLayout(row)
@@ -94,13 +90,8 @@ class OVCircuitPanel(Panel):
                                  else self.state.set_query_token)(tid))
         split.addWidget(self.table)
         self.frame = PlotFrame("OV circuit", self._table)
-        self.plot = add_plot(self.frame)
-        self.plot.setMenuEnabled(False)
-        self.plot.hideButtons()
-        self.plot.getViewBox().invertY(True)
-        self.plot.getViewBox().setMouseEnabled(False, False)
-        self.plot.showGrid(x=True, alpha=0.25)
-        self.plot.setLabel("bottom", "score")
+        self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True, grid="x",
+                             bottom="score")
         self.bars = [pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], brush=c, pen=None)
                      for c in (UP, DOWN)]
         for b in self.bars:
@@ -129,7 +120,7 @@ class OVCircuitPanel(Panel):
         if token < 0:
             return None
         return Request(self.serial, o.direction, token,
-                       tuple(chosen_heads(o.heads, s.head, layer.n_heads)), o.k)
+                       tuple(state_heads(o.heads, s)), o.k)
 
     @staticmethod
     def compute(layer, req: Request) -> circuits.OVTopK:

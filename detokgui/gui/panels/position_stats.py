@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtWidgets import QCheckBox, QLabel, QSpinBox, QSplitter, QVBoxLayout
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
 from detokgui.core.positional import LastPositionsPP, position_variance, raw_pp_last_positions
 from detokgui.core.tables import last_positions_table, position_variance_table
@@ -20,7 +20,7 @@ from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.position_common import HeadCell, HeadGrid, data_range, stable_range
 from detokgui.gui.plots import PlotFrame, add_plot, set_log_y
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
-from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
+from detokgui.gui.widgets import FlowLayout, HeadChooser, check_box, spin_box, state_heads
 
 DEFAULT_COUNT = 5
 LAST_COLOR = "#d62728"  # the last position, L-1
@@ -82,14 +82,11 @@ class PositionStatsPanel(Panel):
         row.addWidget(self.heads_box)
         row.addSpacing(12)
         row.addWidget(QLabel("Last"))
-        self.count = QSpinBox()
-        self.count.setRange(1, 32)
-        self.count.setToolTip("How many of the last query positions (L-n .. L-1) to plot")
+        self.count = spin_box(1, 32, "How many of the last query positions (L-n .. L-1) to plot")
         row.addWidget(self.count)
         row.addWidget(QLabel("positions"))
         row.addSpacing(12)
-        self.log = QCheckBox("Log variance")
-        self.log.setToolTip("Plot the variance on a logarithmic axis")
+        self.log = check_box("Log variance", "Plot the variance on a logarithmic axis")
         row.addWidget(self.log)
         row.addStretch(1)
         lay.addLayout(row)
@@ -97,12 +94,8 @@ class PositionStatsPanel(Panel):
             "heads": self.heads_box, "count": self.count, "log": self.log}, self)
 
         self.var_frame = PlotFrame("Position embedding variance", self._variance_table)
-        self.var_plot = add_plot(self.var_frame)
-        self.var_plot.setMenuEnabled(False)
-        self.var_plot.hideButtons()
-        self.var_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.var_plot.setLabel("bottom", "position j")
-        self.var_plot.setLabel("left", "Var_k P[j, k]")
+        self.var_plot = add_plot(self.var_frame, controls=False, grid="xy", bottom="position j",
+                                 left="Var_k P[j, k]")
         self.var_curve = self.var_plot.plot(pen=pg.mkPen("#1f77b4", width=1))
         self.var_ends = self.var_plot.plot(pen=None, symbol="o", symbolSize=8,
                                            symbolBrush=LAST_COLOR, symbolPen=None)
@@ -154,9 +147,7 @@ class PositionStatsPanel(Panel):
     # ------------------------------------------------------------------ compute
 
     def heads(self) -> list[int]:
-        layer = self.layer
-        return chosen_heads(self.options.value.heads, self.state.head, layer.n_heads) \
-            if layer else []
+        return state_heads(self.options.value.heads, self.state)
 
     def request(self):
         if self.layer is None:

@@ -18,10 +18,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
     QLabel,
-    QSpinBox,
     QSplitter,
     QToolButton,
     QVBoxLayout,
@@ -56,7 +53,14 @@ from detokgui.gui.position import (
     QueryPositionControl,
     connect_position_clicks,
 )
-from detokgui.gui.widgets import FlowLayout, HeadChooser, chosen_heads
+from detokgui.gui.widgets import (
+    FlowLayout,
+    HeadChooser,
+    check_box,
+    combo_box,
+    spin_box,
+    state_heads,
+)
 
 DEFAULT_WINDOW = 32
 LINE_SIGMAS = ("mean", "max", "min")  # the B2 lines
@@ -143,26 +147,24 @@ class PositionalBiasPanel(Panel):
         self.convention = ConventionBox()
         row.addWidget(self.convention)
         row.addSpacing(12)
-        self.b3_sigma = QComboBox()
-        for s in SIGMA_CHOICES:
-            self.b3_sigma.addItem(SIGMA_ITEM[s], s)
-        self.b3_sigma.setToolTip("The σ of T_pp + T_p and its softmax: the vocabulary's mean,\n"
-                                 "max or min of σ(e_v + p_i) (at the query position under the\n"
-                                 "paper convention, on both sides under mean σ), or none (raw).\n"
-                                 "(The T_pp plot always shows mean, max and min.)")
+        self.b3_sigma = combo_box(((s, SIGMA_ITEM[s]) for s in SIGMA_CHOICES),
+                                  "The σ of T_pp + T_p and its softmax: the vocabulary's mean,\n"
+                                  "max or min of σ(e_v + p_i) (at the query position under the\n"
+                                  "paper convention, on both sides under mean σ), or none (raw).\n"
+                                  "(The T_pp plot always shows mean, max and min.)")
         row.addWidget(self.b3_sigma)
-        self.raw = QCheckBox("T_p without LayerNorm")
-        self.raw.setToolTip("Off: T_p with LayerNorm (per the convention) and its band over\n"
-                            "the vocabulary.\nOn: the raw b^QK p_j^T, 'without LayerNorm' (Fig 8).")
+        self.raw = check_box(
+            "T_p without LayerNorm",
+            "Off: T_p with LayerNorm (per the convention) and its band over\n"
+            "the vocabulary.\nOn: the raw b^QK p_j^T, 'without LayerNorm' (Fig 8).")
         row.addWidget(self.raw)
         row.addSpacing(12)
-        self.window_box = QCheckBox("Window")
-        self.window_box.setToolTip("Zoom every plot on the last w key positions before i\n"
-                                   "(the paper's Fig 3-E view)")
+        self.window_box = check_box("Window",
+                                    "Zoom every plot on the last w key positions before i\n"
+                                    "(the paper's Fig 3-E view)")
         row.addWidget(self.window_box)
-        self.window_size = QSpinBox()
-        self.window_size.setRange(2, 100_000)
-        self.window_size.setToolTip("w: how many key positions (i-w+1 .. i) the window shows")
+        self.window_size = spin_box(2, 100_000,
+                                    tip="w: how many key positions (i-w+1 .. i) the window shows")
         row.addWidget(self.window_size)
         row.addStretch(1)
         row.addWidget(QLabel("Show"))
@@ -249,9 +251,7 @@ class PositionalBiasPanel(Panel):
     # ------------------------------------------------------------------ compute
 
     def heads(self) -> list[int]:
-        layer = self.layer
-        return chosen_heads(self.options.value.heads, self.state.head, layer.n_heads) \
-            if layer else []
+        return state_heads(self.options.value.heads, self.state)
 
     def request(self):
         if self.layer is None:

@@ -16,13 +16,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Slot
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
     QLabel,
-    QSpinBox,
     QSplitter,
     QVBoxLayout,
-    QWidget,
 )
 
 from detokgui.core import positional
@@ -39,7 +35,7 @@ from detokgui.gui.position import (
     connect_position_clicks,
     position_at,
 )
-from detokgui.gui.widgets import FlowLayout
+from detokgui.gui.widgets import FlowLayout, bare_column, check_box, combo_box, spin_box
 
 KEY_WEIGHTS = {"paper": "E_v[1/σ(e_v + p_j)] (paper convention)",
                "mean-sigma": "1 / mean_v σ(e_v + p_j) (mean-σ convention)"}
@@ -94,22 +90,20 @@ class PositionalPatternPanel(Panel):
         controls.addStretch(1)
         self.convention = ConventionBox()
         controls.addWidget(self.convention)
-        self.heads_combo = QComboBox()
-        self.heads_combo.addItem("Selected head", "selected")
-        self.heads_combo.addItem("All heads", "all")
-        self.heads_combo.setToolTip("Line plot: the head selected in the toolbar, or every head "
-                                    "(the selected one drawn thicker)")
+        self.heads_combo = combo_box(
+            [("selected", "Selected head"), ("all", "All heads")],
+            "Line plot: the head selected in the toolbar, or every head "
+            "(the selected one drawn thicker)")
         controls.addWidget(self.heads_combo)
-        self.log_check = QCheckBox("Log scale")
-        self.log_check.setToolTip("Logarithmic weight axis (line) and log10 colours (grid): "
-                                  "shows the small weights far from the peaks")
+        self.log_check = check_box("Log scale",
+                                   "Logarithmic weight axis (line) and log10 colours (grid): "
+                                   "shows the small weights far from the peaks")
         controls.addWidget(self.log_check)
         controls.addWidget(QLabel("grid columns"))
-        self.cols_spin = QSpinBox()
-        self.cols_spin.setRange(0, 64)
-        self.cols_spin.setSpecialValueText("√(n+1)")
-        self.cols_spin.setToolTip("Columns of the grid (key j sits at row j // C, column j % C).\n"
-                                  "√(n+1): a near-square grid, 20 x 20 at n = 399.")
+        self.cols_spin = spin_box(
+            0, 64, special="√(n+1)",
+            tip="Columns of the grid (key j sits at row j // C, column j % C).\n"
+                "√(n+1): a near-square grid, 20 x 20 at n = 399.")
         controls.addWidget(self.cols_spin)
         lay.addLayout(controls)
         self.options = BoundOptions("pattern", Options, {
@@ -119,24 +113,16 @@ class PositionalPatternPanel(Panel):
         vsplit = QSplitter(Qt.Vertical)
         plots = QSplitter(Qt.Horizontal)
         self.line_frame = PlotFrame("Positional pattern", self._line_table)
-        self.line_plot = add_plot(self.line_frame)
-        self.line_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.line_plot.setLabel("bottom", "key position j")
-        self.line_plot.setLabel("left", "attention weight")
+        self.line_plot = add_plot(self.line_frame, grid="xy", bottom="key position j",
+                                  left="attention weight")
         self.legend = self.line_plot.addLegend(offset=(-10, 10), colCount=4,
                                               brush=(255, 255, 255, 210), pen="#bbb")
         self.line_frame.setToolTip("Click a position to make it the query position n")
         plots.addWidget(self.line_frame)
 
         self.grid_frame = PlotFrame("Positional pattern grid", self._grid_table)
-        self.grid_plot = add_plot(self.grid_frame)
-        self.grid_plot.setMenuEnabled(False)
-        self.grid_plot.hideButtons()
-        vb = self.grid_plot.getViewBox()
-        vb.invertY(True)
-        vb.setMouseEnabled(False, False)
-        self.grid_plot.setLabel("left", "first j of the row")
-        self.grid_plot.setLabel("bottom", "column (j mod C)")
+        self.grid_plot = add_plot(self.grid_frame, controls=False, mouse=False, invert_y=True,
+                                  left="first j of the row", bottom="column (j mod C)")
         self.grid_image = pg.ImageItem()
         self.grid_image.setColorMap(pg.colormap.get("viridis"))
         self.grid_plot.addItem(self.grid_image)
@@ -153,9 +139,7 @@ class PositionalPatternPanel(Panel):
                                    "Click a cell to make its position the query position n.")
         plots.addWidget(self.grid_frame)
         plots.setSizes([640, 480])
-        top = QWidget()
-        tl = QVBoxLayout(top)
-        tl.setContentsMargins(0, 0, 0, 0)
+        top, tl = bare_column()
         tl.addWidget(plots, 1)
         self.status.setToolTip("Hover over a plot to read a value")
         tl.addWidget(self.status)

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSpinBox, QVBoxLayout
+from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from detokgui.core import empirical
 from detokgui.core.empirical import SENTENCE_TERMS, TextSource
@@ -21,7 +21,7 @@ from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.text_common import CorpusHint, text_source
 from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame
-from detokgui.gui.widgets import FlowLayout
+from detokgui.gui.widgets import FlowLayout, check_box, combo_box, spin_box
 
 TITLES = {"ee": "T_ee", "pp": "T_pp", "pe": "T_pe", "ep": "T_ep", "e": "T_e", "p": "T_p",
           "sum": "sum of the six terms", "predicted": "predicted softmax(sum/√d′)",
@@ -106,32 +106,28 @@ class SentenceViewPanel(Panel):
                                needed=self._needs_corpus)
         lay.addWidget(self.hint)
         row = FlowLayout()
-        self.source = QComboBox()
-        for key, text in SOURCES:
-            self.source.addItem(text, key)
-        self.source.setToolTip("Typed text: the tokens of the Tokens panel (at most n_positions).\n"
-                               "Corpus text: text number N of the corpus (a window of at most\n"
-                               "n_positions tokens of one document).")
+        self.source = combo_box(
+            SOURCES,
+            "Typed text: the tokens of the Tokens panel (at most n_positions).\n"
+            "Corpus text: text number N of the corpus (a window of at most\n"
+            "n_positions tokens of one document).")
         row.addWidget(self.source)
         self.index_label = QLabel("text #")
         row.addWidget(self.index_label)
-        self.index = QSpinBox()
-        self.index.setRange(0, 10_000_000)
-        self.index.setKeyboardTracking(False)
-        self.index.setToolTip("Which text of the corpus (0 = the first)")
+        self.index = spin_box(0, 10_000_000, tracking=False,
+                              tip="Which text of the corpus (0 = the first)")
         row.addWidget(self.index)
-        self.prepend = QCheckBox("prepend <|endoftext|>")
-        self.prepend.setToolTip("Start the corpus text with <|endoftext|> (the authors' convention)")
+        self.prepend = check_box(
+            "prepend <|endoftext|>",
+            "Start the corpus text with <|endoftext|> (the authors' convention)")
         row.addWidget(self.prepend)
         row.addSpacing(12)
-        self.all_heads = QCheckBox("All heads")
-        self.all_heads.setToolTip("Off: the nine matrices of the selected head.\n"
-                                  "On: one matrix for every head.")
+        self.all_heads = check_box("All heads",
+                                   "Off: the nine matrices of the selected head.\n"
+                                   "On: one matrix for every head.")
         row.addWidget(self.all_heads)
-        self.matrix = QComboBox()
-        for m in SENTENCE_TERMS:
-            self.matrix.addItem(TITLES[m], m)
-        self.matrix.setToolTip("The matrix shown for every head")
+        self.matrix = combo_box(((m, TITLES[m]) for m in SENTENCE_TERMS),
+                                "The matrix shown for every head")
         row.addWidget(self.matrix)
         row.addStretch(1)
         self.exact = QLabel(" ")

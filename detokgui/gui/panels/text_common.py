@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
-    QSpinBox,
     QWidget,
 )
 from superqt.utils import signals_blocked
@@ -24,7 +23,7 @@ from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.position_common import HeadGrid
 from detokgui.gui.plots import PlotFrame
 from detokgui.gui.position import connect_position_clicks
-from detokgui.gui.widgets import parse_heads
+from detokgui.gui.widgets import check_box, parse_heads, spin_box
 
 #: One colour per term of the six-term decomposition (SPEC §1), the same in every text view.
 TERM_COLORS = {"ee": "#d62728", "pp": "#1f77b4", "pe": "#2ca02c", "ep": "#9467bd",
@@ -97,17 +96,14 @@ class TextSourceControls:
 
     def __init__(self, row: QHBoxLayout, what: str = "texts"):
         row.addWidget(QLabel(what))
-        self.max_texts = QSpinBox()
-        self.max_texts.setRange(0, 1_000_000)
-        self.max_texts.setSpecialValueText("all")
-        self.max_texts.setKeyboardTracking(False)
-        self.max_texts.setToolTip(
-            "Use the first N texts of the corpus (a text = a window of at most n_positions\n"
-            "tokens of one document); 'all' reads the whole corpus")
+        self.max_texts = spin_box(
+            0, 1_000_000, tracking=False, special="all",
+            tip="Use the first N texts of the corpus (a text = a window of at most n_positions\n"
+                "tokens of one document); 'all' reads the whole corpus")
         row.addWidget(self.max_texts)
-        self.prepend = QCheckBox("prepend <|endoftext|>")
-        self.prepend.setToolTip("Start every text with <|endoftext|>, as the authors did.\n"
-                                "Off: nothing is prepended.")
+        self.prepend = check_box("prepend <|endoftext|>",
+                                 "Start every text with <|endoftext|>, as the authors did.\n"
+                                 "Off: nothing is prepended.")
         row.addWidget(self.prepend)
 
 
@@ -185,8 +181,7 @@ class HeadSet(QWidget):
             b.deleteLater()
         self.boxes = []
         for h in range(n):
-            b = QCheckBox(str(h))
-            b.setToolTip(f"head {h} in the circuit")
+            b = check_box(str(h), f"head {h} in the circuit")
             b.toggled.connect(self._changed)
             self.lay.addWidget(b)
             self.boxes.append(b)

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import regex
 from PySide6.QtCore import QEvent, Qt, QTimer, Slot
 from PySide6.QtWidgets import (
-    QComboBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -29,6 +28,7 @@ from detokgui.core.tokens import SPACE_MARK, display_token, vocabulary
 from detokgui.gui.options import BoundOptions, remember, remembered
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
+from detokgui.gui.widgets import combo_box
 
 DEFAULT_TEXT = " North Korea and South Korea. Albert Einstein met Michael Jackson."
 TEXT_KEY = "tokens/text"
@@ -145,11 +145,9 @@ class TokenSearchPanel(Panel):
         self.search.setToolTip("Matches the display form; a typed space matches the leading-space "
                                "marker " + SPACE_MARK)
         row.addWidget(self.search, 1)
-        self.mode = QComboBox()
-        for m in MODES:
-            self.mode.addItem(m, m)
-        self.mode.setToolTip("substring: anywhere; prefix: at the start (leading space ignored); "
-                             f"regex: regular expression (stopped after {REGEX_SECONDS:g} s)")
+        self.mode = combo_box(((m, m) for m in MODES),
+                              "substring: anywhere; prefix: at the start (leading space ignored); "
+                              f"regex: regular expression (stopped after {REGEX_SECONDS:g} s)")
         row.addWidget(self.mode)
         lay.addLayout(row)
         self.options = BoundOptions("tokens", Options, {"mode": self.mode}, self)

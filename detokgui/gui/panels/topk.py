@@ -11,12 +11,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, Qt, Slot
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
-    QComboBox,
     QLabel,
-    QSpinBox,
     QSplitter,
     QVBoxLayout,
-    QWidget,
 )
 
 from detokgui.core import affinity
@@ -25,7 +22,7 @@ from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, category_ticks, label_step
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, SigmaControls
+from detokgui.gui.widgets import FlowLayout, SigmaControls, bare_column, combo_box, spin_box
 
 DIRECTIONS = (("keys", "Keys for the query token"), ("queries", "Queries for the key token"))
 HEAD_BACKGROUND = "#fff3c4"
@@ -69,16 +66,12 @@ class TopKPanel(Panel):
         self.anchor_label.setTextFormat(Qt.RichText)
         controls.addWidget(self.anchor_label)
         controls.addStretch(1)
-        self.direction = QComboBox()
-        for key, text in DIRECTIONS:
-            self.direction.addItem(text, key)
-        self.direction.setToolTip("Keys for the query: rank all keys v by T_ee(query, v).\n"
-                                  "Queries for the key: rank all queries u by T_ee(u, key).")
+        self.direction = combo_box(DIRECTIONS,
+                                   "Keys for the query: rank all keys v by T_ee(query, v).\n"
+                                   "Queries for the key: rank all queries u by T_ee(u, key).")
         controls.addWidget(self.direction)
         controls.addWidget(QLabel("k"))
-        self.k_spin = QSpinBox()
-        self.k_spin.setRange(1, 200)
-        self.k_spin.setToolTip("How many tokens to rank")
+        self.k_spin = spin_box(1, 200, "How many tokens to rank")
         controls.addWidget(self.k_spin)
         controls.addWidget(SigmaControls(state))
         lay.addLayout(controls)
@@ -86,17 +79,13 @@ class TopKPanel(Panel):
                                     {"direction": self.direction, "k": self.k_spin}, self)
 
         split = QSplitter(Qt.Horizontal)
-        left = QWidget()
-        ll = QVBoxLayout(left)
-        ll.setContentsMargins(0, 0, 0, 0)
+        left, ll = bare_column()
         ll.addWidget(QLabel("<b>All heads</b> — click a cell to select head and token"))
         self.grid = TokenTableView(RecordsModel([]), stretch=None)
         ll.addWidget(self.grid)
         split.addWidget(left)
 
-        right = QWidget()
-        rl = QVBoxLayout(right)
-        rl.setContentsMargins(0, 0, 0, 0)
+        right, rl = bare_column()
         self.detail_label = QLabel()
         rl.addWidget(self.detail_label)
         self.detail = TokenTableView(RecordsModel([

@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import SUBPROCESS_ENV
 from test_cli import read_csv, run_cli
-from test_cli_tokens import raw_tensors
+from test_cli_tokens import brute_force_tee
 
 from detokgui import cli
 from detokgui.core.affinity import MAX_HEATMAP_TOKENS
@@ -42,25 +42,6 @@ def test_heatmap_tokens_file(tiny_ckpt, tiny_layer, tmp_path):
         r["key_token"] for r in rows)
 
 
-def brute_force_queries(folder, v):
-    """T_ee(u, v) for every query u, per head, from the raw tensors (d x d W^QK formed)."""
-    t = raw_tensors(folder)
-    E, P, H, g, W = t["E"], t["P"], t["H"], t["ln_w"], t["c_attn_w"]
-    d = E.shape[1]
-    dh = d // H
-    C = torch.eye(d) - torch.full((d, d), 1.0 / d)
-    sig = torch.empty(E.shape[0])
-    for a in range(0, E.shape[0], 2048):
-        x = E[a:a + 2048, None, :] + P[None]
-        sig[a:a + 2048] = torch.sqrt(x.var(-1, unbiased=False) + 1e-5).mean(1)
-    out = []
-    for h in range(H):
-        Wq = C @ torch.diag(g) @ W[:, h * dh:(h + 1) * dh]
-        Wk = C @ torch.diag(g) @ W[:, d + h * dh:d + (h + 1) * dh]
-        out.append((E @ (Wq @ Wk.T) @ E[v]) / (sig * sig[v]))
-    return torch.stack(out)
-
-
 def test_topk_queries_for_a_key_matches_brute_force(tiny_ckpt, tiny_layer, tmp_path):
     out = tmp_path / "q.csv"
     r = run_cli("topk", "--model", str(tiny_ckpt), "--direction", "queries", "--key", " North",
@@ -70,7 +51,7 @@ def test_topk_queries_for_a_key_matches_brute_force(tiny_ckpt, tiny_layer, tmp_p
     assert list(rows[0]) == ["key_id", "key_token", "head", "rank", "query_id", "query_token",
                              "score"]
     v = tiny_layer.tokenizer.encode(" North")[0]
-    scores = brute_force_queries(tiny_ckpt, v)
+    scores = brute_force_tee(tiny_ckpt, v=v)
     for h in range(scores.shape[0]):
         mine = [r for r in rows if int(r["head"]) == h]
         vals, ids = torch.topk(scores[h], 5)

@@ -8,29 +8,6 @@ import torch
 from test_cli import read_csv, run_cli
 
 
-def brute_force_tee(layer_tensors, u):
-    """T_ee(u, v) for all v from raw checkpoint tensors with d x d W^QK formed explicitly."""
-    t = layer_tensors
-    E, P = t["E"], t["P"]
-    d, H = E.shape[1], t["H"]
-    g = t["ln_w"]
-    W = t["c_attn_w"]
-    C = torch.eye(d) - torch.full((d, d), 1.0 / d)
-    dh = d // H
-    # sigma per token = mean over positions of sigma(e_v + p_j), computed directly in chunks
-    sig = torch.empty(E.shape[0])
-    for a in range(0, E.shape[0], 2048):
-        x = E[a:a + 2048, None, :] + P[None]
-        sig[a:a + 2048] = torch.sqrt(x.var(-1, unbiased=False) + 1e-5).mean(1)
-    out = []
-    for h in range(H):
-        Wq = C @ torch.diag(g) @ W[:, h * dh:(h + 1) * dh]
-        Wk = C @ torch.diag(g) @ W[:, d + h * dh:d + (h + 1) * dh]
-        WQK = Wq @ Wk.T
-        out.append((E[u] @ WQK @ E.T) / (sig[u] * sig))
-    return torch.stack(out)
-
-
 def raw_tensors(folder):
     import json
 
@@ -46,6 +23,31 @@ def raw_tensors(folder):
     }
 
 
+def brute_force_tee(folder, u=None, v=None):
+    """T_ee(u, ·) (a query's row) or T_ee(·, v) (a key's column) per head, [H, V], from the
+    checkpoint's raw tensors with the d x d W^QK formed explicitly; sigma per token = mean
+    over positions of sigma(e_v + p_j), computed directly in chunks."""
+    t = raw_tensors(folder)
+    E, P, H, g, W = t["E"], t["P"], t["H"], t["ln_w"], t["c_attn_w"]
+    d = E.shape[1]
+    dh = d // H
+    C = torch.eye(d) - torch.full((d, d), 1.0 / d)
+    sig = torch.empty(E.shape[0])
+    for a in range(0, E.shape[0], 2048):
+        x = E[a:a + 2048, None, :] + P[None]
+        sig[a:a + 2048] = torch.sqrt(x.var(-1, unbiased=False) + 1e-5).mean(1)
+    out = []
+    for h in range(H):
+        Wq = C @ torch.diag(g) @ W[:, h * dh:(h + 1) * dh]
+        Wk = C @ torch.diag(g) @ W[:, d + h * dh:d + (h + 1) * dh]
+        WQK = Wq @ Wk.T
+        if u is not None:
+            out.append((E[u] @ WQK @ E.T) / (sig[u] * sig))
+        else:
+            out.append((E @ WQK @ E[v]) / (sig * sig[v]))
+    return torch.stack(out)
+
+
 def test_topk_csv_matches_brute_force(tiny_ckpt, tiny_layer, tmp_path):
     out = tmp_path / "topk.csv"
     r = run_cli("topk", "--model", str(tiny_ckpt), "--query", " North Korea", "--k", "7",
@@ -56,7 +58,7 @@ def test_topk_csv_matches_brute_force(tiny_ckpt, tiny_layer, tmp_path):
                              "score"]
     u = tiny_layer.tokenizer.encode(" Korea")[0]
     assert {(int(r["query_id"]), r["query_token"]) for r in rows} == {(u, " Korea")}
-    scores = brute_force_tee(raw_tensors(tiny_ckpt), u)
+    scores = brute_force_tee(tiny_ckpt, u=u)
     H = scores.shape[0]
     assert len(rows) == H * 7
     for h in range(H):

@@ -92,7 +92,7 @@ class AUROCPanel(Panel):
         self.roc_frame = PlotFrame("ROC curve of the query token", self._roc_table)
         self.roc = add_plot(self.roc_frame, controls=False, mouse=False,
                             bottom="false-positive rate (share of non-preceding tokens)",
-                            left="true-positive rate (weighted by c(v, u))")
+                            left="true-positive rate (weighted)")
         self.roc.setRange(xRange=(0, 1), yRange=(0, 1), padding=0.02)
         self.roc.setAspectLocked(False)
         self.roc.plot([0, 1], [0, 1], pen=pg.mkPen("#999", width=1, style=Qt.DashLine))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -29,11 +30,11 @@ import numpy as np
 from scipy import sparse
 
 from detokgui.core.atomic import atomic_open
-from detokgui.core.documents import CorpusReader, _kind, iter_token_pieces
+from detokgui.core.documents import CorpusReader, _kind, corpus_files, iter_token_pieces
 from detokgui.core.errors import InputError
 from detokgui.core.identity import iter_file_digest, tokenizer_identity
 from detokgui.core.paths import cache_dir
-from detokgui.core.progress import Job, Progress, run
+from detokgui.core.progress import Job, Progress, rescaled, run
 
 FORMAT = "detokgui-corpus-counts-v1"
 BATCH_CHARS = 1 << 18  # characters per tokenizer call: the Cancel granularity
@@ -224,6 +225,38 @@ def layer_corpus_counts(layer, paths, *, use_cache: bool = True, on_progress=Non
     """Counts of a corpus tokenised with the model's tokenizer, over its n_vocab ids."""
     return corpus_counts(paths, layer.tokenizer, layer.n_vocab, use_cache=use_cache,
                          on_progress=on_progress)
+
+
+_COUNTS_KEY = "layer_corpus_counts"
+_COUNTING = threading.Lock()
+
+
+def _files_stamp(paths) -> tuple:
+    """(file, size, mtime) of every corpus file behind `paths`: what identifies the counts
+    between two computations without hashing the files again."""
+    return tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in corpus_files(paths))
+
+
+def iter_layer_counts(layer, paths, lo: float = 0.0, hi: float = 1.0) -> Job:
+    """Generator job: `corpus.CorpusCounts` of the corpus at `paths` with the model's
+    tokenizer (disk cache of core.corpus), kept on the layer for as long as the files keep
+    their sizes and times, so that a GUI view does not hash the corpus again. Progress is
+    mapped into [lo, hi]."""
+    # Two views asking at once: the second waits (cancellably) for the first's counts
+    # instead of counting the corpus again.
+    while not _COUNTING.acquire(timeout=0.05):
+        yield Progress(lo, "waiting for the corpus count of another view")
+    try:
+        stamp = _files_stamp(paths)
+        store = layer._cache.setdefault(_COUNTS_KEY, {})
+        if stamp not in store:
+            counts = yield from rescaled(
+                iter_corpus_counts(paths, layer.tokenizer, layer.n_vocab), lo, hi)
+            store.clear()  # one corpus at a time
+            store[stamp] = counts
+        return store[stamp]
+    finally:
+        _COUNTING.release()
 
 
 def _mb(n: int) -> str:

@@ -15,12 +15,13 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
 from detokgui.core import auroc as A
 from detokgui.core.affinity import SigmaChoice
+from detokgui.core.corpus import iter_layer_counts
 from detokgui.core.progress import rescaled
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.panels.text_common import CorpusHint
-from detokgui.gui.panels.vocab_common import HeadSpin, iter_layer_counts, select_row_token
+from detokgui.gui.panels.vocab_common import HeadSpin, select_row_token
 from detokgui.gui.plots import PlotFrame, add_plot, head_color
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 from detokgui.gui.widgets import FlowLayout, SigmaControls, bare_column, combo_box, wrapping_label

@@ -13,11 +13,12 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from detokgui.core import frequency as F
 from detokgui.core.affinity import SigmaChoice
+from detokgui.core.corpus import iter_layer_counts
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.text_common import CorpusHint
-from detokgui.gui.panels.vocab_common import HeadSpin, PointCloud, iter_layer_counts
+from detokgui.gui.panels.vocab_common import HeadSpin, PointCloud
 from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.widgets import FlowLayout, SigmaControls, combo_box
 

@@ -1,10 +1,9 @@
-"""What the Vocabulary panels (A4-A7) share: the corpus counts of the shared corpus
-(C4, kept on the model while the files are unchanged), a head spin box bound to the
-shared head, and a scatter plot of many points with hover and click found by numpy."""
+"""What the Vocabulary panels (A4-A7) share: a head spin box bound to the shared head, and
+a scatter plot of many points with hover and click found by numpy. (Their corpus counts:
+`core.corpus.iter_layer_counts`.)"""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -12,43 +11,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, Qt, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QWidget
 from superqt.utils import signals_blocked
-
-from detokgui.core.progress import Job, Progress, rescaled
-
-_COUNTS_KEY = "gui_corpus_counts"
-_COUNTING = threading.Lock()
-
-
-def _files_stamp(paths) -> tuple:
-    """(file, size, mtime) of every corpus file behind `paths`: what identifies the counts
-    between two computations without hashing the files again."""
-    from detokgui.core.documents import corpus_files
-
-    return tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in corpus_files(paths))
-
-
-def iter_layer_counts(layer, paths, lo: float = 0.0, hi: float = 1.0) -> Job:
-    """Generator job: `corpus.CorpusCounts` of the corpus at `paths` with the model's
-    tokenizer (disk cache of core.corpus), kept on the layer for as long as the files keep
-    their sizes and times, so that a click does not hash the corpus again. Progress is
-    mapped into [lo, hi]."""
-    from detokgui.core.corpus import iter_corpus_counts
-
-    # Two views asking at once: the second waits (cancellably) for the first's counts
-    # instead of counting the corpus again.
-    while not _COUNTING.acquire(timeout=0.05):
-        yield Progress(lo, "waiting for the corpus count of another view")
-    try:
-        stamp = _files_stamp(paths)
-        store = layer._cache.setdefault(_COUNTS_KEY, {})
-        if stamp not in store:
-            counts = yield from rescaled(
-                iter_corpus_counts(paths, layer.tokenizer, layer.n_vocab), lo, hi)
-            store.clear()  # one corpus at a time
-            store[stamp] = counts
-        return store[stamp]
-    finally:
-        _COUNTING.release()
 
 
 class HeadSpin(QWidget):

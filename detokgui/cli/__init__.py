@@ -1,5 +1,7 @@
 """Headless commands: `detokgui export <what> ...` writes data (CSV) and figures without
-opening a window. Every failure is one line on stderr and a non-zero exit.
+opening a window. Every failure is one line on stderr and a non-zero exit; what the core
+logs for a person (a damaged cache entry discarded, a run without the cache) is one line
+on stderr too.
 
 Each command lives in the module of its area and registers itself with `export_command`;
 `COMMAND_MODULES` lists those modules.
@@ -8,7 +10,9 @@ Each command lives in the module of its area and registers itself with `export_c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import logging
 import os
 import sys
 
@@ -45,9 +49,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     _quiet_libraries()
     args = build_parser().parse_args(argv)
+    command = EXPORTS[args.what]
+    with _log_lines(f"detokgui export {args.what}"):
+        return _run(args, command)
+
+
+def _run(args, command) -> int:
     from detokgui.core.errors import DetokError
 
-    command = EXPORTS[args.what]
     try:
         prepare(args, command)  # bad options, paths and texts fail before the model loads
         if args.device == "cuda":
@@ -75,8 +84,29 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+class _StderrLines(logging.Handler):
+    def __init__(self, prefix: str):
+        super().__init__()
+        self.prefix = prefix
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"{self.prefix}: {record.levelname.lower()}: {record.getMessage()}",
+              file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _log_lines(prefix: str):
+    """The `detokgui` logger's records as `PREFIX: warning: message` lines on stderr."""
+    logger = logging.getLogger("detokgui")
+    handler = _StderrLines(prefix)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
 def _quiet_libraries() -> None:
-    import logging
     import warnings
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

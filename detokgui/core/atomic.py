@@ -6,17 +6,27 @@ The data is written to a temporary file in the target's folder, flushed and sync
 renamed over the target only when everything succeeded. A target that exists and is not
 a regular file (a device such as /dev/null or /dev/full, a FIFO) is written directly:
 renaming over it would replace the device; errors are still raised.
+
+A writer killed mid-write (SIGKILL, a power cut) leaves its temporary, `.NAME.XXXX.part`,
+behind; `sweep_stale_parts` removes those once they are stale.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+#: A `.part` temporary whose last change is older than this (seconds) belongs to a writer
+#: that was killed: a live one writes its file in seconds, and a staging folder (an
+#: `export figures` run) gains a file per figure, each within minutes.
+STALE_PART_SECONDS = 3600.0
 
 
 def _is_special(path: Path) -> bool:
@@ -84,8 +94,6 @@ def atomic_folder(path: str | Path) -> Iterator[Path]:
     For multi-file outputs (a model folder, a cache entry): readers never see a folder with
     some files missing. `path` must not exist yet (a concurrent writer that won the race
     is kept, and this one's folder discarded)."""
-    import shutil
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent))
@@ -113,3 +121,42 @@ def _keep_mode(target: Path, tmp: Path, folder: bool = False) -> None:
         os.umask(umask)
         mode = (0o777 if folder else 0o666) & ~umask
     os.chmod(tmp, mode)
+
+
+def sweep_stale_parts(folder: str | Path, name: str | None = None,
+                      max_age: float = STALE_PART_SECONDS) -> list[Path]:
+    """Remove the temporaries (`.NAME.XXXX.part` files or folders, as made here) that killed
+    writers left in `folder` — only those of target `name` when given — whose last change
+    (for a folder, of the folder or anything directly in it) is more than `max_age` seconds
+    ago; a live writer's is younger and kept. Returns what was removed; a temporary that
+    cannot be removed, or a folder that cannot be read, is left as it is."""
+    prefix = f".{name}." if name else "."
+    cutoff = time.time() - max_age
+    removed = []
+    try:
+        entries = [e for e in os.scandir(folder)
+                   if e.name.startswith(prefix) and e.name.endswith(".part")]
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            if _last_change(entry) >= cutoff:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
+
+
+def _last_change(entry: os.DirEntry) -> float:
+    """mtime of a file, or the newest mtime of a folder and its direct contents."""
+    newest = entry.stat(follow_symlinks=False).st_mtime
+    if entry.is_dir(follow_symlinks=False):
+        with os.scandir(entry.path) as inside:
+            for e in inside:
+                newest = max(newest, e.stat(follow_symlinks=False).st_mtime)
+    return newest

@@ -35,11 +35,10 @@ import numpy as np
 import torch
 
 from detokgui.core.affinity import SigmaChoice
-from detokgui.core.atomic import atomic_open
 from detokgui.core.checks import check_heads, check_token
+from detokgui.core.diskcache import Entry
 from detokgui.core.errors import InputError
 from detokgui.core.identity import model_identity
-from detokgui.core.paths import cache_dir
 from detokgui.core.progress import Job, Progress, run
 
 NO_BIGRAM = ("skip", "zero")
@@ -205,22 +204,13 @@ class BigramAUROC:
 # --------------------------------------------------------------------------- jobs + cache
 
 
-def _cache_path(layer, sigma: SigmaChoice, corpus_key: str, heads):
+def _entry(layer, sigma: SigmaChoice, corpus_key: str, heads) -> Entry:
     spec = json.dumps([FORMAT, model_identity(layer), sigma.convention, list(sigma.positions),
                        corpus_key, list(heads)])
-    return cache_dir("auroc") / f"{hashlib.sha256(spec.encode()).hexdigest()}.npz"
-
-
-def _load(path, heads, sigma, corpus_key, V) -> BigramAUROC | None:
-    if not path.is_file():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            res = BigramAUROC(list(heads), sigma, z["auroc"], z["positives"], z["weight"],
-                              corpus_key)
-    except (OSError, ValueError, KeyError):
-        return None
-    return res if res.auroc.shape == (len(heads), V) else None
+    V = layer.n_vocab
+    return Entry("auroc", hashlib.sha256(spec.encode()).hexdigest(), FORMAT,
+                 {"auroc": ((len(heads), V), "f"), "positives": ((V,), "i"),
+                  "weight": ((V,), "i")})
 
 
 def iter_bigram_auroc(layer, counts, sigma: SigmaChoice | None = None, *, heads=None,
@@ -233,19 +223,18 @@ def iter_bigram_auroc(layer, counts, sigma: SigmaChoice | None = None, *, heads=
     from detokgui.core import vocab_stats as VS
 
     hs = check_heads(layer, heads)
-    path = _cache_path(layer, sigma, counts.key, hs)
+    entry = _entry(layer, sigma, counts.key, hs)
     if use_cache:
-        cached = _load(path, hs, sigma, counts.key, layer.n_vocab)
+        cached = entry.load(lambda a, _: BigramAUROC(list(hs), sigma, a["auroc"],
+                                                     a["positives"], a["weight"], counts.key))
         if cached is not None:
             yield Progress(1.0, "bigram AUROC (cached)")
             return cached
     res = yield from VS.iter_vocab_pass(layer, sigma, direction="keys", heads=hs,
                                         counts=counts, budget_bytes=budget_bytes)
-    a = res.auroc
-    with atomic_open(path, "wb") as f:
-        np.savez(f, auroc=a.auroc, positives=a.positives, weight=a.weight)
+    entry.save(entry.arrays_of(res.auroc))
     VS.save_stats(layer, res.stats)
-    return a
+    return res.auroc
 
 
 def bigram_auroc(layer, counts, sigma: SigmaChoice | None = None, *, on_progress=None,

@@ -12,8 +12,8 @@ token): a corpus has far fewer distinct bigrams than V^2.
 The counts are cached in `cache_dir("corpus")` under a key made of each file's content
 hash (SHA-256), size and kind (.txt/.jsonl, gzipped or not), the tokenizer's identity and
 V; the key ignores file names and order, so the same texts are counted once. The cache
-entry is written atomically after the whole pass; a cancelled or failed pass writes
-nothing.
+entry (core.diskcache) is written atomically after the whole pass; a cancelled or failed
+pass writes nothing, and a damaged entry is discarded and counted again.
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 from scipy import sparse
 
-from detokgui.core.atomic import atomic_open
+from detokgui.core.diskcache import Entry
 from detokgui.core.documents import CorpusReader, _kind, corpus_files, iter_token_pieces
 from detokgui.core.errors import InputError
 from detokgui.core.identity import iter_file_digest, tokenizer_identity
-from detokgui.core.paths import cache_dir
 from detokgui.core.progress import Job, Progress, rescaled, run
 
 FORMAT = "detokgui-corpus-counts-v1"
@@ -188,9 +188,9 @@ def iter_corpus_counts(paths, tokenizer, n_vocab: int | None = None, *,
     V = int(n_vocab) if n_vocab is not None else len(tokenizer)
     reader = CorpusReader(paths)
     key = yield from _iter_key(reader.files, reader.total_bytes, tokenizer, V)
-    path = cache_dir("corpus") / f"{key}.npz"
+    entry = _entry(key, V)
     if use_cache:
-        cached = _load(path, key, reader.files)
+        cached = entry.load(partial(_from_entry, key=key, files=reader.files))
         if cached is not None:
             yield Progress(1.0, "corpus counts (cached)")
             return cached
@@ -210,7 +210,7 @@ def iter_corpus_counts(paths, tokenizer, n_vocab: int | None = None, *,
                          "bigram statistics need longer texts.")
     counts = CorpusCounts(unigrams, bigrams, acc.n_tokens, acc.n_documents,
                           tuple(str(f) for f in reader.files), key)
-    _save(path, counts)
+    _save(entry, counts)
     yield Progress(1.0, f"counted {counts.n_tokens} tokens in {counts.n_documents} documents")
     return counts
 
@@ -289,27 +289,27 @@ def _progress_digest(path: Path, done: int, total: int) -> Job[tuple[str, int]]:
             yield Progress(_HASH_SHARE * (done + n) / max(1, total), f"hashing {path.name}")
 
 
-def _save(path: Path, c: CorpusCounts) -> None:
-    meta = json.dumps({"format": FORMAT, "key": c.key, "n_tokens": c.n_tokens,
-                       "n_documents": c.n_documents})
-    with atomic_open(path, "wb") as f:
-        np.savez(f, unigrams=c.unigrams, indptr=c.bigrams.indptr, indices=c.bigrams.indices,
-                 data=c.bigrams.data, meta=np.array(meta))
+def _entry(key: str, V: int) -> Entry:
+    return Entry("corpus", key, FORMAT, {"unigrams": ((V,), "i"), "indptr": ((V + 1,), "i"),
+                                         "indices": ((None,), "i"), "data": ((None,), "i")})
 
 
-def _load(path: Path, key: str, files) -> CorpusCounts | None:
-    """The cached counts, or None when absent or unreadable (then they are recounted)."""
-    if not path.is_file():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            if meta.get("format") != FORMAT or meta.get("key") != key:
-                return None
-            uni = z["unigrams"]
-            V = uni.shape[0]
-            bigrams = sparse.csr_array((z["data"], z["indices"], z["indptr"]), shape=(V, V))
-    except (OSError, ValueError, KeyError, json.JSONDecodeError):
-        return None
-    return CorpusCounts(uni, bigrams, int(meta["n_tokens"]), int(meta["n_documents"]),
+def _save(entry: Entry, c: CorpusCounts) -> None:
+    b = c.bigrams
+    entry.save({"unigrams": c.unigrams, "indptr": b.indptr, "indices": b.indices,
+                "data": b.data}, n_tokens=c.n_tokens, n_documents=c.n_documents)
+
+
+def _from_entry(arrays: dict, meta: dict, key: str, files) -> CorpusCounts:
+    """The counts of a cache entry; ValueError when they contradict each other."""
+    uni, indptr, indices, data = (arrays[n] for n in ("unigrams", "indptr", "indices", "data"))
+    V, nnz = uni.shape[0], indices.shape[0]
+    n_tokens = int(meta["n_tokens"])
+    if (data.shape[0] != nnz or indptr[0] != 0 or indptr[-1] != nnz
+            or np.any(np.diff(indptr) < 0) or np.any(data <= 0) or np.any(uni < 0)
+            or (nnz and (indices.min() < 0 or indices.max() >= V))
+            or int(uni.sum()) != n_tokens):
+        raise ValueError("its counts contradict each other")
+    bigrams = sparse.csr_array((data, indices, indptr), shape=(V, V))
+    return CorpusCounts(uni, bigrams, n_tokens, int(meta["n_documents"]),
                         tuple(str(f) for f in files), key)

@@ -56,8 +56,9 @@ def sample_corpus() -> Path:
 def random_demo_folder(report: Callable[[float, str], None] | None = None) -> Path:
     """The random demo model in the user cache, written (atomically) on first use.
 
-    A folder left incomplete by an older version is replaced."""
-    from detokgui.core.atomic import atomic_folder
+    A folder left incomplete by an older version is replaced, and the stale temporary
+    folder of a killed first use removed."""
+    from detokgui.core.atomic import atomic_folder, sweep_stale_parts
     from detokgui.core.paths import cache_dir
 
     folder = cache_dir() / _RANDOM_DEMO_FOLDER
@@ -65,6 +66,7 @@ def random_demo_folder(report: Callable[[float, str], None] | None = None) -> Pa
         return folder
     if folder.exists():
         shutil.rmtree(folder)
+    sweep_stale_parts(folder.parent, _RANDOM_DEMO_FOLDER)
     if report is not None:
         report(0.0, "Writing the random demo model (once)")
     with atomic_folder(folder) as tmp:

@@ -11,15 +11,19 @@ import os
 from pathlib import Path
 
 
+def cache_root() -> Path:
+    """The cache folder (not created)."""
+    base = os.environ.get("DETOKGUI_CACHE_DIR")
+    if base:
+        return Path(base)
+    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "detokgui"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "detokgui"
+
+
 def cache_dir(*parts: str) -> Path:
     """The cache folder, or a sub-folder of it (created if missing)."""
-    base = os.environ.get("DETOKGUI_CACHE_DIR")
-    if not base:
-        if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
-            base = str(Path(os.environ["LOCALAPPDATA"]) / "detokgui")
-        else:
-            xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-            base = str(Path(xdg) / "detokgui")
-    folder = Path(base, *parts)
+    folder = Path(cache_root(), *parts)
     folder.mkdir(parents=True, exist_ok=True)
     return folder

@@ -34,11 +34,10 @@ import numpy as np
 import torch
 
 from detokgui.core.affinity import SigmaChoice, token_sigmas
-from detokgui.core.atomic import atomic_open
 from detokgui.core.checks import check_heads
+from detokgui.core.diskcache import Entry
 from detokgui.core.errors import InputError
 from detokgui.core.identity import model_identity
-from detokgui.core.paths import cache_dir
 from detokgui.core.progress import Job, Progress, run
 
 DIRECTIONS = ("keys", "queries")
@@ -256,32 +255,24 @@ def _key(layer, *parts) -> str:
     return hashlib.sha256(spec.encode()).hexdigest()
 
 
-def stats_cache_path(layer, sigma: SigmaChoice, direction: str, k: int, heads) -> str:
+def _stats_entry(layer, sigma: SigmaChoice, direction: str, k: int, heads) -> Entry:
     key = _key(layer, "stats", sigma.convention, list(sigma.positions), direction, int(k),
                list(heads))
-    return cache_dir("vocab-stats") / f"{key}.npz"
+    h, V = len(heads), layer.n_vocab
+    return Entry("vocab-stats", key, FORMAT,
+                 {"top_ids": ((h, V, k), "i"), "top_scores": ((h, V, k), "f"),
+                  "self_rank": ((h, V), "i"), "mean": ((h, V), "f"), "variance": ((h, V), "f")})
 
 
 def save_stats(layer, st: HeadStats) -> None:
-    path = stats_cache_path(layer, st.sigma, st.direction, st.k, st.heads)
-    with atomic_open(path, "wb") as f:
-        np.savez(f, top_ids=st.top_ids, top_scores=st.top_scores, self_rank=st.self_rank,
-                 mean=st.mean, variance=st.variance)
+    entry = _stats_entry(layer, st.sigma, st.direction, st.k, st.heads)
+    entry.save(entry.arrays_of(st))
 
 
 def load_stats(layer, sigma: SigmaChoice, direction: str, k: int, heads) -> HeadStats | None:
-    path = stats_cache_path(layer, sigma, direction, k, heads)
-    if not path.is_file():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {name: z[name] for name in
-                      ("top_ids", "top_scores", "self_rank", "mean", "variance")}
-    except (OSError, ValueError, KeyError):
-        return None
-    if arrays["self_rank"].shape != (len(heads), layer.n_vocab):
-        return None
-    return HeadStats(direction, list(heads), sigma, int(k), **arrays)
+    """The cached statistics, or None when not cached (or damaged: then discarded)."""
+    return _stats_entry(layer, sigma, direction, k, heads).load(
+        lambda a, _: HeadStats(direction, list(heads), sigma, int(k), **a))
 
 
 def iter_head_stats(layer, sigma: SigmaChoice | None = None, *, direction: str = "keys",

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from detokgui.core.atomic import atomic_folder
+from detokgui.core.atomic import atomic_folder, sweep_stale_parts
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, rescaled, run
 from detokgui.core.tables import write_csv
@@ -243,7 +243,9 @@ def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureReco
 @contextlib.contextmanager
 def _staging(out: Path) -> Iterator[Path]:
     """A temporary folder that becomes `out` (new) or whose files replace their
-    namesakes in `out` (existing), only if the block completes."""
+    namesakes in `out` (existing), only if the block completes. A killed run's stale
+    staging folder beside `out` is removed first."""
+    sweep_stale_parts(out.parent, out.name)
     if not out.exists():
         with atomic_folder(out) as tmp:
             yield tmp

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.gui.jobs import JobRunner, release_memory
+from detokgui.gui.notices import LogNotices
 from detokgui.gui.options import flush_settings, remember, remembered
 from detokgui.gui.state import AppState
 from detokgui.gui.widgets import Banner, ElidedLabel, StatusBar
@@ -34,6 +35,7 @@ DEMO_LABELS = {
 MAX_RECENT = 8
 DEFAULT_SIZE = (1400, 900)  # or the screen's available area, if smaller
 DEFAULT_POSITION = 50  # the query position of a window's first model
+NOTICE_MS = 15000  # how long a line the core logged stays in the status bar
 # remembered between sessions
 VIEW, GEOMETRY = "window/view", "window/geometry"
 RECENT, LAST_HUB, LAST_FOLDER = "models/recent", "models/last_hub", "models/last_folder"
@@ -73,6 +75,7 @@ class MainWindow(QMainWindow):
         self.load_started = 0.0  # perf_counter() when the model was asked for
         self.load_seconds: float | None = None  # wall time from request to ready
         self._progress_message = ""
+        self._notice = ""  # the last line the core logged while jobs ran
 
         central = QWidget()
         lay = QVBoxLayout(central)
@@ -112,6 +115,8 @@ class MainWindow(QMainWindow):
         self.jobs.failed.connect(self._on_job_failed)
         self.jobs.busyChanged.connect(self._on_busy)
         self.jobs.cancelled.connect(self._on_cancelled)
+        self.notices = LogNotices(self)
+        self.notices.line.connect(self._on_notice)
         self.state.modelChanged.connect(self._on_model)
         self.state.headChanged.connect(self.head_spin.setValue)
         self.state.queryTokenChanged.connect(self._show_selection)
@@ -349,8 +354,19 @@ class MainWindow(QMainWindow):
         self.cancel_button.setVisible(busy)
         if not busy:
             self.progress.setValue(0)
-            if self.statusBar().currentMessage() == self._progress_message:
+            if self._notice:  # progress messages covered it: show it again
+                self.show_message(self._notice, NOTICE_MS)
+                self._notice = ""
+            elif self.statusBar().currentMessage() == self._progress_message:
                 self.statusBar().clearMessage()
+
+    @Slot(str)
+    def _on_notice(self, text: str) -> None:
+        """A line the core logged (a damaged cache entry discarded, a run without the
+        cache): shown now, and again when the running jobs end."""
+        self.show_message(text, NOTICE_MS)
+        if self.jobs.busy:
+            self._notice = text
 
     @Slot(str, str, object)
     def _on_job_failed(self, key: str, message: str, exc) -> None:
@@ -444,6 +460,7 @@ class MainWindow(QMainWindow):
         )
 
     def closeEvent(self, event):
+        self.notices.close()
         remember(GEOMETRY, self.saveGeometry())
         flush_settings()
         self.jobs.cancel()

@@ -333,15 +333,51 @@ def test_export_figures_removes_its_stale_staging_folder(tiny_layer, tmp_path, e
     assert (out / "fig06r_wpe_variance.png").is_file()
 
 
-def test_random_demo_removes_a_killed_first_use(cache, monkeypatch):
+@pytest.fixture
+def small_random_demo(cache, monkeypatch):
+    """The random demo written by a small writer (d=32) into the test's cache."""
     from detokgui.core import demo
 
     real = demo.write_random_checkpoint
     monkeypatch.setattr(demo, "write_random_checkpoint",
                         lambda folder, **kw: real(folder, n_embd=32, n_head=4, n_positions=64))
-    stale, fresh = stale_and_fresh(cache, demo._RANDOM_DEMO_FOLDER)
-    folder = demo.random_demo_folder()
-    assert not stale.exists() and fresh.exists() and (folder / "tokenizer.json").is_file()
+    return cache / demo._RANDOM_DEMO_FOLDER
+
+
+def test_random_demo_removes_a_killed_first_use(small_random_demo):
+    from detokgui.core import demo
+
+    stale, fresh = stale_and_fresh(small_random_demo.parent, small_random_demo.name)
+    assert demo.random_demo_folder() == small_random_demo
+    assert not stale.exists() and fresh.exists()
+    assert (small_random_demo / "tokenizer.json").is_file()
+
+
+@pytest.mark.parametrize("damage", [lambda f: truncated(f / "model.safetensors"),
+                                    lambda f: (f / "tokenizer.json").write_text("{")],
+                         ids=["weights-truncated", "tokenizer-broken"])
+def test_damaged_random_demo_is_written_again(small_random_demo, caplog, damage):
+    from detokgui.core import Layer0, demo
+
+    demo.random_demo_folder()
+    weights = (small_random_demo / "model.safetensors").read_bytes()
+    damage(small_random_demo)
+    with caplog.at_level("WARNING", logger="detokgui"):
+        layer = Layer0.from_pretrained("random-demo", device="cpu")
+    assert layer.d == 32 and layer.tokenizer is not None
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("detokgui")]
+    assert len(lines) == 1 and "discarded the damaged random demo model" in lines[0], lines
+    assert str(small_random_demo) in lines[0]
+    assert (small_random_demo / "model.safetensors").read_bytes() == weights  # same seed
+
+
+def test_random_demo_without_a_cache_folder_is_one_line(small_random_demo, capsys, tmp_path):
+    cache = small_random_demo.parent
+    cache.write_text("not a folder")
+    rc = main(["sigma", "--model", "random-demo", "--out", str(tmp_path / "s.csv")])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and len(err) == 1, err
+    assert "random demo model cannot be written to the cache" in err[0] and str(cache) in err[0]
 
 
 # --------------------------------------------------------------------------- GUI

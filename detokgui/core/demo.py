@@ -57,21 +57,40 @@ def random_demo_folder(report: Callable[[float, str], None] | None = None) -> Pa
     """The random demo model in the user cache, written (atomically) on first use.
 
     A folder left incomplete by an older version is replaced, and the stale temporary
-    folder of a killed first use removed."""
+    folder of a killed first use removed. ModelLoadError when the cache folder cannot be
+    written."""
     from detokgui.core.atomic import atomic_folder, sweep_stale_parts
-    from detokgui.core.paths import cache_dir
+    from detokgui.core.errors import ModelLoadError
+    from detokgui.core.paths import cache_root
 
-    folder = cache_dir() / _RANDOM_DEMO_FOLDER
+    folder = cache_root() / _RANDOM_DEMO_FOLDER
     if all((folder / f).is_file() for f in _REQUIRED):
         return folder
-    if folder.exists():
-        shutil.rmtree(folder)
-    sweep_stale_parts(folder.parent, _RANDOM_DEMO_FOLDER)
-    if report is not None:
-        report(0.0, "Writing the random demo model (once)")
-    with atomic_folder(folder) as tmp:
-        write_random_checkpoint(tmp, n_embd=384, n_head=12, n_positions=1024, seed=0)
+    try:
+        if folder.exists():
+            shutil.rmtree(folder)
+        sweep_stale_parts(folder.parent, _RANDOM_DEMO_FOLDER)
+        if report is not None:
+            report(0.0, "Writing the random demo model (once)")
+        with atomic_folder(folder) as tmp:
+            write_random_checkpoint(tmp, n_embd=384, n_head=12, n_positions=1024, seed=0)
+    except OSError as exc:
+        raise ModelLoadError(f"The random demo model cannot be written to the cache: "
+                             f"{exc.strerror or exc}: {exc.filename or folder.parent}") from exc
     return folder
+
+
+def rewrite_random_demo(reason: str, report: Callable[[float, str], None] | None = None
+                        ) -> Path:
+    """Discard the random demo model in the cache, which could not be loaded (`reason`),
+    saying so in one line (core.diskcache's logger), and write it again."""
+    from detokgui.core.diskcache import log
+    from detokgui.core.paths import cache_root
+
+    folder = cache_root() / _RANDOM_DEMO_FOLDER
+    log.warning(f"discarded the damaged random demo model {folder} ({reason}); writing it again")
+    shutil.rmtree(folder, ignore_errors=True)
+    return random_demo_folder(report)
 
 
 def resolve(name: str, report: Callable[[float, str], None] | None = None) -> tuple[str, str]:

@@ -198,21 +198,17 @@ class Layer0:
 
         Raises ModelLoadError with an actionable message on any failure."""
         from detokgui.core import demo
-        from detokgui.core.tokens import load_tokenizer as _load_tok
 
         start = time.perf_counter()
         report = progress or (lambda f, m: None)
         source, name = demo.resolve(str(name_or_path), report)
-        report(0.0, f"Locating {name}")
-        files = checkpoint.locate(source, progress=report)
-        shape = checkpoint.read_config(files.config, name)
-        report(0.3, f"Reading layer-0 weights of {name}")
-        tensors = checkpoint.read_layer0_tensors(files, name)
-        _check_shapes(tensors, shape, name)
-        tok = None
-        if load_tokenizer:
-            report(0.7, "Loading tokenizer")
-            tok = _load_tok(files.folder, name, shape.vocab_size)
+        try:
+            shape, tensors, tok = _read_checkpoint(source, name, report, load_tokenizer)
+        except ModelLoadError as exc:
+            if str(name_or_path) != demo.RANDOM_DEMO:
+                raise
+            source = str(demo.rewrite_random_demo(str(exc), report))  # a damaged cache entry
+            shape, tensors, tok = _read_checkpoint(source, name, report, load_tokenizer)
         report(0.85, "Folding LayerNorm")
         layer = cls.from_tensors(
             tensors,
@@ -411,6 +407,24 @@ def _check_finite(t: dict[str, torch.Tensor], name: str, dtype: torch.dtype,
             f"at {first}; the checkpoint is corrupt (or training diverged) and cannot be "
             "analysed."
         )
+
+
+def _read_checkpoint(source: str, name: str, report, load_tokenizer: bool):
+    """(config shape, layer-0 tensors, tokenizer or None) of a checkpoint folder or hub
+    name; ModelLoadError on any failure."""
+    from detokgui.core.tokens import load_tokenizer as _load_tok
+
+    report(0.0, f"Locating {name}")
+    files = checkpoint.locate(source, progress=report)
+    shape = checkpoint.read_config(files.config, name)
+    report(0.3, f"Reading layer-0 weights of {name}")
+    tensors = checkpoint.read_layer0_tensors(files, name)
+    _check_shapes(tensors, shape, name)
+    tok = None
+    if load_tokenizer:
+        report(0.7, "Loading tokenizer")
+        tok = _load_tok(files.folder, name, shape.vocab_size)
+    return shape, tensors, tok
 
 
 def _check_shapes(t: dict[str, torch.Tensor], shape: checkpoint.GPT2Shape, name: str) -> None:

@@ -14,8 +14,6 @@ drawn with the authors' conventions and layouts (their `plots/` and `visualize/`
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import torch
 from matplotlib.colors import TwoSlopeNorm
@@ -27,10 +25,11 @@ from detokgui.core.errors import InputError
 from detokgui.core.progress import Job
 from detokgui.core.tokens import display_token
 from detokgui.figures import style
+from detokgui.figures.labels import POSITION_LABEL, footer, heads_text, position_note
+from detokgui.figures.observed import draw_observed, observed
 from detokgui.figures.registry import Drawn, FigureContext, FigureSkipped, figure
 from detokgui.figures.style import COLUMN_IN, SIGMA_COLOURS, TEXT_IN
 
-POSITION_LABEL = "Past token position ($j$)"
 PAPER_POSITION = ("paper convention (authors' code): key side E_v[1/σ(e_v+p_j)]; query side "
                   "σ_i = vocabulary mean / max / min of σ(e_v+p_i) (one line each); band: 95% "
                   "percentile interval over the vocabulary v of the per-token values")
@@ -42,23 +41,6 @@ SIGMA_I_LABELS = {"mean": r"mean $\sigma_i$", "max": r"max $\sigma_i$", "min": r
 SIGMA_I_KINDS = ("mean", "max", "min")
 TEE_SAMPLE, TEE_SEED, TEE_TICK = 100, 42, 17
 TOPK_WORDS, TOPK_K = ("iens", "tarian", " Jackson"), 5
-
-
-def model_name(layer) -> str:
-    name = str(layer.name)
-    return Path(name).name if ("/" in name or "\\" in name) else name
-
-
-def heads_text(hs) -> str:
-    return ("head " if len(hs) == 1 else "heads ") + ", ".join(str(h) for h in hs)
-
-
-def position_note(ctx: FigureContext, paper: list[int], used: list[int]) -> str:
-    shown = ", ".join(str(i) for i in used)
-    if used == paper:
-        return f"i = {shown}"
-    return (f"i = {shown} (the paper's {', '.join(str(i) for i in paper)} scaled to "
-            f"{ctx.n_positions} positions)")
 
 
 def _tp(h):
@@ -161,11 +143,6 @@ def _softmax_short(i, h):
 def _xlabels(axes) -> None:
     for ax in axes[-1]:
         ax.set_xlabel(POSITION_LABEL)
-
-
-def footer(ctx: FigureContext, *parts) -> list[str]:
-    """The footer's parts (see `style.new_figure`): the model, then what this figure shows."""
-    return [model_name(ctx.layer), *parts]
 
 
 # --------------------------------------------------------------------------- Fig 2
@@ -347,8 +324,6 @@ def fig3(ctx: FigureContext) -> Job[Drawn]:
     lines = _lines(ctx, i, hs)
     obs, why = None, ""
     if ctx.corpus:
-        from detokgui.figures.text import observed
-
         try:
             obs = yield from observed(ctx, hs, i)
         except InputError as exc:
@@ -367,8 +342,6 @@ def fig3(ctx: FigureContext) -> Job[Drawn]:
             _draw_total(axes[r, 2], lines, r, h, i)
             _draw_softmax(axes[r, 3], lines, r, h, i, short=obs is not None)
             if obs is not None:
-                from detokgui.figures.text import draw_observed
-
                 draw_observed(axes[r, 4], obs, r, h)
             axes[r, 0].set_ylabel(f"Head {h}")
         for r in range(len(hs) - 1):  # shared x per column (not E: its own range)

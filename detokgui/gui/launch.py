@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from detokgui.cli.common import CORPUS_PATHS
+from detokgui.help_texts import CORPUS_PATHS
 
 
 def view_names() -> list[str]:

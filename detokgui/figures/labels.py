@@ -1,5 +1,5 @@
-"""The words every figure shares: the model's name, the heads and query positions shown,
-and the footer's parts that say so (see `style.new_figure`)."""
+"""The words the figures share: the model's name, the heads and query positions shown,
+the footer's parts that say so (see `style.new_figure`), the T_ee heatmaps' symbol."""
 
 from __future__ import annotations
 
@@ -25,6 +25,13 @@ def position_note(ctx: FigureContext, paper: list[int], used: list[int]) -> str:
         return f"i = {shown}"
     return (f"i = {shown} (the paper's {', '.join(str(i) for i in paper)} scaled to "
             f"{ctx.n_positions} positions)")
+
+
+def tee_symbol(h: int, raw: bool) -> str:
+    """The T_ee heatmaps' colour bar title for head h: T^ee_{i,j,h}, or e_i W^QK_h e_j^T
+    without LayerNorm."""
+    return (rf"$\mathbf{{e}}_i\mathbf{{W}}^{{QK}}_{{{h}}}\mathbf{{e}}_j^\top$" if raw
+            else rf"$T^{{\mathrm{{ee}}}}_{{i,j,{h}}}$")
 
 
 def footer(ctx: FigureContext, *parts) -> list[str]:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from matplotlib.colors import TwoSlopeNorm
-from matplotlib.ticker import MaxNLocator
 
 from detokgui.core import positional as pos
 from detokgui.core.affinity import SigmaChoice, affinity_block, topk_keys
@@ -25,7 +23,13 @@ from detokgui.core.errors import InputError
 from detokgui.core.progress import Job
 from detokgui.core.tokens import display_token
 from detokgui.figures import style
-from detokgui.figures.labels import POSITION_LABEL, footer, heads_text, position_note
+from detokgui.figures.labels import (
+    POSITION_LABEL,
+    footer,
+    heads_text,
+    position_note,
+    tee_symbol,
+)
 from detokgui.figures.observed import draw_observed, observed
 from detokgui.figures.registry import Drawn, FigureContext, FigureSkipped, figure
 from detokgui.figures.style import COLUMN_IN, SIGMA_COLOURS, TEXT_IN
@@ -249,18 +253,7 @@ def _tee_figure(ctx: FigureContext, hs, raw: bool, width: float, ncols: int):
                           else "σ per token: mean over positions"))
         ticks = np.arange(0, TEE_SAMPLE, TEE_TICK)
         for ax, (r, h) in zip(axes.flat, enumerate(hs)):
-            v = values[r]
-            m = float(np.abs(v).max()) or 1.0
-            im = ax.imshow(v, cmap="RdBu", norm=TwoSlopeNorm(0.0, -m, m), interpolation="none",
-                           aspect="auto")
-            cb = fig.colorbar(im, ax=ax, location="top", fraction=0.06, pad=0.02, aspect=25)
-            cb.locator = MaxNLocator(nbins=4, symmetric=True)
-            cb.update_ticks()
-            cb.ax.tick_params(labelsize=style.FOOTER_PT + 0.5, length=1.5, pad=1)
-            cb.outline.set_linewidth(0.3)
-            title = (rf"$\mathbf{{e}}_i\mathbf{{W}}^{{QK}}_{{{h}}}\mathbf{{e}}_j^\top$" if raw
-                     else rf"$T^{{\mathrm{{ee}}}}_{{i,j,{h}}}$")
-            cb.ax.set_title(title, pad=2)
+            style.diverging_heatmap(fig, ax, values[r], tee_symbol(h, raw))
             ax.set_xticks(ticks)
             ax.set_yticks(ticks)
             ax.tick_params(labelsize=style.FOOTER_PT + 0.5, length=1.5)

@@ -136,6 +136,7 @@ def test_token_heatmap_figure(tiny_layer):
     names = [display_token(tiny_layer.tokenizer, t) for t in ids]
     assert [t.get_text() for t in ax.get_yticklabels()] == names
     assert [t.get_text() for t in ax.get_xticklabels()] == names
+    assert {t.get_rotation() for t in ax.get_xticklabels()} == {0}  # each fits its cell
     assert (ax.get_ylabel(), ax.get_xlabel()) == ("query ($i$)", "key ($j$)")
 
     many = (ids * 80)[:400]
@@ -146,6 +147,7 @@ def test_token_heatmap_figure(tiny_layer):
     step = int(ticks[1] - ticks[0])
     assert step > 1 and ticks[0] == 0 and (np.diff(ticks) == step).all()
     assert list(ax.get_xticks()) == list(ticks)
+    assert {t.get_rotation() for t in ax.get_xticklabels()} == {90}
     assert [t.get_text() for t in ax.get_yticklabels()] == [
         display_token(tiny_layer.tokenizer, many[k]) for k in ticks.astype(int)]
     pitch_pt = ax.get_position().height * fig.get_figheight() * 72 / 400 * step

@@ -48,7 +48,8 @@ def token_heatmap(layer, values: np.ndarray, token_ids, head: int, sigma) -> Fig
     side = width - widest - 0.3  # the panel is square: what the y labels leave of the width
     step = _every(n, side)
     shown = np.arange(0, n, step)
-    upright = sum(style.text_width_in(labels[k], style.SMALL_PT) for k in shown) < 0.8 * side
+    widest_shown = max(style.text_width_in(labels[k], style.SMALL_PT) for k in shown)
+    upright = widest_shown < 0.8 * side * step / n  # x labels upright when each fits its cell
     below = (0.1 if upright else widest) + 0.3  # the x labels and the axis label
     title = title_lines(layer, head, sigma, width)
     above = 0.45 + len(title) * style.FONT_PT * 1.3 / 72  # the colour bar and the title

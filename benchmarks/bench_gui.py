@@ -59,7 +59,7 @@ def run(n_tokens: int, profile: bool) -> dict:
     from transformers.utils import logging as hf_logging
 
     from detokgui.core.demo import write_random_checkpoint
-    from detokgui.gui.figures import quiet_qt_messages
+    from detokgui.gui.launch import quiet_qt_messages
 
     hf_logging.disable_progress_bar()
     quiet_qt_messages()

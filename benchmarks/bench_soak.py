@@ -163,7 +163,7 @@ def run(args) -> dict:
     from transformers.utils import logging as hf_logging
 
     from detokgui.core.demo import write_random_checkpoint
-    from detokgui.gui.figures import quiet_qt_messages
+    from detokgui.gui.launch import quiet_qt_messages
 
     hf_logging.disable_progress_bar()
     tmp = tempfile.TemporaryDirectory(prefix="detokgui-soak-")

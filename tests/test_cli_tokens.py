@@ -4,8 +4,11 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import torch
 from test_cli import read_csv, run_cli
+
+from detokgui.core.tokens import display_token
 
 
 def raw_tensors(folder):
@@ -103,6 +106,52 @@ def test_heatmap_exports(tiny_ckpt, tiny_layer, tmp_path):
     root = ET.parse(tmp_path / "hm.svg").getroot()
     assert root.tag.endswith("svg") and sum(1 for _ in root.iter()) > 20
     assert (tmp_path / "hm.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = (tmp_path / "hm.svg").read_text(encoding="utf-8")
+    for token in {display_token(tiny_layer.tokenizer, t) for t in ids}:
+        assert token in svg  # each token labels its row and its column
+    assert tiny_ckpt.name in svg and "T_ee, head 1 (Fig 2-B)" in svg
+    raw = tmp_path / "raw.svg"
+    r = run_cli("heatmap", "--model", str(tiny_ckpt), "--tokens", text, "--head", "1",
+                "--sigma", "none", "--out", str(raw))
+    assert r.returncode == 0, r.stderr
+    assert "raw e W^QK e^T, head 1 (without LayerNorm, Fig 12)" in raw.read_text(encoding="utf-8")
+
+
+def test_token_heatmap_figure(tiny_layer):
+    """The image is the matrix given, on a colour scale symmetric around 0; every token
+    labels its row and column, and a long text's labels are thinned evenly so that they
+    do not overlap."""
+    from detokgui.core.affinity import SigmaChoice
+    from detokgui.figures.style import SMALL_PT
+    from detokgui.figures.token_heatmap import token_heatmap
+
+    ids = tiny_layer.tokenizer.encode(" North Korea and South Korea")
+    n = len(ids)
+    values = np.arange(n * n, dtype=np.float64).reshape(n, n) - 3.0
+    fig = token_heatmap(tiny_layer, values, ids, 2, SigmaChoice("mean"))
+    ax = fig.axes[0]
+    image = ax.images[0]
+    assert np.array_equal(image.get_array(), values)
+    assert (image.norm.vmin, image.norm.vcenter, image.norm.vmax) == (-(n * n - 4), 0, n * n - 4)
+    names = [display_token(tiny_layer.tokenizer, t) for t in ids]
+    assert [t.get_text() for t in ax.get_yticklabels()] == names
+    assert [t.get_text() for t in ax.get_xticklabels()] == names
+    assert {t.get_rotation() for t in ax.get_xticklabels()} == {0}  # each fits its cell
+    assert (ax.get_ylabel(), ax.get_xlabel()) == ("query ($i$)", "key ($j$)")
+
+    many = (ids * 80)[:400]
+    fig = token_heatmap(tiny_layer, np.ones((400, 400)), many, 0, SigmaChoice("none"))
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    ticks = ax.get_yticks()
+    step = int(ticks[1] - ticks[0])
+    assert step > 1 and ticks[0] == 0 and (np.diff(ticks) == step).all()
+    assert list(ax.get_xticks()) == list(ticks)
+    assert {t.get_rotation() for t in ax.get_xticklabels()} == {90}
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        display_token(tiny_layer.tokenizer, many[k]) for k in ticks.astype(int)]
+    pitch_pt = ax.get_position().height * fig.get_figheight() * 72 / 400 * step
+    assert pitch_pt > SMALL_PT
 
 
 def test_token_exports_fail_cleanly(tiny_ckpt, tmp_path):

@@ -288,7 +288,7 @@ def test_paper_heads_and_positions(tiny_layer):
 
 
 def test_footer_wraps_to_the_figure_width():
-    lines = style.wrap_footer(["detokgui", "a" * 30, "b" * 30, "word " * 40], 1.5)
+    lines = style.wrap_parts(["detokgui", "a" * 30, "b" * 30, "word " * 40], 1.5)
     assert len(lines) >= 3
     assert all(style.text_width_in(x, style.FOOTER_PT) <= 1.45 for x in lines)
 

@@ -48,6 +48,27 @@ def test_corpus_menu_sets_checks_and_remembers(window, qtbot, tmp_path, monkeypa
     assert "good (1 file" in win.corpus.label.text()
 
 
+def test_corpus_requests_go_through_the_state_to_the_corpus_control(window, qtbot):
+    """What a panel's "Use sample corpus" does: AppState.request_corpus reaches the
+    window's corpus control, which checks the files off the GUI thread, then shows and
+    remembers them; a state with no control connected takes the paths at once."""
+    from detokgui.gui.corpus import CORPUS
+    from detokgui.gui.options import remembered
+    from detokgui.gui.state import AppState
+
+    lone = AppState()
+    lone.request_corpus([sample_corpus()])
+    assert lone.corpus == (str(sample_corpus()),)
+
+    win = window
+    assert win.state.corpus == ()
+    win.state.request_corpus([sample_corpus()])
+    assert win.corpus.label.text() == "checking corpus…"
+    qtbot.waitUntil(lambda: win.state.corpus == (str(sample_corpus()),), timeout=10000)
+    assert win.corpus.label.text().startswith("corpus: sample corpus (1 file, ")
+    assert remembered(CORPUS, []) == [str(sample_corpus())]
+
+
 def test_last_corpus_is_reopened_and_last_view_shown(qtbot, tiny_ckpt):
     from detokgui.gui.main_window import MainWindow
     from detokgui.gui.options import flush_settings

@@ -111,4 +111,6 @@ def _quiet_libraries() -> None:
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     logging.getLogger("transformers").setLevel(logging.ERROR)
+    # e.g. "Could not save font_manager cache" on a full disk: the export's error says it
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", category=UserWarning)

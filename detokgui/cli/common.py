@@ -25,9 +25,6 @@ class ExportCommand:
 
 EXPORTS: dict[str, ExportCommand] = {}
 
-CORPUS_PATHS = ("corpus files (.txt, .jsonl, optionally .gz), folders, or 'sample' (the "
-                "sample corpus shipped with detokgui)")
-
 
 def export_command(name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None],
                    outputs: tuple[str, ...] = (".csv",), check: Callable | None = None):

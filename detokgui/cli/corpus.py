@@ -6,14 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from detokgui.cli.common import (
-    CORPUS_PATHS,
-    CliError,
-    export_command,
-    head_arg,
-    out_path,
-    tokens_of,
-)
+from detokgui.cli.common import CliError, export_command, head_arg, out_path, tokens_of
+from detokgui.help_texts import CORPUS_PATHS
 
 SIGMA_HELP = "sigma per token: mean over positions (default) or none (raw, without LayerNorm)"
 

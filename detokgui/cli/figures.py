@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 import time
 
-from detokgui.cli.common import CORPUS_PATHS, export_command
+from detokgui.cli.common import export_command
+from detokgui.help_texts import CORPUS_PATHS
 
 
 def _figures_args(p):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from detokgui.cli.common import CORPUS_PATHS, CliError, export_command, out_path, tokens_of
+from detokgui.cli.common import CliError, export_command, out_path, tokens_of
+from detokgui.help_texts import CORPUS_PATHS
 
 
 def _corpus_args(p, required: bool = True):

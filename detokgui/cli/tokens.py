@@ -124,8 +124,8 @@ def export_heatmap(args, layer):
     values = affinity_block(layer, ids, ids, SigmaChoice(args.sigma), heads)
     if args.out.lower().endswith(".csv"):
         return write_csv(args.out, heatmap_table(layer, values, heads, ids, ids))
-    from detokgui.gui.figures import heatmap_figure
+    from detokgui.figures.token_heatmap import save_token_heatmap
 
-    heatmap_figure(layer, values[0].cpu().numpy(), ids, heads[0], SigmaChoice(args.sigma),
-                   args.out)
+    save_token_heatmap(layer, values[0].cpu().numpy(), ids, heads[0],
+                       SigmaChoice(args.sigma), args.out)
     return None

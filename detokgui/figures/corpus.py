@@ -32,7 +32,7 @@ from detokgui.core.progress import Job
 from detokgui.core.progress import rescaled as _rescaled
 from detokgui.core.tokens import display_token, token_strings
 from detokgui.figures import style
-from detokgui.figures.paper import footer, heads_text
+from detokgui.figures.labels import footer, heads_text
 from detokgui.figures.registry import Drawn, FigureContext, figure
 from detokgui.figures.style import COLUMN_IN, TEXT_IN
 

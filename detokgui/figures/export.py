@@ -28,6 +28,7 @@ from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, rescaled, run
 from detokgui.core.tables import write_csv
 from detokgui.figures import style
+from detokgui.figures.labels import model_name
 from detokgui.figures.registry import (
     DEFAULT_MAX_TEXTS,
     FIGURES,
@@ -200,7 +201,6 @@ def _md(text: str) -> str:
 def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureRecord],
                    max_texts: int = DEFAULT_MAX_TEXTS, data: bool = True) -> str:
     from detokgui import __version__
-    from detokgui.figures.paper import model_name
 
     corpus_text = ", ".join(f"`{p.name}`" for p in corpus) if corpus else "none"
     lines = [

@@ -14,12 +14,8 @@ drawn with the authors' conventions and layouts (their `plots/` and `visualize/`
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import torch
-from matplotlib.colors import TwoSlopeNorm
-from matplotlib.ticker import MaxNLocator
 
 from detokgui.core import positional as pos
 from detokgui.core.affinity import SigmaChoice, affinity_block, topk_keys
@@ -27,10 +23,17 @@ from detokgui.core.errors import InputError
 from detokgui.core.progress import Job
 from detokgui.core.tokens import display_token
 from detokgui.figures import style
+from detokgui.figures.labels import (
+    POSITION_LABEL,
+    footer,
+    heads_text,
+    position_note,
+    tee_symbol,
+)
+from detokgui.figures.observed import draw_observed, observed
 from detokgui.figures.registry import Drawn, FigureContext, FigureSkipped, figure
 from detokgui.figures.style import COLUMN_IN, SIGMA_COLOURS, TEXT_IN
 
-POSITION_LABEL = "Past token position ($j$)"
 PAPER_POSITION = ("paper convention (authors' code): key side E_v[1/σ(e_v+p_j)]; query side "
                   "σ_i = vocabulary mean / max / min of σ(e_v+p_i) (one line each); band: 95% "
                   "percentile interval over the vocabulary v of the per-token values")
@@ -42,23 +45,6 @@ SIGMA_I_LABELS = {"mean": r"mean $\sigma_i$", "max": r"max $\sigma_i$", "min": r
 SIGMA_I_KINDS = ("mean", "max", "min")
 TEE_SAMPLE, TEE_SEED, TEE_TICK = 100, 42, 17
 TOPK_WORDS, TOPK_K = ("iens", "tarian", " Jackson"), 5
-
-
-def model_name(layer) -> str:
-    name = str(layer.name)
-    return Path(name).name if ("/" in name or "\\" in name) else name
-
-
-def heads_text(hs) -> str:
-    return ("head " if len(hs) == 1 else "heads ") + ", ".join(str(h) for h in hs)
-
-
-def position_note(ctx: FigureContext, paper: list[int], used: list[int]) -> str:
-    shown = ", ".join(str(i) for i in used)
-    if used == paper:
-        return f"i = {shown}"
-    return (f"i = {shown} (the paper's {', '.join(str(i) for i in paper)} scaled to "
-            f"{ctx.n_positions} positions)")
 
 
 def _tp(h):
@@ -161,11 +147,6 @@ def _softmax_short(i, h):
 def _xlabels(axes) -> None:
     for ax in axes[-1]:
         ax.set_xlabel(POSITION_LABEL)
-
-
-def footer(ctx: FigureContext, *parts) -> list[str]:
-    """The footer's parts (see `style.new_figure`): the model, then what this figure shows."""
-    return [model_name(ctx.layer), *parts]
 
 
 # --------------------------------------------------------------------------- Fig 2
@@ -272,18 +253,7 @@ def _tee_figure(ctx: FigureContext, hs, raw: bool, width: float, ncols: int):
                           else "σ per token: mean over positions"))
         ticks = np.arange(0, TEE_SAMPLE, TEE_TICK)
         for ax, (r, h) in zip(axes.flat, enumerate(hs)):
-            v = values[r]
-            m = float(np.abs(v).max()) or 1.0
-            im = ax.imshow(v, cmap="RdBu", norm=TwoSlopeNorm(0.0, -m, m), interpolation="none",
-                           aspect="auto")
-            cb = fig.colorbar(im, ax=ax, location="top", fraction=0.06, pad=0.02, aspect=25)
-            cb.locator = MaxNLocator(nbins=4, symmetric=True)
-            cb.update_ticks()
-            cb.ax.tick_params(labelsize=style.FOOTER_PT + 0.5, length=1.5, pad=1)
-            cb.outline.set_linewidth(0.3)
-            title = (rf"$\mathbf{{e}}_i\mathbf{{W}}^{{QK}}_{{{h}}}\mathbf{{e}}_j^\top$" if raw
-                     else rf"$T^{{\mathrm{{ee}}}}_{{i,j,{h}}}$")
-            cb.ax.set_title(title, pad=2)
+            style.diverging_heatmap(fig, ax, values[r], tee_symbol(h, raw))
             ax.set_xticks(ticks)
             ax.set_yticks(ticks)
             ax.tick_params(labelsize=style.FOOTER_PT + 0.5, length=1.5)
@@ -347,8 +317,6 @@ def fig3(ctx: FigureContext) -> Job[Drawn]:
     lines = _lines(ctx, i, hs)
     obs, why = None, ""
     if ctx.corpus:
-        from detokgui.figures.text import observed
-
         try:
             obs = yield from observed(ctx, hs, i)
         except InputError as exc:
@@ -367,8 +335,6 @@ def fig3(ctx: FigureContext) -> Job[Drawn]:
             _draw_total(axes[r, 2], lines, r, h, i)
             _draw_softmax(axes[r, 3], lines, r, h, i, short=obs is not None)
             if obs is not None:
-                from detokgui.figures.text import draw_observed
-
                 draw_observed(axes[r, 4], obs, r, h)
             axes[r, 0].set_ylabel(f"Head {h}")
         for r in range(len(hs) - 1):  # shared x per column (not E: its own range)

@@ -17,7 +17,7 @@ from detokgui.core import neurons as nr
 from detokgui.core import positional as pos
 from detokgui.core.progress import Job, rescaled
 from detokgui.figures import style
-from detokgui.figures.paper import footer
+from detokgui.figures.labels import footer
 from detokgui.figures.registry import Drawn, FigureContext, FigureSkipped, figure
 from detokgui.figures.style import TEXT_IN
 

@@ -16,7 +16,9 @@ from collections.abc import Iterator
 
 import matplotlib
 import numpy as np
+from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 CM = 1 / 2.54
 TEXT_IN = 16.0 * CM  # \textwidth (figure*, appendix)
@@ -88,19 +90,20 @@ def text_width_in(text: str, size_pt: float) -> float:
     return w / 72.0
 
 
-def wrap_footer(parts, width_in: float) -> list[str]:
-    """Join the footer's parts with " · " into as few lines as fit the figure's width."""
+def wrap_parts(parts, width_in: float, size_pt: float = FOOTER_PT) -> list[str]:
+    """Join the parts (of a footer, a title) with " · " into as few lines of text at
+    `size_pt` as fit the figure's width."""
     room = 0.95 * width_in - 0.05  # Agg hinting widens small text at low dpi
     lines: list[str] = []
     for part in (str(p) for p in parts if p):
         joined = f"{lines[-1]} · {part}" if lines else part
-        if lines and text_width_in(joined, FOOTER_PT) <= room:
+        if lines and text_width_in(joined, size_pt) <= room:
             lines[-1] = joined
             continue
         lines.append("")
         for word in part.split(" "):  # a part wider than the figure breaks between words
             longer = f"{lines[-1]} {word}" if lines[-1] else word
-            if lines[-1] and text_width_in(longer, FOOTER_PT) > room:
+            if lines[-1] and text_width_in(longer, size_pt) > room:
                 lines.append(word)
             else:
                 lines[-1] = longer
@@ -114,7 +117,7 @@ def new_figure(width_in: float, height_in: float, nrows: int = 1, ncols: int = 1
     name the model, heads, positions and the conventions shown (`footer`: the parts, joined
     with " · " and wrapped). The paper's figures have no such line; an exported figure must
     say which convention it uses."""
-    lines = wrap_footer(["detokgui", *footer], width_in) if footer else []
+    lines = wrap_parts(["detokgui", *footer], width_in) if footer else []
     band_in = len(lines) * FOOTER_PT * 1.25 / 72.0 + (2.0 / 72.0 if lines else 0.0)
     total = height_in + band_in
     fig = Figure(figsize=(width_in, total), layout="constrained")
@@ -145,6 +148,23 @@ def plot_band(ax, x, mean, lo=None, hi=None, color=None, label=None):
     if lo is not None and hi is not None:
         ax.fill_between(x, lo, hi, color=line.get_color(), alpha=BAND_ALPHA, linewidth=0)
     return line
+
+
+def diverging_heatmap(fig: Figure, ax, values: np.ndarray, bar_title: str) -> None:
+    """`values` [rows, columns] as an image in red-white-blue around 0 (the colour scale
+    symmetric, -max|v| .. max|v|), its colour bar on top titled `bar_title`: the paper's
+    T_ee heatmaps (Fig 2-B, 12)."""
+    m = float(np.abs(values).max()) or 1.0
+    # "nearest" resamples the cells at the output's dpi in SVG and PDF too: viewers that
+    # smooth a scaled embedded image (Qt, librsvg) would blur "none"'s one pixel per cell.
+    im = ax.imshow(values, cmap="RdBu", norm=TwoSlopeNorm(0.0, -m, m), interpolation="nearest",
+                   aspect="auto")
+    cb = fig.colorbar(im, ax=ax, location="top", fraction=0.06, pad=0.02, aspect=25)
+    cb.locator = MaxNLocator(nbins=4, symmetric=True)
+    cb.update_ticks()
+    cb.ax.tick_params(labelsize=FOOTER_PT + 0.5, length=1.5, pad=1)
+    cb.outline.set_linewidth(0.3)
+    cb.ax.set_title(bar_title, pad=2)
 
 
 def hide_unused(axes: np.ndarray, used: int) -> None:

@@ -2,10 +2,8 @@
 13), over the first `ctx.max_texts` windows of the corpus (`FigureContext.texts`):
 
 - Fig 3-E: the model's attention at query position i = 500 (scaled to the model's
-  positions as the weight-only figures do), mean and 95% percentile interval over the
-  windows longer than i (`core.empirical.iter_attention_rows`), against the prediction
-  softmax_j((T_pp + T_p)/sqrt(d')) in the paper convention (`b3_prediction`); the last 16
-  keys j = i-15..i, as the paper's panel (485..500).
+  positions as the weight-only figures do) against its weight-only prediction
+  (`figures.observed`).
 - Fig 4 / 13: the contribution C^X_{i,h} of each of the six terms per query position
   (`core.empirical.iter_kl`, the paper's equation KL(P || Q) with sqrt(d')), the mean
   over windows with its 95% confidence interval (mean ± 1.96 standard errors), on a log
@@ -17,29 +15,17 @@ The KL contributions of every head are computed once per export (`ctx.memo`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from detokgui.core.empirical import (
-    DEFINITION_LABELS,
-    AttentionRows,
-    b3_prediction,
-    iter_attention_rows,
-    iter_kl,
-)
-from detokgui.core.positional import sigma_stats_job
+from detokgui.core.empirical import DEFINITION_LABELS, iter_kl
 from detokgui.core.progress import Job
-from detokgui.core.progress import rescaled as _rescaled
 from detokgui.core.terms import TERM_NAMES
 from detokgui.figures import style
-from detokgui.figures.paper import POSITION_LABEL, footer, heads_text, position_note
+from detokgui.figures.labels import POSITION_LABEL, footer, heads_text, position_note
+from detokgui.figures.observed import ZOOM_KEYS, draw_observed, observed
 from detokgui.figures.registry import DEFAULT_MAX_TEXTS, Drawn, FigureContext, figure
 from detokgui.figures.style import COLUMN_IN, TEXT_IN
 
-ZOOM_KEYS = 16
-OBSERVED_COLOUR = "red"
-PREDICTION_COLOUR = "C0"
 KL_DEFINITION = "paper"
 CAP = f"first {DEFAULT_MAX_TEXTS} corpus windows by default (--max-texts)"
 KL_CONVENTION = (f"{DEFINITION_LABELS[KL_DEFINITION]}; mean over texts with 95% CI (±1.96 SE); "
@@ -95,46 +81,6 @@ def fig3e(ctx: FigureContext) -> Job[Drawn]:
     return Drawn(fig, (header, table()), convention=_with_cap(ctx, FIG3E_CONVENTION),
                  notes=f"{heads_text(hs)}; {position_note(ctx, [500], [i])}; "
                        f"{obs.rows.windows} windows of {obs.rows.texts} read")
-
-
-@dataclass
-class Observed:
-    """Fig 3-E's data for heads `heads` at query position i: the per-text rows, their mean
-    and 95% percentile interval, and the paper-convention prediction, [h, i+1] each."""
-
-    rows: AttentionRows
-    mean: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    pred: np.ndarray
-
-    @property
-    def i(self) -> int:
-        return self.rows.i
-
-
-def observed(ctx: FigureContext, hs, i: int) -> Job[Observed]:
-    """Fig 3-E's data (the attention rows are read once per export)."""
-    layer = ctx.layer
-    yield from _rescaled(sigma_stats_job(layer), 0.0, 0.1)
-    rows = yield from _rescaled(ctx.memo(f"text.rows.{i}.{list(hs)}", lambda: iter_attention_rows(
-        layer, ctx.texts(), i, hs)), 0.1, 1.0)
-    lo, hi = rows.percentiles(95.0)
-    return Observed(rows, rows.mean(), lo, hi, b3_prediction(layer, i, hs, "paper"))
-
-
-def draw_observed(ax, obs: Observed, r: int, h: int) -> None:
-    """One Fig 3-E panel: observed (red, 95% band) and predicted (blue dots), last keys."""
-    i = obs.i
-    j = np.arange(i + 1)
-    begin = max(0, i - ZOOM_KEYS + 1)
-    style.plot_band(ax, j[begin:], obs.mean[r, begin:], obs.lo[r, begin:], obs.hi[r, begin:],
-                    color=OBSERVED_COLOUR, label="observed")
-    ax.plot(j[begin:], obs.pred[r, begin:], color=PREDICTION_COLOUR, marker="o",
-            markersize=1.5, label=r"from $T^{\mathrm{pp}}+T^{\mathrm{p}}$")
-    ax.set_xlim(begin, i)
-    ax.set_ylim(bottom=0)
-    style.panel_title(ax, rf"$\alpha_{{{i},j,{h}}}$")
 
 
 # --------------------------------------------------------------------------- Fig 4, 13

@@ -63,6 +63,7 @@ class CorpusControl(QObject):
             "3 MB of public-domain English shipped with detokgui (Austen, Bibles, State of "
             "the Union addresses, Bierce)")
         act(menu, "Clear corpus", self.clear, None, "Use no corpus")
+        self.state.corpusRequested.connect(self.open)  # e.g. a panel's "Use sample corpus"
 
     def restore(self) -> None:
         """Reopen the last corpus if its files are still there."""

@@ -6,7 +6,21 @@ import argparse
 import os
 import sys
 
-from detokgui.cli.common import CORPUS_PATHS
+from detokgui.help_texts import CORPUS_PATHS
+
+#: Harmless warnings of the offscreen platform, dropped from stderr.
+_NOISE = ("propagateSizeHints",)
+
+
+def quiet_qt_messages() -> None:
+    """Drop the offscreen platform's harmless warnings; pass everything else on."""
+    from PySide6.QtCore import qInstallMessageHandler
+
+    def handler(mode, context, message):
+        if not any(n in message for n in _NOISE):
+            print(message, file=sys.stderr)
+
+    qInstallMessageHandler(handler)
 
 
 def view_names() -> list[str]:
@@ -97,7 +111,6 @@ def launch(argv: list[str]) -> int:
 
     from PySide6.QtWidgets import QApplication
 
-    from detokgui.gui.figures import quiet_qt_messages
     from detokgui.gui.main_window import MainWindow
 
     quiet_qt_messages()

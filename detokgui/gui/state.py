@@ -3,7 +3,7 @@ each other directly. Every setter emits only when the value really changes."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QMetaMethod, QObject, Signal
 
 
 class AppState(QObject):
@@ -18,6 +18,7 @@ class AppState(QObject):
     tokenSetChanged = Signal(list)
     sigmaChanged = Signal(object)  # affinity.SigmaChoice
     corpusChanged = Signal(tuple)  # the corpus paths (str), () when none
+    corpusRequested = Signal(tuple)  # paths to open as a chosen corpus (request_corpus)
 
     def __init__(self, parent=None):
         from detokgui.core.affinity import SigmaChoice
@@ -134,6 +135,16 @@ class AppState(QObject):
         if paths != self._corpus:
             self._corpus = paths
             self.corpusChanged.emit(paths)
+
+    def request_corpus(self, paths) -> None:
+        """Open `paths` as the user's chosen corpus: the window's corpus control, connected
+        to `corpusRequested`, checks them off the GUI thread, then sets and remembers them;
+        with nothing connected (a panel on its own) they become the corpus at once."""
+        paths = tuple(str(p) for p in paths)
+        if self.isSignalConnected(QMetaMethod.fromSignal(self.corpusRequested)):
+            self.corpusRequested.emit(paths)
+        else:
+            self.set_corpus(paths)
 
     def _valid_token(self, token: int) -> bool:
         if token < 0:

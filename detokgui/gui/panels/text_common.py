@@ -46,16 +46,12 @@ def text_source(state, max_texts: int, prepend: bool) -> TextSource | None:
     return TextSource.corpus(state.corpus, prepend_eos=prepend, max_texts=max_texts or None)
 
 
-def use_sample_corpus(widget, state) -> None:
-    """Open the sample corpus shipped with detokgui, through the window's Corpus menu
-    when there is one (checked and remembered like a chosen corpus)."""
-    control = getattr(widget.window(), "corpus", None)
-    if control is not None and hasattr(control, "use_sample"):
-        control.use_sample()
-        return
+def use_sample_corpus(state) -> None:
+    """Open the sample corpus shipped with detokgui as the Corpus menu does (checked and
+    remembered like a chosen corpus; see `AppState.request_corpus`)."""
     from detokgui.core.demo import sample_corpus
 
-    state.set_corpus([str(sample_corpus())])
+    state.request_corpus([str(sample_corpus())])
 
 
 class CorpusHint(QFrame):
@@ -80,7 +76,7 @@ class CorpusHint(QFrame):
         self.button = QPushButton("Use sample corpus")
         self.button.setToolTip("3 MB of public-domain English (Austen, Bibles, State of the "
                                "Union addresses, Bierce)")
-        self.button.clicked.connect(lambda: use_sample_corpus(self, state))
+        self.button.clicked.connect(lambda: use_sample_corpus(state))
         lay.addWidget(self.button)
         state.corpusChanged.connect(self.update_shown)
         self.update_shown()

@@ -40,15 +40,7 @@ from pathlib import Path
 
 from run import busy_cores, cpu_name, ms, ratio, timed
 
-SAMPLE = Path(__file__).resolve().parents[1] / "tests"  # conftest knows where the corpus is
 TARGETS = {"pass": 1.5, "auroc": 0.5, "counting": 0.8}
-
-
-def sample_corpus() -> Path:
-    sys.path.insert(0, str(SAMPLE))
-    from conftest import SAMPLE_CORPUS
-
-    return SAMPLE_CORPUS
 
 
 def bare_pass(layer, rows, k: int, budget_bytes: int) -> None:
@@ -153,6 +145,7 @@ def main(argv=None) -> int:
 
     from detokgui.core import Layer0
     from detokgui.core.corpus import layer_corpus_counts
+    from detokgui.core.demo import sample_corpus
 
     busy = busy_cores()
     with tempfile.TemporaryDirectory() as tmp:

@@ -29,21 +29,21 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 from run import busy_cores, cpu_name
 
 TARGET = 10.0
-CORPUS = Path("/work/shared/corpus/public-domain-sample.jsonl.gz")
 
 
 def text_ids(layer, n: int) -> list[int]:
     import torch
 
+    from detokgui.core.demo import sample_corpus
+
     tok = layer.tokenizer
-    if tok is not None and CORPUS.exists():
+    if tok is not None:
         ids: list[int] = []
-        with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
+        with gzip.open(sample_corpus(), "rt", encoding="utf-8") as f:
             for line in f:
                 ids += tok.encode(json.loads(line)["text"])
                 if len(ids) >= n:

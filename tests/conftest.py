@@ -1,14 +1,14 @@
 import os
-from pathlib import Path
 
 # Must happen before any QApplication exists; harmless for the core tests.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import gui_marker
 import pytest
 import torch
 
-from detokgui.core.demo import write_random_checkpoint
+from detokgui.core.demo import sample_corpus, write_random_checkpoint
 
 
 def _real_gpt2_cached() -> bool:
@@ -24,7 +24,32 @@ def _real_gpt2_cached() -> bool:
     return False
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """A run that leaves out the gui tests (`-m "not gui"`) never imports Qt: pytest-qt,
+    which imports it when it starts, is not loaded (`gui_marker`)."""
+    if gui_marker.gui_excluded(config.getoption("markexpr")):
+        config.pluginmanager.set_blocked(gui_marker.PYTEST_QT)
+        gui_marker.block_qt()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_file(file_path, parent):
+    """Under `-m "not gui"`, a test module that cannot be imported without Qt is not read
+    at all (its tests are all gui)."""
+    collectors = yield
+    if (gui_marker.gui_excluded(parent.config.getoption("markexpr"))
+            and any(isinstance(c, pytest.Module) for c in collectors)
+            and gui_marker.needs_qt_to_import(file_path)):
+        return [c for c in collectors if not isinstance(c, pytest.Module)]
+    return collectors
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if gui_marker.is_gui(item):
+            item.add_marker(pytest.mark.gui)
     if _real_gpt2_cached():
         return
     skip = pytest.mark.skip(reason="real GPT-2 weights are not in the local Hugging Face cache")
@@ -110,7 +135,16 @@ def _isolated_cache(tmp_path_factory):
     os.environ["DETOKGUI_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(autouse=True)
+def _gui_isolation(request):
+    """For gui tests only (the others never import Qt): settings in a temp folder, modal
+    dialogs recorded instead of shown (`modal_dialogs`)."""
+    if request.node.get_closest_marker("gui") is not None:
+        request.getfixturevalue("_isolated_qsettings")
+        request.getfixturevalue("modal_dialogs")
+
+
+@pytest.fixture(scope="session")
 def _isolated_qsettings(tmp_path_factory):
     """Settings go to a temp folder, never to the user's real configuration."""
     from PySide6.QtCore import QCoreApplication, QSettings
@@ -187,7 +221,7 @@ class ModalDialogs(list):
     this list through the `modal_dialogs` fixture) fails the test at teardown."""
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def modal_dialogs(monkeypatch):
     from PySide6 import QtWidgets
 
@@ -220,18 +254,8 @@ def modal_dialogs(monkeypatch):
 
 # --------------------------------------------------------------------------- corpus models
 
-def _find_sample_corpus() -> Path:
-    """../shared/corpus/public-domain-sample.jsonl.gz beside the checkout (or beside the
-    folder that holds a git worktree)."""
-    rel = Path("shared", "corpus", "public-domain-sample.jsonl.gz")
-    here = Path(__file__).resolve()
-    for parent in here.parents[1:4]:
-        if (parent / rel).is_file():
-            return parent / rel
-    return here.parents[2] / rel
-
-
-SAMPLE_CORPUS = _find_sample_corpus()
+#: The sample corpus the package ships (`detokgui.resources`), found as the app finds it.
+SAMPLE_CORPUS = sample_corpus()
 
 
 @pytest.fixture(scope="session")

@@ -69,7 +69,8 @@ def test_auroc_equals_brute_force_on_a_real_corpus(small_vocab_ckpt, small_vocab
     np.testing.assert_array_equal(res.positives, (dense > 0).sum(axis=0))
     np.testing.assert_array_equal(res.weight, dense.sum(axis=0))
     np.testing.assert_array_equal(res.negatives, 400 - (dense > 0).sum(axis=0))
-    np.testing.assert_array_equal(res.values("zero"), np.where(np.isnan(brute), 0, brute))
+    np.testing.assert_allclose(res.values("zero"), np.where(np.isnan(brute), 0, brute),
+                               rtol=1e-12, atol=1e-12)
     assert_means(res, brute, dense)
 
 

@@ -17,6 +17,7 @@ def run(*args):
                           timeout=300, env=env)
 
 
+@pytest.mark.gui  # the window, in a subprocess
 def test_bundle_draws_a_view_and_exits_cleanly(tiny_ckpt, tmp_path):
     out = tmp_path / "shot.png"
     r = run("--model", str(tiny_ckpt), "--view", "heatmap", "--screenshot", str(out))

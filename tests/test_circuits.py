@@ -4,14 +4,15 @@ computations from the raw checkpoint tensors, and against the model's own forwar
 import numpy as np
 import pytest
 import torch
+from conftest import SAMPLE_CORPUS
 
 from detokgui.core import InputError, Layer0
 from detokgui.core import circuits as ci
 from detokgui.core.empirical import TextSource
 from detokgui.core.positional import classify_heads, positional_pattern
 
-CORPUS = "/work/shared/corpus/public-domain-sample.jsonl.gz"
-DEMO = "/work/shared/models/demo"
+CORPUS = str(SAMPLE_CORPUS)
+DEMO = "demo"  # the trained demo model shipped inside the package
 
 
 class Raw:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import model_attention
+from conftest import SAMPLE_CORPUS, model_attention
 from test_cli import read_csv, run_cli
 
 from detokgui import cli
@@ -16,7 +16,7 @@ from detokgui.core import circuits as ci
 from detokgui.core import empirical as em
 from detokgui.core.terms import TERM_NAMES
 
-CORPUS = "/work/shared/corpus/public-domain-sample.jsonl.gz"
+CORPUS = str(SAMPLE_CORPUS)
 
 
 def first_windows(tokenizer, count, size, eos=None):

@@ -5,6 +5,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
+import pytest
 import torch
 from test_cli import read_csv, run_cli
 
@@ -86,15 +87,19 @@ def test_topk_one_head_raw(tiny_ckpt, tiny_layer, tmp_path):
     assert [int(r["key_id"]) for r in rows] == torch.topk(raw, 10).indices.tolist()
 
 
-def test_heatmap_exports(tiny_ckpt, tiny_layer, tmp_path):
-    text = " North Korea and South Korea"
-    ids = tiny_layer.tokenizer.encode(text)
-    for fmt in ("csv", "png", "svg"):
-        out = tmp_path / f"hm.{fmt}"
-        r = run_cli("heatmap", "--model", str(tiny_ckpt), "--tokens", text, "--head", "1",
-                    "--out", str(out))
-        assert r.returncode == 0, r.stderr
-        assert out.stat().st_size > 500
+HEATMAP_TEXT = " North Korea and South Korea"
+
+
+def export_heatmap(tiny_ckpt, out):
+    r = run_cli("heatmap", "--model", str(tiny_ckpt), "--tokens", HEATMAP_TEXT, "--head", "1",
+                "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.stat().st_size > 500
+
+
+def test_heatmap_csv(tiny_ckpt, tiny_layer, tmp_path):
+    ids = tiny_layer.tokenizer.encode(HEATMAP_TEXT)
+    export_heatmap(tiny_ckpt, tmp_path / "hm.csv")
     rows = read_csv(tmp_path / "hm.csv")
     assert len(rows) == len(ids) ** 2
     from detokgui.core.affinity import affinity_block
@@ -103,6 +108,13 @@ def test_heatmap_exports(tiny_ckpt, tiny_layer, tmp_path):
     for row in rows:
         assert int(row["head"]) == 1
         assert abs(float(row["value"]) - block[int(row["query_index"]), int(row["key_index"])].item()) < 1e-5
+
+
+def test_heatmap_images(tiny_ckpt, tiny_layer, tmp_path):
+    """The PNG and SVG are drawn by the matplotlib figures code (no Qt)."""
+    ids = tiny_layer.tokenizer.encode(HEATMAP_TEXT)
+    for fmt in ("png", "svg"):
+        export_heatmap(tiny_ckpt, tmp_path / f"hm.{fmt}")
     root = ET.parse(tmp_path / "hm.svg").getroot()
     assert root.tag.endswith("svg") and sum(1 for _ in root.iter()) > 20
     assert (tmp_path / "hm.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -111,7 +123,7 @@ def test_heatmap_exports(tiny_ckpt, tiny_layer, tmp_path):
         assert token in svg  # each token labels its row and its column
     assert tiny_ckpt.name in svg and "T_ee, head 1 (Fig 2-B)" in svg
     raw = tmp_path / "raw.svg"
-    r = run_cli("heatmap", "--model", str(tiny_ckpt), "--tokens", text, "--head", "1",
+    r = run_cli("heatmap", "--model", str(tiny_ckpt), "--tokens", HEATMAP_TEXT, "--head", "1",
                 "--sigma", "none", "--out", str(raw))
     assert r.returncode == 0, r.stderr
     assert "raw e W^QK e^T, head 1 (without LayerNorm, Fig 12)" in raw.read_text(encoding="utf-8")
@@ -164,6 +176,7 @@ def test_token_exports_fail_cleanly(tiny_ckpt, tmp_path):
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.gui  # the window, in a subprocess
 def test_screenshot_mode(tiny_ckpt, tmp_path, isolated_env):
     out = tmp_path / "shot.png"
     r = subprocess.run([sys.executable, "-m", "detokgui", "--model", str(tiny_ckpt), "--view",

@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 import torch
-from conftest import model_attention
+from conftest import SAMPLE_CORPUS, model_attention
 
 from detokgui.core import InputError, Layer0
 from detokgui.core import empirical as em
 from detokgui.core.positional import positional_pattern
 from detokgui.core.terms import TERM_NAMES
 
-CORPUS = "/work/shared/corpus/public-domain-sample.jsonl.gz"
-DEMO = "/work/shared/models/demo"
+CORPUS = str(SAMPLE_CORPUS)
+DEMO = "demo"  # the trained demo model shipped inside the package
 
 
 def _ids(layer, n, seed=0):

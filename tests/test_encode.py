@@ -2,15 +2,15 @@
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
+from conftest import SAMPLE_CORPUS
 
 from detokgui.core.encode import iter_encode
 from detokgui.core.progress import Progress, run
 from detokgui.core.tokens import gpt2_tokenizer
 
-CORPUS = Path("/work/shared/corpus/public-domain-sample.jsonl.gz")
+CORPUS = SAMPLE_CORPUS
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,6 @@ def corpus_text(n_docs: int) -> str:
     return "\n\n".join(docs)
 
 
-@pytest.mark.skipif(not CORPUS.is_file(), reason="the shared sample corpus is not here")
 def test_pieces_give_the_ids_of_one_encode(tok):
     text = corpus_text(30)
     assert text.count("\n") > 100

@@ -13,6 +13,8 @@ from conftest import SUBPROCESS_ENV, wait_idle
 from detokgui.core import atomic
 
 needs_dev_full = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+#: What `detokgui export heatmap` writes (its PNG and SVG drawn by matplotlib).
+HEATMAP_FORMATS = ["csv", "png", "svg"]
 
 
 def _limit_file_size():
@@ -33,7 +35,7 @@ CLI_EXPORTS = [
 ]
 
 
-@pytest.mark.parametrize("fmt", ["csv", "png", "svg"])
+@pytest.mark.parametrize("fmt", HEATMAP_FORMATS)
 def test_cli_write_failure_keeps_previous_file(tiny_ckpt, tmp_path, fmt):
     what, extra = ("heatmap", CLI_EXPORTS[2][1]) if fmt != "csv" else CLI_EXPORTS[1]
     out = tmp_path / f"out.{fmt}"
@@ -48,7 +50,7 @@ def test_cli_write_failure_keeps_previous_file(tiny_ckpt, tmp_path, fmt):
 
 
 @needs_dev_full
-@pytest.mark.parametrize("fmt", ["csv", "png", "svg"])
+@pytest.mark.parametrize("fmt", HEATMAP_FORMATS)
 def test_cli_full_disk_exits_2(tiny_ckpt, tmp_path, fmt):
     out = tmp_path / f"full.{fmt}"
     out.symlink_to("/dev/full")
@@ -120,6 +122,7 @@ def test_neuron_table_export_failure_keeps_previous_file(window, qtbot, tmp_path
     assert os.listdir(tmp_path) == [out.name]
 
 
+@pytest.mark.gui  # the window, in a subprocess
 def test_screenshot_to_full_disk_fails_cleanly(tiny_ckpt, tmp_path, isolated_env):
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")

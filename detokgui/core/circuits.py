@@ -1,4 +1,5 @@
-"""What layer-0 heads write (docs/math/text-side.md#c5-contextual-neurons, #ov-circuit).
+"""What layer-0 heads write (docs/math/text-side.md#c5-contextual-neurons and
+docs/math/text-side.md#ov-circuit).
 
 Notation: docs/math/notation.md. W^VO_h = Wv_h W^O_h with Wv_h = C diag(gamma_1) W^V_h (the folded
 factors of `Layer0`, [d, d'] and [d', d]); a head's output at query i is

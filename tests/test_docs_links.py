@@ -52,9 +52,9 @@ def anchors(path: Path) -> set[str]:
 def _code_files():
     for d in CODE_DIRS:
         for p in sorted((ROOT / d).rglob("*")):
-            if p.is_file() and p.suffix in (".py", ".md", ".txt", ".toml", ".cfg", ".ini"):
-                if "__pycache__" not in p.parts:
-                    yield p
+            text = p.suffix in (".py", ".md", ".txt", ".toml", ".cfg", ".ini")
+            if p.is_file() and text and "__pycache__" not in p.parts:
+                yield p
 
 
 def _check_target(target: Path, anchor: str | None, where: str, problems: list[str]) -> None:

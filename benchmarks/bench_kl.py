@@ -1,4 +1,5 @@
-"""Six-term KL contributions (SPEC C3) for one text: vectorised vs a per-entry loop.
+"""Six-term KL contributions (docs/math/text-side.md#c3-six-term-contribution) for one text:
+vectorised vs a per-entry loop.
 
     python benchmarks/bench_kl.py [--checkpoint FOLDER] [--tokens 1024] [--repeats 3]
 

@@ -1,4 +1,4 @@
-"""Position-only conventions (SPEC §1 "Position-only views") against brute force: the full
+"""Position-only conventions (docs/math/sigma.md#position-only-views) against brute force: the full
 sigma table S[v, j] = sigma(e_v + p_j) computed directly in float64, every per-token value
 a_j / S[v, j] formed explicitly, then averaged and passed to numpy's percentile (what the
 authors' seaborn `errorbar=("pi", 95)` does)."""

@@ -1,5 +1,5 @@
-"""Reference facts about real GPT-2 small (SPEC §4). These need the real weights in the
-local Hugging Face cache and are skipped cleanly without them (marker `gpt2`)."""
+"""Reference facts about real GPT-2 small (docs/gpt2-reference.md). These need the real weights in
+the local Hugging Face cache and are skipped cleanly without them (marker `gpt2`)."""
 
 import pytest
 import torch

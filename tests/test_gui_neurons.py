@@ -1,4 +1,5 @@
-"""The position-embedding neuron browser (SPEC B6) through the real window (offscreen).
+"""The position-embedding neuron browser (docs/math/position-side.md#b6-position-embedding-neurons)
+through the real window (offscreen).
 
 The checkpoint is the tiny random one with a few columns of P replaced by shapes the
 groups are made for: dims 0-2 straight lines (the largest norms), dims 3-4 sines with 8

@@ -326,7 +326,8 @@ def test_export_each_format(window, qtbot, tmp_path):
 
 def _direct_b5(folder):
     """Position-embedding variance and raw T_pp straight from the checkpoint's tensors:
-    ln_1's centring and gamma folded into W^Q, W^K by hand (SPEC §1)."""
+    ln_1's centring and gamma folded into W^Q, W^K by hand
+    (docs/math/folding.md#the-folded-tensors)."""
     from safetensors.torch import load_file
 
     sd = load_file(str(folder / "model.safetensors"))

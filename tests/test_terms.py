@@ -61,7 +61,8 @@ def test_key_only_terms_repeat_along_queries(tiny_layer):
 
 
 def test_each_term_matches_its_definition(tiny_layer):
-    """Spot-check each term against the SPEC formula with the d x d W^QK formed explicitly."""
+    """Spot-check each term against docs/math/terms.md#the-six-terms with the d x d W^QK formed
+    explicitly."""
     L = tiny_layer
     ids = _ids(L, 12, seed=5)
     terms = L.six_terms(ids)

@@ -1,4 +1,5 @@
-"""`detokgui export sentence|empirical|kl|neuron`: layer 0 on real text (SPEC C1-C3, C5)."""
+"""`detokgui export sentence|empirical|kl|neuron`: layer 0 on real text (C1-C3, C5:
+docs/math/text-side.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Token-token affinity T_ee over the vocabulary (SPEC A2, A3).
+"""Token-token affinity T_ee over the vocabulary (docs/math/token-side.md#a2-top-k-affinity).
 
     T_ee(u, v) = (e_u Wq_h)(e_v Wk_h)^T / (s_u s_v)
 
-Token-only views need a sigma per token; the conventions (SPEC §1):
+Token-only views need a sigma per token; docs/math/sigma.md#token-only-views:
     "mean"  s_v = mean_j S[v, j]                   (default; the paper's Table 1)
     "at"    s_u = sigma(e_u + p_i), s_v = sigma(e_v + p_j) for chosen positions (i, j)
     "none"  s = 1: raw e W^QK e^T ("without LayerNorm")

@@ -1,4 +1,5 @@
-"""Bigram AUROC per query token and head (SPEC A5, paper Fig 2-C, 2-D).
+"""Bigram AUROC per query token and head (docs/math/token-side.md#a5-bigram-auroc, paper Fig 2-C,
+2-D).
 
 For query token u and head h, the keys v are scored by T_ee(u, v). Positives are the
 tokens v that precede u in the corpus, c(v, u) > 0, each weighted by c(v, u); negatives

@@ -1,10 +1,12 @@
-"""What layer-0 heads write (SPEC C5, "contextual circuit", and the OV circuit).
+"""What layer-0 heads write (docs/math/text-side.md#c5-contextual-neurons and
+docs/math/text-side.md#ov-circuit).
 
-Notation as in SPEC §1. W^VO_h = Wv_h W^O_h with Wv_h = C diag(gamma_1) W^V_h (the folded
+Notation: docs/math/notation.md. W^VO_h = Wv_h W^O_h with Wv_h = C diag(gamma_1) W^V_h (the folded
 factors of `Layer0`, [d, d'] and [d', d]); a head's output at query i is
 sum_j alpha_{i,j,h} (x_j / s_j) W^VO_h plus the constant b^VO share (attention sums to 1).
 s_x below is a token's LayerNorm scale averaged over positions, mean_j sigma(e_x + p_j)
-(the token-view default of SPEC §1), so every function here needs the sigma table.
+(the token-view default, docs/math/sigma.md#token-only-views), so every function here needs the
+sigma table.
 
 Contextual circuit: the six terms split into those of the key POSITION (T_ep + T_pp +
 T_p: the B4 positional pattern) and those of the key TOKEN (T_ee + T_pe + T_e). For a

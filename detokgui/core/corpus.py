@@ -1,4 +1,5 @@
-"""Unigram and bigram counts of a user corpus, streamed and cached on disk (SPEC C4).
+"""Unigram and bigram counts of a user corpus, streamed and cached on disk
+(docs/math/text-side.md#c4-corpus-counts).
 
     unigrams[t]        = number of times token t occurs
     bigrams[v, u]      = c(v, u): number of times token u directly follows token v

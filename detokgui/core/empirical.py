@@ -1,8 +1,8 @@
-"""Layer 0 on real text (SPEC C1-C3): the model's own attention next to the six terms, the
-empirical attention at a query position averaged over texts, and each term's
+"""Layer 0 on real text (docs/math/text-side.md): the model's own attention next to the six terms,
+the empirical attention at a query position averaged over texts, and each term's
 contribution measured by KL divergence.
 
-Notation as in SPEC §1: for a token sequence t_0..t_{n-1}, head h, query i, key j <= i,
+Notation: docs/math/notation.md; for a token sequence t_0..t_{n-1}, head h, query i, key j <= i,
 s = T_ee + T_pp + T_pe + T_ep + T_e + T_p (the six terms of `core.terms`) and
 alpha_{i,j,h} = softmax_{j<=i}(s / sqrt(d')).
 
@@ -278,8 +278,9 @@ def sentence(layer, token_ids, heads=None) -> SentenceData:
 
 # --------------------------------------------------------------------------- C2
 
-#: How the weight-based prediction of C2 takes sigma per position (SPEC §1, position-only
-#: views): "paper" = the authors' Fig 3-E code, "mean-sigma" = the vocabulary mean.
+#: How the weight-based prediction of C2 takes sigma per position
+#: (docs/math/sigma.md#position-only-views): "paper" = the authors' Fig 3-E code,
+#: "mean-sigma" = the vocabulary mean.
 CONVENTIONS = ("paper", "mean-sigma")
 CONVENTION_LABELS = {
     "paper": "paper convention: score_j = (p_i W^QK p_j^T / mean_v sigma(e_v+p_i) + "
@@ -314,7 +315,8 @@ def inverse_sigma_mean(layer) -> torch.Tensor:
 
 @torch.no_grad()
 def b3_prediction(layer, i, heads=None, convention: str = "paper") -> np.ndarray:
-    """The weight-based prediction of the attention at query position i (SPEC B3),
+    """The weight-based prediction of the attention at query position i
+    (docs/math/text-side.md#c2-empirical-attention),
     softmax_{j<=i}((T_pp + T_p) / sqrt(d')), as [len(heads), i+1], with sigma per
     `convention` (see CONVENTION_LABELS). Needs the sigma table."""
     from detokgui.core.positional import position_factors, positional_bias

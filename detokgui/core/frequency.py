@@ -1,5 +1,5 @@
-"""Token self-assertion and token-embedding statistics against corpus frequency (SPEC A6,
-paper Fig 5, Fig 6 left, Fig 11).
+"""Token self-assertion and token-embedding statistics against corpus frequency
+(docs/math/token-side.md#a6-self-assertion-and-frequency, paper Fig 5, Fig 6 left, Fig 11).
 
     T_e(v)   = b^QK_h e_v^T / s_v          (key-side sigma: mean over positions, or none)
     T_e(v)   = b^QK_h e_v^T E_j[1/sigma(e_v + p_j)]   ("paper": the authors' Fig 5 / 11 code)

@@ -1,4 +1,5 @@
-"""Token-space neighbours in the token embedding E (SPEC A7, "layer 0 by hand").
+"""Token-space neighbours in the token embedding E
+(docs/math/token-side.md#a7-token-space-neighbours).
 
     cos(x, e_v) = x . e_v / (|x| |e_v|)
 

@@ -1,6 +1,6 @@
-"""Position-embedding "neurons" (SPEC B6): each residual dimension k of P as a curve over
-positions, its fits, its period, and how much the position-heavy dimensions overlap the
-token embedding's main directions.
+"""Position-embedding "neurons" (docs/math/position-side.md#b6-position-embedding-neurons): each
+residual dimension k of P as a curve over positions, its fits, its period, and how much the
+position-heavy dimensions overlap the token embedding's main directions.
 
 For a curve y_j = P[j, k] (or P[j, k] / s_j with s_j = mean_v sigma(e_v + p_j) when
 `scaled`), j = 0..L-1:

@@ -1,16 +1,16 @@
-"""The position side of layer 0 (SPEC B1-B5, B7): what attention does when only positions
-(and possibly the query token) are known.
+"""The position side of layer 0 (docs/math/position-side.md): what attention does when only
+positions (and possibly the query token) are known.
 
-Notation as in SPEC §1; P [L, d], Wq_h / Wk_h [d, d'], b^QK_h [d], s = a sigma per
+Notation: docs/math/notation.md; P [L, d], Wq_h / Wk_h [d, d'], b^QK_h [d], s = a sigma per
 position. For a query position i and key positions j <= i, per head h:
 
     T_p(j)     = b^QK_h p_j^T / s_j                          position self-assertion  (B1)
     T_pp(i, j) = (p_i Wq_h)(p_j Wk_h)^T / (s_i s_j)          position-position        (B2)
     bias(i, j) = softmax_{j<=i}((T_pp + T_p) / sqrt(d'))      positional bias          (B3)
 
-Position-only views need a sigma per position; two conventions (`CONVENTIONS`, SPEC §1
-"Position-only views"), with S[v, j] = sigma(e_v + p_j) and `sigma` one of
-`SIGMA_CHOICES` picking the vocabulary mean, max or min of S[., i]:
+Position-only views need a sigma per position; two conventions (`CONVENTIONS`,
+docs/math/sigma.md#position-only-views), with S[v, j] = sigma(e_v + p_j) and `sigma` one
+of `SIGMA_CHOICES` picking the vocabulary mean, max or min of S[., i]:
 
   "paper"       the authors' figures (their code: utils/ln.py, l0_tp.py, l0_tpp.py,
                 l0_tp_tpp.py): every key term is divided by each key token's own sigma and

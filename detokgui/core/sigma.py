@@ -1,4 +1,5 @@
-"""The LayerNorm scale sigma(e_v + p_j) for every token and position (SPEC §1).
+"""The LayerNorm scale sigma(e_v + p_j) for every token and position
+(docs/math/sigma.md#the-sigma-table).
 
     sigma(x) = sqrt(mean_k (x_k - mean(x))^2 + eps)
     Var(e + p) = Var(e) + Var(p) + 2 Cov(e, p),   Cov(e, p) = (1/d) e . p_c
@@ -7,7 +8,7 @@ where p_c is p centred (centring e is then unnecessary: p_c sums to zero), so th
 table is one [V, d] @ [d, L] product plus broadcasts, computed in row chunks; no
 V x L x d tensor ever exists.
 
-The paper's position-only figures (SPEC §1, "Position-only views") divide a key term a_j
+The paper's position-only figures (docs/math/sigma.md#the-paper-convention) divide a key term a_j
 by each token's own sigma and summarise over the vocabulary, so they need, per position
 j, statistics of 1 / S[v, j] over v (`InverseSigmaStats`): the mean E_v[1/S[v, j]] and
 the 2.5 / 97.5 percentiles (the 95% percentile interval of seaborn's

@@ -115,7 +115,8 @@ BIAS_COLUMNS = ["head", "j", "t_p", "t_pp", "total", "softmax", "t_pp_lo", "t_pp
 
 def bias_table(layer, i: int, sigma: str = "mean", convention: str = "paper") -> Table:
     """head,j,t_p,t_pp,total,softmax,t_pp_lo,t_pp_hi,t_p_lo,t_p_hi,convention,sigma at query
-    position i for keys j <= i (SPEC B1-B3, `positional.positional_bias` with bands).
+    position i for keys j <= i (docs/math/position-side.md#b3-positional-bias,
+    `positional.positional_bias` with bands).
 
     convention "paper" (the authors' figures) or "mean-sigma"; sigma = the vocabulary
     mean/max/min of sigma(e_v + p_i) (query side only under "paper"), or none (raw).
@@ -136,7 +137,8 @@ def bias_table(layer, i: int, sigma: str = "mean", convention: str = "paper") ->
 
 
 def neurons_table(layer, scaled: bool = False) -> Table:
-    """dim,norm,slope,r2,period,group of the position-embedding curves P[:, k] (SPEC B6);
+    """dim,norm,slope,r2,period,group of the position-embedding curves P[:, k]
+    (docs/math/position-side.md#b6-position-embedding-neurons);
     slope is per position (least squares over 0..L-1); `scaled` divides P[j] by the
     vocabulary-mean sigma at j."""
     from detokgui.core.neurons import neuron_stats
@@ -148,7 +150,8 @@ def neurons_table(layer, scaled: bool = False) -> Table:
 
 
 def neuron_curves_table(layer, dims, scaled: bool = False) -> Table:
-    """dim,position,value: the curves P[:, k] of the given dimensions (SPEC B6), raw or
+    """dim,position,value: the curves P[:, k] of the given dimensions
+    (docs/math/position-side.md#b6-position-embedding-neurons), raw or
     divided by the vocabulary-mean sigma at each position (`scaled`)."""
     from detokgui.core.neurons import position_curves
 
@@ -173,7 +176,8 @@ def embedding_overlap_table(result) -> Table:
 
 def position_band_table(layer, heads=None, convention: str = "mean-sigma") -> Table:
     """head,j,raw,t_p_mean,t_p_sigma_max,t_p_sigma_min,lower,upper,convention: T_p over every
-    key position j (SPEC B1) — raw b^QK p_j^T, the convention's T_p line ("paper":
+    key position j (docs/math/position-side.md#b1-position-self-assertion) — raw b^QK p_j^T, the
+    convention's T_p line ("paper":
     raw E_v[1/sigma(e_v+p_j)], "mean-sigma": raw / mean_v sigma(e_v+p_j)), raw divided by
     the vocabulary max / min sigma, and the convention's band (`PositionBiasBand`); the
     last column names the convention."""
@@ -195,7 +199,8 @@ def position_band_table(layer, heads=None, convention: str = "mean-sigma") -> Ta
 def bias_lines_table(layer, i: int, sigmas=("mean", "max", "min"), heads=None,
                      convention: str = "mean-sigma") -> Table:
     """head,i,sigma,j,t_p,t_pp,total,softmax,convention: `positional.positional_bias` at
-    query position i for each position sigma in `sigmas` (SPEC B2 lines, B3), only the rows
+    query position i for each position sigma in `sigmas`
+    (docs/math/position-side.md#b2-position-position-term, B3), only the rows
     of `heads`, under `convention` ("paper" or "mean-sigma"; "none" in the last column
     for sigma "none")."""
     from detokgui.core.positional import positional_bias
@@ -213,7 +218,8 @@ def bias_lines_table(layer, i: int, sigmas=("mean", "max", "min"), heads=None,
 
 
 def position_variance_table(layer) -> Table:
-    """position,variance: Var_k P[j, k] of each position embedding (SPEC B5)."""
+    """position,variance: Var_k P[j, k] of each position embedding
+    (docs/math/position-side.md#b5-position-embedding-statistics)."""
     from detokgui.core.positional import position_variance
 
     var = position_variance(layer).tolist()
@@ -222,7 +228,7 @@ def position_variance_table(layer) -> Table:
 
 def last_positions_table(layer, count: int = 5, heads=None) -> Table:
     """head,i,j,raw_t_pp: T_pp without LayerNorm for the last `count` query positions i,
-    keys j <= i (SPEC B5)."""
+    keys j <= i (docs/math/position-side.md#b5-position-embedding-statistics)."""
     from detokgui.core.positional import raw_pp_last_positions
 
     res = raw_pp_last_positions(layer, count, heads)
@@ -242,7 +248,8 @@ def last_positions_table(layer, count: int = 5, heads=None) -> Table:
 
 def pattern_table(layer, result, heads=None, cols: int | None = None) -> Table:
     """head,query_id,query_token,n,j,grid_row,grid_col,t_ep,t_pp,t_p,score,pattern,convention
-    for a `positional.PositionalPattern` (SPEC B4); grid_row/grid_col place j on the grid of
+    for a `positional.PositionalPattern` (docs/math/position-side.md#b4-positional-pattern);
+    grid_row/grid_col place j on the grid of
     `positional.pattern_grid` with `cols` columns (default ceil(sqrt(n+1))); the last
     column names the key-sigma convention."""
     import math
@@ -277,7 +284,8 @@ def head_classification_table(result) -> Table:
 
 def slope_histogram_table(result, head: int, bins: int = 60) -> Table:
     """head,bin,left,right,count: the histogram of one head's token-position slopes over
-    the vocabulary (SPEC B7, `positional.slope_histogram`)."""
+    the vocabulary (docs/math/position-side.md#b7-key-position-components,
+    `positional.slope_histogram`)."""
     from detokgui.core.positional import slope_histogram
 
     counts, edges = slope_histogram(result, head, bins)
@@ -304,7 +312,8 @@ def slope_extremes_table(layer, extremes) -> Table:
 
 def token_position_curve_table(layer, token: int, heads=None) -> Table:
     """head,token_id,token,j,raw,fit: the raw query-token x key-position term
-    e_u W^QK_h p_j^T over every key position j (SPEC B7) and its least-squares line, whose
+    e_u W^QK_h p_j^T over every key position j
+    (docs/math/position-side.md#b7-key-position-components) and its least-squares line, whose
     slope is `positional.token_position_slopes` for token u."""
     from detokgui.core.checks import check_heads, check_token
     from detokgui.core.positional import ls_weights, position_factors

@@ -1,4 +1,5 @@
-"""The six-term decomposition of layer-0 attention scores for a token sequence (SPEC §1).
+"""The six-term decomposition of layer-0 attention scores for a token sequence
+(docs/math/terms.md#the-six-terms).
 
 For query position i (token t_i) and key position j, head h, with s_i = sigma(e_{t_i} + p_i):
 

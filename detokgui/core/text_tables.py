@@ -1,4 +1,4 @@
-"""Tidy tables (header + rows) of the text-side results (SPEC C1-C3, C5, OV circuit):
+"""Tidy tables (header + rows) of the text-side results (docs/math/text-side.md):
 what CSV export writes, from the same functions the views and tests use. Written with
 `core.tables.write_csv`.
 
@@ -23,7 +23,8 @@ def token_text(tokenizer, token_id: int) -> str:
 
 def sentence_table(layer, token_ids, heads=None) -> Table:
     """head,i,j,term,value for j <= i: the six terms ee..p, their sum, the predicted
-    attention softmax(sum / sqrt(d')) and the model's actual attention (SPEC C1). Computed
+    attention softmax(sum / sqrt(d')) and the model's actual attention
+    (docs/math/text-side.md#c1-sentence-view). Computed
     one head at a time while the rows are written."""
     from detokgui.core.checks import check_heads
     from detokgui.core.empirical import SENTENCE_TERMS, sentence
@@ -60,7 +61,8 @@ def sentence_values_table(heads, values) -> Table:
 
 def empirical_table(result, pattern: bool = False) -> Table:
     """head,j,empirical,predicted,windows,convention for an `empirical.EmpiricalAttention`
-    (SPEC C2): mean attention at query position i over `windows` texts longer than i, and
+    (docs/math/text-side.md#c2-empirical-attention): mean attention at query position i over
+    `windows` texts longer than i, and
     the weight-based prediction under `convention`. With `pattern`, a column "pattern"
     after "predicted" holds the mean B4 positional pattern of the same texts."""
     emp, pred, pat = result.empirical.tolist(), result.predicted.tolist(), result.pattern.tolist()
@@ -78,7 +80,8 @@ def empirical_table(result, pattern: bool = False) -> Table:
 
 def kl_table(result) -> Table:
     """head,i,term,contribution,texts,definition for an `empirical.KLContributions`
-    (SPEC C3); only positions i that some text reaches (texts = how many)."""
+    (docs/math/text-side.md#c3-six-term-contribution); only positions i that some text reaches
+    (texts = how many)."""
     c = result.contribution.tolist()
     texts = result.texts.tolist()
 
@@ -94,7 +97,8 @@ def kl_table(result) -> Table:
 
 def neuron_table(layer, result) -> Table:
     """rank,token_id,token,contribution,side for a `circuits.NeuronTokens`: side "top" are
-    the tokens with the largest contribution c_m(x), "bottom" the smallest (SPEC C5)."""
+    the tokens with the largest contribution c_m(x), "bottom" the smallest
+    (docs/math/text-side.md#c5-contextual-neurons)."""
     tok = layer.tokenizer
 
     def rows():

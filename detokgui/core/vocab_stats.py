@@ -1,4 +1,5 @@
-"""Whole-vocabulary head statistics (SPEC A4), and the pass that bigram AUROC rides on (A5).
+"""Whole-vocabulary head statistics (docs/math/token-side.md#a4-head-statistics), and the pass that
+bigram AUROC rides on (A5).
 
 For head h and every query token u, over all V keys v, the scores are
 

@@ -1,6 +1,6 @@
 """`Layer0`: the first transformer block of a GPT-2-family model with LayerNorm folded in.
 
-Notation as in SPEC §1. With C = I - (1/d) 1 1^T and ln_1's gamma, beta:
+Notation: docs/math/folding.md#the-folded-tensors. With C = I - (1/d) 1 1^T and ln_1's gamma, beta:
 
     Wq_h = C diag(gamma) W^Q_h          bq_h = beta W^Q_h + b^Q_h       (same for K, V)
     b^QK_h = bq_h Wk_h^T
@@ -291,7 +291,8 @@ class Layer0:
         return ids
 
     def six_terms(self, token_ids) -> dict[str, torch.Tensor]:
-        """The six terms of SPEC §1 for one sequence: {"ee","pp","pe","ep","e","p"},
+        """The six terms (docs/math/terms.md#the-six-terms) for one sequence:
+        {"ee","pp","pe","ep","e","p"},
         each [H, n, n] (query i, key j)."""
         from detokgui.core.terms import six_terms
 

@@ -110,7 +110,8 @@ def bare_column() -> tuple[QWidget, QVBoxLayout]:
 
 
 class SigmaControls(QWidget):
-    """The token-only sigma convention (SPEC §1), read from and written to AppState."""
+    """The token-only sigma convention (docs/math/sigma.md#token-only-views), read from and written
+    to AppState."""
 
     def __init__(self, state, parent=None):
         super().__init__(parent)

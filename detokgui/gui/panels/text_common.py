@@ -25,7 +25,8 @@ from detokgui.gui.plots import PlotFrame
 from detokgui.gui.position import connect_position_clicks
 from detokgui.gui.widgets import check_box, parse_heads, spin_box
 
-#: One colour per term of the six-term decomposition (SPEC §1), the same in every text view.
+#: One colour per term of the six-term decomposition (docs/math/terms.md#the-six-terms), the same in
+#: every text view.
 TERM_COLORS = {"ee": "#d62728", "pp": "#1f77b4", "pe": "#2ca02c", "ep": "#9467bd",
                "e": "#ff7f0e", "p": "#8c564b"}
 #: The terms as the paper writes them, for titles and legends (HTML).

@@ -16,7 +16,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -63,9 +63,19 @@ class Layer0:
     lnf_weight: torch.Tensor | None = None  # final LayerNorm (ln_f), when the checkpoint has it
     lnf_bias: torch.Tensor | None = None
     _cache: dict = field(default_factory=dict, repr=False)
+    #: The model family whose layer 0 this folds (the checkpoint layout read, the folding).
+    family: ClassVar[str] = "gpt2"
 
     def __post_init__(self) -> None:
         self._fold()
+
+    def __repr__(self) -> str:
+        """One line: name, family, sizes (V tokens, L positions, d, H heads of d', MLP
+        width), dtype and device; never the tensors."""
+        return (f"Layer0({self.name!r}, family={self.family!r}, V={self.n_vocab}, "
+                f"L={self.n_positions}, d={self.d}, H={self.n_heads}, d_head={self.d_head}, "
+                f"d_mlp={self.W_fc.shape[1]}, dtype={str(self.dtype).removeprefix('torch.')}, "
+                f"device={self.device})")
 
     # ------------------------------------------------------------------ shape
 

@@ -7,13 +7,14 @@ GPT-2-small shapes (a random checkpoint with V=50257, L=1024, d=768, 12 heads an
 real tokenizer is written first unless --checkpoint is given), fp32, the shared sample
 corpus. Every ratio is against a baseline timed in the same run, the two taking turns:
 
-1. A4 pass: `vocab_stats.iter_vocab_pass` for all 12 heads (top-10, self-rank, variance;
+1. A4 pass: `vocab_pass.iter_vocab_pass` for all 12 heads (top-10, self-rank, variance;
    sigma = mean over positions) over N query tokens (a seeded random sample; the whole
    vocabulary with --rows 50257), against the bare computation it reduces to: per head,
    the key factor E Wk_h, then in row chunks [chunk, d'] @ [d', V] into one buffer and a
    top-10. Target: <= 1.5x.
-2. AUROC: the same pass with the sample corpus's bigram counts (AUROC of every query
-   token in the sample) minus the pass without, against the pass without.
+2. AUROC: the same pass with the sample corpus's bigram counts (`auroc.iter_auroc_pass`:
+   AUROC of every query token in the sample) minus the pass without, against the pass
+   without.
    Target: <= 0.5x.
 3. Corpus counting (`corpus.iter_corpus_counts`, cache not read) against bare batched
    tokenisation of the same files (`documents.iter_token_pieces` over a CorpusReader,
@@ -77,7 +78,8 @@ def bench_pass(layer, counts, n_rows: int, repeats: int) -> dict[str, float]:
     import numpy as np
     import torch
 
-    from detokgui.core.vocab_stats import default_budget, iter_vocab_pass, key_score_moments
+    from detokgui.core.auroc import iter_auroc_pass
+    from detokgui.core.vocab_pass import default_budget, iter_vocab_pass, key_score_moments
 
     rng = np.random.default_rng(0)
     V = layer.n_vocab
@@ -89,7 +91,7 @@ def bench_pass(layer, counts, n_rows: int, repeats: int) -> dict[str, float]:
     fns = {
         "bare": lambda: bare_pass(layer, rows_t, 10, budget),
         "pass": lambda: drain(iter_vocab_pass(layer, rows=rows)),
-        "pass+auroc": lambda: drain(iter_vocab_pass(layer, rows=rows, counts=counts)),
+        "pass+auroc": lambda: drain(iter_auroc_pass(layer, counts, rows=rows)),
         "pass, 1 token": lambda: drain(iter_vocab_pass(layer, rows=rows[:1])),
     }
     times = timed(fns, repeats, warmup=1)

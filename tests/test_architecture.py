@@ -22,13 +22,6 @@ FORBIDDEN = {
     "detokgui.gui": ("detokgui.cli",),
 }
 
-#: Circles known and being removed; each entry is the exact set of modules of one circle.
-KNOWN_CIRCLES = {
-    # removed by the auroc/vocab_stats split
-    frozenset({"detokgui.core.auroc", "detokgui.core.vocab_stats"}),
-}
-
-
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -147,7 +140,4 @@ def test_no_wrong_way_imports(part):
 def test_no_import_circles():
     graph = import_graph()
     found = circles(graph)
-    new = [c for c in found if c not in KNOWN_CIRCLES]
-    assert not new, "import circles:\n" + "\n".join(_describe(c, graph) for c in new)
-    gone = KNOWN_CIRCLES - set(found)
-    assert not gone, f"no longer circles, delete them from KNOWN_CIRCLES: {sorted(map(sorted, gone))}"
+    assert not found, "import circles:\n" + "\n".join(_describe(c, graph) for c in found)

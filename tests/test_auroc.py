@@ -129,12 +129,10 @@ def test_cached_with_the_pass_statistics(small_vocab_layer, small_corpus, cache,
     layer = small_vocab_layer
     counts = layer_corpus_counts(layer, small_corpus)
     first = A.bigram_auroc(layer, counts, heads=[1, 3])
-    import detokgui.core.vocab_stats as VS
-
     def no_pass(*a, **k):
         raise AssertionError("recomputed although cached")
 
-    monkeypatch.setattr(VS, "iter_vocab_pass", no_pass)
+    monkeypatch.setattr(A, "iter_vocab_pass", no_pass)
     again = A.bigram_auroc(layer, counts, heads=[1, 3])
     np.testing.assert_array_equal(again.auroc, first.auroc)
     assert head_stats(layer, heads=[1, 3]).heads == [1, 3]  # the pass's statistics

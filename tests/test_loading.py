@@ -86,6 +86,21 @@ def test_device_default_and_tokenizer(tiny_layer):
     assert tiny_layer.tokenizer.encode(" Korea") == [4969]
 
 
+def test_repr_is_one_short_line(tiny_ckpt, tiny_layer):
+    """repr names the model, its family and sizes (here read back from config.json), never
+    the tensors."""
+    cfg = json.loads((tiny_ckpt / "config.json").read_text())
+    d, H = cfg["n_embd"], cfg["n_head"]
+    expected = (f"Layer0({tiny_layer.name!r}, family='gpt2', V={cfg['vocab_size']}, "
+                f"L={cfg['n_positions']}, d={d}, H={H}, d_head={d // H}, "
+                f"d_mlp={cfg.get('n_inner') or 4 * d}, dtype=float32, device=cpu)")
+    assert repr(tiny_layer) == str(tiny_layer) == expected
+    assert repr(tiny_layer.to("cpu")) == expected
+    wide = Layer0.from_pretrained(str(tiny_ckpt), device="cpu", dtype=torch.float64,
+                                  load_tokenizer=False)
+    assert repr(wide) == expected.replace("float32", "float64")
+
+
 def test_missing_folder():
     with pytest.raises(ModelLoadError, match="There is no folder"):
         Layer0.from_pretrained("./no/such/folder")

@@ -10,13 +10,8 @@ from detokgui.core.affinity import SigmaChoice
 from detokgui.core.demo import write_random_checkpoint
 from detokgui.core.errors import InputError
 from detokgui.core.progress import run
-from detokgui.core.vocab_stats import (
-    head_stats,
-    iter_head_stats,
-    iter_vocab_pass,
-    key_score_moments,
-    sorted_matrix_block,
-)
+from detokgui.core.vocab_pass import iter_vocab_pass, key_score_moments
+from detokgui.core.vocab_stats import head_stats, iter_head_stats, sorted_matrix_block
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,8 @@ positives of its row (a sort of m_u values). L_all ranks it among all V scores o
 - many positives: the row is sorted once and each positive found by binary search.
 
 Query rows are visited by decreasing m_u so each level of a chunk is a prefix of its rows.
-All of this runs inside the chunk loop of `vocab_stats.iter_vocab_pass` (A4's pass).
+All of this runs inside the chunk loop of `vocab_pass.iter_vocab_pass` (A4's pass), as its
+`ChunkReducer` `AUROCNumerators`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,14 @@ from detokgui.core.diskcache import Entry
 from detokgui.core.errors import InputError
 from detokgui.core.identity import model_identity
 from detokgui.core.progress import Job, Progress, run
+from detokgui.core.vocab_pass import (
+    DEFAULT_K,
+    VocabPass,
+    column_factor,
+    iter_vocab_pass,
+    row_factor,
+)
+from detokgui.core.vocab_stats import save_stats
 
 NO_BIGRAM = ("skip", "zero")
 NO_BIGRAM_LABELS = {
@@ -202,6 +211,43 @@ class BigramAUROC:
         return np.where(n > 0, means, np.nan), n
 
 
+class AUROCNumerators:
+    """The pass's `ChunkReducer` for the AUROC: visits the query rows by decreasing m_u and
+    keeps `chunk_numerator` of each chunk, [h, V] float64; `result` divides them into a
+    BigramAUROC (NaN for the rows not visited)."""
+
+    def __init__(self, pos: PositiveSets, heads, sigma: SigmaChoice, corpus_key: str = ""):
+        self.pos, self.heads, self.sigma, self.corpus_key = pos, list(heads), sigma, corpus_key
+        self.numer = torch.zeros((len(self.heads), pos.m.shape[0]), dtype=torch.float64)
+
+    def visit_order(self, rows: np.ndarray) -> np.ndarray:
+        return rows[np.argsort(-self.pos.m[rows], kind="stable")]
+
+    def reduce(self, S: torch.Tensor, scratch: torch.Tensor, heads: slice,
+               rows: np.ndarray) -> None:
+        self.numer[heads, torch.from_numpy(rows)] = chunk_numerator(S, scratch, rows,
+                                                                    self.pos).cpu()
+
+    def result(self, visited: np.ndarray) -> BigramAUROC:
+        numer = self.numer.numpy()
+        numer[:, np.setdiff1d(np.arange(numer.shape[1]), visited)] = np.nan
+        return BigramAUROC.from_numerators(numer, self.pos, self.heads, self.sigma,
+                                           self.corpus_key)
+
+
+def iter_auroc_pass(layer, counts, sigma: SigmaChoice | None = None, *, heads=None,
+                    k: int = DEFAULT_K, rows=None, budget_bytes: int | None = None
+                    ) -> Job[VocabPass]:
+    """Generator job: one whole-vocabulary pass (direction "keys", `iter_vocab_pass`) that
+    also computes the bigram AUROC of the query tokens `rows` (all by default) from the
+    CorpusCounts `counts`; returns VocabPass(A4 statistics, BigramAUROC). Not cached."""
+    sigma = sigma or SigmaChoice()
+    hs = check_heads(layer, heads)
+    acc = AUROCNumerators(PositiveSets.from_counts(counts, layer), hs, sigma, counts.key)
+    return (yield from iter_vocab_pass(layer, sigma, direction="keys", k=k, heads=hs,
+                                       rows=rows, extra=acc, budget_bytes=budget_bytes))
+
+
 # --------------------------------------------------------------------------- jobs + cache
 
 
@@ -221,8 +267,6 @@ def iter_bigram_auroc(layer, counts, sigma: SigmaChoice | None = None, *, heads=
     default), from the disk cache (model, sigma, corpus, heads) or from one A4 pass, which
     also caches that pass's head statistics."""
     sigma = sigma or SigmaChoice()
-    from detokgui.core import vocab_stats as VS
-
     hs = check_heads(layer, heads)
     entry = _entry(layer, sigma, counts.key, hs)
     if use_cache:
@@ -231,11 +275,10 @@ def iter_bigram_auroc(layer, counts, sigma: SigmaChoice | None = None, *, heads=
         if cached is not None:
             yield Progress(1.0, "bigram AUROC (cached)")
             return cached
-    res = yield from VS.iter_vocab_pass(layer, sigma, direction="keys", heads=hs,
-                                        counts=counts, budget_bytes=budget_bytes)
-    entry.save(entry.arrays_of(res.auroc))
-    VS.save_stats(layer, res.stats)
-    return res.auroc
+    res = yield from iter_auroc_pass(layer, counts, sigma, heads=hs, budget_bytes=budget_bytes)
+    entry.save(entry.arrays_of(res.extra))
+    save_stats(layer, res.stats)
+    return res.extra
 
 
 def bigram_auroc(layer, counts, sigma: SigmaChoice | None = None, *, on_progress=None,
@@ -269,8 +312,6 @@ def roc_curve(layer, counts, query: int, sigma: SigmaChoice | None = None,
     above each threshold; equal scores form one step (a diagonal segment), so the area
     under the curve is the Mann-Whitney AUROC with ties counted one half."""
     sigma = sigma or SigmaChoice()
-    from detokgui.core.vocab_stats import column_factor, row_factor
-
     u = check_token(layer, query)
     hs = check_heads(layer, heads)
     pos = PositiveSets.from_counts(counts, layer)

@@ -16,7 +16,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -34,8 +34,18 @@ def default_device() -> torch.device:
 class Layer0:
     """Folded layer-0 tensors of a GPT-2-family model, on one device.
 
-    Shapes: E [V, d], P [L, d]; Wq, Wk, Wv [H, d, d']; bq, bk, bv [H, d'];
-    bQK [H, d]; WO [H, d', d]; bVO [d].
+    V tokens, L positions, width d, H heads of d' = d / H, MLP width d_mlp.
+    As stored in the checkpoint (HF Conv1D layout, x @ W + b), all heads together:
+        E [V, d], P [L, d]                   wte, wpe
+        ln1_weight, ln1_bias [d]             ln_1's gamma, beta (ln2_*, lnf_* likewise)
+        W_attn [d, 3d], b_attn [3d]          attn.c_attn: W^Q | W^K | W^V, their biases
+        W_O [d, d], b_O [d]                  attn.c_proj: W^O, b^O
+        W_fc [d, d_mlp], b_fc [d_mlp]        mlp.c_fc
+        W_proj [d_mlp, d], b_proj [d]        mlp.c_proj
+    Per head, with ln_1 folded in (module docstring):
+        Wq, Wk, Wv [H, d, d'], bq, bk, bv [H, d'], bQK [H, d]
+        WO [H, d', d]                        W^O_h: W_O's rows of head h (nothing folded)
+        bVO [d]                              b^VO, the constant all heads add to the output
     """
 
     name: str
@@ -63,9 +73,19 @@ class Layer0:
     lnf_weight: torch.Tensor | None = None  # final LayerNorm (ln_f), when the checkpoint has it
     lnf_bias: torch.Tensor | None = None
     _cache: dict = field(default_factory=dict, repr=False)
+    #: The model family whose layer 0 this folds (the checkpoint layout read, the folding).
+    family: ClassVar[str] = "gpt2"
 
     def __post_init__(self) -> None:
         self._fold()
+
+    def __repr__(self) -> str:
+        """One line: name, family, sizes (V tokens, L positions, d, H heads of d', MLP
+        width), dtype and device; never the tensors."""
+        return (f"Layer0({self.name!r}, family={self.family!r}, V={self.n_vocab}, "
+                f"L={self.n_positions}, d={self.d}, H={self.n_heads}, d_head={self.d_head}, "
+                f"d_mlp={self.W_fc.shape[1]}, dtype={str(self.dtype).removeprefix('torch.')}, "
+                f"device={self.device})")
 
     # ------------------------------------------------------------------ shape
 

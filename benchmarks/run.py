@@ -284,18 +284,28 @@ def rss_child(folder: str) -> None:
     )
 
 
-def bench_rss(folder: Path) -> float:
-    weights = folder / "model.safetensors"
-    need = layer0_nbytes(weights)
+def measure_rss(folder: Path, env: dict | None = None) -> dict:
+    """`rss_child`'s measurement of loading `folder` (a one-file safetensors checkpoint)
+    in a fresh process, plus "need" (bytes of the layer-0 tensors), "increase" (peak RSS
+    minus RSS before loading) and "ratio" (increase / need). The tests use it too."""
+    need = layer0_nbytes(Path(folder) / "model.safetensors")
     out = subprocess.run(
         [sys.executable, __file__, "--rss-child", str(folder)],
         check=True,
         capture_output=True,
         text=True,
+        env=env,
     ).stdout
     m = json.loads(out.strip().splitlines()[-1])
-    inc = m["peak"] - m["before"]
-    r = inc / need
+    m["need"], m["increase"] = need, m["peak"] - m["before"]
+    m["ratio"] = m["increase"] / need
+    return m
+
+
+def bench_rss(folder: Path) -> float:
+    weights = folder / "model.safetensors"
+    m = measure_rss(folder)
+    need, inc, r = m["need"], m["increase"], m["ratio"]
 
     def mb(n: int) -> str:
         return f"{n / 1e6:7.1f} MB"

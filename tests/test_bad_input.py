@@ -11,6 +11,7 @@ from safetensors.torch import load_file, save_file
 
 from detokgui.core import Layer0, ModelLoadError
 from detokgui.core.errors import InputError
+from detokgui.core.weights import all_finite
 
 PREFIX = "transformer."
 
@@ -73,6 +74,23 @@ def test_half_precision_overflow_is_named(tiny_ckpt, tmp_path):
                        match=r"wte\.weight holds \d+ values too large for torch\.float16"):
         Layer0.from_pretrained(str(folder), device="cpu", dtype=torch.float16,
                                load_tokenizer=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_all_finite_checks_every_slice(dtype):
+    x = torch.randn(300, 7, dtype=torch.float64).to(dtype)
+    small = 64  # bytes per slice: several rows at a time, many slices
+    assert all_finite(x, small) and all_finite(x)
+    for bad in (math.nan, math.inf, -math.inf):
+        for where in [(0, 0), (150, 3), (299, 6)]:  # first, middle and last slice
+            y = x.clone()
+            y[where] = bad
+            assert not all_finite(y, small) and not all_finite(y)
+    big = torch.full((300, 7), torch.finfo(dtype).max, dtype=dtype)  # sums overflow
+    assert all_finite(big, small) and all_finite(big)
+    assert all_finite(x[:, 0], small) and all_finite(x.T, small)  # 1-d, non-contiguous
+    assert all_finite(torch.tensor(1.0)) and not all_finite(torch.tensor(math.nan))
+    assert all_finite(torch.empty(0, 7, dtype=dtype))
 
 
 @pytest.mark.parametrize("device", ["tpu", "mps:0", "cuda:x", 3.5, "meta"])

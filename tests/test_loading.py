@@ -239,3 +239,30 @@ def test_cuda_requested_without_cuda(tiny_ckpt):
         pytest.skip("this machine has CUDA")
     with pytest.raises(ModelLoadError, match="no CUDA device"):
         Layer0.from_pretrained(str(tiny_ckpt), device="cuda", load_tokenizer=False)
+
+
+def _benchmark_module():
+    """benchmarks/run.py, whose RSS measurement this test shares."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
+    spec = importlib.util.spec_from_file_location("detokgui_benchmark_run", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_loading_peak_memory_stays_near_the_layer0_bytes(small_ckpt, isolated_env):
+    """Layer0.from_pretrained on a GPT-2-small-sized checkpoint, in a fresh process (the
+    benchmark's measurement: peak RSS minus RSS after the imports): at most 1.3x the
+    185.9 MB of layer-0 tensors. A float64 copy of E in the NaN check (+2x E) or a load
+    that reads the whole file would exceed it; the measurement does not depend on other
+    processes' load."""
+    m = _benchmark_module().measure_rss(small_ckpt, env=isolated_env)
+    assert m["V"] == 50257 and 180e6 < m["need"] < 190e6
+    assert m["ratio"] <= 1.3, (
+        f"peak RSS increase {m['increase'] / 1e6:.1f} MB is {m['ratio']:.2f}x the "
+        f"{m['need'] / 1e6:.1f} MB of layer-0 tensors ({m['method']})"
+    )

@@ -172,12 +172,14 @@ def iter_inverse_sigma_stats(table: torch.Tensor, interval: float = 95.0,
     """Generator job: `InverseSigmaStats` of a sigma table S [V, L], per column j.
 
     Streams column chunks: each chunk is copied transposed ([c, V], contiguous, at most
-    ~32 MB), inverted in place, summed in float64 for the mean, and the two order
-    statistics either side of each percentile rank are read from a partial sort of each
-    column's tail (`topk` of ~2.5% of V at each end: 3x faster than `kthvalue` per rank,
-    4x faster than a full sort; `torch.quantile` refuses inputs over 2^24 elements).
-    The interpolation is done on 1/S itself, so the result equals numpy's percentile of
-    the per-token values."""
+    ~32 MB) in blocks of rows small enough to stay in cache (one strided copy of the
+    whole chunk touches a new page per element: 4-5x slower on CPU), inverted in place,
+    summed for the mean, and the two order statistics either side of each percentile
+    rank are read from an unsorted partial selection of each column's tail (`topk` of
+    ~2.5% of V at each end, then the two extreme values of that tail: 3x faster than
+    `kthvalue` per rank, 4x faster than a full sort; `torch.quantile` refuses inputs
+    over 2^24 elements). The interpolation is done on 1/S itself, so the result equals
+    numpy's percentile of the per-token values."""
     V, L = table.shape
     if V < 1:
         raise ValueError("the sigma table has no rows")
@@ -185,6 +187,8 @@ def iter_inverse_sigma_stats(table: torch.Tensor, interval: float = 95.0,
     low_r0, low_r1, low_f = _percentile_ranks(V, half)
     high_r0, high_r1, high_f = _percentile_ranks(V, 100.0 - half)
     c = int(cols_per_chunk or max(1, min(L, (32 << 20) // max(1, V * table.element_size()))))
+    # CPU: ~64 KB blocks, below torch's grain for splitting a copy across threads
+    block = V if table.device.type != "cpu" else max(1, (64 << 10) // (c * table.element_size()))
     mean = torch.empty(L, dtype=torch.float64, device=table.device)
     lo = torch.empty(L, dtype=table.dtype, device=table.device)
     hi = torch.empty(L, dtype=table.dtype, device=table.device)
@@ -192,12 +196,20 @@ def iter_inverse_sigma_stats(table: torch.Tensor, interval: float = 95.0,
     for a in range(0, L, c):
         b = min(L, a + c)
         inv = buf[: b - a]
-        inv.copy_(table[:, a:b].T).reciprocal_()
-        mean[a:b] = inv.sum(dim=1, dtype=torch.float64) / V
-        small = inv.topk(low_r1 + 1, dim=1, largest=False, sorted=True).values  # ascending
-        lo[a:b] = small[:, low_r0] + (small[:, low_r1] - small[:, low_r0]) * low_f
-        big = inv.topk(V - high_r0, dim=1, largest=True, sorted=True).values  # descending
-        x0, x1 = big[:, V - 1 - high_r0], big[:, V - 1 - high_r1]  # ranks high_r0, high_r1
+        for r in range(0, V, block):
+            inv[:, r : r + block].copy_(table[r : r + block, a:b].T)
+        inv.reciprocal_()
+        mean[a:b] = inv.sum(dim=1)  # cascade summation: float32 is accurate to ~1e-7 here
+        # ranks 0..low_r1 in some order; their largest two are ranks low_r1 and low_r0
+        tail = inv.topk(low_r1 + 1, dim=1, largest=False, sorted=False).values
+        top = tail.topk(min(2, low_r1 + 1), dim=1, largest=True).values
+        x1, x0 = top[:, 0], (top[:, -1] if low_r1 > low_r0 else top[:, 0])
+        lo[a:b] = x0 + (x1 - x0) * low_f
+        # ranks high_r0..V-1 in some order; their smallest two are ranks high_r0 and high_r1
+        tail = inv.topk(V - high_r0, dim=1, largest=True, sorted=False).values
+        bottom = tail.topk(min(2, V - high_r0), dim=1, largest=False).values
+        x0, x1 = bottom[:, 0], (bottom[:, -1] if high_r1 > high_r0 else bottom[:, 0])
         hi[a:b] = x0 + (x1 - x0) * high_f
         yield Progress(b / L, f"1/sigma percentiles {b}/{L}")
+    mean /= V
     return InverseSigmaStats(mean=mean.to(table.dtype), lo=lo, hi=hi, interval=float(interval))

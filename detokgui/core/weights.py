@@ -405,17 +405,33 @@ def check_layer0_shapes(t: dict[str, torch.Tensor], name: str, d: int | None = N
             )
 
 
+def all_finite(x: torch.Tensor, chunk_bytes: int = 4 << 20) -> bool:
+    """True when no entry of x is NaN or infinite.
+
+    Per slice of x along its first dimension (about `chunk_bytes`): a NaN or infinity
+    makes the slice's sum NaN or infinite, so a finite sum clears the slice; an infinite
+    one (finite values can overflow) is settled by isfinite on that slice alone. No copy
+    of x is made: x.sum(dtype=float64) would first convert all of x to float64, twice
+    the size of a float32 E [V, d]."""
+    if x.dim() == 0 or x.numel() == 0:
+        return bool(torch.isfinite(x).all())
+    rows = max(1, chunk_bytes // max(1, x[0].numel() * x.element_size()))
+    for a in range(0, x.shape[0], rows):
+        part = x[a : a + rows]
+        if not bool(torch.isfinite(part.sum())) and not bool(torch.isfinite(part).all()):
+            return False
+    return True
+
+
 def _check_finite(t: dict[str, torch.Tensor], name: str, dtype: torch.dtype,
                   stored: dict[str, torch.Tensor]) -> None:
     """Refuse weights holding NaN or infinity: every score they touch would be NaN (and
     rank first), so no view could be trusted. Names the tensor and the first bad entry.
     `stored`: the tensors before conversion to `dtype` (to tell overflow from corruption)."""
     for key, x in t.items():
-        if bool(torch.isfinite(x.sum(dtype=torch.float64))):
-            continue  # a NaN or infinity anywhere makes the sum NaN or infinite
-        bad = ~torch.isfinite(x)
-        if not bool(bad.any()):
+        if all_finite(x):
             continue
+        bad = ~torch.isfinite(x)
         n = int(bad.sum())
         first = [int(i) for i in bad.nonzero()[0].tolist()]
         if bool(torch.isfinite(stored[key]).all()):

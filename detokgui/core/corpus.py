@@ -31,7 +31,13 @@ import numpy as np
 from scipy import sparse
 
 from detokgui.core.diskcache import Entry
-from detokgui.core.documents import CorpusReader, _kind, corpus_files, iter_token_pieces
+from detokgui.core.documents import (
+    CorpusReader,
+    _kind,
+    corpus_files,
+    iter_token_pieces,
+    open_corpus_file,
+)
 from detokgui.core.errors import InputError
 from detokgui.core.identity import iter_file_digest, tokenizer_identity
 from detokgui.core.progress import Job, Progress, rescaled, run
@@ -75,6 +81,13 @@ class CorpusCounts:
             self._by_next = self.bigrams.T.tocsr()
             self._by_next.sort_indices()
         return self._by_next
+
+    def require_bigrams(self, what: str) -> None:
+        """InputError when the corpus has no bigram (every document is one token), which
+        `what` (e.g. "a bigram AUROC") needs; unigram counts exist all the same."""
+        if self.bigrams.nnz == 0:
+            raise InputError(f"The corpus yields no bigrams (every document is a single "
+                             f"token), so there is no {what}; it needs longer texts.")
 
     def bigram_triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(prev, next, count) of every distinct bigram, sorted by (prev, next)."""
@@ -182,7 +195,9 @@ def iter_corpus_counts(paths, tokenizer, n_vocab: int | None = None, *,
     counted before with the same tokenizer.
 
     Raises InputError (one line naming the file and place) for unreadable, empty, binary or
-    non-UTF-8 files, jsonl lines without a string `text`, and a corpus without any bigram."""
+    non-UTF-8 files, files that are not regular files, and jsonl lines without a string
+    `text`. A corpus without any bigram (single-token documents) has unigram counts and
+    an empty `bigrams`; what needs bigrams refuses it (`CorpusCounts.require_bigrams`)."""
     if tokenizer is None:
         raise InputError("The model has no tokenizer files, so a corpus cannot be tokenized.")
     V = int(n_vocab) if n_vocab is not None else len(tokenizer)
@@ -205,9 +220,6 @@ def iter_corpus_counts(paths, tokenizer, n_vocab: int | None = None, *,
             yield Progress(_HASH_SHARE + (1 - _HASH_SHARE) * f,
                            f"counting tokens: {f:.0%} of {_mb(reader.total_bytes)} read")
     unigrams, bigrams = acc.result()
-    if bigrams.nnz == 0:
-        raise InputError("The corpus yields no bigrams: every document is a single token; "
-                         "bigram statistics need longer texts.")
     counts = CorpusCounts(unigrams, bigrams, acc.n_tokens, acc.n_documents,
                           tuple(str(f) for f in reader.files), key)
     _save(entry, counts)
@@ -276,7 +288,7 @@ def _iter_key(files: Iterable[Path], total: int, tokenizer, V: int) -> Job[str]:
 
 
 def _progress_digest(path: Path, done: int, total: int) -> Job[tuple[str, int]]:
-    gen = iter_file_digest(path)
+    gen = iter_file_digest(path, open_corpus_file)
     last = time.monotonic()
     while True:
         try:

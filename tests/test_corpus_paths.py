@@ -156,3 +156,34 @@ def test_skipped_line_shows_the_first_few():
     line = skipped_line(skipped, shown=2)
     assert line.startswith("skipped 7 files of the corpus folder: c/0.md (")
     assert line.endswith("c/1.md (not a .txt or .jsonl file), and 5 more")
+
+
+BEFORE_LOAD = r"""
+import sys
+from detokgui import cli
+
+def refuse(args):
+    raise SystemExit("the model was loaded before the corpus was checked")
+
+cli.load_layer = refuse
+corpus, out = sys.argv[1], sys.argv[2]
+for what, extra in (("counts", []), ("auroc", []), ("frequency", []),
+                    ("empirical", ["--position", "3"]), ("kl", []), ("neuron", ["--neuron", "0"])):
+    code = cli.main([what, "--model", "demo", "--corpus", corpus, *extra,
+                     "--out", f"{out}/{what}.csv"])
+    assert code == 2, (what, code)
+code = cli.main(["figures", "--model", "demo", "--corpus", corpus, "--out", f"{out}/figs"])
+assert code == 2, ("figures", code)
+"""
+
+
+def test_every_corpus_command_refuses_before_the_model_loads(tmp_path):
+    folder, _, kinds = corpus_folder(tmp_path)
+    for name in ("pipe.txt", "zero.txt"):
+        r = run_python(BEFORE_LOAD, folder / name, tmp_path)
+        assert r.returncode == 0, r.stderr
+        lines = r.stderr.splitlines()
+        assert len(lines) == 7 and not list(tmp_path.glob("*.csv"))
+        for line in lines:
+            assert line.startswith("detokgui export ")
+            assert f": error: {folder / name}" in line and f"is {kinds[name]}, not a " in line

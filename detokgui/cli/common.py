@@ -157,7 +157,7 @@ def read_texts(args, flag: str, lines: bool = False, file_flag: str | None = Non
         texts = [_read_source("-", f"--{flag}") if v == "-" else v for v in values]
     where = f"--{file_flag} {path}" if path is not None else f"--{flag}"
     for t in texts:
-        check_text(t, f"the text of {where}")
+        check_text(t, f"text of {where}")
         if not (t if blank_ok else t.strip()):
             raise CliError(f"the text of {where} is empty")
     return texts

@@ -113,14 +113,16 @@ class CorpusControl(QObject):
                                 on_error=self._quiet_failure if quiet else self._failed)
 
     def _opened(self, result) -> None:
-        from detokgui.core.documents import skipped_line
-
         paths, text, skipped = result
         self._show(f"corpus: {text}", skipped)
         self.state.set_corpus(paths)
         remember(CORPUS, list(paths))
         if skipped:
-            self.window.show_message(f"Corpus opened, {skipped_line(skipped)}", 20000)
+            n = len(skipped)
+            self.window.show_message(
+                f"Corpus opened; {n} file{'s' * (n != 1)} skipped: "
+                f"{', '.join(s.path.name for s in skipped)} (the corpus label's tooltip says "
+                "why)", 20000)
         else:
             self.window.show_message("Corpus opened: the views that read texts use it now",
                                      5000)

@@ -131,7 +131,7 @@ def test_cli_refuses_a_fifo_or_dev_zero_link_in_one_line(small_vocab_ckpt, tmp_p
 
 def test_cli_lists_a_folders_skipped_entries_and_counts_the_rest(small_vocab_ckpt,
                                                                  small_vocab_layer, tmp_path):
-    folder, good, kinds = corpus_folder(tmp_path)
+    folder, _, kinds = corpus_folder(tmp_path)
     out = tmp_path / "counts.csv"
     r = export_counts(small_vocab_ckpt, folder, out)
     assert r.returncode == 0, r.stderr

@@ -58,7 +58,7 @@ def tokenizer_identity(tokenizer) -> str:
 
 
 def _open_bytes(path: Path) -> BinaryIO:
-    return open(path, "rb")  # noqa: SIM115 - the caller closes it
+    return open(path, "rb")  # the caller closes it
 
 
 def iter_file_digest(path: Path, opener: Callable[[Path], BinaryIO] = _open_bytes

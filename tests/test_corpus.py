@@ -3,6 +3,7 @@
 import gzip
 import itertools
 import json
+import os
 import shutil
 from collections import Counter
 
@@ -211,11 +212,15 @@ def test_missing_paths_and_no_tokenizer(tmp_path, cache, tok):
 def test_unreadable_file(tmp_path, cache, tok, monkeypatch):
     f = write_jsonl(tmp_path / "c.jsonl", ["text here"])
 
-    def refuse(path, *args, **kwargs):
-        raise PermissionError(13, "Permission denied", str(path))
+    real_open = os.open
 
-    monkeypatch.setattr("detokgui.core.identity.open", refuse, raising=False)
-    with pytest.raises(InputError, match=r"c.jsonl: cannot read \(Permission denied\)"):
+    def refuse(path, *args, **kwargs):  # as for a file without read permission
+        if os.fspath(path) == os.fspath(f):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    with pytest.raises(InputError, match=r"c.jsonl: cannot open \(Permission denied\)"):
         C.corpus_counts(f, tok)
     assert cache_files(cache) == []
 

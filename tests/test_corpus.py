@@ -209,6 +209,32 @@ def test_missing_paths_and_no_tokenizer(tmp_path, cache, tok):
     assert cache_files(cache) == []
 
 
+def test_a_file_changed_while_counted_is_not_cached(tmp_path, cache, tok, monkeypatch,
+                                                    caplog):
+    """The files are hashed for the cache key, then read again to count; a file edited in
+    between gives counts of what was read, kept out of the cache (issue 16, item 3)."""
+    f = write_jsonl(tmp_path / "c.jsonl", [f"document {i}: some words here" for i in range(50)])
+    monkeypatch.setattr(C, "_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(C, "BATCH_CHARS", 100)
+    job = C.iter_corpus_counts(f, tok)
+    while not next(job).message.startswith("counting tokens"):
+        pass
+    with open(f, "a", encoding="utf-8") as out:  # an edit after hashing
+        out.write(json.dumps({"text": "appended later"}) + "\n")
+    with caplog.at_level("WARNING", logger="detokgui.corpus"):
+        while True:
+            try:
+                next(job)
+            except StopIteration as stop:
+                counts = stop.value
+                break
+    assert counts.n_documents >= 50 and cache_files(cache) == []
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{f} changed while the corpus was counted; these counts are not kept in the cache"]
+    C.corpus_counts(f, tok)  # unchanged now: counted and cached
+    assert len(cache_files(cache)) == 1
+
+
 def test_unreadable_file(tmp_path, cache, tok, monkeypatch):
     f = write_jsonl(tmp_path / "c.jsonl", ["text here"])
 

@@ -13,13 +13,18 @@ The counts are cached in `cache_dir("corpus")` under a key made of each file's c
 hash (SHA-256), size and kind (.txt/.jsonl, gzipped or not), the tokenizer's identity and
 V; the key ignores file names and order, so the same texts are counted once. The cache
 entry (core.diskcache) is written atomically after the whole pass; a cancelled or failed
-pass writes nothing, and a damaged entry is discarded and counted again.
+pass writes nothing, and a damaged entry is discarded and counted again. The files are read
+twice (hashed for the key, then counted), so only regular files are accepted
+(core.documents), and a file that changes between the two reads (its size, time or inode)
+leaves the counts out of the cache, with one line on the `detokgui.corpus` logger.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
 import threading
 import time
 from collections.abc import Iterable
@@ -42,6 +47,7 @@ from detokgui.core.errors import InputError
 from detokgui.core.identity import iter_file_digest, tokenizer_identity
 from detokgui.core.progress import Job, Progress, rescaled, run
 
+log = logging.getLogger("detokgui.corpus")
 FORMAT = "detokgui-corpus-counts-v1"
 BATCH_CHARS = 1 << 18  # characters per tokenizer call: the Cancel granularity
 FLUSH_TOKENS = 1 << 20  # tokens gathered before they are counted
@@ -202,6 +208,7 @@ def iter_corpus_counts(paths, tokenizer, n_vocab: int | None = None, *,
         raise InputError("The model has no tokenizer files, so a corpus cannot be tokenized.")
     V = int(n_vocab) if n_vocab is not None else len(tokenizer)
     reader = CorpusReader(paths)
+    before = _stamps(reader.files)
     key = yield from _iter_key(reader.files, reader.total_bytes, tokenizer, V)
     entry = _entry(key, V)
     if use_cache:
@@ -222,7 +229,12 @@ def iter_corpus_counts(paths, tokenizer, n_vocab: int | None = None, *,
     unigrams, bigrams = acc.result()
     counts = CorpusCounts(unigrams, bigrams, acc.n_tokens, acc.n_documents,
                           tuple(str(f) for f in reader.files), key)
-    _save(entry, counts)
+    changed = [f for f, a, b in zip(reader.files, before, _stamps(reader.files)) if a != b]
+    if changed:
+        log.warning(f"{changed[0]} changed while the corpus was counted; these counts are "
+                    "not kept in the cache")
+    else:
+        _save(entry, counts)
     yield Progress(1.0, f"counted {counts.n_tokens} tokens in {counts.n_documents} documents")
     return counts
 
@@ -269,6 +281,19 @@ def iter_layer_counts(layer, paths, lo: float = 0.0, hi: float = 1.0) -> Job:
         return store[stamp]
     finally:
         _COUNTING.release()
+
+
+def _stamps(files) -> list[tuple | None]:
+    """(device, inode, size, mtime) of each file: what a rewrite or an edit changes."""
+    out = []
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    return out
 
 
 def _mb(n: int) -> str:

@@ -38,6 +38,44 @@ def test_impossible_config_values(tmp_path, tiny_ckpt, field, value):
         Layer0.from_pretrained(str(folder), device="cpu", load_tokenizer=False)
 
 
+@pytest.mark.parametrize("field, value, said", [
+    ("n_embd", "64", '"64"; it must be a whole number, not a string.'),
+    ("n_embd", 64.0, "64.0; it must be a whole number, not a decimal number."),
+    ("n_embd", True, "true; it must be a whole number, not true or false."),
+    ("n_head", [4], "[4]; it must be a whole number, not a list."),
+    ("vocab_size", 50257.0, "50257.0; it must be a whole number, not a decimal number."),
+    ("n_positions", None, "null; it must be a whole number, not null."),
+    ("n_layer", "1", '"1"; it must be a whole number, not a string.'),
+    ("layer_norm_epsilon", "1e-5", '"1e-5"; it must be a number, not a string.'),
+    ("scale_attn_weights", 1, "1; it must be true or false, not a whole number."),
+])
+def test_config_values_of_the_wrong_type_are_config_errors(tmp_path, tiny_ckpt, field, value,
+                                                           said):
+    """A mistyped config.json field is reported as config.json's, naming the field, before
+    the tokenizer loader (which validates config.json too) can call it a tokenizer problem
+    (issue 16, item 3)."""
+    folder = copy_with(tmp_path, tiny_ckpt, config={field: value})
+    for name in ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"):
+        if (tiny_ckpt / name).exists():
+            (folder / name).write_bytes((tiny_ckpt / name).read_bytes())
+    with pytest.raises(ModelLoadError) as err:
+        Layer0.from_pretrained(str(folder), device="cpu")
+    msg = str(err.value)
+    assert f"config.json has {field}={said}" in msg and "tokenizer" not in msg
+
+
+def test_config_field_only_the_tokenizer_loader_checks(tmp_path, tiny_ckpt):
+    folder = copy_with(tmp_path, tiny_ckpt, config={"initializer_range": "0.02"})
+    for name in ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"):
+        if (tiny_ckpt / name).exists():
+            (folder / name).write_bytes((tiny_ckpt / name).read_bytes())
+    with pytest.raises(ModelLoadError) as err:
+        Layer0.from_pretrained(str(folder), device="cpu")
+    msg = str(err.value)
+    assert msg.startswith(f"{folder}: config.json has a value of the wrong type (")
+    assert "initializer_range" in msg and "\n" not in msg
+
+
 LAYER0_TENSORS = [
     "h.0.ln_1.weight", "h.0.ln_1.bias", "h.0.attn.c_attn.weight", "h.0.attn.c_attn.bias",
     "h.0.attn.c_proj.weight", "h.0.attn.c_proj.bias", "h.0.ln_2.weight", "h.0.ln_2.bias",

@@ -212,15 +212,12 @@ def test_counts_with_the_gpt2_tokenizer_on_the_sample(tiny_ckpt, tiny_layer, sam
 @pytest.mark.parametrize("case,expected", [
     ("missing", "no such file or folder"),
     ("empty", "is empty"),
-    ("single", "no bigrams"),
     ("binary", "NUL byte"),
 ])
 def test_bad_corpus_exit_2_one_line(small_vocab_ckpt, tmp_path, capsys, case, expected):
     f = tmp_path / "c.jsonl"
     if case == "empty":
         f.write_bytes(b"")
-    elif case == "single":
-        f.write_text('{"text": "a"}\n')
     elif case == "binary":
         f.write_bytes(b'{"text": "a b c"}\n\x00\x01')
     for what in ("counts", "auroc", "frequency"):
@@ -229,6 +226,32 @@ def test_bad_corpus_exit_2_one_line(small_vocab_ckpt, tmp_path, capsys, case, ex
                                 "--out", out)
         assert rc == 2 and lines == [] and not out.exists()
         assert err.count("\n") == 1 and expected in err and err.startswith(f"detokgui export {what}")
+
+
+def test_single_token_corpus_unigram_counts_only(small_vocab_ckpt, small_vocab_layer,
+                                                 tmp_path, capsys):
+    """Documents of one token each: `export counts` writes the unigram counts (and frequency
+    works on them); --bigrams and auroc refuse in one line (issue 16, item 3)."""
+    tok = small_vocab_layer.tokenizer
+    a, b = tok.encode("a"), tok.encode("b")
+    assert len(a) == len(b) == 1 and a != b
+    f = tmp_path / "single.jsonl"
+    f.write_text('{"text": "a"}\n{"text": "b"}\n{"text": "a"}\n')
+    out = tmp_path / "counts.csv"
+    rc, lines, err = export(capsys, "counts", "--model", small_vocab_ckpt, "--corpus", f,
+                            "--out", out)
+    assert rc == 0 and err == "" and lines == [f"wrote {out} (400 rows)"]
+    counts = {int(r["token_id"]): int(r["count"]) for r in read_csv(out)}
+    assert counts[a[0]] == 2 and counts[b[0]] == 1 and sum(counts.values()) == 3
+    for args in (["counts", "--bigrams"], ["auroc"]):
+        bad = tmp_path / "bigrams.csv"
+        rc, lines, err = export(capsys, *args, "--model", small_vocab_ckpt, "--corpus", f,
+                                "--out", bad)
+        assert rc == 2 and lines == [] and not bad.exists()
+        assert err.count("\n") == 1 and "no bigrams (every document is a single token)" in err
+    rc, lines, err = export(capsys, "frequency", "--model", small_vocab_ckpt, "--corpus", f,
+                            "--out", tmp_path / "f.csv")
+    assert rc == 0 and "over 2 tokens" in lines[0]
 
 
 def test_bad_arguments_exit_2_one_line(small_vocab_ckpt, tiny_ckpt, tmp_path, capsys):

@@ -3,6 +3,7 @@
 import gzip
 import itertools
 import json
+import os
 import shutil
 from collections import Counter
 
@@ -12,6 +13,7 @@ from conftest import SAMPLE_CORPUS
 from test_documents import BAD_INPUTS
 
 import detokgui.core.corpus as C
+from detokgui.core.corpus_tables import bigrams_table, counts_table
 from detokgui.core.documents import CorpusReader
 from detokgui.core.errors import InputError
 from detokgui.core.tokens import gpt2_tokenizer
@@ -164,21 +166,34 @@ def test_cancel_mid_pass_leaves_no_cache(tmp_path, cache, tok, monkeypatch):
     assert len(cache_files(cache)) == 1
 
 
-@pytest.mark.parametrize("name,content,expected", [
-    *BAD_INPUTS, ("one.jsonl", b'{"text": "a"}\n{"text": " b"}\n', "no bigrams")])
+@pytest.mark.parametrize("name,content,expected", BAD_INPUTS)
 def test_bad_corpus_input_one_line_and_nothing_cached(tmp_path, cache, tok, name, content,
                                                       expected):
     good = write_jsonl(tmp_path / "good.jsonl", ["fine text here"])
     f = tmp_path / name
     f.write_bytes(content)
-    paths = [f] if name == "one.jsonl" else [good, f]
     with pytest.raises(InputError) as err:
-        C.corpus_counts(paths, tok)
+        C.corpus_counts([good, f], tok)
     msg = str(err.value)
-    assert expected in msg and "\n" not in msg
-    if name != "one.jsonl":
-        assert name in msg
+    assert expected in msg and "\n" not in msg and name in msg
     assert cache_files(cache) == []
+
+
+def test_single_token_documents_have_unigram_counts_and_no_bigrams(tmp_path, cache, tok):
+    """A corpus of one-token documents: unigram counts (cached like any other), an empty
+    bigram matrix, and a clear refusal from what needs bigrams (issue 16, item 3)."""
+    f = write_jsonl(tmp_path / "one.jsonl", ["a", " b", " b"])
+    a, b = tok.encode("a"), tok.encode(" b")
+    assert len(a) == len(b) == 1
+    for _ in range(2):  # counted, then from the cache
+        counts = C.corpus_counts(f, tok)
+        assert counts.unigrams[a[0]] == 1 and counts.unigrams[b[0]] == 2
+        assert counts.n_tokens == 3 == int(counts.unigrams.sum()) and counts.n_documents == 3
+        assert counts.n_distinct_bigrams == 0 and counts.n_bigrams == 0
+        assert len(cache_files(cache)) == 1
+    with pytest.raises(InputError, match="no bigrams .* so there is no bigram table"):
+        bigrams_table(counts)
+    assert counts_table(tok, counts)[0] == ["token_id", "token", "count"]
 
 
 def test_missing_paths_and_no_tokenizer(tmp_path, cache, tok):
@@ -194,14 +209,44 @@ def test_missing_paths_and_no_tokenizer(tmp_path, cache, tok):
     assert cache_files(cache) == []
 
 
+def test_a_file_changed_while_counted_is_not_cached(tmp_path, cache, tok, monkeypatch,
+                                                    caplog):
+    """The files are hashed for the cache key, then read again to count; a file edited in
+    between gives counts of what was read, kept out of the cache (issue 16, item 3)."""
+    f = write_jsonl(tmp_path / "c.jsonl", [f"document {i}: some words here" for i in range(50)])
+    monkeypatch.setattr(C, "_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(C, "BATCH_CHARS", 100)
+    job = C.iter_corpus_counts(f, tok)
+    while not next(job).message.startswith("counting tokens"):
+        pass
+    with open(f, "a", encoding="utf-8") as out:  # an edit after hashing
+        out.write(json.dumps({"text": "appended later"}) + "\n")
+    with caplog.at_level("WARNING", logger="detokgui.corpus"):
+        while True:
+            try:
+                next(job)
+            except StopIteration as stop:
+                counts = stop.value
+                break
+    assert counts.n_documents >= 50 and cache_files(cache) == []
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{f} changed while the corpus was counted; these counts are not kept in the cache"]
+    C.corpus_counts(f, tok)  # unchanged now: counted and cached
+    assert len(cache_files(cache)) == 1
+
+
 def test_unreadable_file(tmp_path, cache, tok, monkeypatch):
     f = write_jsonl(tmp_path / "c.jsonl", ["text here"])
 
-    def refuse(path, *args, **kwargs):
-        raise PermissionError(13, "Permission denied", str(path))
+    real_open = os.open
 
-    monkeypatch.setattr("detokgui.core.identity.open", refuse, raising=False)
-    with pytest.raises(InputError, match=r"c.jsonl: cannot read \(Permission denied\)"):
+    def refuse(path, *args, **kwargs):  # as for a file without read permission
+        if os.fspath(path) == os.fspath(f):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    with pytest.raises(InputError, match=r"c.jsonl: cannot open \(Permission denied\)"):
         C.corpus_counts(f, tok)
     assert cache_files(cache) == []
 

@@ -63,6 +63,8 @@ BAD_INPUTS = [
     ("u.txt", "h\u00e9llo".encode() + b" \xff rest", "invalid byte at byte offset 7"),
     ("n.jsonl", b'{"text": "ok"}\n{"title": "no text"}\n', "line 2: the JSON object has no"),
     ("j.jsonl", b'{"text": "ok"}\nnot json\n', "line 2: not valid JSON"),
+    ("a.jsonl", b'{"text": "ok"}\n["a", "b"]\n', "line 2: a JSON array, not an object"),
+    ("q.jsonl", b'"just text"\n', "line 1: a JSON string, not an object"),
     ("s.jsonl", b'{"text": 5}\n', "\"text\" is not a string"),
     ("w.txt", b"\n  \n<|endoftext|>\n", "holds no text"),
     ("g.txt.gz", b"not gzip at all", "not a valid gzip file"),

@@ -2,7 +2,9 @@
 
 import gzip
 import json
+import os
 
+import pytest
 from conftest import close_jobs, open_window, wait_idle
 from PySide6.QtWidgets import QFileDialog
 
@@ -93,3 +95,27 @@ def test_every_panel_is_reachable_by_its_view_name(window):
     for panel in window.panels[1:]:
         assert window.show_view(panel.view_name)
         assert window.current_panel() is panel
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX named pipes")
+def test_a_folders_skipped_entries_are_shown(window, qtbot, tmp_path, monkeypatch):
+    """A folder with a named pipe, a link to /dev/zero, a socket, a broken link and a .md
+    file beside its corpus file: the corpus opens with that file, the label counts the
+    skipped entries, its tooltip lists them and the status bar says so (issue 16, item 3)."""
+    from test_corpus_paths import corpus_folder
+
+    win = window
+    folder, good, kinds = corpus_folder(tmp_path)
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory",
+                        staticmethod(lambda *a, **k: str(folder)))
+    win.corpus.ask_folder()
+    qtbot.waitUntil(lambda: win.state.corpus == (str(folder),), timeout=10000)
+    size = good.stat().st_size / 1e6
+    assert win.corpus.label.text() == f"corpus: corpus (1 file, {size:.1f} MB, 5 skipped)"
+    from detokgui.gui.corpus import TOOLTIP
+
+    assert win.corpus.label.toolTip().endswith("\n".join([
+        TOOLTIP, "", "Not read (skipped):", *(f"{folder / n} ({kinds[n]})" for n in sorted(kinds))]))
+    message = win.statusBar().currentMessage()
+    assert message == (f"Corpus opened; 5 files skipped: {', '.join(sorted(kinds))} (the corpus "
+                       "label's tooltip says why)")

@@ -70,8 +70,23 @@ def prepare(args, command: ExportCommand) -> None:
         out_path(args, command.outputs)
     else:
         out_folder(args)
+    if getattr(args, "corpus", None):
+        check_corpus(args)
     if command.check is not None:
         command.check(args, model_shape(args))
+
+
+def check_corpus(args) -> None:
+    """The --corpus paths name corpus files: a missing path, a file of another type, or one
+    that is not a regular file (a named pipe, a link to /dev/zero) is refused at once, before
+    anything is read. What a folder holds besides corpus files is listed as skipped in one
+    line on stderr."""
+    from detokgui.core.documents import scan_corpus, skipped_line
+
+    scan = scan_corpus(args.corpus)
+    if scan.skipped:
+        print(f"detokgui export {args.what}: note: {skipped_line(scan.skipped)}",
+              file=sys.stderr)
 
 
 def out_path(args, allowed: tuple[str, ...]) -> Path:
@@ -142,7 +157,7 @@ def read_texts(args, flag: str, lines: bool = False, file_flag: str | None = Non
         texts = [_read_source("-", f"--{flag}") if v == "-" else v for v in values]
     where = f"--{file_flag} {path}" if path is not None else f"--{flag}"
     for t in texts:
-        check_text(t, f"the text of {where}")
+        check_text(t, f"text of {where}")
         if not (t if blank_ok else t.strip()):
             raise CliError(f"the text of {where} is empty")
     return texts

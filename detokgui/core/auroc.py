@@ -84,8 +84,7 @@ class PositiveSets:
         if counts.n_vocab != layer.n_vocab:
             raise InputError(f"The corpus counts cover {counts.n_vocab} token ids but the model "
                              f"has {layer.n_vocab}; count the corpus with this model's tokenizer.")
-        if counts.n_distinct_bigrams == 0:
-            raise InputError("The corpus yields no bigrams, so there is no AUROC to compute.")
+        counts.require_bigrams("bigram AUROC to compute")
         t = counts.by_next()
         indptr = t.indptr.astype(np.int64)
         m = np.diff(indptr)

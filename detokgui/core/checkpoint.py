@@ -100,21 +100,25 @@ def read_config(path: Path, name: str) -> GPT2Shape:
         raise ModelLoadError(f"{name}: config.json does not hold a configuration object.")
     check_architecture(cfg, name)
     try:
-        d = int(cfg["n_embd"])
-        h = int(cfg["n_head"])
+        pos_field = "n_ctx" if "n_positions" not in cfg and "n_ctx" in cfg else "n_positions"
+        d = _config_value(cfg, "n_embd", int, name)
+        h = _config_value(cfg, "n_head", int, name)
+        inner = _config_value(cfg, "n_inner", int, name, None)
         shape = GPT2Shape(
-            vocab_size=int(cfg["vocab_size"]),
-            n_positions=int(cfg.get("n_positions", cfg.get("n_ctx"))),
+            vocab_size=_config_value(cfg, "vocab_size", int, name),
+            n_positions=_config_value(cfg, pos_field, int, name),
             n_embd=d,
             n_head=h,
-            n_inner=int(cfg.get("n_inner") or 4 * d),
-            layer_norm_epsilon=float(cfg.get("layer_norm_epsilon", 1e-5)),
-            scale_attn_weights=bool(cfg.get("scale_attn_weights", True)),
-            activation_function=str(cfg.get("activation_function", "gelu_new")),
+            n_inner=inner or 4 * d,
+            layer_norm_epsilon=_config_value(cfg, "layer_norm_epsilon", float, name, 1e-5),
+            scale_attn_weights=_config_value(cfg, "scale_attn_weights", bool, name, True),
+            activation_function=_config_value(cfg, "activation_function", str, name,
+                                              "gelu_new"),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+        _config_value(cfg, "n_layer", int, name, None)  # the tokenizer's loader checks it too
+    except KeyError as exc:
         raise ModelLoadError(
-            f"{name}: config.json lacks a usable GPT-2 field ({exc}); "
+            f"{name}: config.json lacks the GPT-2 field {exc}; "
             "expected n_embd, n_head, n_positions and vocab_size."
         ) from exc
     for field in ("vocab_size", "n_positions", "n_embd", "n_head", "n_inner"):
@@ -130,6 +134,31 @@ def read_config(path: Path, name: str) -> GPT2Shape:
     if d % h:
         raise ModelLoadError(f"{name}: n_embd={d} is not divisible by n_head={h}.")
     return shape
+
+
+_JSON_KINDS = ((bool, "true or false"), (int, "a whole number"), (float, "a decimal number"),
+               (str, "a string"), (list, "a list"), (dict, "an object"), (type(None), "null"))
+_MISSING = object()
+
+
+def _config_value(cfg: dict, field: str, kind: type, name: str, default=_MISSING):
+    """config.json's `field` when its JSON type is `kind` (int: a whole number, not 768.0,
+    "768" or true; float: any number; null only where there is a default), else
+    ModelLoadError naming the field; `default` when the field is absent (KeyError when
+    there is none)."""
+    if field not in cfg or (cfg[field] is None and default is not _MISSING):
+        if default is _MISSING:
+            raise KeyError(field)
+        return default
+    value = cfg[field]
+    ok = (isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+          or kind is float and isinstance(value, int) and not isinstance(value, bool))
+    if not ok:
+        got = next(k for t, k in _JSON_KINDS if isinstance(value, t))
+        want = "a number" if kind is float else dict(_JSON_KINDS)[kind]
+        raise ModelLoadError(f"{name}: config.json has {field}={json.dumps(value)}; it must "
+                             f"be {want}, not {got}.")
+    return float(value) if kind is float else value
 
 
 def check_architecture(cfg: dict, name: str) -> None:

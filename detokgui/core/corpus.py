@@ -14,13 +14,18 @@ The counts are cached in `cache_dir("corpus")` under a key made of each file's c
 hash (SHA-256), size and kind (.txt/.jsonl, gzipped or not), the tokenizer's identity and
 V; the key ignores file names and order, so the same texts are counted once. The cache
 entry (core.diskcache) is written atomically after the whole pass; a cancelled or failed
-pass writes nothing, and a damaged entry is discarded and counted again.
+pass writes nothing, and a damaged entry is discarded and counted again. The files are read
+twice (hashed for the key, then counted), so only regular files are accepted
+(core.documents), and a file that changes between the two reads (its size, time or inode)
+leaves the counts out of the cache, with one line on the `detokgui.corpus` logger.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
 import threading
 import time
 from collections.abc import Iterable
@@ -32,11 +37,18 @@ import numpy as np
 from scipy import sparse
 
 from detokgui.core.diskcache import Entry
-from detokgui.core.documents import CorpusReader, _kind, corpus_files, iter_token_pieces
+from detokgui.core.documents import (
+    CorpusReader,
+    _kind,
+    corpus_files,
+    iter_token_pieces,
+    open_corpus_file,
+)
 from detokgui.core.errors import InputError
 from detokgui.core.identity import iter_file_digest, tokenizer_identity
 from detokgui.core.progress import Job, Progress, rescaled, run
 
+log = logging.getLogger("detokgui.corpus")
 FORMAT = "detokgui-corpus-counts-v1"
 BATCH_CHARS = 1 << 18  # characters per tokenizer call: the Cancel granularity
 FLUSH_TOKENS = 1 << 20  # tokens gathered before they are counted
@@ -76,6 +88,13 @@ class CorpusCounts:
             self._by_next = self.bigrams.T.tocsr()
             self._by_next.sort_indices()
         return self._by_next
+
+    def require_bigrams(self, what: str) -> None:
+        """InputError when the corpus has no bigram (every document is one token), which
+        `what` (e.g. "a bigram AUROC") needs; unigram counts exist all the same."""
+        if self.bigrams.nnz == 0:
+            raise InputError(f"The corpus yields no bigrams (every document is a single "
+                             f"token), so there is no {what}; it needs longer texts.")
 
     def bigram_triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(prev, next, count) of every distinct bigram, sorted by (prev, next)."""
@@ -183,11 +202,14 @@ def iter_corpus_counts(paths, tokenizer, n_vocab: int | None = None, *,
     counted before with the same tokenizer.
 
     Raises InputError (one line naming the file and place) for unreadable, empty, binary or
-    non-UTF-8 files, jsonl lines without a string `text`, and a corpus without any bigram."""
+    non-UTF-8 files, files that are not regular files, and jsonl lines without a string
+    `text`. A corpus without any bigram (single-token documents) has unigram counts and
+    an empty `bigrams`; what needs bigrams refuses it (`CorpusCounts.require_bigrams`)."""
     if tokenizer is None:
         raise InputError("The model has no tokenizer files, so a corpus cannot be tokenized.")
     V = int(n_vocab) if n_vocab is not None else len(tokenizer)
     reader = CorpusReader(paths)
+    before = _stamps(reader.files)
     key = yield from _iter_key(reader.files, reader.total_bytes, tokenizer, V)
     entry = _entry(key, V)
     if use_cache:
@@ -206,12 +228,14 @@ def iter_corpus_counts(paths, tokenizer, n_vocab: int | None = None, *,
             yield Progress(_HASH_SHARE + (1 - _HASH_SHARE) * f,
                            f"counting tokens: {f:.0%} of {_mb(reader.total_bytes)} read")
     unigrams, bigrams = acc.result()
-    if bigrams.nnz == 0:
-        raise InputError("The corpus yields no bigrams: every document is a single token; "
-                         "bigram statistics need longer texts.")
     counts = CorpusCounts(unigrams, bigrams, acc.n_tokens, acc.n_documents,
                           tuple(str(f) for f in reader.files), key)
-    _save(entry, counts)
+    changed = [f for f, a, b in zip(reader.files, before, _stamps(reader.files)) if a != b]
+    if changed:
+        log.warning(f"{changed[0]} changed while the corpus was counted; these counts are "
+                    "not kept in the cache")
+    else:
+        _save(entry, counts)
     yield Progress(1.0, f"counted {counts.n_tokens} tokens in {counts.n_documents} documents")
     return counts
 
@@ -260,6 +284,19 @@ def iter_layer_counts(layer, paths, lo: float = 0.0, hi: float = 1.0) -> Job:
         _COUNTING.release()
 
 
+def _stamps(files) -> list[tuple | None]:
+    """(device, inode, size, mtime) of each file: what a rewrite or an edit changes."""
+    out = []
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    return out
+
+
 def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB"
 
@@ -277,7 +314,7 @@ def _iter_key(files: Iterable[Path], total: int, tokenizer, V: int) -> Job[str]:
 
 
 def _progress_digest(path: Path, done: int, total: int) -> Job[tuple[str, int]]:
-    gen = iter_file_digest(path)
+    gen = iter_file_digest(path, open_corpus_file)
     last = time.monotonic()
     while True:
         try:

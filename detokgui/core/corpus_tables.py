@@ -22,7 +22,8 @@ def counts_table(tokenizer, counts) -> Table:
 
 def bigrams_table(counts) -> Table:
     """prev_id,next_id,count: every bigram c(prev, next) > 0, by prev then next
-    (docs/math/text-side.md#c4-corpus-counts)."""
+    (docs/math/text-side.md#c4-corpus-counts). InputError when the corpus has no bigram."""
+    counts.require_bigrams("bigram table")
     prev, nxt, c = counts.bigram_triples()
     return ["prev_id", "next_id", "count"], zip(prev.tolist(), nxt.tolist(), c.tolist())
 

@@ -11,10 +11,14 @@ gzipped (`.txt.gz`, `.jsonl.gz`); folders are searched recursively for such file
   with a non-space character), so the pieces tokenize exactly as the whole would.
   `Document.continued` marks a piece that continues the previous piece's document: no
   bigram and no window spans two documents, but they do span the pieces of one.
+- Only regular files (or links to them) are read: a named pipe, a device (a link to
+  /dev/zero), a socket named as a corpus file is refused before anything is read from it
+  (it could be read forever, or only once). In a folder, such entries and files of other
+  types are not read but listed as skipped (`CorpusScan.skipped`, `skipped_line`).
 - Bad input raises `InputError` with a one-line message naming the file (and the line or
-  byte offset): missing or unreadable paths, unsupported file types, empty files, binary
-  or non-UTF-8 data, invalid gzip, jsonl lines that are not JSON objects with a string
-  `text`.
+  byte offset): missing or unreadable paths, unsupported file types, files that are not
+  regular files, empty files, binary or non-UTF-8 data, invalid gzip, jsonl lines that
+  are not JSON objects with a string `text`.
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ import codecs
 import gzip
 import json
 import os
+import stat
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from detokgui.core.errors import InputError
 
@@ -57,45 +63,160 @@ def _kind(path: Path) -> str | None:
 
 SAMPLE_NAME = "sample"
 
+_NOT_REGULAR = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                (stat.S_ISSOCK, "a socket"))
 
-def corpus_files(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
-    """The corpus files named by `paths` (files, or folders searched recursively for
-    .txt/.jsonl[.gz] files, in sorted order). Raises InputError for a missing path, an
-    unsupported file named explicitly, or when no corpus file is found. The name
-    SAMPLE_NAME ("sample"), when no such file exists, is the sample corpus shipped in the
-    package."""
+
+def file_type(mode: int) -> str:
+    """What a stat mode is, in words: "a regular file", "a named pipe (FIFO)", ..."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+
+
+def _not_regular(path: Path, mode: int) -> InputError:
+    link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
+    return InputError(f"{path}{link} is {file_type(mode)}, not a regular file; only regular "
+                      "files are read as corpus files.")
+
+
+def _stat(path: Path) -> os.stat_result:
+    """os.stat of `path` (following links); InputError when it cannot be made."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise InputError(f"{path} is a link to {os.readlink(path)}, which does not "
+                             "exist.") from None
+        raise InputError(f"{path}: no such file or folder.") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc}).") from exc
+
+
+def open_corpus_file(path: str | os.PathLike) -> BinaryIO:
+    """`path` opened for reading bytes, when it is (or links to) a regular file; else
+    InputError naming the path and what it is (a FIFO, a device, a socket, a folder).
+
+    The open itself never waits (O_NONBLOCK: opening a FIFO without a writer would), and
+    the check is repeated on the opened file, so a path swapped for a FIFO in between is
+    refused too."""
+    path = Path(path)
+    st = _stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_regular(path, st.st_mode)
+    nonblock = getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, os.O_RDONLY | nonblock | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open ({exc.strerror or exc}).") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode)
+        if nonblock:
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A folder entry that is not read as part of the corpus, and why."""
+
+    path: Path
+    reason: str
+
+
+@dataclass(frozen=True)
+class CorpusScan:
+    """The corpus files behind some paths, and the folder entries skipped."""
+
+    files: list[Path]
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def _folder_entry(f: Path) -> Path | Skipped | None:
+    """A folder entry as a corpus file, a Skipped entry, or None (a sub-folder)."""
+    try:
+        mode = os.stat(f).st_mode
+    except FileNotFoundError:
+        return Skipped(f, "a broken link") if os.path.islink(f) else None
+    except OSError as exc:
+        return Skipped(f, f"cannot be read: {exc.strerror or exc}")
+    if stat.S_ISDIR(mode):
+        return None
+    if not stat.S_ISREG(mode):
+        return Skipped(f, file_type(mode))
+    if _kind(f) is None:
+        return Skipped(f, "not a .txt or .jsonl file")
+    return f
+
+
+def scan_corpus(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> CorpusScan:
+    """The corpus files named by `paths`: files, or folders searched recursively for
+    .txt/.jsonl[.gz] regular files (in sorted order), and the folder entries skipped
+    (other file types, named pipes, devices, sockets, broken links). Raises InputError
+    for a missing path, a path named explicitly that is not a regular corpus file, or when
+    no corpus file is found. The name SAMPLE_NAME ("sample"), when no such file exists, is
+    the sample corpus shipped in the package."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files: list[Path] = []
+    skipped: list[Skipped] = []
     for p in map(Path, paths):
-        if str(p) == SAMPLE_NAME and not p.exists():
+        if str(p) == SAMPLE_NAME and not os.path.lexists(p):
             from detokgui.core.demo import sample_corpus
 
             files.append(sample_corpus())
-        elif p.is_dir():
+            continue
+        mode = _stat(p).st_mode
+        if stat.S_ISDIR(mode):
             try:
-                found = sorted(f for f in p.rglob("*") if f.is_file() and _kind(f))
+                entries = sorted(p.rglob("*"))
             except OSError as exc:
                 raise InputError(f"{p}: cannot list the folder ({exc.strerror or exc}).") from exc
-            files.extend(found)
-        elif p.exists():
-            if _kind(p) is None:
-                raise InputError(
-                    f"{p}: unsupported file type; a corpus file ends in "
-                    f"{', '.join(SUFFIXES)}."
-                )
-            files.append(p)
+            for f in entries:
+                got = _folder_entry(f)
+                if isinstance(got, Skipped):
+                    skipped.append(got)
+                elif got is not None:
+                    files.append(got)
+        elif not stat.S_ISREG(mode):
+            raise _not_regular(p, mode)
+        elif _kind(p) is None:
+            raise InputError(
+                f"{p}: unsupported file type; a corpus file ends in {', '.join(SUFFIXES)}."
+            )
         else:
-            raise InputError(f"{p}: no such file or folder.")
+            files.append(p)
     if not files:
-        raise InputError("No corpus files (.txt, .jsonl, optionally .gz) were found.")
+        raise InputError("No corpus files (.txt, .jsonl, optionally .gz) were found"
+                         + (f"; {skipped_line(skipped)}." if skipped else "."))
     seen, unique = set(), []
     for f in files:
         key = f.resolve()
         if key not in seen:
             seen.add(key)
             unique.append(f)
-    return unique
+    return CorpusScan(unique, skipped)
+
+
+def corpus_files(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
+    """The corpus files of `scan_corpus(paths)`."""
+    return scan_corpus(paths).files
+
+
+def skipped_line(skipped: Sequence[Skipped], shown: int = 5) -> str:
+    """One line listing the skipped folder entries: "skipped 2 files: a/notes.md (not a
+    .txt or .jsonl file), a/p.txt (a named pipe (FIFO))", the first `shown` of them."""
+    items = [f"{s.path} ({s.reason})" for s in skipped[:shown]]
+    if len(skipped) > shown:
+        items.append(f"and {len(skipped) - shown} more")
+    n = len(skipped)
+    return f"skipped {n} file{'s' * (n != 1)} of the corpus folder: " + ", ".join(items)
 
 
 class CorpusReader:
@@ -173,7 +294,10 @@ def _jsonl_documents(path: Path, lines) -> Iterator[tuple[Document, int]]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}, line {lineno}: not valid JSON ({exc.msg}).") from None
-        if not isinstance(obj, dict) or "text" not in obj:
+        if not isinstance(obj, dict):
+            raise InputError(f"{path}, line {lineno}: {_json_type(obj)}, not an object with a "
+                             "\"text\" field.")
+        if "text" not in obj:
             raise InputError(f"{path}, line {lineno}: the JSON object has no \"text\" field.")
         text = obj["text"]
         if not isinstance(text, str):
@@ -183,6 +307,16 @@ def _jsonl_documents(path: Path, lines) -> Iterator[tuple[Document, int]]:
                              "(binary data?).")
         if text.strip():
             yield Document(text, str(path), lineno), consumed
+
+
+def _json_type(value) -> str:
+    """A JSON value's type in words: "a JSON array", "a JSON string", ..."""
+    for types, name in ((list, "a JSON array"), (str, "a JSON string"),
+                        (bool, f"JSON {json.dumps(value)}"), ((int, float), "a JSON number"),
+                        (type(None), "JSON null")):
+        if isinstance(value, types):
+            return name
+    return "not a JSON object"
 
 
 def _size(path: Path) -> int:
@@ -197,11 +331,7 @@ def _lines(path: Path, gz: bool) -> Iterator[tuple[int, str, int]]:
     strictly; binary data (NUL bytes) and invalid UTF-8 raise InputError with the
     (decompressed) byte offset."""
     where = "decompressed byte offset" if gz else "byte offset"
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed by the with below
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open ({exc.strerror or exc}).") from exc
-    with raw:
+    with open_corpus_file(path) as raw:
         stream = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
         decoder = codecs.getincrementaldecoder("utf-8")("strict")
         offset, lineno, pending, empty = 0, 0, "", True

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
+from typing import BinaryIO
 
 import torch
 
@@ -56,13 +57,19 @@ def tokenizer_identity(tokenizer) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def iter_file_digest(path: Path) -> Generator[int, None, tuple[str, int]]:
-    """Generator: yields the bytes read so far while hashing `path`; returns (SHA-256 hex
-    digest, size in bytes). Raises InputError when the file cannot be read."""
+def _open_bytes(path: Path) -> BinaryIO:
+    return open(path, "rb")  # the caller closes it
+
+
+def iter_file_digest(path: Path, opener: Callable[[Path], BinaryIO] = _open_bytes
+                     ) -> Generator[int, None, tuple[str, int]]:
+    """Generator: yields the bytes read so far while hashing `path` (opened by `opener`);
+    returns (SHA-256 hex digest, size in bytes). Raises InputError when the file cannot be
+    read."""
     h = hashlib.sha256()
     done = 0
     try:
-        with open(path, "rb") as f:
+        with opener(path) as f:
             while chunk := f.read(_READ_BYTES):
                 h.update(chunk)
                 done += len(chunk)

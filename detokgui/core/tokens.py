@@ -51,6 +51,9 @@ def load_tokenizer(folder: Path, name: str, n_vocab: int):
         except (ValueError, KeyError, OSError):
             tok = GPT2TokenizerFast.from_pretrained(str(folder), local_files_only=True)
     except Exception as exc:  # tokenizers raise many exception types on bad files
+        if _config_error(exc):  # transformers also validates config.json's fields
+            raise ModelLoadError(f"{name}: config.json has a value of the wrong type "
+                                 f"({' '.join(str(exc).split())}).") from exc
         raise ModelLoadError(f"{name}: the tokenizer files cannot be read ({exc}).") from exc
     n = len(tok)
     if n == 0:
@@ -61,6 +64,14 @@ def load_tokenizer(folder: Path, name: str, n_vocab: int):
             "the tokenizer does not belong to these weights."
         )
     return tok
+
+
+def _config_error(exc: BaseException) -> bool:
+    try:
+        from huggingface_hub.errors import StrictDataclassError
+    except ImportError:  # older huggingface_hub: configurations were not validated
+        return False
+    return isinstance(exc, StrictDataclassError)
 
 
 def _byte_level_alphabet() -> dict[str, int]:

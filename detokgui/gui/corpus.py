@@ -17,7 +17,11 @@ CORPUS, LAST_FOLDER = "corpus/paths", "corpus/last_folder"
 FILE_FILTER = "Corpus files (*.txt *.jsonl *.txt.gz *.jsonl.gz);;All files (*)"
 
 
-def describe(paths, n_files: int, n_bytes: int) -> str:
+TOOLTIP = "The corpus read by the corpus and text views (Corpus menu)"
+TOOLTIP_SKIPPED = 20  # skipped entries listed in the label's tooltip
+
+
+def describe(paths, n_files: int, n_bytes: int, n_skipped: int = 0) -> str:
     from detokgui.core.demo import sample_corpus
 
     if [Path(p) for p in paths] == [sample_corpus()]:
@@ -26,22 +30,27 @@ def describe(paths, n_files: int, n_bytes: int) -> str:
         name = Path(paths[0]).name
     else:
         name = f"{Path(paths[0]).name} + {len(paths) - 1} more"
-    return f"{name} ({n_files} file{'s' * (n_files != 1)}, {n_bytes / 1e6:.1f} MB)"
+    skipped = f", {n_skipped} skipped" if n_skipped else ""
+    return f"{name} ({n_files} file{'s' * (n_files != 1)}, {n_bytes / 1e6:.1f} MB{skipped})"
 
 
-def check_corpus(paths) -> tuple[tuple[str, ...], str]:
-    """Job body: the corpus files behind `paths` exist and each starts with a readable
-    document (InputError if not: binary, empty, not UTF-8, bad JSON lines); returns the
-    paths and a one-line description. Later problems surface when a view reads on."""
-    from detokgui.core.documents import CorpusReader, corpus_files
+def check_corpus(paths):
+    """Job body: the corpus files behind `paths` exist, are regular files, and each starts
+    with a readable document (InputError if not: a named pipe or device, binary, empty,
+    not UTF-8, bad JSON lines); returns the paths, a one-line description and the folder
+    entries skipped (`core.documents.Skipped`). Later problems surface when a view reads
+    on."""
+    from detokgui.core.documents import CorpusReader, scan_corpus
     from detokgui.core.progress import Progress
 
-    files = corpus_files(paths)
+    scan = scan_corpus(paths)
+    files = scan.files
     for k, f in enumerate(files):
         next(iter(CorpusReader([f])))
         yield Progress((k + 1) / len(files), f"Checking {f.name}")
     n_bytes = sum(f.stat().st_size for f in files)
-    return tuple(str(p) for p in paths), describe(paths, len(files), n_bytes)
+    return (tuple(str(p) for p in paths),
+            describe(paths, len(files), n_bytes, len(scan.skipped)), tuple(scan.skipped))
 
 
 class CorpusControl(QObject):
@@ -53,7 +62,7 @@ class CorpusControl(QObject):
         self.state = window.state
         self.text = "no corpus"
         self.label = ElidedLabel(self.text, max_hint=320)
-        self.label.setToolTip("The corpus read by the corpus and text views (Corpus menu)")
+        self.label.set_note(TOOLTIP)
         act = window._action
         act(menu, "Open corpus files…", self.ask_files, QKeySequence("Ctrl+Shift+O"),
             ".txt or .jsonl files (a \"text\" field per line), optionally .gz")
@@ -104,15 +113,31 @@ class CorpusControl(QObject):
                                 on_error=self._quiet_failure if quiet else self._failed)
 
     def _opened(self, result) -> None:
-        paths, text = result
-        self._show(f"corpus: {text}")
+        paths, text, skipped = result
+        self._show(f"corpus: {text}", skipped)
         self.state.set_corpus(paths)
         remember(CORPUS, list(paths))
-        self.window.show_message("Corpus opened: the views that read texts use it now", 5000)
+        if skipped:
+            n = len(skipped)
+            self.window.show_message(
+                f"Corpus opened; {n} file{'s' * (n != 1)} skipped: "
+                f"{', '.join(s.path.name for s in skipped)} (the corpus label's tooltip says "
+                "why)", 20000)
+        else:
+            self.window.show_message("Corpus opened: the views that read texts use it now",
+                                     5000)
 
-    def _show(self, text: str) -> None:
+    def _show(self, text: str, skipped=()) -> None:
+        """The label's text; its tooltip lists the folder entries skipped."""
         self.text = text
         self.label.setText(text)
+        tip = TOOLTIP
+        if skipped:
+            lines = [f"{s.path} ({s.reason})" for s in skipped[:TOOLTIP_SKIPPED]]
+            if len(skipped) > TOOLTIP_SKIPPED:
+                lines.append(f"and {len(skipped) - TOOLTIP_SKIPPED} more")
+            tip += "\n\nNot read (skipped):\n" + "\n".join(lines)
+        self.label.set_note(tip)
 
     def _failed(self, exc, _message: str = "") -> None:
         from PySide6.QtWidgets import QMessageBox

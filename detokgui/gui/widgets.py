@@ -242,12 +242,14 @@ class HeadChooser(QWidget):
 class ElidedLabel(QLabel):
     """A one-line plain-text label that never asks for more width than `max_hint` pixels:
     a longer text is elided (…) to the width it gets, and the full text is its tooltip.
-    A long file name or message thus cannot widen the window."""
+    A long file name or message thus cannot widen the window. `set_note` gives it a
+    tooltip of its own, shown whatever the width (after the full text when elided)."""
 
     def __init__(self, text: str = "", parent=None, max_hint: int = 480,
                  elide=Qt.ElideRight):
         super().__init__(parent)
         self._full = ""
+        self._note = ""
         self.max_hint = max_hint
         self.elide = elide
         self.setTextFormat(Qt.PlainText)
@@ -257,9 +259,18 @@ class ElidedLabel(QLabel):
 
     def setText(self, text: str) -> None:
         self._full = str(text or "")
-        self.setToolTip(self._full if self._elided() != self._full else "")
-        super().setText(self._elided())
+        shown = self._elided()
+        self._tip(shown)
+        super().setText(shown)
         self.updateGeometry()
+
+    def set_note(self, note: str) -> None:
+        self._note = str(note or "")
+        self._tip(super().text())
+
+    def _tip(self, shown: str) -> None:
+        self.setToolTip("\n\n".join(t for t in (self._full if shown != self._full else "",
+                                                 self._note) if t))
 
     def text(self) -> str:  # the full text, not the elided one on screen
         return self._full
@@ -287,7 +298,7 @@ class ElidedLabel(QLabel):
         shown = self._elided()
         if shown != super().text():
             super().setText(shown)
-            self.setToolTip(self._full if shown != self._full else "")
+            self._tip(shown)
 
 
 class StatusBar(QStatusBar):

@@ -187,3 +187,17 @@ def test_every_corpus_command_refuses_before_the_model_loads(tmp_path):
         for line in lines:
             assert line.startswith("detokgui export ")
             assert f": error: {folder / name}" in line and f"is {kinds[name]}, not a " in line
+
+
+def test_hidden_entries_of_a_folder_are_neither_read_nor_listed(tmp_path):
+    from detokgui.core.documents import scan_corpus
+
+    (tmp_path / "a.txt").write_text("Hello world.")
+    (tmp_path / "notes.md").write_text("not a corpus file")
+    (tmp_path / ".git" / "objects").mkdir(parents=True)
+    (tmp_path / ".git" / "objects" / "x.txt").write_text("hidden text")
+    (tmp_path / ".git" / "HEAD").write_text("ref")
+    (tmp_path / ".draft.txt").write_text("hidden text")
+    scan = scan_corpus(tmp_path)
+    assert scan.files == [tmp_path / "a.txt"]
+    assert [s.path for s in scan.skipped] == [tmp_path / "notes.md"]

@@ -158,7 +158,8 @@ def _folder_entry(f: Path) -> Path | Skipped | None:
 def scan_corpus(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> CorpusScan:
     """The corpus files named by `paths`: files, or folders searched recursively for
     .txt/.jsonl[.gz] regular files (in sorted order), and the folder entries skipped
-    (other file types, named pipes, devices, sockets, broken links). Raises InputError
+    (other file types, named pipes, devices, sockets, broken links). Hidden entries (a name
+    starting with ".", such as .git, and everything under them) are neither read nor listed. Raises InputError
     for a missing path, a path named explicitly that is not a regular corpus file, or when
     no corpus file is found. The name SAMPLE_NAME ("sample"), when no such file exists, is
     the sample corpus shipped in the package."""
@@ -175,7 +176,7 @@ def scan_corpus(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> Corpu
         mode = _stat(p).st_mode
         if stat.S_ISDIR(mode):
             try:
-                entries = sorted(p.rglob("*"))
+                entries = sorted(f for f in p.rglob("*") if not _hidden(f.relative_to(p)))
             except OSError as exc:
                 raise InputError(f"{p}: cannot list the folder ({exc.strerror or exc}).") from exc
             for f in entries:
@@ -202,6 +203,10 @@ def scan_corpus(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> Corpu
             seen.add(key)
             unique.append(f)
     return CorpusScan(unique, skipped)
+
+
+def _hidden(relative: Path) -> bool:
+    return any(part.startswith(".") for part in relative.parts)
 
 
 def corpus_files(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:

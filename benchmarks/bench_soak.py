@@ -15,6 +15,8 @@ checkpoint, d=64, as a person comparing two models would). Prints
   window is idle again), and the longest by kind of operation;
 - the most CPU time the GUI thread spent on one operation of each kind (until its
   results were drawn): less sensitive than stalls to other processes on the machine;
+- a 10 MB text opened with *Open text file…* and pasted into the Tokens view: the
+  longest stall, and how long until its tokens are listed;
 - the process's RSS when the big model is first loaded, after the first switch back to
   it, and at the end, each taken idle with the big model loaded and after a garbage
   collection, as is and with the freed heap handed back to the system (glibc
@@ -100,9 +102,9 @@ class Session:
         of time is remembered to attribute stalls to operations."""
         self.counts[name] = self.counts.get(name, 0) + 1
         t0, c0 = time.perf_counter(), time.thread_time()
-        getattr(self, f"op_{name}")()
+        detail = getattr(self, f"op_{name}")()
         pause(pace)
-        self.windows.append((t0, time.perf_counter(), name))
+        self.windows.append((t0, time.perf_counter(), f"{name} {detail}" if detail else name))
         cpu = 1000 * (time.thread_time() - c0)
         self.cpu[name] = max(self.cpu.get(name, 0.0), cpu)
 
@@ -118,6 +120,7 @@ class Session:
     def op_tab(self):
         name = self.rng.choice(TABS[1:])
         self.win.show_view(name)
+        return name
 
     def op_drag(self):
         self.win.show_view("bias")
@@ -136,15 +139,21 @@ class Session:
         choice = rng.randrange(4)
         if choice == 0:
             topk = win.panel("topk")
-            topk.k_spin.setValue(rng.choice((5, 10, 20)))
-        elif choice == 1:
+            k = rng.choice((5, 10, 20))
+            topk.k_spin.setValue(k)
+            return f"topk k={k}"
+        if choice == 1:
             hm = win.panel("heatmap")
             hm.source.setCurrentIndex(rng.randrange(hm.source.count()))
-        elif choice == 2:
+            return f"heatmap source={hm.source.currentData()}"
+        if choice == 2:
             bias = win.panel("bias")
-            bias.heads_box.set_mode(rng.choice(("selected", "all")))
-        else:
-            win.panel("heatmap").all_heads.setChecked(rng.random() < 0.5)
+            mode = rng.choice(("selected", "all"))
+            bias.heads_box.set_mode(mode)
+            return f"bias heads={mode}"
+        on = rng.random() < 0.5
+        win.panel("heatmap").all_heads.setChecked(on)
+        return f"heatmap all-heads={on}"
 
     def op_cancel(self):
         self.win.cancel_jobs()
@@ -159,6 +168,57 @@ class Session:
         self.layers.append(weakref.ref(self.win.state.layer))
         settle(self.win, 300)
         self.switch_windows.append((t0, time.perf_counter()))
+
+
+def book(megabytes: float) -> str:
+    """The sample corpus's texts, repeated to `megabytes` MB of plain text."""
+    import gzip
+    import json
+
+    from detokgui.core.demo import sample_corpus
+
+    with gzip.open(sample_corpus(), "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for line in f]
+    out, size = [], 0
+    while size < megabytes * 2**20:
+        for t in texts:
+            out.append(t)
+            size += len(t) + 2
+    return "\n\n".join(out)
+
+
+def big_text(win, folder: Path, megabytes: float = 10.0) -> dict[str, tuple[float, float, float]]:
+    """A 10 MB text opened as a file and pasted into the Tokens view's editor: for each,
+    the longest event-loop stall and the GUI thread's CPU time in it (ms), and the seconds
+    until the tokens are listed."""
+    from PySide6.QtWidgets import QApplication
+
+    text = book(megabytes)
+    path = folder / "book.txt"
+    path.write_text(text, encoding="utf-8")
+    panel = win.panel("tokens")
+    out = {}
+    for how in ("file", "paste"):
+        panel.set_text("")
+        settle(win, 100)
+        if how == "paste":
+            QApplication.clipboard().setText(text)
+        meter = StallMeter()
+        meter.start()
+        t0 = time.perf_counter()
+        if how == "file":
+            win.open_text_file(str(path))
+        else:
+            panel.text.paste()
+        wait_until(lambda: panel.is_preview, timeout=300)
+        settle(win, 100)
+        seconds = time.perf_counter() - t0 - 0.1
+        meter.stop()
+        k = max(range(len(meter.gaps)), key=meter.gaps.__getitem__)
+        out[how] = (1000 * meter.gaps[k], 1000 * meter.cpu[k], seconds)
+    panel.set_text("")
+    settle(win, 100)
+    return out
 
 
 def run(args) -> dict:
@@ -203,7 +263,7 @@ def run(args) -> dict:
     warmup = args.ops // 10
     meter = StallMeter()
     meter.start()
-    watch = StallWatch(meter)
+    watch = StallWatch(meter, native_dumps=args.native)
     watch.start()
     t_start = time.perf_counter()
     t_warm = t_start
@@ -222,6 +282,7 @@ def run(args) -> dict:
     watch.stop()
     out["seconds"] = time.perf_counter() - t_start
     out["rss_end"] = idle_rss(win)
+    out["big_text"] = big_text(win, Path(tmp.name))
     out["layers_alive"] = sum(ref() is not None for ref in session.layers)
     out["jobs_alive"] = sum(type(o) in (jobs.Job, jobs._Task, jobs._Signals)
                             for o in gc.get_objects())
@@ -241,6 +302,7 @@ def run(args) -> dict:
     for end, g in gaps:
         for a, b, name in session.windows:
             if a <= end <= b:
+                name = name.split()[0]
                 by_op[name] = max(by_op.get(name, 0.0), 1000 * g)
                 break
     out["by_op"] = by_op
@@ -248,9 +310,11 @@ def run(args) -> dict:
     def op_at(end):
         return next((name for a, b, name in session.windows if a <= end <= b), "switch")
 
-    out["top_ops"] = [(gap, cpu, op_at(end), stack, share) for gap, end, cpu, stack, share
+    out["top_ops"] = [(gap, cpu, op_at(end), stack, share, watch.native_in(end, gap))
+                      for gap, end, cpu, stack, share
                       in watch.top(t_warm, n=args.top, skip=in_switch)]
-    out["top_switch"] = [(gap, cpu, "switch", stack, share) for gap, end, cpu, stack, share
+    out["top_switch"] = [(gap, cpu, "switch", stack, share, watch.native_in(end, gap))
+                         for gap, end, cpu, stack, share
                          in watch.top(t_warm, n=3, skip=lambda e, g: not in_switch(e, g))]
     out["cpu"] = session.cpu
     out["switches"] = len(session.switch_windows)
@@ -273,6 +337,9 @@ def main() -> None:
     p.add_argument("--switches", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--top", type=int, default=8, help="how many of the longest stalls to show")
+    p.add_argument("--native", type=int, default=0, metavar="N",
+                   help="take up to N `py-spy dump --native` stacks of the GUI thread during "
+                   "stalls over 150 ms (each pauses the process; for finding C++ time)")
     args = p.parse_args()
     r = run(args)
     after = r.get("rss_after_switch", r["rss_end"])
@@ -293,9 +360,15 @@ def main() -> None:
         print(f"{title}: length (the GUI thread's CPU time in it), operation, the GUI "
               "thread's Python stack seen most often in it (its share of the samples; "
               "innermost first):")
-        for gap, cpu, op, stack, share in rows:
-            print(f"  {1000 * gap:6.1f} ms (GUI CPU {1000 * cpu:5.1f}) {op:<6} "
+        for gap, cpu, op, stack, share, native in rows:
+            print(f"  {1000 * gap:6.1f} ms (GUI CPU {1000 * cpu:5.1f}) {op}: "
                   f"[{share:4.0%}] {format_stack(stack)}")
+            if native:
+                print("      native: " + " <- ".join(native[:14]))
+    for how, (stall, cpu, seconds) in r["big_text"].items():
+        print(f"a 10 MB text, {'opened as a file' if how == 'file' else 'pasted':16}: longest "
+              f"stall {stall:6.1f} ms (GUI CPU {cpu:5.1f} ms), tokens listed after "
+              f"{seconds:.1f} s")
     for k, what in enumerate(("RSS", "RSS with the freed heap handed back")):
         print(f"{what}: first load {r['rss_first'][k]:.0f} MB, after the first switch back "
               f"{after[k]:.0f} MB, end {r['rss_end'][k]:.0f} MB (growth after the first "

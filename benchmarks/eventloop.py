@@ -94,12 +94,18 @@ class StallWatch:
     loop (exec, processEvents) means the time went to C++ (layout, painting, a Qt call
     that holds the GIL): `py-spy dump --native` tells which."""
 
-    def __init__(self, meter: StallMeter, after_ms: float = 20.0, every_ms: float = 3.0):
+    def __init__(self, meter: StallMeter, after_ms: float = 20.0, every_ms: float = 3.0,
+                 native_dumps: int = 0, native_after_ms: float = 150.0):
         import threading
 
         self.meter, self.after, self.every = meter, after_ms / 1000, every_ms / 1000
         self.gui = threading.get_ident()
         self.samples: list[tuple[float, tuple[str, ...]]] = []  # (time, innermost-first)
+        # `py-spy dump --native` of the GUI thread, at most once per stall that passes
+        # native_after_ms, native_dumps in all: (time, frames innermost first)
+        self.native_left, self.native_after = native_dumps, native_after_ms / 1000
+        self.native: list[tuple[float, list[str]]] = []
+        self._dumped_for = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="stall-watch", daemon=True)
 
@@ -125,6 +131,11 @@ class StallWatch:
                 stack.append(f"{_short(code.co_filename)}:{frame.f_lineno} {code.co_name}")
                 frame = frame.f_back
             self.samples.append((now, tuple(stack)))
+            if self.native_left > 0 and now - last > self.native_after and \
+                    self._dumped_for != last:
+                self._dumped_for = last
+                self.native_left -= 1
+                self.native.append((now, _native_stack()))
 
     def top(self, t_from: float, n: int = 10, skip=lambda end, gap: False):
         """The n longest gaps ending after t_from (and not skipped) as (gap s, end, GUI
@@ -141,6 +152,30 @@ class StallWatch:
             out.append((gap, end, cpu, stack, k / max(1, sum(seen.values()))))
         return out
 
+    def native_in(self, end: float, gap: float) -> list[str]:
+        """The native dump taken during the gap that ended at `end`, if any."""
+        return next((frames for t, frames in self.native if end - gap <= t <= end), [])
+
+
+def _native_stack(depth: int = 30) -> list[str]:
+    """The GUI (main) thread's stack, C++ frames included, from `py-spy dump --native`
+    (the process is paused while it reads; empty if py-spy is missing or not allowed)."""
+    import os
+    import subprocess
+
+    try:
+        out = subprocess.run(["py-spy", "dump", "--native", "--pid", str(os.getpid())],
+                             check=False, capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    frames, inside = [], False
+    for line in out.splitlines():
+        if line.startswith("Thread "):
+            inside = '"MainThread"' in line
+        elif inside and line.strip():
+            frames.append(line.strip())
+    return frames[:depth]
 
 def _short(path: str) -> str:
     for marker in ("detokgui/", "pyqtgraph/", "benchmarks/", "site-packages/"):

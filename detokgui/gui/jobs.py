@@ -286,6 +286,9 @@ def collect_garbage_on_gui_thread(interval_ms: int = 500) -> None:
     if _gc_timer is not None or app is None:
         return
     gc.disable()
+    # A worker thread running Python holds the GIL for up to the switch interval (5 ms by
+    # default) each time the GUI thread wants it back; many such waits add up to a stall.
+    sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
     _gc_timer = QTimer(app)
     _gc_timer.timeout.connect(_collect_due_generation)
     _gc_timer.start(interval_ms)
@@ -295,8 +298,15 @@ def release_memory() -> None:
     """Collect garbage and hand the freed heap back to the system (glibc's malloc_trim, on
     a short-lived thread; nothing elsewhere). After a model switch the old model's hundreds of MB are free but
     mostly stay in the allocator's arenas, fragmented by small allocations made meanwhile,
-    and the process's resident size would keep them."""
+    and the process's resident size would keep them.
+
+    Then everything alive is frozen (gc.freeze): a loaded model's tokenizer and the
+    window hold millions of objects that every full collection would traverse again
+    (a ~100 ms pause on the GUI thread) though they live until the next model switch,
+    which unfreezes them and collects."""
+    gc.unfreeze()
     gc.collect()
+    gc.freeze()
     if sys.platform.startswith("linux"):
         import ctypes
         import ctypes.util

@@ -48,13 +48,25 @@ LAST_TEXT_DIR = "tokens/text-dir"
 TEXT_FILTER = "Text files (*.txt *.md *.csv *.tsv *.json *.jsonl *.html *.xml *.py);;All files (*)"
 
 
-def read_text_file(path: str) -> str:
-    """The file's text (UTF-8, undecodable bytes replaced; a clear message if unreadable)."""
+def read_text_file(path: str, block: int = 1 << 20) -> str:
+    """The file's text (UTF-8, undecodable bytes replaced; a clear message if unreadable).
+
+    Decoded a megabyte at a time: decoding holds the GIL, and one call over 10 MB would
+    keep the GUI thread waiting for it for tens of milliseconds."""
+    import codecs
+    import io
+
+    decoder = io.IncrementalNewlineDecoder(  # newlines as text mode reads them
+        codecs.getincrementaldecoder("utf-8")(errors="replace"), translate=True)
+    parts = []
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            while chunk := f.read(block):
+                parts.append(decoder.decode(chunk))
+        parts.append(decoder.decode(b"", final=True))
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
+    return "".join(parts)
 
 
 class TextEdit(QPlainTextEdit):
@@ -62,16 +74,18 @@ class TextEdit(QPlainTextEdit):
     BIG_TEXT_CHARS is not inserted (laying out megabytes blocks the GUI thread for
     seconds): the whole resulting text goes out through `bigText` instead."""
 
-    bigText = Signal(str)
+    bigText = Signal(object)  # str: object passes it on as is, not copied to a QString and back
 
     def insertFromMimeData(self, source) -> None:
         if source.hasText() and not self.isReadOnly():
             pasted = source.text()
             if len(pasted) + self.document().characterCount() > BIG_TEXT_CHARS:
-                cursor = self.textCursor()
                 old = self.toPlainText()
-                a, b = cursor.selectionStart(), cursor.selectionEnd()
-                self.bigText.emit(old[:a] + pasted + old[b:])
+                if old:
+                    cursor = self.textCursor()
+                    a, b = cursor.selectionStart(), cursor.selectionEnd()
+                    pasted = old[:a] + pasted + old[b:]
+                self.bigText.emit(pasted)
                 return
         super().insertFromMimeData(source)
 

@@ -146,3 +146,24 @@ def test_unreadable_text_file_says_why(window, qtbot, tmp_path):
     qtbot.waitUntil(lambda: "missing.txt" in panel.text_info.text() and
                     "No such file" in panel.text_info.text(), timeout=10000)
     assert not panel.is_preview and panel.text.toPlainText() == " Korea"
+
+
+def test_text_file_option(tmp_path):
+    """--text-file is what File > Open text file reads at start; an unreadable one is a
+    one-line error before any window opens."""
+    import subprocess
+    import sys
+
+    from conftest import SUBPROCESS_ENV
+
+    from detokgui.gui.launch import build_parser
+
+    assert build_parser().parse_args(["--text-file", "book.txt"]).text_file == "book.txt"
+    missing = tmp_path / "missing.txt"
+    out = subprocess.run(
+        [sys.executable, "-m", "detokgui", "--model", "demo", "--text-file", str(missing),
+         "--screenshot", str(tmp_path / "x.png")],
+        capture_output=True, text=True, timeout=120, env=SUBPROCESS_ENV, check=False)
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"detokgui: error: --text-file: cannot read {missing}"
+    assert not (tmp_path / "x.png").exists()

@@ -178,7 +178,9 @@ class TokenSearchPanel(Panel):
         lay = QVBoxLayout(self)
         self._big: str | None = None  # where the long text shown as a preview came from
         head = QHBoxLayout()
-        head.addWidget(QLabel("<b>Text</b> — its tokens become the token set"), 1)
+        title = QLabel("<b>Text</b> — its tokens become the token set")
+        title.setWordWrap(True)  # the button beside it must not widen the side panel
+        head.addWidget(title, 1)
         self.open_button = QPushButton("Open text file…")
         self.open_button.setToolTip("Read a text file (any size) as the text; a long one is "
                                     "shown as a read-only preview (Ctrl+T)")

@@ -48,17 +48,21 @@ class StallMeter:
         self.timer.timeout.connect(self._tick)
         self.gaps: list[float] = []  # seconds between ticks
         self.ends: list[float] = []  # perf_counter() at the end of each gap
+        self.cpu: list[float] = []  # the GUI thread's CPU seconds during each gap
         self.last = None
+        self.last_cpu = 0.0
 
     def _tick(self) -> None:
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), time.thread_time()
         if self.last is not None:
             self.gaps.append(now - self.last)
             self.ends.append(now)
-        self.last = now
+            self.cpu.append(cpu - self.last_cpu)
+        self.last, self.last_cpu = now, cpu
 
     def start(self) -> None:
-        self.gaps, self.ends, self.last = [], [], time.perf_counter()
+        self.gaps, self.ends, self.cpu = [], [], []
+        self.last, self.last_cpu = time.perf_counter(), time.thread_time()
         self.timer.start()
 
     def stop(self) -> None:
@@ -80,3 +84,109 @@ def settle(win, ms: int = 100) -> None:
     """Until no job runs, then `ms` more for drawing."""
     wait_until(lambda: not win.jobs.busy)
     pause(ms / 1000.0)
+
+
+class StallWatch:
+    """What the GUI thread was running during its stalls: a watchdog thread looks every
+    few ms at how long ago the StallMeter last ticked and, once that is over `after_ms`,
+    samples the GUI thread's Python stack (sys._current_frames). `top()` names, for the
+    longest gaps, the stack seen most often while each lasted. A stack ending in an event
+    loop (exec, processEvents) means the time went to C++ (layout, painting, a Qt call
+    that holds the GIL): `py-spy dump --native` tells which."""
+
+    def __init__(self, meter: StallMeter, after_ms: float = 20.0, every_ms: float = 3.0,
+                 native_dumps: int = 0, native_after_ms: float = 150.0):
+        import threading
+
+        self.meter, self.after, self.every = meter, after_ms / 1000, every_ms / 1000
+        self.gui = threading.get_ident()
+        self.samples: list[tuple[float, tuple[str, ...]]] = []  # (time, innermost-first)
+        # `py-spy dump --native` of the GUI thread, at most once per stall that passes
+        # native_after_ms, native_dumps in all: (time, frames innermost first)
+        self.native_left, self.native_after = native_dumps, native_after_ms / 1000
+        self.native: list[tuple[float, list[str]]] = []
+        self._dumped_for = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="stall-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        import sys
+
+        while not self._stop.wait(self.every):
+            last = self.meter.last
+            now = time.perf_counter()
+            if last is None or now - last < self.after:
+                continue
+            frame = sys._current_frames().get(self.gui)
+            stack = []
+            while frame is not None and len(stack) < 40:
+                code = frame.f_code
+                stack.append(f"{_short(code.co_filename)}:{frame.f_lineno} {code.co_name}")
+                frame = frame.f_back
+            self.samples.append((now, tuple(stack)))
+            if self.native_left > 0 and now - last > self.native_after and \
+                    self._dumped_for != last:
+                self._dumped_for = last
+                self.native_left -= 1
+                self.native.append((now, _native_stack()))
+
+    def top(self, t_from: float, n: int = 10, skip=lambda end, gap: False):
+        """The n longest gaps ending after t_from (and not skipped) as (gap s, end, GUI
+        thread's CPU s, most frequent stack, its share of the samples)."""
+        from collections import Counter
+
+        m = self.meter
+        chosen = sorted((g, e, c) for g, e, c in zip(m.gaps, m.ends, m.cpu)
+                        if e > t_from and not skip(e, g))[-n:][::-1]
+        out = []
+        for gap, end, cpu in chosen:
+            seen = Counter(s for t, s in self.samples if end - gap <= t <= end)
+            stack, k = seen.most_common(1)[0] if seen else ((), 0)
+            out.append((gap, end, cpu, stack, k / max(1, sum(seen.values()))))
+        return out
+
+    def native_in(self, end: float, gap: float) -> list[str]:
+        """The native dump taken during the gap that ended at `end`, if any."""
+        return next((frames for t, frames in self.native if end - gap <= t <= end), [])
+
+
+def _native_stack(depth: int = 30) -> list[str]:
+    """The GUI (main) thread's stack, C++ frames included, from `py-spy dump --native`
+    (the process is paused while it reads; empty if py-spy is missing or not allowed)."""
+    import os
+    import subprocess
+
+    try:
+        out = subprocess.run(["py-spy", "dump", "--native", "--pid", str(os.getpid())],
+                             check=False, capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    frames, inside = [], False
+    for line in out.splitlines():
+        if line.startswith("Thread "):
+            inside = '"MainThread"' in line
+        elif inside and line.strip():
+            frames.append(line.strip())
+    return frames[:depth]
+
+def _short(path: str) -> str:
+    for marker in ("detokgui/", "pyqtgraph/", "benchmarks/", "site-packages/"):
+        k = path.rfind(marker)
+        if k >= 0:
+            return path[k:]
+    return path.rsplit("/", 1)[-1]
+
+
+def format_stack(stack: tuple[str, ...], depth: int = 8) -> str:
+    """The innermost frames of a sampled stack (innermost first, each called by the next),
+    the benchmark's own frames dropped."""
+    keep = [f for f in stack if not f.startswith(("benchmarks/", "eventloop.py"))][:depth]
+    return " <- ".join(keep) if keep else "(event loop: C++)"

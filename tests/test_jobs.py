@@ -261,3 +261,49 @@ def test_discard_reports_nothing_and_cancel_reports_once(qtbot, runner):
     qtbot.waitUntil(lambda: not r.busy, timeout=5000)
     assert sorted(calls) == ["cancel b", "cancel c"]
     assert ("cancelled", "a") not in rec.events
+
+
+RUNNER_GOES_FIRST = r"""
+import gc, threading, time
+from PySide6.QtCore import QCoreApplication, QEvent
+from PySide6.QtWidgets import QApplication
+from detokgui.core.progress import Progress
+from detokgui.gui.jobs import JobRunner
+
+app = QApplication([])
+for _ in range(3):
+    r = JobRunner()
+    gate = threading.Event()
+
+    def blocker():
+        gate.wait(5)
+        yield Progress(1.0)
+
+    r.submit("a", blocker)
+    r.submit("b", blocker)
+    r.cancel()
+    gate.set()
+    while r.busy:  # both end; their deletion is pending
+        app.processEvents()
+        time.sleep(0.005)
+    r.wait(5000)
+    del r  # the runner goes before its ended jobs are deleted
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    gc.collect()
+print("survived")
+"""
+
+
+def test_runner_deleted_before_its_ended_jobs():
+    """A runner destroyed while jobs that just ended wait for their deferred deletion (a
+    closed window; a test's runner) must not crash the process when those deletions run
+    (it did when jobs were the runner's Qt children: a segfault in ~QObject). In a
+    subprocess, so that a regression fails this test rather than the whole run."""
+    import subprocess
+    import sys
+
+    from conftest import SUBPROCESS_ENV
+
+    out = subprocess.run([sys.executable, "-c", RUNNER_GOES_FIRST], capture_output=True,
+                         text=True, timeout=120, env=SUBPROCESS_ENV, check=False)
+    assert out.returncode == 0 and "survived" in out.stdout, out.stderr[-2000:]

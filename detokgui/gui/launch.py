@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default: CUDA when available, else CPU")
     p.add_argument("--corpus", nargs="+", metavar="PATH",
                    help="open this corpus at start, as the Corpus menu does: " + CORPUS_PATHS)
+    p.add_argument("--text-file", metavar="PATH",
+                   help="open this text file in the Tokens view at start, as File > Open text "
+                   "file does (any size)")
     p.add_argument("--screenshot", metavar="PATH",
                    help="load the model, draw, save a PNG of the window to PATH and exit")
     p.add_argument("--view", metavar="NAME", choices=view_names(),
@@ -97,6 +100,9 @@ def launch(argv: list[str]) -> int:
         if problem is not None:
             print(f"detokgui: error: {problem}", file=sys.stderr)
             return 2
+    if args.text_file and not os.access(args.text_file, os.R_OK):
+        print(f"detokgui: error: --text-file: cannot read {args.text_file}", file=sys.stderr)
+        return 2
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if args.screenshot and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
@@ -126,6 +132,8 @@ def launch(argv: list[str]) -> int:
         return 2
     if args.corpus:
         win.corpus.open(args.corpus)
+    if args.text_file:
+        win.panel("tokens").load_text_file(args.text_file)
     win.show()
     if args.screenshot:
         from detokgui.gui.screenshot import ScreenshotWhenIdle

@@ -187,6 +187,11 @@ class MainWindow(QMainWindow):
         self._action(model_menu, "Quit", self.close, QKeySequence.Quit)
 
         file_menu = mb.addMenu("&File")
+        self._action(file_menu, "Open text file…", lambda: self.open_text_file(),
+                     QKeySequence("Ctrl+T"),
+                     "Read a text file as the Tokens view's text (any size: a long one is "
+                     "shown as a read-only preview and tokenised whole)")
+        file_menu.addSeparator()
         for fmt, key in (("png", "Ctrl+Shift+P"), ("svg", "Ctrl+Shift+S"), ("csv", "Ctrl+Shift+C")):
             self._action(file_menu, f"Export current view as {fmt.upper()}…",
                          lambda _=False, f=fmt: self.export_current(f), QKeySequence(key))
@@ -432,6 +437,15 @@ class MainWindow(QMainWindow):
             inner.setCurrentWidget(panel)  # first: the group's other current tab never shows
             self.tabs.setCurrentWidget(inner)
         return True
+
+    def open_text_file(self, path: str | None = None) -> None:
+        """Show the Tokens view and read a text file (asked for when `path` is None)."""
+        self.show_view("tokens")
+        panel = self.panel("tokens")
+        if path is None:
+            panel.open_text_file()
+        else:
+            panel.load_text_file(path)
 
     def export_current(self, fmt: str) -> None:
         panel = self.current_panel()

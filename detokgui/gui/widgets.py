@@ -419,7 +419,17 @@ class FlowLayout(QLayout):
         return True
 
     def heightForWidth(self, width: int) -> int:
-        return self._arrange(QRect(0, 0, width, 0), move=False)
+        # Qt asks for the same widths many times per layout pass (every ancestor's size
+        # hint): cached until the layout is invalidated.
+        cache = self.__dict__.setdefault("_hfw", {})
+        h = cache.get(width)
+        if h is None:
+            h = cache[width] = self._arrange(QRect(0, 0, width, 0), move=False)
+        return h
+
+    def invalidate(self) -> None:
+        self.__dict__["_hfw"] = {}
+        super().invalidate()
 
     def setGeometry(self, rect) -> None:
         super().setGeometry(rect)

@@ -2,9 +2,12 @@
 regular expression with completion. Clicking a token selects it as the query token
 (Shift+click or the context menu: as the key token).
 
-Everything slow runs off the GUI thread: indexing the vocabulary, tokenising the text (in
-pieces, so a pasted book can be cancelled) and searching; a regular expression gets a
-time limit over the whole vocabulary."""
+Everything slow runs off the GUI thread: indexing the vocabulary, reading a text file,
+tokenising the text (in pieces, so a pasted book can be cancelled) and searching; a
+regular expression gets a time limit over the whole vocabulary. A text longer than
+BIG_TEXT_CHARS (opened with *Open text file…* or pasted) is not put into the editor, whose
+layout of a 10 MB document blocks the GUI for seconds: the editor shows its first
+PREVIEW_CHARS characters, read-only, and the tokens are the whole text's."""
 
 from __future__ import annotations
 
@@ -12,14 +15,17 @@ import time
 from dataclasses import dataclass
 
 import regex
-from PySide6.QtCore import QEvent, Qt, QTimer, Slot
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
+    QPushButton,
     QVBoxLayout,
 )
+from superqt.utils import signals_blocked
 
 from detokgui.core.encode import iter_encode
 from detokgui.core.errors import InputError
@@ -36,6 +42,52 @@ TEXT_REMEMBERED_CHARS = 4096  # the start of the text is remembered, not a paste
 MODES = ("substring", "prefix", "regex")
 REGEX_SECONDS = 2.0  # time limit of one regular-expression search over the vocabulary
 PROGRESS_EVERY = 5000
+BIG_TEXT_CHARS = 200_000  # longer texts are shown as a read-only preview
+PREVIEW_CHARS = 20_000
+LAST_TEXT_DIR = "tokens/text-dir"
+TEXT_FILTER = "Text files (*.txt *.md *.csv *.tsv *.json *.jsonl *.html *.xml *.py);;All files (*)"
+
+
+def read_text_file(path: str, block: int = 1 << 20) -> str:
+    """The file's text (UTF-8, undecodable bytes replaced; a clear message if unreadable).
+
+    Decoded a megabyte at a time: decoding holds the GIL, and one call over 10 MB would
+    keep the GUI thread waiting for it for tens of milliseconds."""
+    import codecs
+    import io
+
+    decoder = io.IncrementalNewlineDecoder(  # newlines as text mode reads them
+        codecs.getincrementaldecoder("utf-8")(errors="replace"), translate=True)
+    parts = []
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(block):
+                parts.append(decoder.decode(chunk))
+        parts.append(decoder.decode(b"", final=True))
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    return "".join(parts)
+
+
+class TextEdit(QPlainTextEdit):
+    """The editor of the typed text. A paste that would make the text longer than
+    BIG_TEXT_CHARS is not inserted (laying out megabytes blocks the GUI thread for
+    seconds): the whole resulting text goes out through `bigText` instead."""
+
+    bigText = Signal(object)  # str: object passes it on as is, not copied to a QString and back
+
+    def insertFromMimeData(self, source) -> None:
+        if source.hasText() and not self.isReadOnly():
+            pasted = source.text()
+            if len(pasted) + self.document().characterCount() > BIG_TEXT_CHARS:
+                old = self.toPlainText()
+                if old:
+                    cursor = self.textCursor()
+                    a, b = cursor.selectionStart(), cursor.selectionEnd()
+                    pasted = old[:a] + pasted + old[b:]
+                self.bigText.emit(pasted)
+                return
+        super().insertFromMimeData(source)
 
 
 def search_vocabulary(strings, query: str, mode: str, seconds: float = REGEX_SECONDS):
@@ -124,13 +176,35 @@ class TokenSearchPanel(Panel):
         super().__init__(state, jobs, parent)
         self.vocab: Vocabulary | None = None
         lay = QVBoxLayout(self)
-        lay.addWidget(QLabel("<b>Text</b> — its tokens become the token set"))
-        self.text = QPlainTextEdit()
+        self._big: str | None = None  # where the long text shown as a preview came from
+        head = QHBoxLayout()
+        title = QLabel("<b>Text</b> — its tokens become the token set")
+        title.setWordWrap(True)  # the button beside it must not widen the side panel
+        head.addWidget(title, 1)
+        self.open_button = QPushButton("Open text file…")
+        self.open_button.setToolTip("Read a text file (any size) as the text; a long one is "
+                                    "shown as a read-only preview (Ctrl+T)")
+        self.open_button.clicked.connect(self.open_text_file)
+        head.addWidget(self.open_button)
+        lay.addLayout(head)
+        self.text = TextEdit()
         self.text.setPlaceholderText("Type text, e.g.  North Korea and Albert Einstein")
         self.text.setMaximumHeight(90)
         self.text.setToolTip("The tokens of this text are listed below and used as the token set "
                              "of the heatmap")
         lay.addWidget(self.text)
+        big_row = QHBoxLayout()
+        self.big_note = QLabel()
+        self.big_note.setWordWrap(True)
+        big_row.addWidget(self.big_note, 1)
+        self.clear_button = QPushButton("Clear")
+        self.clear_button.setToolTip("Drop the long text and type a new one")
+        self.clear_button.clicked.connect(lambda: self.set_text(""))
+        big_row.addWidget(self.clear_button)
+        self.big_note.hide()
+        self.clear_button.hide()
+        lay.addLayout(big_row)
+        self.text.bigText.connect(lambda text: self.set_text(text, "the pasted text"))
         self.text_info = StatusLine()
         lay.addWidget(self.text_info)
         self.text_tokens = TokenTableView(RecordsModel(_token_columns("pos", state),
@@ -216,14 +290,57 @@ class TokenSearchPanel(Panel):
 
     # ------------------------------------------------------------------ text
 
-    def set_text(self, text: str) -> None:
-        self.text.setPlainText(text)
-        self._text_edited()
+    def set_text(self, text: str, source: str = "the text") -> None:
+        """Make `text` the text. One longer than BIG_TEXT_CHARS is shown as a read-only
+        preview of its start (`source` names it in the note) and tokenised whole."""
+        self.text_timer.stop()
+        big = len(text) > BIG_TEXT_CHARS
+        self._big = source if big else None
+        with signals_blocked(self.text):
+            self.text.setPlainText(text[:PREVIEW_CHARS] if big else text)
+        self.text.setReadOnly(big)
+        self.big_note.setVisible(big)
+        self.clear_button.setVisible(big)
+        if big:
+            self.big_note.setText(
+                f"<i>Showing the first {PREVIEW_CHARS:,} of {len(text):,} characters of "
+                f"{_html(source)} (read-only: too long to edit here). The tokens below are "
+                "the whole text's.</i>")
+        self._use_text(text)
+
+    @Slot()
+    def open_text_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open text file",
+                                              remembered(LAST_TEXT_DIR, ""), TEXT_FILTER)
+        if path:
+            from pathlib import Path
+
+            remember(LAST_TEXT_DIR, str(Path(path).parent))
+            self.load_text_file(path)
+
+    def load_text_file(self, path: str) -> None:
+        """Read `path` off the GUI thread, then make it the text (see set_text)."""
+        from pathlib import Path
+
+        name = Path(path).name
+        self.text_info.setText(f"reading {name}…")
+        self.jobs.submit("text-file", lambda: read_text_file(path),
+                         lambda text: self.set_text(text, name), label=f"Reading {name}",
+                         on_error=lambda exc, _msg: self.text_info.setText(str(exc)))
+
+    @property
+    def is_preview(self) -> bool:
+        """True while the editor shows only the start of a long text."""
+        return self._big is not None
 
     @Slot()
     def _text_edited(self) -> None:
         self.text_timer.stop()
-        self._text = self.text.toPlainText()
+        if self._big is None:
+            self._use_text(self.text.toPlainText())
+
+    def _use_text(self, text: str) -> None:
+        self._text = text
         remember(TEXT_KEY, self._text[:TEXT_REMEMBERED_CHARS])
         self.refresh()
 
@@ -312,3 +429,7 @@ class TokenSearchPanel(Panel):
             self.results.selectRow(0)
             return True
         return super().eventFilter(obj, event)
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,3 +1,5 @@
+import gzip
+import json
 import os
 
 # Must happen before any QApplication exists; harmless for the core tests.
@@ -289,3 +291,13 @@ def small_vocab_layer(small_vocab_ckpt):
     from detokgui.core import Layer0
 
     return Layer0.from_pretrained(str(small_vocab_ckpt), device="cpu", dtype=torch.float64)
+
+
+@pytest.fixture(scope="session")
+def small_corpus(tmp_path_factory):
+    """The first 1500 characters of 30 sample-corpus documents."""
+    with gzip.open(SAMPLE_CORPUS, "rt", encoding="utf-8") as f:
+        docs = [json.loads(line)["text"][:1500] for line in f][:30]
+    path = tmp_path_factory.mktemp("corpus") / "small.jsonl"
+    path.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
+    return path

@@ -37,14 +37,14 @@ def gui_excluded(markexpr: str) -> bool:
         from _pytest.mark.expression import Expression  # pytest's own -m parser
 
         expr = Expression.compile(markexpr)
-    except Exception:  # an expression pytest will refuse itself, or another pytest
+    except Exception:  # noqa: BLE001 - an expression pytest will refuse itself, or another pytest
         return False
     others = sorted(set(re.findall(r"[A-Za-z_]\w*", markexpr)) - {"and", "or", "not", "gui"})
     if len(others) > 10:
         return False
     for n in range(len(others) + 1):
         for on in itertools.combinations(others, n):
-            if expr.evaluate(lambda name, /, **kw: name == "gui" or name in on):
+            if expr.evaluate(lambda name, /, on=on, **kw: name == "gui" or name in on):
                 return False
     return True
 
@@ -134,7 +134,6 @@ class _QtBlocked:
             raise ModuleNotFoundError(f"{name} is not imported in a run without gui tests "
                                       f"(-m \"not gui\"): mark the test that needs it "
                                       f"`gui`", name=name)
-        return None
 
 
 def block_qt() -> None:

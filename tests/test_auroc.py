@@ -1,13 +1,10 @@
 """Bigram AUROC (A5) against the brute-force weighted pairwise definition."""
 
-import gzip
-import json
 
 import numpy as np
 import pytest
 import torch
 from brute_vocab import raw_model, tee_matrix, weighted_auroc
-from conftest import SAMPLE_CORPUS
 from scipy import sparse
 from test_vocab_stats import integer_layer
 
@@ -22,16 +19,6 @@ from detokgui.core.vocab_stats import head_stats
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DETOKGUI_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache"
-
-
-@pytest.fixture(scope="module")
-def small_corpus(tmp_path_factory):
-    """The first 1500 characters of 30 sample-corpus documents."""
-    with gzip.open(SAMPLE_CORPUS, "rt", encoding="utf-8") as f:
-        docs = [json.loads(line)["text"][:1500] for line in f][:30]
-    path = tmp_path_factory.mktemp("corpus") / "small.jsonl"
-    path.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
-    return path
 
 
 def brute_auroc(scores, dense_counts):

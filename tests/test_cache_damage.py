@@ -16,7 +16,6 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 from conftest import SUBPROCESS_ENV, wait_idle
-from test_auroc import small_corpus  # noqa: F401 - the fixture
 from test_cli import read_csv
 
 from detokgui.cli import main

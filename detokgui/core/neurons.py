@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from detokgui.core.checks import check_count
+from detokgui.core.checks import check_choice, check_count
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, run
 
@@ -86,8 +86,7 @@ class NeuronStats:
 
     def dims_in(self, group: str) -> np.ndarray:
         """The dimensions labelled `group`, in order of decreasing norm."""
-        if group not in NEURON_GROUPS:
-            raise InputError(f"The group must be one of {', '.join(NEURON_GROUPS)}, not {group!r}.")
+        check_choice("group", group, NEURON_GROUPS)
         return np.array([k for k in self.order("norm") if self.group[k] == group], dtype=np.int64)
 
 

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from detokgui.core.affinity import SigmaChoice, token_sigmas
-from detokgui.core.checks import check_heads
+from detokgui.core.checks import check_choice, check_heads
 from detokgui.core.diskcache import Entry
 from detokgui.core.errors import InputError
 from detokgui.core.identity import model_identity
@@ -48,9 +48,7 @@ _MOMENTS_KEY = "score_moments"
 
 
 def _check_direction(direction: str) -> str:
-    if direction not in DIRECTIONS:
-        raise InputError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
-    return direction
+    return check_choice("direction", direction, DIRECTIONS)
 
 
 @dataclass

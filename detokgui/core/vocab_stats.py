@@ -137,14 +137,10 @@ def key_score_moments(layer, sigma: SigmaChoice | None = None, direction: str = 
     sigma = sigma or SigmaChoice()
     _check_direction(direction)
     hs = check_heads(layer, heads)
-    store = layer._cache.setdefault(_MOMENTS_KEY, {})
     with torch.inference_mode():
-        for h in hs:
-            key = (sigma, direction, h)
-            if key not in store:
-                store[key] = _moments(layer, sigma, direction, h)
-    return (np.stack([store[(sigma, direction, h)][0] for h in hs]),
-            np.stack([store[(sigma, direction, h)][1] for h in hs]))
+        per_head = [layer.cached((_MOMENTS_KEY, sigma, direction, h),
+                                 lambda h=h: _moments(layer, sigma, direction, h)) for h in hs]
+    return np.stack([m[0] for m in per_head]), np.stack([m[1] for m in per_head])
 
 
 def _moments(layer, sigma: SigmaChoice, direction: str, h: int):

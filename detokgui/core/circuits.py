@@ -55,7 +55,7 @@ _ROWS = 4096  # vocabulary rows per chunk
 
 
 def _sigma_job(layer, lo: float = 0.0, hi: float = 0.2) -> Job:
-    from detokgui.core.positional import sigma_stats_job
+    from detokgui.core.conventions import sigma_stats_job
 
     return (yield from _rescaled(sigma_stats_job(layer), lo, hi))
 

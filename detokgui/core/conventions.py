@@ -1,23 +1,28 @@
 """The sigma conventions of every view and the softmax temperature, in one place.
 
-Notation as in SPEC §1: S[v, j] = sigma(e_v + p_j) is the LayerNorm scale of token v at
-position j (`sigma.SigmaStats.table`, [V, L]), W^QK_h = Wq_h Wk_h^T, d' the head size.
+Notation: docs/math/notation.md (the conventions in words: docs/math/sigma.md).
+S[v, j] = sigma(e_v + p_j) is the LayerNorm scale of token v at position j
+(`sigma.SigmaStats.table`, [V, L]), W^QK_h = Wq_h Wk_h^T, d' the head size.
 
 Temperature. Scores are divided by
     tau = sqrt(d')   (1 when the model was trained with scale_attn_weights=False)
 before the softmax (`temperature`, `Layer0.temperature`).
 
-Token sigma (token-only views: T_ee, top-k, A4-A6), `SigmaChoice`:
+Token sigma (token-only views: T_ee, top-k, A4-A6; docs/math/sigma.md#token-only-views),
+`SigmaChoice`:
     "mean"  s_v = mean_j S[v, j]                            (default; the paper's Table 1)
     "at"    s_u = S[u, i], s_v = S[v, j] for chosen positions (i, j)
     "none"  s = 1: raw e W^QK e^T ("without LayerNorm")
 
-T_e (A6: T_e(v) = b^QK_h e_v^T / s_v), `T_E_CONVENTIONS`:
+T_e (A6: T_e(v) = b^QK_h e_v^T / s_v; docs/math/sigma.md#self-assertion-of-a-token),
+`T_E_CONVENTIONS`:
     "sigma" s_v per the token sigma above                    (default)
-    "paper" 1/s_v replaced by E_j[1/S[v, j]] (the authors' Fig 5, 11; `inverse_sigma_per_token`)
+    "paper" 1/s_v replaced by E_j[1/S[v, j]]  (the authors' Fig 5, 11;
+            `inverse_sigma_per_token`)
 
-Position sigma (position-only views B1-B4, C2), `POSITION_CONVENTIONS` with
-`POSITION_SIGMAS` picking the vocabulary mean, max or min of S[., i]:
+Position sigma (position-only views B1-B4, C2; docs/math/sigma.md#position-only-views),
+`POSITION_CONVENTIONS` with `POSITION_SIGMAS` picking the vocabulary mean, max or min of
+S[., i]:
   "paper"       (default: the authors' figures; their code utils/ln.py, l0_tp.py,
                 l0_tpp.py, l0_tp_tpp.py) every key term is divided by each key token's own
                 sigma and averaged over the vocabulary; the position sigma applies to the

@@ -4,7 +4,7 @@ at the query position i for the mean / max / min sigma of the query position, an
 T_pp + T_p with its softmax at temperature sqrt(d'). One query-position slider drives
 every plot; a window control zooms on the last w keys before i (Fig 3-E).
 
-The sigma convention (core.positional): "paper" (the authors' figures, the default: keys
+The sigma convention (core.conventions): "paper" (the authors' figures, the default: keys
 weighted by E_v[1/sigma(e_v+p_j)], 95% bands) or "mean-sigma" (1/mean_v sigma on both
 sides, min..max band); every title and CSV names the one it shows."""
 

@@ -23,16 +23,19 @@ T_e (A6: T_e(v) = b^QK_h e_v^T / s_v; docs/math/sigma.md#self-assertion-of-a-tok
 Position sigma (position-only views B1-B4, C2; docs/math/sigma.md#position-only-views),
 `POSITION_CONVENTIONS` with `POSITION_SIGMAS` picking the vocabulary mean, max or min of
 S[., i]:
-  "paper"       (default: the authors' figures; their code utils/ln.py, l0_tp.py,
-                l0_tpp.py, l0_tp_tpp.py) every key term is divided by each key token's own
-                sigma and averaged over the vocabulary; the position sigma applies to the
-                query side only:
+  "paper"       the authors' figures, the default (their code: utils/ln.py, l0_tp.py,
+                l0_tpp.py, l0_tp_tpp.py): every key term is divided by each key token's own
+                sigma and averaged over the vocabulary, and the position sigma applies to
+                the query side only:
                     T_p(j)     = b^QK_h p_j^T E_v[1/S[v, j]]
                     T_pp(i, j) = p_i W^QK_h p_j^T / S_i  E_v[1/S[v, j]],   S_i = mean/max/min_v S[v, i]
-                with the 95% percentile interval over v of the per-token values as the
-                band (`InverseSigmaStats`).
+                with the 95% percentile interval over v of the per-token values
+                (b^QK_h p_j^T / S[v, j], and p_i W^QK_h p_j^T / (S_i S[v, j])) as the band
+                (`sigma.InverseSigmaStats`).
   "mean-sigma"  s_j = mean/max/min_v S[v, j] on BOTH sides:
                     T_p(j) = b^QK_h p_j^T / s_j,   T_pp(i, j) = p_i W^QK_h p_j^T / (s_i s_j)
+                (E_v[1/S] differs from 1/E_v[S] by a few per cent; taking max/min on both
+                sides instead of the query side alone changes T_pp by tens of per cent.)
 and position sigma "none" (s = 1, raw) under either convention. The key weight of B4 and
 C2 is w_j = E_v[1/S[v, j]] ("paper") or 1 / mean_v S[v, j] ("mean-sigma")
 (`position_key_weights`).

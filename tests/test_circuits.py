@@ -149,7 +149,7 @@ def test_predicted_preactivations_are_the_bag_of_tokens(tiny_layer, raw):
     rows = []
     for i in range(n):
         r = raw.E[ids[i]] + raw.P[i] + bVO
-        pat = positional_pattern(tiny_layer, ids[i], i, heads).pattern
+        pat = positional_pattern(tiny_layer, ids[i], i, heads, "mean-sigma").pattern
         for k, h in enumerate(heads):
             r = r + torch.from_numpy(pat[k]).double() @ ext_h[h][: i + 1]
         rows.append(r)
@@ -198,7 +198,7 @@ def test_normalisation_by_brute_force(tiny_layer):
     N = np.full((3, 2, tiny_layer.n_positions), np.nan)
     for t, w in enumerate(windows):
         for i in range(len(w)):
-            pat = positional_pattern(tiny_layer, w[i], i, heads).pattern
+            pat = positional_pattern(tiny_layer, w[i], i, heads, "mean-sigma").pattern
             N[t, :, i] = (pat * f[:, w[: i + 1]]).sum(1)
     np.testing.assert_allclose(res.median[:, :6], np.median(N[:, :, :6], axis=0), rtol=1e-4)
     np.testing.assert_allclose(res.median[:, 6:9], np.median(N[[0, 2], :, 6:9], axis=0),

@@ -13,6 +13,7 @@ from test_positional import fold_qk, raw_tensors
 from detokgui.core import InputError
 from detokgui.core import positional as pos
 from detokgui.core import sigma as sg
+from detokgui.core.conventions import POSITION_CONVENTIONS
 from detokgui.core.progress import run
 
 AGG = {"mean": lambda x: x.mean(0), "max": lambda x: x.max(0), "min": lambda x: x.min(0)}
@@ -79,7 +80,7 @@ def test_mean_sigma_convention_matches_brute_force(tiny_layer, brute, sigma):
     i = 61
     s = AGG[sigma](S)  # [L]
     got = pos.positional_bias(tiny_layer, i, sigma, convention="mean-sigma", bands=True)
-    plain = pos.positional_bias(tiny_layer, i, sigma)  # the default stays mean-sigma
+    plain = pos.positional_bias(tiny_layer, i, sigma, convention="mean-sigma")  # no bands
     assert plain.convention == "mean-sigma" and plain.t_pp_lo is None
     for r, h in enumerate(got.heads):
         raw_pp, raw_p = raw_terms(brute, h, i)
@@ -111,7 +112,7 @@ def test_paper_and_mean_sigma_differ_as_the_issue_says(tiny_layer):
 
 
 def test_without_layernorm_is_raw_under_both_conventions(tiny_layer, brute):
-    for conv in pos.CONVENTIONS:
+    for conv in POSITION_CONVENTIONS:
         got = pos.positional_bias(tiny_layer, 20, "none", convention=conv)
         assert got.convention == "none" and got.label() == "no LayerNorm (raw)"
         for r, h in enumerate(got.heads):
@@ -158,7 +159,7 @@ def test_positional_pattern_paper_convention(tiny_layer, brute):
     S = brute["S"]
     x, n = 4242, 50
     got = pos.positional_pattern(tiny_layer, x, n, convention="paper")
-    ref = pos.positional_pattern(tiny_layer, x, n)
+    ref = pos.positional_pattern(tiny_layer, x, n, convention="mean-sigma")
     assert got.convention == "paper" and ref.convention == "mean-sigma"
     w_paper = (1.0 / S[:, : n + 1]).mean(0)
     w_mean = 1.0 / S[:, : n + 1].mean(0)

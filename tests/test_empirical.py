@@ -171,7 +171,8 @@ def test_empirical_attention_is_the_mean_of_hf_attentions(tiny_layer, tiny_model
     assert np.abs(res.empirical - expect).max() < 1e-5
     # the B4 column: the positional pattern of each text's own token at i, averaged
     tokens = [w[i] for w in windows if len(w) > i]
-    pats = np.mean([positional_pattern(tiny_layer, t, i).pattern for t in tokens], axis=0)
+    pats = np.mean([positional_pattern(tiny_layer, t, i, convention="mean-sigma").pattern
+                    for t in tokens], axis=0)
     assert np.abs(res.pattern - pats).max() < 1e-5
     assert res.convention == "paper" and "public-domain-sample" in res.source
 
@@ -193,7 +194,7 @@ def test_b3_prediction_conventions(tiny_layer):
         out.append(torch.softmax(score / L.temperature, -1).numpy())
     np.testing.assert_allclose(em.b3_prediction(L, i), np.array(out), atol=1e-6)
     np.testing.assert_allclose(em.b3_prediction(L, i, [1], "mean-sigma"),
-                               positional_bias(L, i, "mean", [1]).softmax, atol=1e-7)
+                               positional_bias(L, i, "mean", [1], "mean-sigma").softmax, atol=1e-7)
     with pytest.raises(InputError, match="convention"):
         em.b3_prediction(L, i, convention="exact")
 

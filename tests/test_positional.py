@@ -98,7 +98,7 @@ def test_positional_bias_matches_direct(tiny_layer, oracle, sigma):
     T = tiny_layer.temperature
     assert T == math.sqrt(tiny_layer.d // tiny_layer.n_heads)
     for i in (0, 37, tiny_layer.n_positions - 1):
-        b = pos.positional_bias(tiny_layer, i, sigma)
+        b = pos.positional_bias(tiny_layer, i, sigma, convention="mean-sigma")
         assert b.heads == list(range(tiny_layer.n_heads))
         assert b.t_p.shape == b.t_pp.shape == b.softmax.shape == (tiny_layer.n_heads, i + 1)
         assert list(b.j) == list(range(i + 1))
@@ -139,7 +139,7 @@ def test_results_do_not_alias_the_cache(tiny_layer):
 
 
 def test_position_bias_band(tiny_layer, oracle):
-    band = pos.position_bias_band(tiny_layer)
+    band = pos.position_bias_band(tiny_layer, convention="mean-sigma")
     L = tiny_layer.n_positions
     raw = oracle["bqk"] @ oracle["P"].T  # [H, L]
     sig = oracle["sigma"]
@@ -162,7 +162,7 @@ def test_positional_pattern_matches_direct(tiny_layer, oracle):
     s_key = oracle["sigma"]["mean"]
     T = tiny_layer.temperature
     for x, n in ((464, 0), (4881, 63), (50256, tiny_layer.n_positions - 1)):
-        r = pos.positional_pattern(tiny_layer, x, n)
+        r = pos.positional_pattern(tiny_layer, x, n, convention="mean-sigma")
         s_n = direct_sigma(E[x] + P[n], tiny_layer.eps)
         assert math.isclose(r.query_sigma, s_n.item(), rel_tol=1e-5)
         assert r.pattern.shape == (tiny_layer.n_heads, n + 1)
@@ -239,7 +239,8 @@ def test_classify_heads_reports_measured_criteria(tiny_layer):
     for name in ("span", "span_fraction", "mean_distance", "recent_weight", "self_rank_median",
                  "self_top_fraction", "bias_slope"):
         assert getattr(c, name).shape == (H,), name
-    pats = np.stack([pos.positional_pattern(tiny_layer, t, 60).pattern for t in c.tokens])  # [S,H,n+1]
+    pats = np.stack([pos.positional_pattern(tiny_layer, t, 60, convention="mean-sigma").pattern
+                     for t in c.tokens])  # [S,H,n+1]
     recent = pats[:, :, 61 - pos.RECENT_WINDOW:].sum(-1).mean(0)
     np.testing.assert_allclose(c.recent_weight, recent, rtol=1e-4, atol=1e-6)
     ent = -(pats * np.log(np.clip(pats, 1e-300, None))).sum(-1)
@@ -247,7 +248,7 @@ def test_classify_heads_reports_measured_criteria(tiny_layer):
     np.testing.assert_allclose(c.span_fraction, c.span / 61, rtol=1e-12)
     np.testing.assert_allclose(c.mean_distance, (pats * np.arange(60, -1, -1)).sum(-1).mean(0),
                                rtol=1e-4)
-    band = pos.position_bias_band(tiny_layer).mean[:, :61]
+    band = pos.position_bias_band(tiny_layer, convention="mean-sigma").mean[:, :61]
     np.testing.assert_allclose(c.bias_slope, np.polyfit(np.arange(61), band.T, 1)[0],
                                rtol=1e-3, atol=1e-7)
     for r in range(H):

@@ -6,12 +6,19 @@ from detokgui.cli.common import export_command
 
 
 def _bias_args(p):
+    from detokgui.core.conventions import (
+        DEFAULT_POSITION_CONVENTION,
+        POSITION_CONVENTIONS,
+        POSITION_SIGMAS,
+    )
+
     p.add_argument("--position", required=True, type=int,
                    help="query position i (0-based, below n_positions)")
-    p.add_argument("--convention", choices=("paper", "mean-sigma"), default="paper",
+    p.add_argument("--convention", choices=POSITION_CONVENTIONS,
+                   default=DEFAULT_POSITION_CONVENTION,
                    help="paper (default): the authors' figures, key side E_v[1/sigma(e_v+p_j)] "
                         "and --sigma on the query side only; mean-sigma: 1/--sigma on both sides")
-    p.add_argument("--sigma", choices=("mean", "max", "min", "none"), default="mean",
+    p.add_argument("--sigma", choices=POSITION_SIGMAS, default="mean",
                    help="vocabulary mean (default), max or min of sigma(e_v+p), or none "
                         "(without LayerNorm)")
     p.add_argument("--out", required=True, help="CSV file")
@@ -34,7 +41,7 @@ def _check_bias(args, shape):
 )
 def export_bias(args, layer):
     from detokgui.core.checks import check_position
-    from detokgui.core.positional import convention_label
+    from detokgui.core.conventions import convention_label
     from detokgui.core.tables import bias_table, write_csv
 
     table = bias_table(layer, check_position(layer, args.position), args.sigma, args.convention)

@@ -41,10 +41,13 @@ def export_sentence(args, layer):
 
 
 def _empirical_args(p):
+    from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION, POSITION_CONVENTIONS
+
     _corpus_args(p)
     p.add_argument("--position", required=True, type=int,
                    help="query position i (0-based); texts longer than i are averaged")
-    p.add_argument("--convention", choices=("paper", "mean-sigma"), default="paper",
+    p.add_argument("--convention", choices=POSITION_CONVENTIONS,
+                   default=DEFAULT_POSITION_CONVENTION,
                    help="sigma of the weight-based prediction: the authors' (default) or "
                         "the vocabulary mean on both sides")
     p.add_argument("--out", required=True, help="CSV file")

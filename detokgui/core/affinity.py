@@ -2,10 +2,9 @@
 
     T_ee(u, v) = (e_u Wq_h)(e_v Wk_h)^T / (s_u s_v)
 
-Token-only views need a sigma per token; docs/math/sigma.md#token-only-views:
-    "mean"  s_v = mean_j S[v, j]                   (default; the paper's Table 1)
-    "at"    s_u = sigma(e_u + p_i), s_v = sigma(e_v + p_j) for chosen positions (i, j)
-    "none"  s = 1: raw e W^QK e^T ("without LayerNorm")
+Token-only views need a sigma per token: `SigmaChoice` "mean" (default), "at" (positions
+i, j) or "none", as defined in `core.conventions`
+(docs/math/sigma.md#token-only-views).
 
 A top-k over all V keys is one [V, d] @ [d, H] product: a_h = (e_u Wq_h) Wk_h^T is
 formed first, so neither W^QK_h (d x d) nor any V x V matrix is built.
@@ -21,62 +20,21 @@ from detokgui.core.checks import (
     as_int,
     check_count,
     check_heads,
-    check_position,
     check_token,
     token_tensor,
 )
+from detokgui.core.conventions import (
+    SigmaChoice,
+    token_sigmas,
+    token_sigmas_of,
+)
 from detokgui.core.errors import InputError
-from detokgui.core.sigma import tokens_at_position
 
-SIGMA_CONVENTIONS = ("mean", "at", "none")
+#: The token sigma of the token views unless one is given: the mean over positions.
+DEFAULT_SIGMA = SigmaChoice()
 #: The most tokens a T_ee heatmap takes (GUI and CLI): N^2 cells per head, and a CSV of
 #: N^2 rows per head; 20,000 tokens would need 1.6 GB per head (and 30 GB of CSV).
 MAX_HEATMAP_TOKENS = 400
-SIGMA_LABELS = {
-    "mean": "sigma = mean over positions",
-    "at": "sigma at positions (i, j)",
-    "none": "no LayerNorm (raw)",
-}
-
-
-@dataclass(frozen=True)
-class SigmaChoice:
-    """A token-only sigma convention; `positions` = (query i, key j) for "at"."""
-
-    convention: str = "mean"
-    positions: tuple[int, int] = (0, 0)
-
-    def __post_init__(self):
-        if self.convention not in SIGMA_CONVENTIONS:
-            raise InputError(
-                f"sigma convention must be one of {', '.join(SIGMA_CONVENTIONS)}, "
-                f"not {self.convention!r}"
-            )
-
-    def label(self) -> str:
-        if self.convention == "at":
-            return f"sigma at positions i={self.positions[0]}, j={self.positions[1]}"
-        return SIGMA_LABELS[self.convention]
-
-
-def token_sigmas(layer, choice: SigmaChoice, side: str) -> torch.Tensor | None:
-    """Per-token sigma for the query side ("query") or key side ("key"), [V]; None = raw."""
-    if choice.convention == "none":
-        return None
-    if choice.convention == "mean":
-        return layer.sigma_stats().tok_mean
-    pos = choice.positions[0] if side == "query" else choice.positions[1]
-    return tokens_at_position(layer, check_position(layer, pos, "position"))
-
-
-def _sigma_of(layer, choice: SigmaChoice, side: str, ids: torch.Tensor) -> torch.Tensor:
-    """Sigma for a few tokens only (no whole-vocabulary pass unless the convention needs it)."""
-    if choice.convention == "none":
-        return torch.ones(ids.shape[0], dtype=layer.dtype, device=layer.device)
-    if choice.convention == "mean":
-        return layer.sigma_stats().tok_mean[ids]
-    pos = choice.positions[0] if side == "query" else choice.positions[1]
-    return tokens_at_position(layer, check_position(layer, pos, "position"), rows=ids)
 
 
 @dataclass
@@ -116,26 +74,26 @@ def _topk_against(layer, anchor: int, direction: str, k: int, sigma: SigmaChoice
     s = (layer.E @ a).T  # [h, V]
     s_ranked = token_sigmas(layer, sigma, ranked_side)
     if s_ranked is not None:
-        s_t = _sigma_of(layer, sigma, fixed_side, torch.tensor([t], device=layer.device))
+        s_t = token_sigmas_of(layer, sigma, fixed_side, torch.tensor([t], device=layer.device))
         s.div_(s_ranked).div_(s_t)
     vals, idx = _topk(s, k)
     return TopK(t, direction, hs, idx.cpu(), vals.cpu(), sigma)
 
 
-def topk_keys(layer, query: int, k: int = 10, sigma: SigmaChoice = SigmaChoice(), heads=None) -> TopK:
+def topk_keys(layer, query: int, k: int = 10, sigma: SigmaChoice = DEFAULT_SIGMA, heads=None) -> TopK:
     """Keys v with the highest T_ee(query, v), per head."""
     return _topk_against(layer, query, "keys", k, sigma, heads)
 
 
 def topk_queries(
-    layer, key: int, k: int = 10, sigma: SigmaChoice = SigmaChoice(), heads=None
+    layer, key: int, k: int = 10, sigma: SigmaChoice = DEFAULT_SIGMA, heads=None
 ) -> TopK:
     """Queries u with the highest T_ee(u, key), per head."""
     return _topk_against(layer, key, "queries", k, sigma, heads)
 
 
 def affinity_block(
-    layer, query_ids, key_ids=None, sigma: SigmaChoice = SigmaChoice(), heads=None
+    layer, query_ids, key_ids=None, sigma: SigmaChoice = DEFAULT_SIGMA, heads=None
 ) -> torch.Tensor:
     """T_ee for every (query, key) pair of two token sets, [len(heads), nq, nk]."""
     hs = check_heads(layer, heads)
@@ -148,8 +106,8 @@ def affinity_block(
     Q = torch.matmul(layer.E[qi], layer.Wq[hs])  # [h, nq, d']
     K = torch.matmul(layer.E[ki], layer.Wk[hs])  # [h, nk, d']
     out = torch.matmul(Q, K.transpose(1, 2))
-    s_q = _sigma_of(layer, sigma, "query", qi)
-    s_k = _sigma_of(layer, sigma, "key", ki)
+    s_q = token_sigmas_of(layer, sigma, "query", qi)
+    s_k = token_sigmas_of(layer, sigma, "key", ki)
     return out / (s_q[:, None] * s_k[None, :])
 
 

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from detokgui.core.affinity import SigmaChoice
-from detokgui.core.checks import check_heads, check_token
+from detokgui.core.checks import check_choice, check_heads, check_token
+from detokgui.core.conventions import SigmaChoice
 from detokgui.core.diskcache import Entry
 from detokgui.core.errors import InputError
 from detokgui.core.identity import model_identity
@@ -63,10 +63,7 @@ FORMAT = "detokgui-bigram-auroc-v1"
 
 
 def check_no_bigram(convention: str) -> str:
-    if convention not in NO_BIGRAM:
-        raise InputError(f"the no-bigram convention must be one of {', '.join(NO_BIGRAM)}, "
-                         f"not {convention!r}")
-    return convention
+    return check_choice("no-bigram convention", convention, NO_BIGRAM)
 
 
 @dataclass

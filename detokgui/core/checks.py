@@ -1,5 +1,6 @@
-"""Validation of the indices every analysis takes: positions, heads, token ids. Each
-raises InputError with a message meant for people."""
+"""Validation of the indices every analysis takes: positions, heads, token ids, and of
+named choices (conventions, directions). Each raises InputError with a message meant for
+people."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ def as_int(value, what: str) -> int:
         if isinstance(value, (float, np.floating)) and float(value).is_integer():
             return int(value)
         raise InputError(f"The {what} must be a whole number, not {value!r}.") from None
+
+
+def check_choice(name: str, value, choices):
+    """`value` when it is one of `choices` (the names a setting takes), else an InputError
+    "The <name> must be one of a, b, c, not 'x'."."""
+    if isinstance(value, str) and value in choices:
+        return value
+    raise InputError(f"The {name} must be one of {', '.join(choices)}, not {value!r}.")
 
 
 def check_count(value, what: str, lo: int = 1, hi: int | None = None) -> int:

@@ -48,7 +48,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from detokgui.core.checks import as_int, check_heads, check_position, check_token
+from detokgui.core.checks import as_int, check_choice, check_heads, check_position, check_token
 from detokgui.core.empirical import TextSource, _np, forward
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, run
@@ -57,7 +57,7 @@ _ROWS = 4096  # vocabulary rows per chunk
 
 
 def _sigma_job(layer, lo: float = 0.0, hi: float = 0.2) -> Job:
-    from detokgui.core.positional import sigma_stats_job
+    from detokgui.core.conventions import sigma_stats_job
 
     return (yield from _rescaled(sigma_stats_job(layer), lo, hi))
 
@@ -565,9 +565,7 @@ def ov_scores(layer, token, direction: str = "outputs", heads=None) -> torch.Ten
     1/sigma_f (one positive number per position: it does not change any ranking) and
     beta_f e_y^T (the same for every source and head) are left out. Never a V x V or
     d x d matrix: one [V, d] x [d, h] product."""
-    if direction not in OV_DIRECTIONS:
-        raise InputError(f"The OV direction must be one of {', '.join(OV_DIRECTIONS)}, "
-                         f"not {direction!r}.")
+    check_choice("OV direction", direction, OV_DIRECTIONS)
     t = check_token(layer, token)
     hs = check_heads(layer, heads)
     s_tok = layer.sigma_stats().tok_mean

@@ -273,13 +273,11 @@ def iter_layer_counts(layer, paths, lo: float = 0.0, hi: float = 1.0) -> Job:
         yield Progress(lo, "waiting for the corpus count of another view")
     try:
         stamp = _files_stamp(paths)
-        store = layer._cache.setdefault(_COUNTS_KEY, {})
-        if stamp not in store:
-            counts = yield from rescaled(
-                iter_corpus_counts(paths, layer.tokenizer, layer.n_vocab), lo, hi)
-            store.clear()  # one corpus at a time
-            store[stamp] = counts
-        return store[stamp]
+        key = (_COUNTS_KEY, stamp)
+        if not layer.is_cached(key):
+            layer.forget(_COUNTS_KEY)  # one corpus at a time
+        return (yield from layer.cached_job(key, lambda: rescaled(
+            iter_corpus_counts(paths, layer.tokenizer, layer.n_vocab), lo, hi)))
     finally:
         _COUNTING.release()
 

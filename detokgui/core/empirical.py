@@ -32,9 +32,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from detokgui.core.checks import as_int, check_heads, check_position
+from detokgui.core.checks import as_int, check_choice, check_heads, check_position
+from detokgui.core.conventions import (
+    DEFAULT_POSITION_CONVENTION,
+    check_position_convention,
+    inverse_sigma_job,
+    position_key_weights,
+    sigma_stats_job,
+)
 from detokgui.core.errors import InputError
-from detokgui.core.progress import Job, Progress, run
+from detokgui.core.progress import Job, Progress, rescaled, run
 from detokgui.core.terms import TERM_NAMES, term_factors
 
 # --------------------------------------------------------------------------- texts
@@ -278,43 +285,19 @@ def sentence(layer, token_ids, heads=None) -> SentenceData:
 
 # --------------------------------------------------------------------------- C2
 
-#: How the weight-based prediction of C2 takes sigma per position
-#: (docs/math/sigma.md#position-only-views): "paper" = the authors' Fig 3-E code,
-#: "mean-sigma" = the vocabulary mean.
-CONVENTIONS = ("paper", "mean-sigma")
+#: How the weight-based prediction of C2 takes sigma per position: the position
+#: conventions of `core.conventions` (docs/math/sigma.md#position-only-views; "paper" =
+#: the authors' Fig 3-E code, the default; "mean-sigma" = the vocabulary mean), labelled
+#: here by the C2 formula they give.
 CONVENTION_LABELS = {
     "paper": "paper convention: score_j = (p_i W^QK p_j^T / mean_v sigma(e_v+p_i) + "
              "b^QK p_j^T) E_v[1/sigma(e_v+p_j)]",
     "mean-sigma": "mean-sigma convention: sigma = vocabulary mean of sigma(e_v+p) at i and j",
 }
-_INV_SIGMA_KEY = "empirical.inverse_sigma_mean"
-
-
-def check_convention(convention: str) -> str:
-    if convention not in CONVENTIONS:
-        raise InputError(f"The convention must be one of {', '.join(CONVENTIONS)}, "
-                         f"not {convention!r}.")
-    return convention
-
 
 @torch.no_grad()
-def inverse_sigma_mean(layer) -> torch.Tensor:
-    """E_v[1/sigma(e_v + p_j)] for every position j, [L]: the key-side factor of the
-    authors' position-only figures. One chunked pass over the sigma table, cached."""
-    w = layer._cache.get(_INV_SIGMA_KEY)
-    if w is None:
-        table = layer.sigma_stats().table
-        acc = torch.zeros(table.shape[1], dtype=torch.float64, device=table.device)
-        step = max(1, (32 << 20) // max(1, table.shape[1] * table.element_size()))
-        for a in range(0, table.shape[0], step):
-            acc += table[a:a + step].reciprocal().sum(0, dtype=torch.float64)
-        w = (acc / table.shape[0]).to(layer.dtype)
-        layer._cache[_INV_SIGMA_KEY] = w
-    return w
-
-
-@torch.no_grad()
-def b3_prediction(layer, i, heads=None, convention: str = "paper") -> np.ndarray:
+def b3_prediction(layer, i, heads=None,
+                  convention: str = DEFAULT_POSITION_CONVENTION) -> np.ndarray:
     """The weight-based prediction of the attention at query position i
     (docs/math/text-side.md#c2-empirical-attention),
     softmax_{j<=i}((T_pp + T_p) / sqrt(d')), as [len(heads), i+1], with sigma per
@@ -323,12 +306,12 @@ def b3_prediction(layer, i, heads=None, convention: str = "paper") -> np.ndarray
 
     i = check_position(layer, i)
     hs = check_heads(layer, heads)
-    if check_convention(convention) == "mean-sigma":
-        return positional_bias(layer, i, "mean", hs).softmax.astype(np.float64)
+    if check_position_convention(convention) == "mean-sigma":
+        return positional_bias(layer, i, "mean", hs, "mean-sigma").softmax.astype(np.float64)
     f = position_factors(layer)
     s_i = layer.sigma_stats().pos_mean[i]
     t_pp = torch.matmul(f.Kp[hs, : i + 1], f.Qp[hs, i].unsqueeze(-1)).squeeze(-1)
-    total = (t_pp / s_i + f.Tp_raw[hs, : i + 1]) * inverse_sigma_mean(layer)[: i + 1]
+    total = (t_pp / s_i + f.Tp_raw[hs, : i + 1]) * position_key_weights(layer, "paper", i + 1)
     return _np(torch.softmax(total.double() / layer.temperature, dim=-1))
 
 
@@ -372,15 +355,15 @@ def _mean_pattern(layer, tokens: list[int], i: int, hs: list[int]) -> np.ndarray
 
 @torch.no_grad()
 def iter_empirical_attention(layer, texts: TextSource, i, heads=None,
-                             convention: str = "paper") -> Job[EmpiricalAttention]:
+                             convention: str = DEFAULT_POSITION_CONVENTION
+                             ) -> Job[EmpiricalAttention]:
     """Generator job returning the `EmpiricalAttention` at query position i over `texts`.
     Raises InputError when no text is longer than i tokens."""
-    from detokgui.core.positional import _rescaled, sigma_stats_job
-
     i = check_position(layer, i)
     hs = check_heads(layer, heads)
-    check_convention(convention)
-    yield from _rescaled(sigma_stats_job(layer), 0.0, 0.05)
+    check_position_convention(convention)
+    tables = inverse_sigma_job if convention == "paper" else sigma_stats_job
+    yield from rescaled(tables(layer), 0.0, 0.05)
     acc = torch.zeros(len(hs), i + 1, dtype=torch.float64, device=layer.device)
     tokens: list[int] = []
     n_texts = 0
@@ -404,7 +387,7 @@ def iter_empirical_attention(layer, texts: TextSource, i, heads=None,
 
 
 def empirical_attention(layer, texts: TextSource, i, heads=None,
-                        convention: str = "paper") -> EmpiricalAttention:
+                        convention: str = DEFAULT_POSITION_CONVENTION) -> EmpiricalAttention:
     """`iter_empirical_attention` run to completion."""
     return run(iter_empirical_attention(layer, texts, i, heads, convention))
 
@@ -469,10 +452,7 @@ DEFINITION_LABELS = {
 
 
 def check_definition(definition: str) -> str:
-    if definition not in DEFINITIONS:
-        raise InputError(f"The KL definition must be one of {', '.join(DEFINITIONS)}, "
-                         f"not {definition!r}.")
-    return definition
+    return check_choice("KL definition", definition, DEFINITIONS)
 
 
 #: Query rows per block in `kl_contributions`: a block of rows i in [a, b) needs only the

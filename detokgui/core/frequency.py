@@ -22,13 +22,18 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from detokgui.core.affinity import SigmaChoice, token_sigmas
-from detokgui.core.checks import check_heads
+from detokgui.core.checks import check_choice, check_heads
+from detokgui.core.conventions import (
+    DEFAULT_T_E,
+    SigmaChoice,
+    check_t_e,
+    inverse_sigma_per_token,
+    token_sigmas,
+)
 from detokgui.core.errors import InputError
 from detokgui.core.sigma import row_variance
 
 ZERO_COUNTS = ("exclude", "include")
-T_E_CONVENTIONS = ("sigma", "paper")
 ZERO_COUNT_LABELS = {
     "exclude": "tokens absent from the corpus (count 0) left out",
     "include": "tokens absent from the corpus (count 0) included, tied at the lowest rank",
@@ -43,18 +48,6 @@ def self_assertion(layer, sigma: SigmaChoice | None = None, heads=None) -> torch
         t = layer.bQK[hs] @ layer.E.T  # [h, V]
         s = token_sigmas(layer, sigma, "key")
         return t / s if s is not None else t
-
-
-def inverse_sigma_per_token(layer, rows_per_chunk: int = 4096) -> torch.Tensor:
-    """E_j[1/sigma(e_v + p_j)] for every token v, [V]: the mean over positions of the
-    reciprocal sigma table (the authors' per-token factor of T_e). Needs the sigma table."""
-    with torch.inference_mode():
-        table = layer.sigma_stats().table  # [V, L]
-        out = torch.empty(table.shape[0], dtype=layer.dtype, device=table.device)
-        for a in range(0, table.shape[0], rows_per_chunk):
-            out[a:a + rows_per_chunk] = table[a:a + rows_per_chunk].reciprocal().mean(
-                1, dtype=torch.float64).to(layer.dtype)
-        return out
 
 
 def self_assertion_paper(layer, heads=None) -> torch.Tensor:
@@ -124,7 +117,7 @@ class FrequencyStats:
     rho_t_e: np.ndarray  # [h] rho(count, T_e) over `used`
     rho_variance: float  # rho(count, Var(e)) over `used`
     rho_norm_t_e: np.ndarray  # [h] rho(|e|, T_e) over all tokens
-    t_e_convention: str = "sigma"  # "sigma": / s_v per `sigma`; "paper": E_j[1/sigma]
+    t_e_convention: str = DEFAULT_T_E  # "sigma": / s_v per `sigma`; "paper": E_j[1/sigma]
 
     @property
     def n_used(self) -> int:
@@ -132,20 +125,17 @@ class FrequencyStats:
 
 
 def frequency_stats(layer, counts, sigma: SigmaChoice | None = None, heads=None,
-                    zero_counts: str = "exclude", t_e: str = "sigma") -> FrequencyStats:
+                    zero_counts: str = "exclude", t_e: str = DEFAULT_T_E) -> FrequencyStats:
     """T_e per head, Var(e) and |e| against the corpus counts (a CorpusCounts) of the
     model's tokens, with the Spearman correlations (see the module docstring). `t_e`:
     "sigma" divides by s_v per `sigma`; "paper" uses E_j[1/sigma(e_v + p_j)] (the
     authors' Fig 5 / 11; `sigma` is then ignored)."""
     sigma = sigma or SigmaChoice()
-    if zero_counts not in ZERO_COUNTS:
-        raise InputError(f"zero_counts must be one of {', '.join(ZERO_COUNTS)}, "
-                         f"not {zero_counts!r}")
+    check_choice("zero_counts", zero_counts, ZERO_COUNTS)
     if counts.n_vocab != layer.n_vocab:
         raise InputError(f"The corpus counts cover {counts.n_vocab} token ids but the model has "
                          f"{layer.n_vocab}; count the corpus with this model's tokenizer.")
-    if t_e not in T_E_CONVENTIONS:
-        raise InputError(f"t_e must be one of {', '.join(T_E_CONVENTIONS)}, not {t_e!r}")
+    check_t_e(t_e)
     hs = check_heads(layer, heads)
     c = np.asarray(counts.unigrams)
     used = c > 0 if zero_counts == "exclude" else np.ones(c.shape, dtype=bool)

@@ -30,16 +30,16 @@ def model_identity(layer) -> str:
     """SHA-256 of everything the token-side analyses of `layer` depend on: the layer-0
     tensors E, P, ln_1 (gamma, beta), c_attn (W, b), the head count, eps and the dtype.
     Computed once per Layer0 (about 0.2 s for GPT-2 small) and kept on it."""
-    cached = layer._cache.get(_MODEL_KEY)
-    if cached is not None:
-        return cached
-    h = hashlib.sha256(b"detokgui-layer0-v1|")
-    h.update(f"{layer.n_heads}|{layer.eps!r}|{layer.dtype}|".encode())
-    for t in (layer.E, layer.P, layer.ln1_weight, layer.ln1_bias, layer.W_attn, layer.b_attn):
-        _hash_tensor(h, t)
-    ident = h.hexdigest()
-    layer._cache[_MODEL_KEY] = ident
-    return ident
+
+    def compute() -> str:
+        h = hashlib.sha256(b"detokgui-layer0-v1|")
+        h.update(f"{layer.n_heads}|{layer.eps!r}|{layer.dtype}|".encode())
+        for t in (layer.E, layer.P, layer.ln1_weight, layer.ln1_bias, layer.W_attn,
+                  layer.b_attn):
+            _hash_tensor(h, t)
+        return h.hexdigest()
+
+    return layer.cached(_MODEL_KEY, compute)
 
 
 def tokenizer_identity(tokenizer) -> str:

@@ -34,15 +34,16 @@ class Neighbours:
 
 def _mean_and_norms(layer, centred: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """(mu or zeros [d], |e_v - mu| [V]), cached on the layer."""
-    cache = layer._cache.setdefault(_NORMS_KEY, {})
-    if centred not in cache:
+
+    def compute():
         E = layer.E
         mu = E.mean(dim=0) if centred else torch.zeros_like(E[0])
         norms = torch.empty(E.shape[0], dtype=E.dtype, device=E.device)
         for a in range(0, E.shape[0], 8192):
             torch.linalg.vector_norm(E[a : a + 8192] - mu, dim=1, out=norms[a : a + 8192])
-        cache[centred] = (mu, norms)
-    return cache[centred]
+        return mu, norms
+
+    return layer.cached((_NORMS_KEY, bool(centred)), compute)
 
 
 def _nearest(layer, x: torch.Tensor, k: int, centred: bool, exclude: tuple[int, ...]):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from detokgui.core.checks import check_count
+from detokgui.core.checks import check_choice, check_count
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, run
 
@@ -86,8 +86,7 @@ class NeuronStats:
 
     def dims_in(self, group: str) -> np.ndarray:
         """The dimensions labelled `group`, in order of decreasing norm."""
-        if group not in NEURON_GROUPS:
-            raise InputError(f"The group must be one of {', '.join(NEURON_GROUPS)}, not {group!r}.")
+        check_choice("group", group, NEURON_GROUPS)
         return np.array([k for k in self.order("norm") if self.group[k] == group], dtype=np.int64)
 
 
@@ -182,19 +181,15 @@ def iter_token_directions(layer, r: int, centre: bool = False,
     of the mean-removed embedding E - mean_v e_v."""
     d = layer.d
     r = check_count(r, "number of SVD directions", 1, d)
-    key = (_GRAM_KEY, bool(centre))
-    eig = layer._cache.get(key)
-    if eig is None:
-        gram = layer._cache.get(_GRAM_KEY)
-        if gram is None:
-            gram = yield from _iter_gram(layer, rows_per_chunk)
-            layer._cache[_GRAM_KEY] = gram
-        G, mu = gram
+
+    def eigen():
+        G, mu = yield from layer.cached_job(_GRAM_KEY, lambda: _iter_gram(layer, rows_per_chunk))
         if centre:
             G = G - torch.outer(mu, mu) / layer.n_vocab
         vals, vecs = torch.linalg.eigh(G)
-        eig = (vals.flip(0).clamp_min(0).sqrt().numpy(), vecs.flip(1).T.contiguous().numpy())
-        layer._cache[key] = eig
+        return vals.flip(0).clamp_min(0).sqrt().numpy(), vecs.flip(1).T.contiguous().numpy()
+
+    eig = yield from layer.cached_job((_GRAM_KEY, bool(centre)), eigen)
     yield Progress(1.0, "token embedding directions")
     s, Vt = eig
     return Vt[:r].copy(), s[:r].copy()

@@ -8,22 +8,9 @@ position. For a query position i and key positions j <= i, per head h:
     T_pp(i, j) = (p_i Wq_h)(p_j Wk_h)^T / (s_i s_j)          position-position        (B2)
     bias(i, j) = softmax_{j<=i}((T_pp + T_p) / sqrt(d'))      positional bias          (B3)
 
-Position-only views need a sigma per position; two conventions (`CONVENTIONS`,
-docs/math/sigma.md#position-only-views), with S[v, j] = sigma(e_v + p_j) and `sigma` one
-of `SIGMA_CHOICES` picking the vocabulary mean, max or min of S[., i]:
-
-  "paper"       the authors' figures (their code: utils/ln.py, l0_tp.py, l0_tpp.py,
-                l0_tp_tpp.py): every key term is divided by each key token's own sigma and
-                averaged over the vocabulary, and `sigma` applies to the query side only:
-                    T_p(j)     = b^QK_h p_j^T E_v[1/S[v, j]]
-                    T_pp(i, j) = p_i W^QK_h p_j^T / S_i  E_v[1/S[v, j]],   S_i = mean/max/min_v S[v, i]
-                with the 95% percentile interval over v of the per-token values
-                (b^QK_h p_j^T / S[v, j], and p_i W^QK_h p_j^T / (S_i S[v, j])) as the band.
-  "mean-sigma"  s_j = mean/max/min_v S[v, j] on BOTH sides:
-                    T_p(j) = b^QK_h p_j^T / s_j,   T_pp(i, j) = p_i W^QK_h p_j^T / (s_i s_j)
-                (E_v[1/S] differs from 1/E_v[S] by a few per cent; taking max/min on both
-                sides instead of the query side alone changes T_pp by tens of per cent.)
-and `sigma="none"` (s = 1: raw, "without LayerNorm") under either convention.
+Position-only views need a sigma per position: `convention` "paper" (the default) or
+"mean-sigma" with `sigma` "mean" | "max" | "min" | "none", as defined in
+`core.conventions` (one definition for core, CLI and GUI).
 
 The per-layer products P Wq_h, P Wk_h ([H, L, d'] each) and b^QK P^T ([H, L]) are formed
 once (`position_factors`, cached on the layer) so that a query-position slider redraws all
@@ -66,28 +53,21 @@ from detokgui.core.checks import (
     check_token,
     token_tensor,
 )
+from detokgui.core.conventions import (
+    DEFAULT_POSITION_CONVENTION,
+    check_position_convention,
+    check_position_sigma,
+    convention_label,
+    inverse_sigma_stats,
+    position_key_weights,
+    position_sigma,
+    sigma_stats_job,
+)
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, run
 from detokgui.core.progress import rescaled as _rescaled
 
-CONVENTIONS = ("paper", "mean-sigma")
-CONVENTION_LABELS = {
-    "paper": "paper convention: key side E_v[1/sigma(e_v+p_j)], query side sigma_i = "
-             "vocabulary {sigma} of sigma(e_v+p_i); band = 95% percentile interval over v",
-    "mean-sigma": "mean-sigma convention: sigma = vocabulary {sigma} of sigma(e_v+p) at "
-                  "both i and j",
-    "none": "no LayerNorm (raw)",
-}
-SIGMA_CHOICES = ("mean", "max", "min", "none")
-SIGMA_LABELS = {
-    "mean": "sigma = vocabulary mean",
-    "max": "sigma = vocabulary max",
-    "min": "sigma = vocabulary min",
-    "none": "no LayerNorm (raw)",
-}
-
 _FACTORS_KEY = "positional.factors"
-_INVERSE_KEY = "sigma.inverse"
 _SLOPES_KEY = "positional.token_slopes"
 _RANKS_KEY = "positional.self_ranks"
 
@@ -100,71 +80,6 @@ def _np(t: torch.Tensor) -> np.ndarray:
     if t.dtype in (torch.float16, torch.bfloat16):
         t = t.float()
     return t.cpu().numpy().copy()  # never share memory with a cached tensor
-
-
-def check_sigma(which: str) -> str:
-    if which not in SIGMA_CHOICES:
-        raise InputError(
-            f"The position sigma must be one of {', '.join(SIGMA_CHOICES)}, not {which!r}."
-        )
-    return which
-
-
-def check_convention(convention: str) -> str:
-    if convention not in CONVENTIONS:
-        raise InputError(
-            f"The position convention must be one of {', '.join(CONVENTIONS)}, "
-            f"not {convention!r}."
-        )
-    return convention
-
-
-def convention_label(convention: str, sigma: str = "mean") -> str:
-    """One line saying which convention a result shows (for plot titles and CSV exports)."""
-    if sigma == "none":
-        return CONVENTION_LABELS["none"]
-    return CONVENTION_LABELS[check_convention(convention)].format(sigma=check_sigma(sigma))
-
-
-def position_sigma(layer, which: str = "mean") -> torch.Tensor | None:
-    """Per-position sigma s_j [L] for a position-only view, or None for "none" (s = 1).
-
-    "mean"/"max"/"min" need the sigma table (one whole-vocabulary pass, cached on the
-    layer); "none" never triggers it."""
-    which = check_sigma(which)
-    if which == "none":
-        return None
-    return layer.sigma_stats().position_sigma(which)
-
-
-def sigma_stats_job(layer) -> Job:
-    """Generator job returning `layer.sigma_stats()`, computing it (with progress, so it
-    can be cancelled between chunks) when it is not cached yet."""
-    from detokgui.core import sigma as _sigma
-
-    cache = layer._cache
-    if "sigma" not in cache:
-        cache["sigma"] = yield from _sigma.iter_sigma_stats(layer)
-    return layer.sigma_stats()
-
-
-def inverse_sigma_job(layer) -> Job:
-    """Generator job returning the cached `sigma.InverseSigmaStats` of the layer (per
-    position j: E_v[1/S[v, j]] and the 95% percentile interval of 1/S[., j]), computing
-    the sigma table first when needed. About twice the sigma table's cost, once."""
-    from detokgui.core import sigma as _sigma
-
-    inv = layer._cache.get(_INVERSE_KEY)
-    if inv is None:
-        st = yield from _rescaled(sigma_stats_job(layer), 0.0, 0.5)
-        inv = yield from _rescaled(_sigma.iter_inverse_sigma_stats(st.table), 0.5, 1.0)
-        layer._cache[_INVERSE_KEY] = inv
-    return inv
-
-
-def inverse_sigma_stats(layer):
-    """`inverse_sigma_job` run to completion."""
-    return run(inverse_sigma_job(layer))
 
 
 def ls_weights(n: int, dtype=torch.float64, device=None) -> torch.Tensor:
@@ -190,17 +105,13 @@ class PositionFactors:
 
 @torch.no_grad()
 def position_factors(layer) -> PositionFactors:
-    """P Wq_h, P Wk_h and b^QK_h P^T for all heads, cached in `layer._cache`."""
-    f = layer._cache.get(_FACTORS_KEY)
-    if f is None:
-        P = layer.P
-        f = PositionFactors(
-            Qp=torch.matmul(P, layer.Wq).contiguous(),
-            Kp=torch.matmul(P, layer.Wk).contiguous(),
-            Tp_raw=(layer.bQK @ P.T).contiguous(),
-        )
-        layer._cache[_FACTORS_KEY] = f
-    return f
+    """P Wq_h, P Wk_h and b^QK_h P^T for all heads, cached on the layer."""
+    P = layer.P
+    return layer.cached(_FACTORS_KEY, lambda: PositionFactors(
+        Qp=torch.matmul(P, layer.Wq).contiguous(),
+        Kp=torch.matmul(P, layer.Wk).contiguous(),
+        Tp_raw=(layer.bQK @ P.T).contiguous(),
+    ))
 
 
 def _head_rows(t: torch.Tensor, hs: list[int], n_heads: int) -> torch.Tensor:
@@ -216,7 +127,7 @@ def _head_rows(t: torch.Tensor, hs: list[int], n_heads: int) -> torch.Tensor:
 class PositionalBias:
     """B1-B3 at query position i, arrays [len(heads), i+1] over keys j = 0..i.
 
-    t_p, t_pp as in the module docstring for `convention` ("paper", "mean-sigma", or
+    t_p, t_pp as in `core.conventions` for `convention` ("paper", "mean-sigma", or
     "none" when sigma is "none"); total = t_pp + t_p; softmax = softmax_{j<=i}(total /
     temperature). The *_lo / *_hi arrays (None unless bands were asked for) bound the 95%
     percentile interval over the vocabulary v of the per-token values, where each key j
@@ -235,7 +146,7 @@ class PositionalBias:
     t_pp: np.ndarray
     total: np.ndarray
     softmax: np.ndarray
-    convention: str = "mean-sigma"
+    convention: str = DEFAULT_POSITION_CONVENTION
     t_p_lo: np.ndarray | None = None
     t_p_hi: np.ndarray | None = None
     t_pp_lo: np.ndarray | None = None
@@ -253,20 +164,21 @@ class PositionalBias:
 
 
 @torch.no_grad()
-def positional_bias(layer, i, sigma: str = "mean", heads=None, convention: str = "mean-sigma",
-                    bands: bool | None = None) -> PositionalBias:
+def positional_bias(layer, i, sigma: str = "mean", heads=None,
+                    convention: str = DEFAULT_POSITION_CONVENTION, bands: bool | None = None) -> PositionalBias:
     """T_p, T_pp, their sum and its causal softmax for query position i, keys j <= i.
 
     sigma: "mean" | "max" | "min" over the vocabulary, or "none" (s = 1, raw).
-    convention: "paper" or "mean-sigma" (module docstring); ignored for sigma "none".
+    convention: "paper" (default) or "mean-sigma" (`core.conventions`); ignored for sigma
+    "none".
     bands: compute the 95% percentile bands (default: for "paper" and "none" only; for
     "mean-sigma" they need the 1/sigma percentiles, computed once per layer).
     Cost after the first call: one [H, i+1, d'] x [H, d'] product (well under 1 ms
     at GPT-2-small size), so it can follow a slider."""
     i = check_position(layer, i)
     hs = check_heads(layer, heads)
-    sigma = check_sigma(sigma)
-    convention = "none" if sigma == "none" else check_convention(convention)
+    sigma = check_position_sigma(sigma)
+    convention = "none" if sigma == "none" else check_position_convention(convention)
     if bands is None:
         bands = convention != "mean-sigma"
     f = position_factors(layer)
@@ -304,7 +216,7 @@ def positional_bias(layer, i, sigma: str = "mean", heads=None, convention: str =
 
 
 def bias_lines(layer, i, heads=None, sigmas=("mean", "max", "min"),
-               convention: str = "mean-sigma", bands: bool | None = None
+               convention: str = DEFAULT_POSITION_CONVENTION, bands: bool | None = None
                ) -> dict[str, PositionalBias]:
     """`positional_bias` at one i for several sigma summaries (the B2 lines)."""
     return {s: positional_bias(layer, i, s, heads, convention, bands) for s in sigmas}
@@ -328,7 +240,7 @@ class PositionBiasBand:
     at_min_sigma: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
-    convention: str = "mean-sigma"
+    convention: str = DEFAULT_POSITION_CONVENTION
 
     @property
     def j(self) -> np.ndarray:
@@ -340,10 +252,11 @@ class PositionBiasBand:
 
 
 @torch.no_grad()
-def position_bias_band(layer, heads=None, convention: str = "mean-sigma") -> PositionBiasBand:
+def position_bias_band(layer, heads=None,
+                       convention: str = DEFAULT_POSITION_CONVENTION) -> PositionBiasBand:
     """T_p(j) for every j under `convention` (see `PositionBiasBand`), and raw (B1)."""
     hs = check_heads(layer, heads)
-    convention = check_convention(convention)
+    convention = check_position_convention(convention)
     st = layer.sigma_stats()
     raw = _head_rows(position_factors(layer).Tp_raw, hs, layer.n_heads)
     a, b = raw / st.pos_max, raw / st.pos_min
@@ -366,8 +279,8 @@ def position_bias_band(layer, heads=None, convention: str = "mean-sigma") -> Pos
 class PositionalPattern:
     """B4 for query token x at position n, arrays [len(heads), n+1] over keys j <= n.
 
-    With s_n = sigma(e_x + p_n) exactly and, for the keys, w_j = 1 / mean_v S[v, j]
-    ("mean-sigma", the default) or w_j = E_v[1/S[v, j]] ("paper"):
+    With s_n = sigma(e_x + p_n) exactly and, for the keys, w_j = E_v[1/S[v, j]] ("paper",
+    the default) or w_j = 1 / mean_v S[v, j] ("mean-sigma"):
         t_ep = (e_x Wq_h)(p_j Wk_h)^T w_j / s_n
         t_pp = (p_n Wq_h)(p_j Wk_h)^T w_j / s_n
         t_p  = b^QK_h p_j^T w_j
@@ -383,7 +296,7 @@ class PositionalPattern:
     t_p: np.ndarray
     scores: np.ndarray
     pattern: np.ndarray
-    convention: str = "mean-sigma"
+    convention: str = DEFAULT_POSITION_CONVENTION
 
     def grid(self) -> np.ndarray:
         """The pattern as [len(heads), rows, cols] (see `pattern_grid`)."""
@@ -392,7 +305,7 @@ class PositionalPattern:
 
 @torch.no_grad()
 def positional_pattern(layer, token, n, heads=None,
-                       convention: str = "mean-sigma") -> PositionalPattern:
+                       convention: str = DEFAULT_POSITION_CONVENTION) -> PositionalPattern:
     """softmax_{j<=n}((T_ep + T_pp + T_p) / sqrt(d')) for query token `token` at position n;
     key weights w_j by `convention` (see `PositionalPattern`)."""
     from detokgui.core.sigma import sigma as _sigma
@@ -400,11 +313,8 @@ def positional_pattern(layer, token, n, heads=None,
     x = check_token(layer, token)
     n = check_position(layer, n)
     hs = check_heads(layer, heads)
-    convention = check_convention(convention)
-    if convention == "paper":
-        w_key = inverse_sigma_stats(layer).mean[: n + 1]
-    else:
-        w_key = 1.0 / layer.sigma_stats().pos_mean[: n + 1]
+    convention = check_position_convention(convention)
+    w_key = position_key_weights(layer, convention, n + 1)
     s_n = _sigma(layer.E[x] + layer.P[n], layer.eps)
     f = position_factors(layer)
     H = layer.n_heads
@@ -624,11 +534,9 @@ def iter_classify_heads(
     tokens = random_token_sample(layer, sample, seed)
     # The self-ranks do not depend on n: one whole-vocabulary pass per model, then a new n
     # costs only the patterns of the sample.
-    key = (_RANKS_KEY, tuple(tokens), tuple(hs))
-    ranks = layer._cache.get(key)
-    if ranks is None:
-        ranks = yield from _rescaled(iter_self_ranks(layer, tokens, hs), 0.0, 0.9)
-        layer._cache[key] = ranks
+    ranks = yield from layer.cached_job(
+        (_RANKS_KEY, tuple(tokens), tuple(hs)),
+        lambda: _rescaled(iter_self_ranks(layer, tokens, hs), 0.0, 0.9))
     with torch.no_grad():
         ids = torch.tensor(tokens, dtype=torch.long, device=layer.device)
         pat = _pattern_batch(layer, ids, n, hs).double()  # [h, S, n+1]
@@ -722,14 +630,15 @@ def token_position_slopes(layer, heads=None) -> TokenPositionSlopes:
     The slope is linear in e_u, so the whole vocabulary is one [V, d] @ [d, H] product
     (tens of ms at GPT-2-small size). Cached per layer for all heads."""
     hs = check_heads(layer, heads)
-    full = layer._cache.get(_SLOPES_KEY)
-    if full is None:
+
+    def compute() -> np.ndarray:
         f = position_factors(layer)
         w = ls_weights(layer.n_positions, dtype=layer.dtype, device=layer.device)
         c = torch.einsum("hjk,j->hk", f.Kp, w)  # [H, d']  Kp_h^T w
         A = torch.einsum("hdk,hk->dh", layer.Wq, c)  # [d, H]
-        full = _np(layer.E @ A)  # [V, H]
-        layer._cache[_SLOPES_KEY] = full
+        return _np(layer.E @ A)  # [V, H]
+
+    full = layer.cached(_SLOPES_KEY, compute)
     return TokenPositionSlopes(heads=hs, slopes=full[:, hs])
 
 

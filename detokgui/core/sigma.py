@@ -39,17 +39,14 @@ class SigmaStats:
     tok_mean: torch.Tensor  # [V]  mean_j S[v, j]
 
     def position_sigma(self, which: str) -> torch.Tensor | None:
-        """Per-position sigma for position-only views: 'mean' | 'max' | 'min' | 'none'."""
-        return _pick(which, {"mean": self.pos_mean, "max": self.pos_max, "min": self.pos_min})
+        """Per-position sigma for position-only views: 'mean' | 'max' | 'min' | 'none'
+        (`conventions.POSITION_SIGMAS`)."""
+        from detokgui.core.checks import check_choice
 
-
-def _pick(which: str, options: dict):
-    if which == "none":
-        return None
-    try:
+        options = {"mean": self.pos_mean, "max": self.pos_max, "min": self.pos_min}
+        if check_choice("position sigma", which, (*options, "none")) == "none":
+            return None
         return options[which]
-    except KeyError:
-        raise ValueError(f"sigma convention must be one of {[*options, 'none']}, not {which!r}")
 
 
 @dataclass

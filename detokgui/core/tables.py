@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from detokgui.core.atomic import atomic_open
+from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
 from detokgui.core.terms import TERM_NAMES, causal_softmax
 from detokgui.core.tokens import token_string
 
@@ -113,7 +114,8 @@ BIAS_COLUMNS = ["head", "j", "t_p", "t_pp", "total", "softmax", "t_pp_lo", "t_pp
                 "t_p_hi", "convention", "sigma"]
 
 
-def bias_table(layer, i: int, sigma: str = "mean", convention: str = "paper") -> Table:
+def bias_table(layer, i: int, sigma: str = "mean",
+               convention: str = DEFAULT_POSITION_CONVENTION) -> Table:
     """head,j,t_p,t_pp,total,softmax,t_pp_lo,t_pp_hi,t_p_lo,t_p_hi,convention,sigma at query
     position i for keys j <= i (docs/math/position-side.md#b3-positional-bias,
     `positional.positional_bias` with bands).
@@ -174,7 +176,8 @@ def embedding_overlap_table(result) -> Table:
 # --------------------------------------------------------------------------- position panels
 
 
-def position_band_table(layer, heads=None, convention: str = "mean-sigma") -> Table:
+def position_band_table(layer, heads=None,
+                        convention: str = DEFAULT_POSITION_CONVENTION) -> Table:
     """head,j,raw,t_p_mean,t_p_sigma_max,t_p_sigma_min,lower,upper,convention: T_p over every
     key position j (docs/math/position-side.md#b1-position-self-assertion) — raw b^QK p_j^T, the
     convention's T_p line ("paper":
@@ -197,7 +200,7 @@ def position_band_table(layer, heads=None, convention: str = "mean-sigma") -> Ta
 
 
 def bias_lines_table(layer, i: int, sigmas=("mean", "max", "min"), heads=None,
-                     convention: str = "mean-sigma") -> Table:
+                     convention: str = DEFAULT_POSITION_CONVENTION) -> Table:
     """head,i,sigma,j,t_p,t_pp,total,softmax,convention: `positional.positional_bias` at
     query position i for each position sigma in `sigmas`
     (docs/math/position-side.md#b2-position-position-term, B3), only the rows

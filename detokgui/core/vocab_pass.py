@@ -27,8 +27,8 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from detokgui.core.affinity import SigmaChoice, token_sigmas
-from detokgui.core.checks import check_heads
+from detokgui.core.checks import check_choice, check_heads
+from detokgui.core.conventions import SigmaChoice, token_sigmas
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress
 
@@ -39,9 +39,7 @@ _MOMENTS_KEY = "score_moments"
 
 
 def check_direction(direction: str) -> str:
-    if direction not in DIRECTIONS:
-        raise InputError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
-    return direction
+    return check_choice("direction", direction, DIRECTIONS)
 
 
 @dataclass
@@ -149,14 +147,10 @@ def key_score_moments(layer, sigma: SigmaChoice | None = None, direction: str = 
     sigma = sigma or SigmaChoice()
     check_direction(direction)
     hs = check_heads(layer, heads)
-    store = layer._cache.setdefault(_MOMENTS_KEY, {})
     with torch.inference_mode():
-        for h in hs:
-            key = (sigma, direction, h)
-            if key not in store:
-                store[key] = _moments(layer, sigma, direction, h)
-    return (np.stack([store[(sigma, direction, h)][0] for h in hs]),
-            np.stack([store[(sigma, direction, h)][1] for h in hs]))
+        per_head = [layer.cached((_MOMENTS_KEY, sigma, direction, h),
+                                 lambda h=h: _moments(layer, sigma, direction, h)) for h in hs]
+    return np.stack([m[0] for m in per_head]), np.stack([m[1] for m in per_head])
 
 
 def _moments(layer, sigma: SigmaChoice, direction: str, h: int):

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from detokgui.core.affinity import SigmaChoice
 from detokgui.core.checks import check_heads
+from detokgui.core.conventions import SigmaChoice
 from detokgui.core.diskcache import Entry
 from detokgui.core.errors import InputError
 from detokgui.core.identity import model_identity

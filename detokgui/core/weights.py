@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from detokgui.core import checkpoint
+from detokgui.core import checkpoint, conventions
 from detokgui.core.errors import InputError, ModelLoadError
 
 ProgressFn = Callable[[float, str], None]
@@ -116,8 +116,8 @@ class Layer0:
     @property
     def temperature(self) -> float:
         """Scores are divided by this before the softmax: sqrt(d') (1 if the model
-        was trained with scale_attn_weights=False)."""
-        return math.sqrt(self.d_head) if self.scale_attn_weights else 1.0
+        was trained with scale_attn_weights=False); `conventions.temperature`."""
+        return conventions.temperature(self.d_head, self.scale_attn_weights)
 
     # ------------------------------------------------------------------ folding
 
@@ -329,14 +329,50 @@ class Layer0:
         return self.sigma_stats(progress).table
 
     def sigma_stats(self, progress: ProgressFn | None = None):
-        """The sigma table and its summaries (`sigma.SigmaStats`), cached."""
-        from detokgui.core import sigma
+        """The sigma table and its summaries (`sigma.SigmaStats`), cached (the table of
+        `conventions.sigma_stats_job`, under the same key)."""
         from detokgui.core.progress import run
 
-        if "sigma" not in self._cache:
-            cb = (lambda p: progress(p.fraction, p.message)) if progress else None
-            self._cache["sigma"] = run(sigma.iter_sigma_stats(self), cb)
-        return self._cache["sigma"]
+        cb = (lambda p: progress(p.fraction, p.message)) if progress else None
+        return run(conventions.sigma_stats_job(self), cb)
+
+    # ------------------------------------------------------------------ cache
+    # Everything derived from the weights is kept on the layer under a key: a str named
+    # after the module that owns it ("positional.factors"), or a tuple starting with one.
+
+    def cached(self, key, compute: Callable[[], Any]):
+        """The value kept under `key`, computing it with `compute()` the first time."""
+        try:
+            return self._cache[key]
+        except KeyError:
+            value = compute()
+            self._cache[key] = value
+            return value
+
+    def cached_job(self, key, job: Callable[[], Any]):
+        """Generator job: the value kept under `key`, or `yield from job()` the first time
+        (its Progress passes through; stopped before it returns, nothing is kept)."""
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        value = yield from job()
+        self._cache[key] = value
+        return value
+
+    def is_cached(self, key) -> bool:
+        """Whether a value is kept under `key`."""
+        return key in self._cache
+
+    def forget(self, prefix: str) -> None:
+        """Drop every value whose key is `prefix`, starts with `prefix + "."`, or is a tuple
+        whose first item is one of those."""
+        def under(key) -> bool:
+            head = key[0] if isinstance(key, tuple) and key else key
+            return isinstance(head, str) and (head == prefix or head.startswith(prefix + "."))
+
+        for key in [k for k in self._cache if under(k)]:
+            self._cache.pop(key, None)
 
 
 def _device(device, name: str) -> torch.device:

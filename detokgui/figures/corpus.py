@@ -25,9 +25,9 @@ import numpy as np
 
 from detokgui.core.affinity import SigmaChoice
 from detokgui.core.auroc import NO_BIGRAM_LABELS, PositiveSets, iter_bigram_auroc, roc_curve
+from detokgui.core.conventions import sigma_stats_job
 from detokgui.core.corpus import iter_corpus_counts
 from detokgui.core.frequency import frequency_stats
-from detokgui.core.positional import sigma_stats_job
 from detokgui.core.progress import Job
 from detokgui.core.progress import rescaled as _rescaled
 from detokgui.core.tokens import display_token, token_strings

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from detokgui.core.conventions import inverse_sigma_job
 from detokgui.core.empirical import AttentionRows, b3_prediction, iter_attention_rows
-from detokgui.core.positional import sigma_stats_job
 from detokgui.core.progress import Job
 from detokgui.core.progress import rescaled as _rescaled
 from detokgui.figures import style
@@ -42,7 +42,7 @@ class Observed:
 def observed(ctx: FigureContext, hs, i: int) -> Job[Observed]:
     """Fig 3-E's data (the attention rows are read once per export)."""
     layer = ctx.layer
-    yield from _rescaled(sigma_stats_job(layer), 0.0, 0.1)
+    yield from _rescaled(inverse_sigma_job(layer), 0.0, 0.1)  # the tables of "paper"
     rows = yield from _rescaled(ctx.memo(f"text.rows.{i}.{list(hs)}", lambda: iter_attention_rows(
         layer, ctx.texts(), i, hs)), 0.1, 1.0)
     lo, hi = rows.percentiles(95.0)

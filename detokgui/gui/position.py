@@ -124,14 +124,14 @@ CONVENTION_NAMES = {"paper": "paper convention", "mean-sigma": "mean-σ conventi
 
 
 class ConventionBox(QComboBox):
-    """The position-only sigma convention (core.positional.CONVENTIONS), the authors'
-    "paper" first: a combo box whose value (currentData) is the convention's key."""
+    """The position-only sigma convention (core.conventions.POSITION_CONVENTIONS), the
+    authors' "paper" first: a combo box whose value (currentData) is the convention's key."""
 
     def __init__(self, parent=None):
-        from detokgui.core.positional import CONVENTIONS
+        from detokgui.core.conventions import POSITION_CONVENTIONS
 
         super().__init__(parent)
-        for c in CONVENTIONS:
+        for c in POSITION_CONVENTIONS:
             self.addItem(CONVENTION_NAMES[c], c)
         self.setToolTip(
             "How the position-only terms divide by the LayerNorm scale σ:\n"

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import signals_blocked
 
-from detokgui.core.affinity import SIGMA_CONVENTIONS, SIGMA_LABELS, SigmaChoice
+from detokgui.core.conventions import TOKEN_SIGMA_LABELS, TOKEN_SIGMAS, SigmaChoice
 
 HEAD_MODES = (("selected", "Selected head"), ("all", "All heads"), ("set", "Chosen heads"))
 
@@ -120,8 +120,8 @@ class SigmaControls(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(QLabel("LayerNorm σ:"))
         self.combo = QComboBox()
-        for c in SIGMA_CONVENTIONS:
-            self.combo.addItem(SIGMA_LABELS[c], c)
+        for c in TOKEN_SIGMAS:
+            self.combo.addItem(TOKEN_SIGMA_LABELS[c], c)
         self.combo.setToolTip(
             "How token-only views divide by the LayerNorm scale σ:\n"
             "mean over positions — σ_v = mean_j σ(e_v + p_j) (the paper's Table 1);\n"
@@ -157,7 +157,7 @@ class SigmaControls(QWidget):
     def _sync(self, choice: SigmaChoice) -> None:
         with signals_blocked(self.combo), signals_blocked(self.i_spin), \
                 signals_blocked(self.j_spin):
-            self.combo.setCurrentIndex(SIGMA_CONVENTIONS.index(choice.convention))
+            self.combo.setCurrentIndex(TOKEN_SIGMAS.index(choice.convention))
             self.i_spin.setValue(choice.positions[0])
             self.j_spin.setValue(choice.positions[1])
         at = choice.convention == "at"

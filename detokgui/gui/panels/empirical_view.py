@@ -18,7 +18,8 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.core import empirical
-from detokgui.core.empirical import CONVENTION_LABELS, CONVENTIONS, TextSource
+from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION, POSITION_CONVENTIONS
+from detokgui.core.empirical import CONVENTION_LABELS, TextSource
 from detokgui.core.text_tables import empirical_table
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
@@ -53,7 +54,7 @@ def default_position(n_positions: int) -> int:
 @dataclass(frozen=True)
 class Options:
     heads: str = "all"  # HeadChooser value
-    convention: str = "paper"
+    convention: str = DEFAULT_POSITION_CONVENTION
     max_texts: int = 200
     prepend: bool = False
     window: int = 0  # the last w keys before i; 0 = every key
@@ -87,9 +88,9 @@ class EmpiricalPanel(CorpusGridPanel):
         row.addWidget(self.heads_box)
         row.addSpacing(12)
         row.addWidget(QLabel("prediction"))
-        self.convention = combo_box(((c, f"{c} convention") for c in CONVENTIONS),
+        self.convention = combo_box(((c, f"{c} convention") for c in POSITION_CONVENTIONS),
                                     "How the B3 prediction takes σ per position:\n"
-                                    + "\n".join(CONVENTION_LABELS[c] for c in CONVENTIONS))
+                                    + "\n".join(CONVENTION_LABELS[c] for c in POSITION_CONVENTIONS))
         row.addWidget(self.convention)
         row.addSpacing(12)
         self.source = TextSourceControls(row)

@@ -4,7 +4,7 @@ at the query position i for the mean / max / min sigma of the query position, an
 T_pp + T_p with its softmax at temperature sqrt(d'). One query-position slider drives
 every plot; a window control zooms on the last w keys before i (Fig 3-E).
 
-The sigma convention (core.positional): "paper" (the authors' figures, the default: keys
+The sigma convention (core.conventions): "paper" (the authors' figures, the default: keys
 weighted by E_v[1/sigma(e_v+p_j)], 95% bands) or "mean-sigma" (1/mean_v sigma on both
 sides, min..max band); every title and CSV names the one it shows."""
 
@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import signals_blocked
 
+from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION, POSITION_SIGMAS
 from detokgui.core.positional import (
-    SIGMA_CHOICES,
     PositionalBias,
     PositionBiasBand,
     bias_lines,
@@ -90,7 +90,7 @@ class BiasResult:
     i: int
     heads: list[int]
     b3_sigma: str  # the sigma of T_pp + T_p and its softmax
-    convention: str  # "paper" or "mean-sigma" (core.positional)
+    convention: str  # "paper" or "mean-sigma" (core.conventions)
     lines: dict[str, PositionalBias]  # B2: T_pp for sigma mean / max / min
     b3: PositionalBias  # B3: total and softmax with `sigma`
     band: PositionBiasBand  # B1 (does not depend on i)
@@ -100,7 +100,7 @@ class BiasResult:
 class Options:
     heads: str = "selected"  # HeadChooser value
     b3_sigma: str = "mean"  # the sigma of T_pp + T_p and its softmax (B3)
-    convention: str = "paper"  # core.positional.CONVENTIONS
+    convention: str = DEFAULT_POSITION_CONVENTION  # core.conventions.POSITION_CONVENTIONS
     raw: bool = False  # T_p without LayerNorm
     window: bool = False
     window_size: int = DEFAULT_WINDOW
@@ -147,7 +147,7 @@ class PositionalBiasPanel(Panel):
         self.convention = ConventionBox()
         row.addWidget(self.convention)
         row.addSpacing(12)
-        self.b3_sigma = combo_box(((s, SIGMA_ITEM[s]) for s in SIGMA_CHOICES),
+        self.b3_sigma = combo_box(((s, SIGMA_ITEM[s]) for s in POSITION_SIGMAS),
                                   "The σ of T_pp + T_p and its softmax: the vocabulary's mean,\n"
                                   "max or min of σ(e_v + p_i) (at the query position under the\n"
                                   "paper convention, on both sides under mean σ), or none (raw).\n"

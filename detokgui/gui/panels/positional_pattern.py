@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.core import positional
+from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
 from detokgui.core.tables import pattern_table
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
@@ -46,7 +47,7 @@ class Options:
     heads: str = "selected"  # line plot: "selected" or "all"
     log: bool = False
     columns: int = 0  # of the grid; 0 = ceil(sqrt(n + 1))
-    convention: str = "paper"  # core.positional.CONVENTIONS
+    convention: str = DEFAULT_POSITION_CONVENTION  # core.conventions.POSITION_CONVENTIONS
 
 
 @dataclass(frozen=True)

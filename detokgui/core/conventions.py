@@ -1,0 +1,278 @@
+"""The sigma conventions of every view and the softmax temperature, in one place.
+
+Notation: docs/math/notation.md (the conventions in words: docs/math/sigma.md).
+S[v, j] = sigma(e_v + p_j) is the LayerNorm scale of token v at position j
+(`sigma.SigmaStats.table`, [V, L]), W^QK_h = Wq_h Wk_h^T, d' the head size.
+
+Temperature. Scores are divided by
+    tau = sqrt(d')   (1 when the model was trained with scale_attn_weights=False)
+before the softmax (`temperature`, `Layer0.temperature`).
+
+Token sigma (token-only views: T_ee, top-k, A4-A6; docs/math/sigma.md#token-only-views),
+`SigmaChoice`:
+    "mean"  s_v = mean_j S[v, j]                            (default; the paper's Table 1)
+    "at"    s_u = S[u, i], s_v = S[v, j] for chosen positions (i, j)
+    "none"  s = 1: raw e W^QK e^T ("without LayerNorm")
+
+T_e (A6: T_e(v) = b^QK_h e_v^T / s_v; docs/math/sigma.md#self-assertion-of-a-token),
+`T_E_CONVENTIONS`:
+    "sigma" s_v per the token sigma above                    (default)
+    "paper" 1/s_v replaced by E_j[1/S[v, j]]  (the authors' Fig 5, 11;
+            `inverse_sigma_per_token`)
+
+Position sigma (position-only views B1-B4, C2; docs/math/sigma.md#position-only-views),
+`POSITION_CONVENTIONS` with `POSITION_SIGMAS` picking the vocabulary mean, max or min of
+S[., i]:
+  "paper"       the authors' figures, the default (their code: utils/ln.py, l0_tp.py,
+                l0_tpp.py, l0_tp_tpp.py): every key term is divided by each key token's own
+                sigma and averaged over the vocabulary, and the position sigma applies to
+                the query side only:
+                    T_p(j)     = b^QK_h p_j^T E_v[1/S[v, j]]
+                    T_pp(i, j) = p_i W^QK_h p_j^T / S_i  E_v[1/S[v, j]],   S_i = mean/max/min_v S[v, i]
+                with the 95% percentile interval over v of the per-token values
+                (b^QK_h p_j^T / S[v, j], and p_i W^QK_h p_j^T / (S_i S[v, j])) as the band
+                (`sigma.InverseSigmaStats`).
+  "mean-sigma"  s_j = mean/max/min_v S[v, j] on BOTH sides:
+                    T_p(j) = b^QK_h p_j^T / s_j,   T_pp(i, j) = p_i W^QK_h p_j^T / (s_i s_j)
+                (E_v[1/S] differs from 1/E_v[S] by a few per cent; taking max/min on both
+                sides instead of the query side alone changes T_pp by tens of per cent.)
+and position sigma "none" (s = 1, raw) under either convention. The key weight of B4 and
+C2 is w_j = E_v[1/S[v, j]] ("paper") or 1 / mean_v S[v, j] ("mean-sigma")
+(`position_key_weights`).
+
+The tables these need are computed once per layer, each under one key on the layer
+(`Layer0.cached_job`): the sigma table ("sigma"), the statistics of 1/S per position
+("sigma.inverse") and E_j[1/S[v, j]] per token ("sigma.inverse_per_token"). The first
+costs one whole-vocabulary pass (seconds at GPT-2 size): run the `*_job` generators on a
+worker when a view needs them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from detokgui.core.progress import Job, rescaled, run
+
+if TYPE_CHECKING:  # torch and numpy are imported where they are used: the command line
+    import torch  # reads the choices below before it loads anything heavy
+
+
+def _check_choice(name: str, value, choices):
+    from detokgui.core.checks import check_choice
+
+    return check_choice(name, value, choices)
+
+
+def _check_position(layer, pos) -> int:
+    from detokgui.core.checks import check_position
+
+    return check_position(layer, pos, "position")
+
+# --------------------------------------------------------------------------- temperature
+
+
+def temperature(d_head: int, scale_attn_weights: bool = True) -> float:
+    """tau = sqrt(d') when the model scales its attention weights, else 1."""
+    return math.sqrt(d_head) if scale_attn_weights else 1.0
+
+
+# --------------------------------------------------------------------------- token sigma
+
+TOKEN_SIGMAS = ("mean", "at", "none")
+TOKEN_SIGMA_LABELS = {
+    "mean": "sigma = mean over positions",
+    "at": "sigma at positions (i, j)",
+    "none": "no LayerNorm (raw)",
+}
+
+
+@dataclass(frozen=True)
+class SigmaChoice:
+    """A token-only sigma convention; `positions` = (query i, key j) for "at"."""
+
+    convention: str = "mean"
+    positions: tuple[int, int] = (0, 0)
+
+    def __post_init__(self):
+        _check_choice("sigma convention", self.convention, TOKEN_SIGMAS)
+
+    def label(self) -> str:
+        if self.convention == "at":
+            return f"sigma at positions i={self.positions[0]}, j={self.positions[1]}"
+        return TOKEN_SIGMA_LABELS[self.convention]
+
+
+def token_sigmas(layer, choice: SigmaChoice, side: str) -> torch.Tensor | None:
+    """Per-token sigma for the query side ("query") or key side ("key"), [V]; None = raw."""
+    from detokgui.core.sigma import tokens_at_position
+
+    if choice.convention == "none":
+        return None
+    if choice.convention == "mean":
+        return layer.sigma_stats().tok_mean
+    pos = choice.positions[0] if side == "query" else choice.positions[1]
+    return tokens_at_position(layer, _check_position(layer, pos))
+
+
+def token_sigmas_of(layer, choice: SigmaChoice, side: str, ids: torch.Tensor) -> torch.Tensor:
+    """`token_sigmas` for a few tokens only (no whole-vocabulary pass unless the convention
+    needs it); ones for "none"."""
+    import torch
+
+    from detokgui.core.sigma import tokens_at_position
+
+    if choice.convention == "none":
+        return torch.ones(ids.shape[0], dtype=layer.dtype, device=layer.device)
+    if choice.convention == "mean":
+        return layer.sigma_stats().tok_mean[ids]
+    pos = choice.positions[0] if side == "query" else choice.positions[1]
+    return tokens_at_position(layer, _check_position(layer, pos), rows=ids)
+
+
+# --------------------------------------------------------------------------- T_e
+
+T_E_CONVENTIONS = ("sigma", "paper")
+DEFAULT_T_E = "sigma"
+
+
+def check_t_e(t_e: str) -> str:
+    return _check_choice("t_e", t_e, T_E_CONVENTIONS)
+
+
+# --------------------------------------------------------------------------- position sigma
+
+POSITION_CONVENTIONS = ("paper", "mean-sigma")
+#: The default of every position-only view, in core, the CLI and the GUI alike.
+DEFAULT_POSITION_CONVENTION = "paper"
+POSITION_CONVENTION_LABELS = {
+    "paper": "paper convention: key side E_v[1/sigma(e_v+p_j)], query side sigma_i = "
+             "vocabulary {sigma} of sigma(e_v+p_i); band = 95% percentile interval over v",
+    "mean-sigma": "mean-sigma convention: sigma = vocabulary {sigma} of sigma(e_v+p) at "
+                  "both i and j",
+    "none": "no LayerNorm (raw)",
+}
+POSITION_SIGMAS = ("mean", "max", "min", "none")
+POSITION_SIGMA_LABELS = {
+    "mean": "sigma = vocabulary mean",
+    "max": "sigma = vocabulary max",
+    "min": "sigma = vocabulary min",
+    "none": "no LayerNorm (raw)",
+}
+
+
+def check_position_sigma(which: str) -> str:
+    return _check_choice("position sigma", which, POSITION_SIGMAS)
+
+
+def check_position_convention(convention: str) -> str:
+    return _check_choice("position convention", convention, POSITION_CONVENTIONS)
+
+
+def convention_label(convention: str, sigma: str = "mean") -> str:
+    """One line saying which convention a result shows (for plot titles and CSV exports)."""
+    if sigma == "none":
+        return POSITION_CONVENTION_LABELS["none"]
+    return POSITION_CONVENTION_LABELS[check_position_convention(convention)].format(
+        sigma=check_position_sigma(sigma))
+
+
+# --------------------------------------------------------------------------- tables
+
+SIGMA_KEY = "sigma"
+INVERSE_KEY = "sigma.inverse"
+INVERSE_PER_TOKEN_KEY = "sigma.inverse_per_token"
+
+
+def sigma_stats_job(layer) -> Job:
+    """Generator job returning `layer.sigma_stats()` (`sigma.SigmaStats`), computing it
+    (with progress, so it can be cancelled between chunks) when it is not cached yet."""
+    from detokgui.core import sigma as _sigma
+
+    return (yield from layer.cached_job(SIGMA_KEY, lambda: _sigma.iter_sigma_stats(layer)))
+
+
+def inverse_sigma_job(layer) -> Job:
+    """Generator job returning the cached `sigma.InverseSigmaStats` of the layer (per
+    position j: E_v[1/S[v, j]] and the 95% percentile interval of 1/S[., j]), computing
+    the sigma table first when needed. About twice the sigma table's cost, once."""
+    from detokgui.core import sigma as _sigma
+
+    def compute():
+        st = yield from rescaled(sigma_stats_job(layer), 0.0, 0.5)
+        return (yield from rescaled(_sigma.iter_inverse_sigma_stats(st.table), 0.5, 1.0))
+
+    return (yield from layer.cached_job(INVERSE_KEY, compute))
+
+
+def inverse_sigma_stats(layer):
+    """`inverse_sigma_job` run to completion."""
+    return run(inverse_sigma_job(layer))
+
+
+def position_sigma(layer, which: str = "mean") -> torch.Tensor | None:
+    """Per-position sigma s_j = mean/max/min_v S[v, j], [L], or None for "none" (s = 1).
+
+    "mean"/"max"/"min" need the sigma table; "none" never triggers it."""
+    which = check_position_sigma(which)
+    if which == "none":
+        return None
+    return layer.sigma_stats().position_sigma(which)
+
+
+def position_key_weights(layer, convention: str, n: int | None = None) -> torch.Tensor:
+    """The key weight w_j of the position-only views for j = 0..n-1 (all L by default):
+    E_v[1/S[v, j]] for "paper", 1 / mean_v S[v, j] for "mean-sigma"."""
+    if check_position_convention(convention) == "paper":
+        w = inverse_sigma_stats(layer).mean
+    else:
+        w = 1.0 / layer.sigma_stats().pos_mean
+    return w if n is None else w[:n]
+
+
+def inverse_sigma_per_token(layer) -> torch.Tensor:
+    """E_j[1/S[v, j]] for every token v, [V]: the mean over positions of the reciprocal
+    sigma table (the authors' per-token factor of T_e). Needs the sigma table; cached."""
+
+    import torch
+
+    rows_per_chunk = 4096
+
+    @torch.no_grad()
+    def compute() -> torch.Tensor:
+        table = layer.sigma_stats().table  # [V, L]
+        out = torch.empty(table.shape[0], dtype=layer.dtype, device=table.device)
+        for a in range(0, table.shape[0], rows_per_chunk):
+            out[a:a + rows_per_chunk] = table[a:a + rows_per_chunk].reciprocal().mean(
+                1, dtype=torch.float64).to(layer.dtype)
+        return out
+
+    return layer.cached(INVERSE_PER_TOKEN_KEY, compute)
+
+
+__all__ = [
+    "DEFAULT_POSITION_CONVENTION",
+    "DEFAULT_T_E",
+    "POSITION_CONVENTIONS",
+    "POSITION_CONVENTION_LABELS",
+    "POSITION_SIGMAS",
+    "POSITION_SIGMA_LABELS",
+    "TOKEN_SIGMAS",
+    "TOKEN_SIGMA_LABELS",
+    "T_E_CONVENTIONS",
+    "SigmaChoice",
+    "check_position_convention",
+    "check_position_sigma",
+    "check_t_e",
+    "convention_label",
+    "inverse_sigma_job",
+    "inverse_sigma_per_token",
+    "inverse_sigma_stats",
+    "position_key_weights",
+    "position_sigma",
+    "sigma_stats_job",
+    "temperature",
+    "token_sigmas",
+    "token_sigmas_of",
+]

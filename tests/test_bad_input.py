@@ -141,11 +141,11 @@ def test_from_tensors_checks_its_arguments(tiny_layer):
     L = tiny_layer
     tensors = {
         "wte.weight": L.E, "wpe.weight": L.P, "h.0.ln_1.weight": L.ln1_weight,
-        "h.0.ln_1.bias": L.ln1_bias, "h.0.attn.c_attn.weight": L.W_attn,
-        "h.0.attn.c_attn.bias": L.b_attn, "h.0.attn.c_proj.weight": L.W_O,
-        "h.0.attn.c_proj.bias": L.b_O, "h.0.ln_2.weight": L.ln2_weight,
-        "h.0.ln_2.bias": L.ln2_bias, "h.0.mlp.c_fc.weight": L.W_fc, "h.0.mlp.c_fc.bias": L.b_fc,
-        "h.0.mlp.c_proj.weight": L.W_proj, "h.0.mlp.c_proj.bias": L.b_proj,
+        "h.0.ln_1.bias": L.ln1_bias, "h.0.attn.c_attn.weight": L.qkv_weight,
+        "h.0.attn.c_attn.bias": L.qkv_bias, "h.0.attn.c_proj.weight": L.attn_out_weight,
+        "h.0.attn.c_proj.bias": L.attn_out_bias, "h.0.ln_2.weight": L.ln2_weight,
+        "h.0.ln_2.bias": L.ln2_bias, "h.0.mlp.c_fc.weight": L.mlp_in_weight, "h.0.mlp.c_fc.bias": L.mlp_in_bias,
+        "h.0.mlp.c_proj.weight": L.mlp_out_weight, "h.0.mlp.c_proj.bias": L.mlp_out_bias,
     }
     for n_heads, message in [(0, "at least 1"), (-2, "at least 1"), (2.5, "whole number"),
                              (None, "whole number"), (3, "not divisible")]:

@@ -60,8 +60,8 @@ def test_two_layer_model_reads_layer_zero(tmp_path, hf_eager):
     folder = write_random_checkpoint(tmp_path, n_layer=3, n_positions=16, seed=4)
     layer = Layer0.from_pretrained(str(folder), device="cpu")
     base = hf_eager(folder).transformer
-    assert torch.equal(layer.W_attn, base.h[0].attn.c_attn.weight)
-    assert not torch.equal(layer.W_attn, base.h[1].attn.c_attn.weight)
+    assert torch.equal(layer.qkv_weight, base.h[0].attn.c_attn.weight)
+    assert not torch.equal(layer.qkv_weight, base.h[1].attn.c_attn.weight)
 
 
 def test_sharded_safetensors(tmp_path, hf_eager):

@@ -19,7 +19,7 @@ def raw_tensors(layer):
     return {
         "wte.weight": layer.E, "wpe.weight": layer.P,
         "h.0.ln_1.weight": layer.ln1_weight, "h.0.ln_1.bias": layer.ln1_bias,
-        "h.0.attn.c_attn.weight": layer.W_attn, "h.0.attn.c_attn.bias": layer.b_attn,
+        "h.0.attn.c_attn.weight": layer.qkv_weight, "h.0.attn.c_attn.bias": layer.qkv_bias,
     }
 
 

@@ -305,20 +305,20 @@ def extended_embeddings(layer, circuit: ContextualCircuit, tokens) -> torch.Tens
     """ext(x) = sum_{h in S} (f_h(x)/norm_h) (e_x/s_x) W^VO_h for the given token ids,
     [len(tokens), d]."""
     G = _value_rows(layer, circuit, _token_ids(layer, tokens))
-    return torch.einsum("chk,hkd->cd", G, layer.WO[circuit.heads])
+    return torch.einsum("chk,hkd->cd", G, layer.Wo[circuit.heads])
 
 
 def mlp_input(layer) -> tuple[torch.Tensor, torch.Tensor]:
     """ln_2 folded into the MLP's first map: W2 = C diag(gamma_2) W_fc [d, d_mlp] and
     b2 = beta_2 W_fc + b_fc [d_mlp], so that ln_2(r) W_fc + b_fc = r W2 / sigma(r) + b2."""
-    W = layer.ln2_weight[:, None] * layer.W_fc
-    return W - W.mean(dim=0, keepdim=True), layer.ln2_bias @ layer.W_fc + layer.b_fc
+    W = layer.ln2_weight[:, None] * layer.mlp_in_weight
+    return W - W.mean(dim=0, keepdim=True), layer.ln2_bias @ layer.mlp_in_weight + layer.mlp_in_bias
 
 
 def check_neuron(layer, neuron) -> int:
     """Validate a layer-0 MLP neuron index (0-based)."""
     m = as_int(neuron, "neuron")
-    n_mlp = layer.W_fc.shape[1]
+    n_mlp = layer.mlp_in_weight.shape[1]
     if not 0 <= m < n_mlp:
         raise InputError(f"Neuron {m} is outside 0..{n_mlp - 1} (layer 0 has {n_mlp}).")
     return m
@@ -328,7 +328,7 @@ def _neuron_read(layer, circuit: ContextualCircuit, neurons) -> torch.Tensor:
     """A[h, :, m] = W^O_h W2[:, m]: what neuron m reads from head h's value space,
     [h, d', len(neurons)]."""
     W2, _ = mlp_input(layer)
-    return torch.matmul(layer.WO[circuit.heads], W2[:, neurons])
+    return torch.matmul(layer.Wo[circuit.heads], W2[:, neurons])
 
 
 @torch.no_grad()
@@ -389,7 +389,7 @@ def iter_rank_neurons(layer, circuit: ContextualCircuit, top: int = 50, k: int =
     moments, so Var_x c_m(x) = A_m^T Cov(G) A_m for all neurons at once; then the top
     `top` neurons' token extremes from G A[:, top]."""
     V = layer.n_vocab
-    n_mlp = layer.W_fc.shape[1]
+    n_mlp = layer.mlp_in_weight.shape[1]
     top = max(1, min(as_int(top, "number of neurons"), n_mlp))
     k = max(1, min(as_int(k, "k"), V))
     width = len(circuit.heads) * layer.d_head
@@ -444,11 +444,11 @@ def predicted_preactivations(layer, circuit: ContextualCircuit, token_ids,
     pat = text_patterns(layer, ids, hs)  # [h, n, n]
     G = _value_rows(layer, circuit, ids).transpose(0, 1)  # [h, n, d']
     z = torch.matmul(pat, G)  # [h, n, d']
-    out = torch.einsum("hnk,hkd->nd", z, layer.WO[hs])
+    out = torch.einsum("hnk,hkd->nd", z, layer.Wo[hs])
     r = layer.E[ids] + layer.P[:n] + layer.bVO + out
     w = F.layer_norm(r, (layer.d,), layer.ln2_weight, layer.ln2_bias, layer.eps)
     cols = slice(None) if neurons is None else [check_neuron(layer, m) for m in neurons]
-    return torch.addmm(layer.b_fc[cols], w, layer.W_fc[:, cols])
+    return torch.addmm(layer.mlp_in_bias[cols], w, layer.mlp_in_weight[:, cols])
 
 
 @dataclass
@@ -570,13 +570,13 @@ def ov_scores(layer, token, direction: str = "outputs", heads=None) -> torch.Ten
     hs = check_heads(layer, heads)
     s_tok = layer.sigma_stats().tok_mean
     g = _lnf_gamma(layer)
-    Wv, WO = layer.Wv[hs], layer.WO[hs]  # [h, d, d'], [h, d', d]
+    Wv, Wo = layer.Wv[hs], layer.Wo[hs]  # [h, d, d'], [h, d', d]
     if direction == "outputs":
-        u = torch.einsum("d,hdk,hke->he", layer.E[t], Wv, WO) / s_tok[t]  # [h, d]
+        u = torch.einsum("d,hdk,hke->he", layer.E[t], Wv, Wo) / s_tok[t]  # [h, d]
         w = (u - u.mean(dim=1, keepdim=True)) * g  # C then gamma_f
         return (layer.E @ w.T).T
     y = layer.E[t] * g
-    z = torch.einsum("hke,e->hk", WO, y - y.mean())  # W^O_h C diag(gamma_f) e_y^T
+    z = torch.einsum("hke,e->hk", Wo, y - y.mean())  # W^O_h C diag(gamma_f) e_y^T
     return (layer.E @ torch.einsum("hdk,hk->dh", Wv, z)).T / s_tok
 
 

@@ -172,24 +172,24 @@ def _heads(layer, t: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def forward(layer, token_ids, *, mlp: bool = True) -> ForwardPass:
     """The model's own layer 0 (embeddings, ln_1, attention, and with `mlp` ln_2 and the
-    MLP's first linear map), from W_attn, b_attn, W_O, b_O, ln_1, ln_2, W_fc, b_fc as
-    stored in the checkpoint; never from the folded factors."""
+    MLP's first linear map), from the checkpoint's tensors as stored (qkv_weight/bias,
+    attn_out_weight/bias, ln_1, ln_2, mlp_in_weight/bias); never from the folded factors."""
     ids = layer.check_token_ids(token_ids)
     n, d = ids.shape[0], layer.d
     x = layer.E[ids] + layer.P[:n]
     u = F.layer_norm(x, (d,), layer.ln1_weight, layer.ln1_bias, layer.eps)
-    qkv = torch.addmm(layer.b_attn, u, layer.W_attn)
+    qkv = torch.addmm(layer.qkv_bias, u, layer.qkv_weight)
     q, k, v = (_heads(layer, qkv[:, a * d:(a + 1) * d]) for a in range(3))
     att = torch.matmul(q, k.transpose(1, 2)) / layer.temperature
     causal = torch.ones(n, n, dtype=torch.bool, device=x.device).triu_(1)
     att = torch.softmax(att.masked_fill_(causal, -torch.inf), dim=-1)
     z = torch.matmul(att, v).transpose(0, 1).reshape(n, d)
-    a = torch.addmm(layer.b_O, z, layer.W_O)
+    a = torch.addmm(layer.attn_out_bias, z, layer.attn_out_weight)
     r = x + a
     pre = None
     if mlp:
         w = F.layer_norm(r, (d,), layer.ln2_weight, layer.ln2_bias, layer.eps)
-        pre = torch.addmm(layer.b_fc, w, layer.W_fc)
+        pre = torch.addmm(layer.mlp_in_bias, w, layer.mlp_in_weight)
     return ForwardPass(attention=att, attn_out=a, residual=r, mlp_pre=pre)
 
 
@@ -203,8 +203,8 @@ def attention_row(layer, token_ids, i: int) -> torch.Tensor:
         raise InputError(f"The text has {n} tokens; query position {i} needs more than {i}.")
     x = layer.E[ids] + layer.P[:n]
     u = F.layer_norm(x, (d,), layer.ln1_weight, layer.ln1_bias, layer.eps)
-    k = torch.addmm(layer.b_attn[d:2 * d], u, layer.W_attn[:, d:2 * d])
-    q = torch.addmv(layer.b_attn[:d], layer.W_attn[:, :d].T, u[i])
+    k = torch.addmm(layer.qkv_bias[d:2 * d], u, layer.qkv_weight[:, d:2 * d])
+    q = torch.addmv(layer.qkv_bias[:d], layer.qkv_weight[:, :d].T, u[i])
     s = torch.matmul(_heads(layer, k), q.reshape(layer.n_heads, layer.d_head, 1)).squeeze(-1)
     return torch.softmax(s / layer.temperature, dim=-1)
 

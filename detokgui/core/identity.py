@@ -34,8 +34,8 @@ def model_identity(layer) -> str:
     def compute() -> str:
         h = hashlib.sha256(b"detokgui-layer0-v1|")
         h.update(f"{layer.n_heads}|{layer.eps!r}|{layer.dtype}|".encode())
-        for t in (layer.E, layer.P, layer.ln1_weight, layer.ln1_bias, layer.W_attn,
-                  layer.b_attn):
+        for t in (layer.E, layer.P, layer.ln1_weight, layer.ln1_bias, layer.qkv_weight,
+                  layer.qkv_bias):
             _hash_tensor(h, t)
         return h.hexdigest()
 

@@ -36,16 +36,16 @@ class Layer0:
 
     V tokens, L positions, width d, H heads of d' = d / H, MLP width d_mlp.
     As stored in the checkpoint (HF Conv1D layout, x @ W + b), all heads together:
-        E [V, d], P [L, d]                   wte, wpe
-        ln1_weight, ln1_bias [d]             ln_1's gamma, beta (ln2_*, lnf_* likewise)
-        W_attn [d, 3d], b_attn [3d]          attn.c_attn: W^Q | W^K | W^V, their biases
-        W_O [d, d], b_O [d]                  attn.c_proj: W^O, b^O
-        W_fc [d, d_mlp], b_fc [d_mlp]        mlp.c_fc
-        W_proj [d_mlp, d], b_proj [d]        mlp.c_proj
+        E [V, d], P [L, d]                               wte, wpe
+        ln1_weight, ln1_bias [d]                         ln_1's gamma, beta (ln2_*, lnf_* too)
+        qkv_weight [d, 3d], qkv_bias [3d]                attn.c_attn: W^Q | W^K | W^V, biases
+        attn_out_weight [d, d], attn_out_bias [d]        attn.c_proj: W^O, b^O
+        mlp_in_weight [d, d_mlp], mlp_in_bias [d_mlp]    mlp.c_fc
+        mlp_out_weight [d_mlp, d], mlp_out_bias [d]      mlp.c_proj
     Per head, with ln_1 folded in (module docstring):
         Wq, Wk, Wv [H, d, d'], bq, bk, bv [H, d'], bQK [H, d]
-        WO [H, d', d]                        W^O_h: W_O's rows of head h (nothing folded)
-        bVO [d]                              b^VO, the constant all heads add to the output
+        Wo [H, d', d]                    W^O_h: attn_out_weight's rows of head h (nothing folded)
+        bVO [d]                          b^VO, the constant all heads add to the output
     """
 
     name: str
@@ -53,16 +53,16 @@ class Layer0:
     P: torch.Tensor
     ln1_weight: torch.Tensor
     ln1_bias: torch.Tensor
-    W_attn: torch.Tensor  # [d, 3d], HF Conv1D layout (x @ W + b)
-    b_attn: torch.Tensor  # [3d]
-    W_O: torch.Tensor  # [d, d]
-    b_O: torch.Tensor  # [d]
+    qkv_weight: torch.Tensor  # [d, 3d], HF Conv1D layout (x @ W + b)
+    qkv_bias: torch.Tensor  # [3d]
+    attn_out_weight: torch.Tensor  # [d, d]
+    attn_out_bias: torch.Tensor  # [d]
     ln2_weight: torch.Tensor
     ln2_bias: torch.Tensor
-    W_fc: torch.Tensor  # [d, d_mlp]
-    b_fc: torch.Tensor
-    W_proj: torch.Tensor  # [d_mlp, d]
-    b_proj: torch.Tensor
+    mlp_in_weight: torch.Tensor  # [d, d_mlp]
+    mlp_in_bias: torch.Tensor
+    mlp_out_weight: torch.Tensor  # [d_mlp, d]
+    mlp_out_bias: torch.Tensor
     n_heads: int
     eps: float
     scale_attn_weights: bool = True
@@ -84,7 +84,7 @@ class Layer0:
         width), dtype and device; never the tensors."""
         return (f"Layer0({self.name!r}, family={self.family!r}, V={self.n_vocab}, "
                 f"L={self.n_positions}, d={self.d}, H={self.n_heads}, d_head={self.d_head}, "
-                f"d_mlp={self.W_fc.shape[1]}, dtype={str(self.dtype).removeprefix('torch.')}, "
+                f"d_mlp={self.mlp_in_weight.shape[1]}, dtype={str(self.dtype).removeprefix('torch.')}, "
                 f"device={self.device})")
 
     # ------------------------------------------------------------------ shape
@@ -124,9 +124,9 @@ class Layer0:
     def _fold(self) -> None:
         d, H, dh = self.d, self.n_heads, self.d_head
         # C diag(gamma) W: scale rows by gamma, then centre each column.
-        Wg = self.ln1_weight[:, None] * self.W_attn
+        Wg = self.ln1_weight[:, None] * self.qkv_weight
         Wg = Wg - Wg.mean(dim=0, keepdim=True)
-        b = self.ln1_bias @ self.W_attn + self.b_attn  # [3d]
+        b = self.ln1_bias @ self.qkv_weight + self.qkv_bias  # [3d]
 
         def heads(M: torch.Tensor) -> torch.Tensor:  # [d, d] -> [H, d, d']
             return M.reshape(d, H, dh).permute(1, 0, 2).contiguous()
@@ -134,8 +134,8 @@ class Layer0:
         self.Wq, self.Wk, self.Wv = (heads(Wg[:, i * d : (i + 1) * d]) for i in range(3))
         self.bq, self.bk, self.bv = (b[i * d : (i + 1) * d].reshape(H, dh) for i in range(3))
         self.bQK = torch.einsum("hk,hdk->hd", self.bq, self.Wk).contiguous()
-        self.WO = self.W_O.reshape(H, dh, d).contiguous()
-        self.bVO = b[2 * d :] @ self.W_O + self.b_O
+        self.Wo = self.attn_out_weight.reshape(H, dh, d).contiguous()
+        self.bVO = b[2 * d :] @ self.attn_out_weight + self.attn_out_bias
 
     # ------------------------------------------------------------------ construction
 
@@ -183,16 +183,16 @@ class Layer0:
             P=t["wpe.weight"],
             ln1_weight=t["h.0.ln_1.weight"],
             ln1_bias=t["h.0.ln_1.bias"],
-            W_attn=t["h.0.attn.c_attn.weight"],
-            b_attn=t["h.0.attn.c_attn.bias"],
-            W_O=t["h.0.attn.c_proj.weight"],
-            b_O=t["h.0.attn.c_proj.bias"],
+            qkv_weight=t["h.0.attn.c_attn.weight"],
+            qkv_bias=t["h.0.attn.c_attn.bias"],
+            attn_out_weight=t["h.0.attn.c_proj.weight"],
+            attn_out_bias=t["h.0.attn.c_proj.bias"],
             ln2_weight=t["h.0.ln_2.weight"],
             ln2_bias=t["h.0.ln_2.bias"],
-            W_fc=t["h.0.mlp.c_fc.weight"],
-            b_fc=t["h.0.mlp.c_fc.bias"],
-            W_proj=t["h.0.mlp.c_proj.weight"],
-            b_proj=t["h.0.mlp.c_proj.bias"],
+            mlp_in_weight=t["h.0.mlp.c_fc.weight"],
+            mlp_in_bias=t["h.0.mlp.c_fc.bias"],
+            mlp_out_weight=t["h.0.mlp.c_proj.weight"],
+            mlp_out_bias=t["h.0.mlp.c_proj.bias"],
             n_heads=n_heads,
             eps=eps,
             scale_attn_weights=scale_attn_weights,
@@ -276,11 +276,11 @@ class Layer0:
         tensors = {
             "wte.weight": self.E, "wpe.weight": self.P,
             "h.0.ln_1.weight": self.ln1_weight, "h.0.ln_1.bias": self.ln1_bias,
-            "h.0.attn.c_attn.weight": self.W_attn, "h.0.attn.c_attn.bias": self.b_attn,
-            "h.0.attn.c_proj.weight": self.W_O, "h.0.attn.c_proj.bias": self.b_O,
+            "h.0.attn.c_attn.weight": self.qkv_weight, "h.0.attn.c_attn.bias": self.qkv_bias,
+            "h.0.attn.c_proj.weight": self.attn_out_weight, "h.0.attn.c_proj.bias": self.attn_out_bias,
             "h.0.ln_2.weight": self.ln2_weight, "h.0.ln_2.bias": self.ln2_bias,
-            "h.0.mlp.c_fc.weight": self.W_fc, "h.0.mlp.c_fc.bias": self.b_fc,
-            "h.0.mlp.c_proj.weight": self.W_proj, "h.0.mlp.c_proj.bias": self.b_proj,
+            "h.0.mlp.c_fc.weight": self.mlp_in_weight, "h.0.mlp.c_fc.bias": self.mlp_in_bias,
+            "h.0.mlp.c_proj.weight": self.mlp_out_weight, "h.0.mlp.c_proj.bias": self.mlp_out_bias,
         }
         if self.lnf_weight is not None and self.lnf_bias is not None:
             tensors.update({"ln_f.weight": self.lnf_weight, "ln_f.bias": self.lnf_bias})

@@ -411,7 +411,7 @@ def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
 
 
 def test_decimation_keeps_every_spike():
-    from detokgui.gui.panels.position_common import peak_decimate, stable_range
+    from detokgui.gui.head_grid import peak_decimate, stable_range
     from detokgui.gui.widgets import parse_heads
 
     rng = np.random.default_rng(0)

@@ -22,7 +22,7 @@ from detokgui.core.empirical import CONVENTION_LABELS, CONVENTIONS, TextSource
 from detokgui.core.text_tables import empirical_table
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
-from detokgui.gui.panels.position_common import data_range, stable_range
+from detokgui.gui.head_grid import data_range, stable_range
 from detokgui.gui.panels.text_common import (
     CorpusGridPanel,
     CorpusHint,

@@ -18,7 +18,7 @@ from detokgui.core.terms import TERM_NAMES
 from detokgui.core.text_tables import kl_table
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
-from detokgui.gui.panels.position_common import data_range, stable_range
+from detokgui.gui.head_grid import data_range, stable_range
 from detokgui.gui.panels.text_common import (
     TERM_COLORS,
     CorpusGridPanel,

@@ -17,7 +17,7 @@ from detokgui.core.positional import LastPositionsPP, position_variance, raw_pp_
 from detokgui.core.tables import last_positions_table, position_variance_table
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.panels.position_common import HeadCell, HeadGrid, data_range, stable_range
+from detokgui.gui.head_grid import HeadCell, HeadGrid, data_range, stable_range
 from detokgui.gui.plots import PlotFrame, add_plot, set_log_y
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.widgets import FlowLayout, HeadChooser, check_box, spin_box, state_heads

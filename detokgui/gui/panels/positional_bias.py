@@ -37,7 +37,7 @@ from detokgui.core.tables import bias_lines_table, position_band_table
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.panels.position_common import (
+from detokgui.gui.head_grid import (
     HeadCell,
     HeadGrid,
     data_range,

@@ -20,7 +20,7 @@ from superqt.utils import signals_blocked
 
 from detokgui.core.empirical import TextSource
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.panels.position_common import HeadGrid
+from detokgui.gui.head_grid import HeadGrid
 from detokgui.gui.plots import PlotFrame
 from detokgui.gui.position import connect_position_clicks
 from detokgui.gui.widgets import check_box, parse_heads, spin_box

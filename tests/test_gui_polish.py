@@ -325,7 +325,7 @@ def test_small_softmax_values_keep_their_tick_labels(window, qtbot):
 
 def test_sigma_at_positions_clamps_j_to_i_and_says_so(window, qtbot):
     from detokgui.core import affinity
-    from detokgui.gui.widgets import SigmaControls
+    from detokgui.gui.sigma_controls import SigmaControls
 
     win, layer = window, window.state.layer
     win.show_view("topk")

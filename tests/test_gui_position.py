@@ -411,8 +411,9 @@ def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
 
 
 def test_decimation_keeps_every_spike():
-    from detokgui.gui.head_grid import peak_decimate, stable_range
-    from detokgui.gui.widgets import parse_heads
+    from detokgui.gui.head_controls import parse_heads
+    from detokgui.gui.head_grid import peak_decimate
+    from detokgui.gui.view_ranges import stable_range
 
     rng = np.random.default_rng(0)
     x, y = np.arange(1024), rng.normal(size=1024)

@@ -16,8 +16,8 @@ from detokgui.core import circuits, empirical
 from detokgui.core.demo import sample_corpus
 from detokgui.core.empirical import SENTENCE_TERMS, TextSource
 from detokgui.core.tokens import display_token
+from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.numbers import num
-from detokgui.gui.panels.text_common import CorpusHint
 
 CORPUS = [str(SAMPLE_CORPUS)]
 

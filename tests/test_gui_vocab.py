@@ -20,8 +20,8 @@ from detokgui.core import vocab_stats as VS
 from detokgui.core.corpus import layer_corpus_counts
 from detokgui.core.demo import sample_corpus
 from detokgui.core.frequency import frequency_stats
+from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.numbers import num
-from detokgui.gui.panels.text_common import CorpusHint
 
 VOCAB_VIEWS = ("headstats", "auroc", "frequency", "neighbours")
 CORPUS = (str(sample_corpus()),)

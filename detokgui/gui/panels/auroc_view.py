@@ -17,14 +17,16 @@ from detokgui.core import auroc as A
 from detokgui.core.affinity import SigmaChoice
 from detokgui.core.corpus import iter_layer_counts
 from detokgui.core.progress import rescaled
+from detokgui.gui.controls import bare_column, combo_box, wrapping_label
+from detokgui.gui.corpus_hint import CorpusHint
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.panels.text_common import CorpusHint
-from detokgui.gui.panels.vocab_common import HeadSpin, select_row_token
 from detokgui.gui.plots import PlotFrame, add_plot, head_color
-from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, SigmaControls, bare_column, combo_box, wrapping_label
+from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
+from detokgui.gui.sigma_controls import SigmaControls
 
 SHORT = {"skip": "tokens without bigrams skipped",
          "zero": "authors' convention: tokens without bigrams scored 0 and included"}

@@ -23,18 +23,16 @@ from detokgui.core import circuits
 from detokgui.core.empirical import TextSource
 from detokgui.core.text_tables import validation_table
 from detokgui.core.tokens import display_token
+from detokgui.gui.controls import bare_column, spin_box, wrapping_label
+from detokgui.gui.corpus_hint import CorpusHint
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadSet, parse_heads
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.panels.text_common import (
-    CorpusHint,
-    HeadSet,
-    TextSourceControls,
-    text_source,
-)
 from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, bare_column, parse_heads, spin_box, wrapping_label
+from detokgui.gui.text_source import TextSourceControls, text_source
 
 TOP = 100  # neurons whose extreme tokens the ranking lists
 LISTED = 5  # tokens per side shown in the ranking table

@@ -20,25 +20,17 @@ from PySide6.QtWidgets import (
 from detokgui.core import empirical
 from detokgui.core.empirical import CONVENTION_LABELS, CONVENTIONS, TextSource
 from detokgui.core.text_tables import empirical_table
+from detokgui.gui.controls import check_box, combo_box, spin_box
+from detokgui.gui.corpus_hint import CorpusHint
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
-from detokgui.gui.head_grid import data_range, stable_range
-from detokgui.gui.panels.text_common import (
-    CorpusGridPanel,
-    CorpusHint,
-    TextSourceControls,
-    text_source,
-)
+from detokgui.gui.panels.corpus_grid import CorpusGridPanel
 from detokgui.gui.plots import head_color
 from detokgui.gui.position import QueryPositionControl
-from detokgui.gui.widgets import (
-    FlowLayout,
-    HeadChooser,
-    check_box,
-    combo_box,
-    spin_box,
-    state_heads,
-)
+from detokgui.gui.text_source import TextSourceControls, text_source
+from detokgui.gui.view_ranges import data_range, stable_range
 
 PAPER_POSITION = 500  # the paper's Fig 3-E; models with fewer positions use L/2
 CURVES = ("empirical", "predicted", "pattern")

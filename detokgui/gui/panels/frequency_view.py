@@ -14,13 +14,16 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout
 from detokgui.core import frequency as F
 from detokgui.core.affinity import SigmaChoice
 from detokgui.core.corpus import iter_layer_counts
+from detokgui.gui.controls import combo_box
+from detokgui.gui.corpus_hint import CorpusHint
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.panels.text_common import CorpusHint
-from detokgui.gui.panels.vocab_common import HeadSpin, PointCloud
 from detokgui.gui.plots import PlotFrame, add_plot
-from detokgui.gui.widgets import FlowLayout, SigmaControls, combo_box
+from detokgui.gui.point_cloud import PointCloud
+from detokgui.gui.sigma_controls import SigmaControls
 
 KINDS = (("t_e", "T_e(v) against corpus count"),
          ("variance", "token-embedding variance against corpus count"),

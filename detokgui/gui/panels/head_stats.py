@@ -20,20 +20,15 @@ from PySide6.QtWidgets import (
 
 from detokgui.core import vocab_stats as VS
 from detokgui.core.affinity import SigmaChoice
+from detokgui.gui.controls import bare_column, combo_box, spin_box, wrapping_label
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.panels.vocab_common import HeadSpin, select_row_token
 from detokgui.gui.plots import PlotFrame, add_plot, plain_axes
-from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import (
-    FlowLayout,
-    SigmaControls,
-    bare_column,
-    combo_box,
-    spin_box,
-    wrapping_label,
-)
+from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
+from detokgui.gui.sigma_controls import SigmaControls
 
 DIRECTIONS = (("keys", "query → keys"), ("queries", "key → queries"))
 SORTS = (("variance", "score variance (high first)"), ("self_rank", "self-rank (1 first)"))

@@ -17,10 +17,11 @@ from PySide6.QtWidgets import (
 from detokgui.core import affinity
 from detokgui.core.tables import heatmap_table
 from detokgui.core.tokens import display_token
+from detokgui.gui.controls import check_box, combo_box, spin_box
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame, connect_hover
-from detokgui.gui.widgets import FlowLayout, check_box, combo_box, spin_box
 
 SOURCES = (("text", "Tokens of the typed text"), ("sample", "Random sample"),
            ("topk", "Query + its top-k keys"))

@@ -23,13 +23,14 @@ from PySide6.QtWidgets import (
 from detokgui.core import positional
 from detokgui.core.tables import slope_histogram_table, token_position_curve_table
 from detokgui.core.tokens import display_token
+from detokgui.gui.controls import bare_column, check_box, spin_box, wrapping_label
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, bare_column, check_box, spin_box, wrapping_label
 
 SIDES = (("top", "Most positive slopes (prefer recent keys)"),
          ("bottom", "Most negative slopes (prefer early keys)"))

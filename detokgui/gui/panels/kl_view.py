@@ -16,18 +16,16 @@ from detokgui.core import empirical
 from detokgui.core.empirical import DEFINITION_LABELS, DEFINITIONS, TextSource
 from detokgui.core.terms import TERM_NAMES
 from detokgui.core.text_tables import kl_table
+from detokgui.gui.controls import check_box, combo_box
+from detokgui.gui.corpus_hint import CorpusHint
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
-from detokgui.gui.head_grid import data_range, stable_range
-from detokgui.gui.panels.text_common import (
-    TERM_COLORS,
-    CorpusGridPanel,
-    CorpusHint,
-    TextSourceControls,
-    term_legend,
-    text_source,
-)
-from detokgui.gui.widgets import FlowLayout, HeadChooser, check_box, combo_box, state_heads
+from detokgui.gui.panels.corpus_grid import CorpusGridPanel
+from detokgui.gui.terms import TERM_COLORS, term_legend
+from detokgui.gui.text_source import TextSourceControls, text_source
+from detokgui.gui.view_ranges import data_range, stable_range
 
 SHORT = {"paper": "paper eq 18-21: KL(P ‖ Q) with √d′",
          "code": "authors' code: mean over j of KL(Q ‖ P), no √d′"}

@@ -19,13 +19,13 @@ from PySide6.QtWidgets import (
 from detokgui.core import neighbours as N
 from detokgui.core.errors import InputError
 from detokgui.core.tokens import SPACE_MARK
+from detokgui.gui.controls import bare_column, check_box, spin_box, wrapping_label
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.panels.vocab_common import select_row_token
 from detokgui.gui.plots import PlotFrame, add_plot
-from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, bare_column, check_box, spin_box, wrapping_label
+from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
 
 
 @dataclass(frozen=True)

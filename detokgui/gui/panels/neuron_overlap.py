@@ -15,10 +15,11 @@ from PySide6.QtWidgets import (
 
 from detokgui.core import neurons
 from detokgui.core.tables import embedding_overlap_table
+from detokgui.gui.controls import check_box, spin_box
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.base import StatusLine
 from detokgui.gui.plots import PlotFrame, add_plot
-from detokgui.gui.widgets import FlowLayout, check_box, spin_box
 
 
 def legend(columns: int = 1) -> pg.LegendItem:

@@ -26,13 +26,14 @@ from superqt.utils import signals_blocked
 from detokgui.core import neurons
 from detokgui.core.neurons import NEURON_GROUPS
 from detokgui.core.tables import neuron_curves_table, neurons_table, write_csv
+from detokgui.gui.controls import bare_column, check_box, combo_box
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.options import EXPORT_FOLDER, BoundOptions, remember, remembered
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.neuron_overlap import OverlapView, legend
 from detokgui.gui.panels.neuron_table import GROUP_RULES, NeuronTable
 from detokgui.gui.plots import PlotFrame, add_plot, failure_message, head_color, notify
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
-from detokgui.gui.widgets import FlowLayout, bare_column, check_box, combo_box
 
 DEFAULT_SELECTION = 5  # top dims by norm shown when nothing is selected
 MAX_CURVES = 64  # drawn at most; the rest of a larger selection is listed as left out

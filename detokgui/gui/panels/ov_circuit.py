@@ -15,12 +15,14 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 from detokgui.core import circuits
 from detokgui.core.text_tables import ov_table
 from detokgui.core.tokens import display_token
+from detokgui.gui.controls import combo_box, spin_box
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, HeadChooser, combo_box, spin_box, state_heads
 
 DIRECTIONS = (("outputs", "Outputs of the query token (x → y)"),
               ("sources", "Sources of the key token (x → y)"))

@@ -15,12 +15,15 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
 from detokgui.core.positional import LastPositionsPP, position_variance, raw_pp_last_positions
 from detokgui.core.tables import last_positions_table, position_variance_table
+from detokgui.gui.controls import check_box, spin_box
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadChooser, state_heads
+from detokgui.gui.head_grid import HeadCell, HeadGrid
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.head_grid import HeadCell, HeadGrid, data_range, stable_range
 from detokgui.gui.plots import PlotFrame, add_plot, set_log_y
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
-from detokgui.gui.widgets import FlowLayout, HeadChooser, check_box, spin_box, state_heads
+from detokgui.gui.view_ranges import data_range, stable_range
 
 DEFAULT_COUNT = 5
 LAST_COLOR = "#d62728"  # the last position, L-1

@@ -34,16 +34,13 @@ from detokgui.core.positional import (
     positional_bias,
 )
 from detokgui.core.tables import bias_lines_table, position_band_table
+from detokgui.gui.controls import check_box, combo_box, spin_box
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadChooser, state_heads
+from detokgui.gui.head_grid import HeadCell, HeadGrid
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.head_grid import (
-    HeadCell,
-    HeadGrid,
-    data_range,
-    growing_x_range,
-    stable_range,
-)
 from detokgui.gui.plots import PlotFrame, head_color
 from detokgui.gui.position import (
     CONVENTION_NAMES as CONVENTION_SHORT,
@@ -53,14 +50,7 @@ from detokgui.gui.position import (
     QueryPositionControl,
     connect_position_clicks,
 )
-from detokgui.gui.widgets import (
-    FlowLayout,
-    HeadChooser,
-    check_box,
-    combo_box,
-    spin_box,
-    state_heads,
-)
+from detokgui.gui.view_ranges import data_range, growing_x_range, stable_range
 
 DEFAULT_WINDOW = 32
 LINE_SIGMAS = ("mean", "max", "min")  # the B2 lines

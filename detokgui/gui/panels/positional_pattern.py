@@ -23,6 +23,8 @@ from PySide6.QtWidgets import (
 
 from detokgui.core import positional
 from detokgui.core.tables import pattern_table
+from detokgui.gui.controls import bare_column, check_box, combo_box, spin_box
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
@@ -35,7 +37,6 @@ from detokgui.gui.position import (
     connect_position_clicks,
     position_at,
 )
-from detokgui.gui.widgets import FlowLayout, bare_column, check_box, combo_box, spin_box
 
 KEY_WEIGHTS = {"paper": "E_v[1/σ(e_v + p_j)] (paper convention)",
                "mean-sigma": "1 / mean_v σ(e_v + p_j) (mean-σ convention)"}

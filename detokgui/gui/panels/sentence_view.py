@@ -16,12 +16,14 @@ from detokgui.core.empirical import SENTENCE_TERMS, TextSource
 from detokgui.core.progress import Progress
 from detokgui.core.text_tables import sentence_values_table
 from detokgui.core.tokens import display_token
+from detokgui.gui.controls import check_box, combo_box, spin_box
+from detokgui.gui.corpus_hint import CorpusHint
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.panels.text_common import CorpusHint, text_source
 from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame
-from detokgui.gui.widgets import FlowLayout, check_box, combo_box, spin_box
+from detokgui.gui.text_source import text_source
 
 TITLES = {"ee": "T_ee", "pp": "T_pp", "pe": "T_pe", "ep": "T_ep", "e": "T_e", "p": "T_p",
           "sum": "sum of the six terms", "predicted": "predicted softmax(sum/√d′)",

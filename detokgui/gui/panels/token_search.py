@@ -25,10 +25,10 @@ from detokgui.core.encode import iter_encode
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Progress
 from detokgui.core.tokens import SPACE_MARK, display_token, vocabulary
+from detokgui.gui.controls import combo_box
 from detokgui.gui.options import BoundOptions, remember, remembered
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import combo_box
 
 DEFAULT_TEXT = " North Korea and South Korea. Albert Einstein met Michael Jackson."
 TEXT_KEY = "tokens/text"

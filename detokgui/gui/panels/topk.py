@@ -18,11 +18,13 @@ from PySide6.QtWidgets import (
 
 from detokgui.core import affinity
 from detokgui.core.tables import topk_table
+from detokgui.gui.controls import bare_column, combo_box, spin_box
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.options import BoundOptions
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, category_ticks, label_step
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, SigmaControls, bare_column, combo_box, spin_box
+from detokgui.gui.sigma_controls import SigmaControls
 
 DIRECTIONS = (("keys", "Keys for the query token"), ("queries", "Queries for the key token"))
 HEAD_BACKGROUND = "#fff3c4"

@@ -129,7 +129,7 @@ class AUROCPanel(Panel):
     # ------------------------------------------------------------------ all heads
 
     def request(self):
-        if self.layer is None or not self.state.corpus:
+        if not self.state.corpus:
             return None
         return Request(self.serial, self.state.sigma, self.state.corpus)
 
@@ -224,7 +224,7 @@ class AUROCPanel(Panel):
     # ------------------------------------------------------------------ one token
 
     def _curve_request(self):
-        if self.layer is None or not self.state.corpus or self.state.query_token < 0:
+        if not self.state.corpus or self.state.query_token < 0:
             return None
         return CurveRequest(self.serial, self.state.sigma, self.state.corpus,
                             self.state.query_token, self.state.head)

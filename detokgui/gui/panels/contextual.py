@@ -204,8 +204,6 @@ class ContextualPanel(Panel):
     # ------------------------------------------------------------------ requests
 
     def request(self):
-        if self.layer is None:
-            return None
         spec = self.options.value.heads
         heads = None if spec == "b4" else tuple(parse_heads(spec.partition(":")[2],
                                                             self.layer.n_heads))

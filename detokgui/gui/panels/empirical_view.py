@@ -130,9 +130,9 @@ class EmpiricalPanel(CorpusGridPanel):
     # ------------------------------------------------------------------ compute
 
     def request(self):
-        layer, o = self.layer, self.options.value
+        o = self.options.value
         texts = text_source(self.state, o.max_texts, o.prepend)
-        if layer is None or texts is None:
+        if texts is None:
             return None
         heads = state_heads(o.heads, self.state)
         return Request(self.serial, self.state.query_position, tuple(heads), o.convention,

@@ -98,7 +98,7 @@ class FrequencyPanel(Panel):
     # ------------------------------------------------------------------ compute
 
     def request(self):
-        if self.layer is None or not self.state.corpus:
+        if not self.state.corpus:
             return None
         o = self.options.value
         return Request(self.serial, self.state.corpus, self.state.sigma, o.zero_counts)

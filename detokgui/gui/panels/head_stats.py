@@ -155,8 +155,6 @@ class HeadStatsPanel(Panel):
     # ------------------------------------------------------------------ table
 
     def request(self):
-        if self.layer is None:
-            return None
         o = self.options.value
         return Request(self.serial, self.state.sigma, o.direction, self.state.head)
 
@@ -243,8 +241,6 @@ class HeadStatsPanel(Panel):
     # ------------------------------------------------------------------ sorted matrix
 
     def _block_request(self):
-        if self.layer is None:
-            return None
         o = self.options.value
         V = self.layer.n_vocab
         return BlockRequest(self.serial, self.state.sigma, o.direction, self.state.head,

@@ -167,8 +167,6 @@ class HeatmapPanel(Panel):
 
     def request(self):
         layer, s, o = self.layer, self.state, self.options.value
-        if layer is None:
-            return None
         heads = tuple(range(layer.n_heads)) if o.all_heads else (s.head,)
         sigma = s.sigma if o.layernorm else affinity.SigmaChoice("none")
         topk = o.source == "topk"

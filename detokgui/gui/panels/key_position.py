@@ -144,8 +144,6 @@ class KeyPositionPanel(Panel):
     # ------------------------------------------------------------------ compute
 
     def request(self):
-        if self.layer is None:
-            return None
         o = self.options.value
         return SlopesRequest(self.serial, o.k, o.bins)
 
@@ -162,7 +160,7 @@ class KeyPositionPanel(Panel):
 
     def _curve_request(self):
         token = self.state.query_token
-        if self.layer is None or token < 0:
+        if token < 0:
             return None
         return CurveRequest(self.serial, token)
 

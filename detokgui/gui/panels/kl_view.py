@@ -91,7 +91,7 @@ class KLPanel(CorpusGridPanel):
     def request(self):
         o = self.options.value
         texts = text_source(self.state, o.max_texts, o.prepend)
-        if self.layer is None or texts is None:
+        if texts is None:
             return None
         return Request(self.serial, o.definition, texts)
 

@@ -139,7 +139,7 @@ class NeighboursPanel(Panel):
     # ------------------------------------------------------------------ nearest
 
     def request(self):
-        if self.layer is None or self.state.query_token < 0:
+        if self.state.query_token < 0:
             return None
         o = self.options.value
         return Request(self.serial, self.state.query_token, o.k, o.centred)
@@ -188,7 +188,7 @@ class NeighboursPanel(Panel):
 
     def _analogy_request(self):
         o = self.options.value
-        if self.layer is None or not (o.a and o.b and o.c):
+        if not (o.a and o.b and o.c):
             return None
         return AnalogyRequest(self.serial, (o.a, o.b, o.c), o.k, o.centred)
 

@@ -218,7 +218,7 @@ class NeuronBrowserPanel(Panel):
     # ------------------------------------------------------------------ compute
 
     def request(self):
-        return Request(self.serial, self.options.value.scaled) if self.layer else None
+        return Request(self.serial, self.options.value.scaled)
 
     @staticmethod
     def compute(layer, req: Request):
@@ -226,8 +226,6 @@ class NeuronBrowserPanel(Panel):
         return curves, neurons.curve_stats(curves, req.scaled)
 
     def _overlap_request(self):
-        if self.layer is None:
-            return None
         o, d = self.options.value, self.layer.d
         return OverlapRequest(self.serial, min(o.r, d), min(o.m, d), o.scaled, o.centre)
 

@@ -115,9 +115,7 @@ class OVCircuitPanel(Panel):
     # ------------------------------------------------------------------ compute
 
     def request(self):
-        layer, o, s = self.layer, self.options.value, self.state
-        if layer is None:
-            return None
+        o, s = self.options.value, self.state
         token = s.query_token if o.direction == "outputs" else s.key_token
         if token < 0:
             return None

@@ -153,8 +153,6 @@ class PositionStatsPanel(Panel):
         return state_heads(self.options.value.heads, self.state)
 
     def request(self):
-        if self.layer is None:
-            return None
         return Request(self.serial, self.options.value.count, tuple(self.heads()))
 
     @staticmethod

@@ -244,8 +244,6 @@ class PositionalBiasPanel(Panel):
         return state_heads(self.options.value.heads, self.state)
 
     def request(self):
-        if self.layer is None:
-            return None
         opts = self.options.value
         return Request(self.serial, self.state.query_position, tuple(self.heads()),
                        opts.b3_sigma, opts.convention)

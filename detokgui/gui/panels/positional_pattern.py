@@ -179,15 +179,13 @@ class PositionalPatternPanel(Panel):
 
     def request(self):
         token = self.state.query_token
-        if self.layer is None or token < 0:
+        if token < 0:
             return None
         return Request(self.serial, token, self.state.query_position,
                        self.options.value.convention)
 
     def _classes_request(self):
         """The classification at the n shown by the plots."""
-        if self.layer is None:
-            return None
         return ClassesRequest(self.serial, min(self.state.query_position,
                                                self.layer.n_positions - 1))
 

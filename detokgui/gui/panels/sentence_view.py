@@ -169,8 +169,6 @@ class SentenceViewPanel(Panel):
 
     def request(self):
         layer, s, o = self.layer, self.state, self.options.value
-        if layer is None:
-            return None
         texts, tokens = None, ()
         if o.source == "corpus":
             texts = text_source(s, 0, o.prepend)

@@ -204,7 +204,7 @@ class TokenSearchPanel(Panel):
         self.vocab = None
 
     def _vocab_request(self):
-        return VocabRequest(self.serial) if self.layer is not None else None
+        return VocabRequest(self.serial)
 
     @staticmethod
     def _index_vocabulary(layer, _req) -> Vocabulary:
@@ -229,7 +229,7 @@ class TokenSearchPanel(Panel):
 
     def _text_request(self):
         layer = self.layer
-        if layer is None or layer.tokenizer is None or not self._text:
+        if layer.tokenizer is None or not self._text:
             return None
         return TextRequest(self.serial, self._text)
 

@@ -133,7 +133,7 @@ class TopKPanel(Panel):
 
     def request(self):
         anchor = self.anchor()
-        if self.layer is None or anchor < 0:
+        if anchor < 0:
             return None
         return Request(self.serial, self.mode, anchor, self.options.value.k, self.state.sigma)
 

@@ -286,8 +286,8 @@ def test_neighbours_and_analogy(vocab_window, qtbot):
     np.testing.assert_allclose(sort_values(panel.near, 3), cos, rtol=1e-5)
     assert column_texts(panel.near, 3)[0] == num(float(panel.result.cosines[0]))
 
-    panel.k.setValue(5)
-    panel.centred.setChecked(True)
+    panel.options.widget("k").setValue(5)
+    panel.options.widget("centred").setChecked(True)
     wait_idle(qtbot, win)
     ids, _ = brute_nearest(E, E[17], 5, [17], centred=True)
     assert panel.near.token_ids() == ids
@@ -298,7 +298,7 @@ def test_neighbours_and_analogy(vocab_window, qtbot):
     tok = layer.tokenizer
     words = [w for w in (" the", " and", " of", " to") if len(tok.encode(w)) == 1][:3]
     a, b, c = (tok.encode(w)[0] for w in words)
-    for edit, w in zip((panel.a, panel.b, panel.c), words):
+    for edit, w in zip((panel.options.widget(n) for n in "abc"), words):
         edit.setText(w)
         edit.editingFinished.emit()
     wait_idle(qtbot, win)
@@ -308,8 +308,8 @@ def test_neighbours_and_analogy(vocab_window, qtbot):
     click_cell(qtbot, panel.analogy, 0)
     assert state.query_token == ids[0]
 
-    panel.b.setText("several tokens here")
-    panel.b.editingFinished.emit()
+    panel.options.widget("b").setText("several tokens here")
+    panel.options.widget("b").editingFinished.emit()
     wait_idle(qtbot, win)
     text = panel.analogy_status.text()
     assert "is 3 tokens" in text or "tokens; type a single token" in text

@@ -368,7 +368,7 @@ def test_position_stats_against_direct_computation(window, qtbot, tiny_ckpt):
             expected = (k[: i + 1, h] @ q[i, h]).numpy()  # (p_i Wq_h)(p_j Wk_h)^T, j <= i
             np.testing.assert_array_equal(xs, np.arange(i + 1))
             np.testing.assert_allclose(ys, expected, rtol=1e-4, atol=1e-5)
-    stats.count.setValue(2)
+    stats.options.widget("count").setValue(2)
     qtbot.waitUntil(lambda: stats.settled() and stats.shown_request.count == 2, timeout=10000)
     cell = stats.grid.cells[1]
     assert [c.isVisible() for c in cell.curves.values()] == [True, True, False, False, False]

@@ -30,10 +30,12 @@ from detokgui.gui.options import BoundOptions
 
 @dataclass(frozen=True)
 class Control:
-    """How an option is edited: `build()` makes the widget, `label` (if any) goes before it."""
+    """How an option is edited: `build()` makes the widget; `label` (if any) goes before it,
+    `after` (a unit, say) after it."""
 
     build: Callable[[], QWidget]
     label: str = ""
+    after: str = ""
 
 
 def option(default: Any, control: Control | None = None) -> Any:
@@ -41,10 +43,11 @@ def option(default: Any, control: Control | None = None) -> Any:
     return field(default=default, metadata={"control": control} if control else {})
 
 
-def spin(lo: int, hi: int, tip: str = "", *, label: str = "", tracking: bool = True,
-         special: str = "") -> Control:
+def spin(lo: int, hi: int, tip: str = "", *, label: str = "", after: str = "",
+         tracking: bool = True, special: str = "") -> Control:
     """An int in lo..hi (see controls.spin_box)."""
-    return Control(lambda: spin_box(lo, hi, tip, tracking=tracking, special=special), label)
+    return Control(lambda: spin_box(lo, hi, tip, tracking=tracking, special=special), label,
+                   after)
 
 
 def check(text: str, tip: str = "") -> Control:
@@ -81,6 +84,7 @@ class OptionRow(BoundOptions):
     def __init__(self, group: str, cls, parent=None, *, widgets: dict[str, Any] | None = None):
         built: dict[str, Any] = {}
         self.labels: dict[str, QLabel] = {}
+        self.units: dict[str, QLabel] = {}  # the labels after the widgets
         for f in fields(cls):
             control = f.metadata.get("control")
             if control is None:
@@ -88,6 +92,8 @@ class OptionRow(BoundOptions):
             built[f.name] = control.build()
             if control.label:
                 self.labels[f.name] = QLabel(control.label)
+            if control.after:
+                self.units[f.name] = QLabel(control.after)
         built.update(widgets or {})
         super().__init__(group, cls, built, parent)
 
@@ -101,3 +107,5 @@ class OptionRow(BoundOptions):
             if name in self.labels:
                 row.addWidget(self.labels[name])
             row.addWidget(self.widgets[name])
+            if name in self.units:
+                row.addWidget(self.units[name])

@@ -235,7 +235,7 @@ def test_ov_circuit(window, qtbot, tmp_path):
     panel = show(win, qtbot, "ov")
     heads = list(range(layer.n_heads))
     q = state.query_token
-    exp = circuits.ov_topk(layer, q, "outputs", heads, panel.k_spin.value())
+    exp = circuits.ov_topk(layer, q, "outputs", heads, panel.options.widget("k").value())
     k = exp.top_ids.shape[1]
     assert len(column_texts(panel.table, 0)) == len(heads) * k
     assert panel.table.token_at(k + 1, 2) == int(exp.top_ids[1, 1])  # head 1, rank 2
@@ -250,12 +250,14 @@ def test_ov_circuit(window, qtbot, tmp_path):
     click_cell(qtbot, panel.table, 0, 2)  # head 0's most promoted output
     assert state.query_token == int(exp.top_ids[0, 0])
 
-    panel.direction.setCurrentIndex(panel.direction.findData("sources"))
+    direction = panel.options.widget("direction")
+    direction.setCurrentIndex(direction.findData("sources"))
     wait_idle(qtbot, win)
     if state.key_token < 0:
         assert panel.result is None and "key token" in panel.status.text()
         state.set_key_token(q)
         wait_idle(qtbot, win)
-    rev = circuits.ov_topk(layer, state.key_token, "sources", heads, panel.k_spin.value())
+    rev = circuits.ov_topk(layer, state.key_token, "sources", heads,
+                           panel.options.widget("k").value())
     np.testing.assert_array_equal(panel.result.top_ids, rev.top_ids)
     np.testing.assert_allclose(panel.result.bottom_scores, rev.bottom_scores)

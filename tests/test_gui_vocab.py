@@ -243,13 +243,15 @@ def test_frequency_scatter_hover_and_click(vocab_window, qtbot, brute, tmp_path)
     assert panel.points.mark.data["x"].tolist() == [x[i]]
 
     # the other plots: a redraw of the same result
-    panel.kind.setCurrentIndex(panel.kind.findData("variance"))
+    kind = panel.options.widget("kind")
+    kind.setCurrentIndex(kind.findData("variance"))
     Evar = layer.E.double().var(dim=1, unbiased=False).numpy()
     np.testing.assert_allclose(panel.points.y, Evar[seen], rtol=1e-5)
     rho_var = spearmanr(counts[seen], Evar[seen]).statistic
     assert f"ρ = {num(float(fs.rho_variance))}" in panel.plot.titleLabel.text
     assert fs.rho_variance == pytest.approx(rho_var, abs=1e-4)
-    panel.kind.setCurrentIndex(panel.kind.findData("norm"))
+    kind = panel.options.widget("kind")
+    kind.setCurrentIndex(kind.findData("norm"))
     norm = layer.E.double().norm(dim=1).numpy()
     np.testing.assert_allclose(panel.points.x, te, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(panel.points.y, norm, rtol=1e-5)

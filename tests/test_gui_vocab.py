@@ -164,14 +164,16 @@ def test_bigram_auroc_bars_table_and_roc(vocab_window, qtbot, monkeypatch):
     res = A.bigram_auroc(layer, counts)
     np.testing.assert_array_equal(panel.result.auroc, res.auroc)
     for conv in ("skip", "zero"):
-        panel.no_bigram.setCurrentIndex(panel.no_bigram.findData(conv))
+        no_bigram = panel.options.widget("no_bigram")
+        no_bigram.setCurrentIndex(no_bigram.findData(conv))
         means, used = res.head_means(conv)
         assert len(set(used.tolist())) == 1  # the same tokens for every head: n in the title
         assert bar_labels(panel) == [num(float(m), 3) for m in means]
         assert f"({num(int(used[0]))} query tokens)" in panel.bars.titleLabel.text
     assert "authors' convention" in panel.bars.titleLabel.text  # "zero" is labelled
     assert used.tolist() == [layer.n_vocab] * layer.n_heads  # every token counts
-    panel.no_bigram.setCurrentIndex(panel.no_bigram.findData("skip"))
+    no_bigram = panel.options.widget("no_bigram")
+    no_bigram.setCurrentIndex(no_bigram.findData("skip"))
     _, used = res.head_means("skip")
     assert used[0] < layer.n_vocab  # some tokens have no bigram: skipped
 

@@ -82,7 +82,8 @@ def test_head_statistics_table_and_sorted_matrix(vocab_window, qtbot, brute):
 
     # sort by self-rank: a redraw, nothing computed
     seen = Submitted(win.jobs)
-    panel.sort.setCurrentIndex(panel.sort.findData("self_rank"))
+    sort = panel.options.widget("sort")
+    sort.setCurrentIndex(sort.findData("self_rank"))
     assert table.token_ids() == st.order(2, "self_rank", descending=False).tolist()
     assert sort_values(table, 2) == sorted(sort_values(table, 2))
     assert seen.keys == []
@@ -106,8 +107,8 @@ def test_head_statistics_table_and_sorted_matrix(vocab_window, qtbot, brute):
     np.testing.assert_array_equal(panel.image.image, block.values.astype(np.float32))
     assert "head 2" in panel.plot.titleLabel.text and "sigma" in panel.plot.titleLabel.text
 
-    panel.rows.setValue(30)  # zoom
-    panel.cols.setValue(50)
+    panel.options.widget("rows").setValue(30)  # zoom
+    panel.options.widget("cols").setValue(50)
     wait_idle(qtbot, win)
     block = panel.channel("matrix").result
     assert block.values.shape == (30, 50) and panel.image.image.shape == (30, 50)
@@ -122,7 +123,8 @@ def test_head_statistics_table_and_sorted_matrix(vocab_window, qtbot, brute):
     assert (state.query_token, state.key_token) == (u, v)
 
     # key → queries: the rows are keys; a click selects the key token
-    panel.direction.setCurrentIndex(panel.direction.findData("queries"))
+    direction = panel.options.widget("direction")
+    direction.setCurrentIndex(direction.findData("queries"))
     wait_idle(qtbot, win)
     col_var = T.var(axis=0)
     ids = table.token_ids()

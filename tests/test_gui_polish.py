@@ -31,7 +31,8 @@ def test_long_texts_never_widen_the_window(window, qtbot):
     win.corpus.label.setText(f"corpus: {long_path}")
     tokens = win.panel("tokens")
     tokens.search.setText("((" + "x" * 300)  # an invalid regex: a long error message
-    tokens.mode.setCurrentIndex(tokens.mode.findData("regex"))
+    mode = tokens.options.widget("mode")
+    mode.setCurrentIndex(mode.findData("regex"))
     qtbot.waitUntil(lambda: "invalid regular expression" in tokens.search_info.text(),
                     timeout=10000)
     tokens.set_text(" Korea" * 401)  # more tokens than positions: a long note
@@ -121,7 +122,8 @@ def test_search_has_no_popup_and_the_list_follows_the_query(window, qtbot):
     tokens = win.panel("tokens")
     qtbot.waitUntil(lambda: len(tokens.strings) == layer.n_vocab, timeout=10000)
     assert tokens.search.completer() is None  # nothing covers the result list
-    tokens.mode.setCurrentIndex(tokens.mode.findData("substring"))
+    mode = tokens.options.widget("mode")
+    mode.setCurrentIndex(mode.findData("substring"))
     win.state.set_query_token(NORTH)
     tokens.search.setFocus()
     qtbot.keyClicks(tokens.search, " Korea")

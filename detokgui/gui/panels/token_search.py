@@ -25,8 +25,8 @@ from detokgui.core.encode import iter_encode
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Progress
 from detokgui.core.tokens import SPACE_MARK, display_token, vocabulary
-from detokgui.gui.controls import combo_box
-from detokgui.gui.options import BoundOptions, remember, remembered
+from detokgui.gui.option_rows import OptionRow, combo, option
+from detokgui.gui.options import remember, remembered
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 
@@ -107,7 +107,10 @@ class SearchRequest:
 
 @dataclass(frozen=True)
 class Options:
-    mode: str = "substring"
+    mode: str = option("substring", combo(
+        ((m, m) for m in MODES),
+        "substring: anywhere; prefix: at the start (leading space ignored); "
+        f"regex: regular expression (stopped after {REGEX_SECONDS:g} s)"))
 
 
 def _token_columns(first: str, state) -> list[Column]:
@@ -145,12 +148,9 @@ class TokenSearchPanel(Panel):
         self.search.setToolTip("Matches the display form; a typed space matches the leading-space "
                                "marker " + SPACE_MARK)
         row.addWidget(self.search, 1)
-        self.mode = combo_box(((m, m) for m in MODES),
-                              "substring: anywhere; prefix: at the start (leading space ignored); "
-                              f"regex: regular expression (stopped after {REGEX_SECONDS:g} s)")
-        row.addWidget(self.mode)
+        self.options = OptionRow("tokens", Options, self)
+        self.options.add_to(row)
         lay.addLayout(row)
-        self.options = BoundOptions("tokens", Options, {"mode": self.mode}, self)
         self.search_info = StatusLine()
         lay.addWidget(self.search_info)
         self.results = TokenTableView(RecordsModel(_token_columns("#", state),

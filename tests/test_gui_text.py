@@ -200,7 +200,7 @@ def test_contextual_neurons(window, qtbot):
     heads = sorted({0, *b4})
     assert panel.result.heads == heads
     circuit = circuits.contextual_circuit(layer, heads)
-    rank = circuits.rank_neurons(layer, circuit, 10, panel.k_spin.value())
+    rank = circuits.rank_neurons(layer, circuit, 10, panel.options.widget("k").value())
     assert [int(t) for t in column_texts(panel.table, 1)[:10]] == rank.order[:10].tolist()
     assert cell_text(panel.table, 0, 2) == num(float(rank.size[rank.order[0]]))
     assert panel.neuron == first  # kept while the heads change
@@ -209,7 +209,7 @@ def test_contextual_neurons(window, qtbot):
     m = int(rank.order[2])
     assert panel.neuron == m
     wait_idle(qtbot, win)
-    nt = circuits.neuron_tokens(layer, circuit, m, panel.k_spin.value())
+    nt = circuits.neuron_tokens(layer, circuit, m, panel.options.widget("k").value())
     assert [panel.tokens.token_at(r, 1) for r in range(3)] == nt.top_ids[:3].tolist()
     assert cell_text(panel.tokens, 0, 4) == num(float(nt.bottom_values[0]))
     click_cell(qtbot, panel.tokens, 1, 3)  # a token that lowers it
@@ -217,7 +217,7 @@ def test_contextual_neurons(window, qtbot):
 
     val = panel.channel("validation")
     assert val.result is None and not panel.findChild(CorpusHint).isHidden()
-    panel.source.max_texts.setValue(2)
+    panel.options.widget("max_texts").setValue(2)
     state.set_corpus(CORPUS)
     wait_idle(qtbot, win)
     exp = circuits.neuron_validation(layer, circuit, [m], TextSource.corpus(CORPUS, max_texts=2),

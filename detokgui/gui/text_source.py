@@ -3,10 +3,8 @@ texts, whether <|endoftext|> is prepended)."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QHBoxLayout, QLabel
-
 from detokgui.core.empirical import TextSource
-from detokgui.gui.controls import check_box, spin_box
+from detokgui.gui.option_rows import check, option, spin
 
 
 def text_source(state, max_texts: int, prepend: bool) -> TextSource | None:
@@ -16,18 +14,17 @@ def text_source(state, max_texts: int, prepend: bool) -> TextSource | None:
     return TextSource.corpus(state.corpus, prepend_eos=prepend, max_texts=max_texts or None)
 
 
-class TextSourceControls:
-    """'texts' (how many corpus texts, 0 = all) and 'prepend <|endoftext|>', to add to a
-    row of controls and bind with BoundOptions (fields max_texts, prepend)."""
+def max_texts_option(default: int, what: str = "texts"):
+    """The Options field 'max_texts': how many corpus texts, 0 = all (a spin box labelled
+    `what`)."""
+    return option(default, spin(
+        0, 1_000_000, "Use the first N texts of the corpus (a text = a window of at most "
+                      "n_positions\ntokens of one document); 'all' reads the whole corpus",
+        label=what, tracking=False, special="all"))
 
-    def __init__(self, row: QHBoxLayout, what: str = "texts"):
-        row.addWidget(QLabel(what))
-        self.max_texts = spin_box(
-            0, 1_000_000, tracking=False, special="all",
-            tip="Use the first N texts of the corpus (a text = a window of at most n_positions\n"
-                "tokens of one document); 'all' reads the whole corpus")
-        row.addWidget(self.max_texts)
-        self.prepend = check_box("prepend <|endoftext|>",
+
+def prepend_option(default: bool = False):
+    """The Options field 'prepend': whether every text starts with <|endoftext|>."""
+    return option(default, check("prepend <|endoftext|>",
                                  "Start every text with <|endoftext|>, as the authors did.\n"
-                                 "Off: nothing is prepended.")
-        row.addWidget(self.prepend)
+                                 "Off: nothing is prepended."))

@@ -117,7 +117,7 @@ def test_empirical_vs_predicted(window, qtbot, tmp_path):
     assert panel.result is None and "Choose a corpus" in panel.grid.title.text
     hint = panel.findChild(CorpusHint)
     assert not hint.isHidden() and "Use sample corpus" == hint.button.text()
-    panel.source.max_texts.setValue(3)
+    panel.options.widget("max_texts").setValue(3)
     state.set_query_position(20)
     state.set_corpus(CORPUS)
     wait_idle(qtbot, win)
@@ -134,7 +134,8 @@ def test_empirical_vs_predicted(window, qtbot, tmp_path):
     title = panel.grid.title.text
     assert f"{exp.windows} windows" in title and "paper convention" in title
 
-    panel.convention.setCurrentIndex(panel.convention.findData("mean-sigma"))
+    convention = panel.options.widget("convention")
+    convention.setCurrentIndex(convention.findData("mean-sigma"))
     wait_idle(qtbot, win)
     np.testing.assert_allclose(panel.result.predicted,
                                empirical.b3_prediction(layer, 20, heads, "mean-sigma"))

@@ -159,8 +159,9 @@ def test_six_term_contribution(window, qtbot, tmp_path):
     win, layer, state = window, window.state.layer, window.state
     panel = show(win, qtbot, "kl")
     assert panel.result is None and "Choose a corpus" in panel.grid.title.text
-    panel.source.max_texts.setValue(2)
-    panel.definition.setCurrentIndex(panel.definition.findData("code"))
+    panel.options.widget("max_texts").setValue(2)
+    definition = panel.options.widget("definition")
+    definition.setCurrentIndex(definition.findData("code"))
     state.set_corpus(CORPUS)
     wait_idle(qtbot, win)
     exp = empirical.kl(layer, TextSource.corpus(CORPUS, max_texts=2), "code")

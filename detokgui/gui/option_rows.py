@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from PySide6.QtWidgets import QLabel, QLineEdit, QWidget
+from PySide6.QtWidgets import QLabel, QLineEdit, QToolButton, QWidget
 
 from detokgui.gui.controls import check_box, combo_box, spin_box
 from detokgui.gui.options import BoundOptions
@@ -53,6 +53,18 @@ def spin(lo: int, hi: int, tip: str = "", *, label: str = "", after: str = "",
 def check(text: str, tip: str = "") -> Control:
     """A bool: a check box labelled `text`."""
     return Control(lambda: check_box(text, tip))
+
+
+def toggle(text: str, tip: str = "") -> Control:
+    """A bool: a checkable tool button labelled `text`."""
+    def build() -> QToolButton:
+        button = QToolButton()
+        button.setText(text)
+        button.setCheckable(True)
+        if tip:
+            button.setToolTip(tip)
+        return button
+    return Control(build)
 
 
 def combo(items: Iterable[tuple[object, str]], tip: str = "", *, label: str = "") -> Control:

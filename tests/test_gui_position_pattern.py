@@ -107,7 +107,8 @@ def test_pattern_follows_token_position_and_head(window, qtbot):
                                direct_pattern(layer, NORTH, 77, 3), rtol=1e-4, atol=1e-7)
 
     # all heads: one line per head, each equal to the core
-    pat.heads_combo.setCurrentIndex(pat.heads_combo.findData("all"))
+    heads = pat.options.widget("heads")
+    heads.setCurrentIndex(heads.findData("all"))
     assert sorted(pat.line_items) == list(range(layer.n_heads))
     core = positional.positional_pattern(layer, NORTH, 77, convention="paper")
     for h, item in pat.line_items.items():
@@ -126,7 +127,8 @@ def test_pattern_follows_token_position_and_head(window, qtbot):
     assert pat.result.n == 7
 
     # the mean-sigma convention, labelled
-    pat.convention.setCurrentIndex(pat.convention.findData("mean-sigma"))
+    convention = pat.options.widget("convention")
+    convention.setCurrentIndex(convention.findData("mean-sigma"))
     wait_idle(qtbot, win)
     assert pat.result.convention == "mean-sigma"
     np.testing.assert_allclose(curve_data(pat.line_items[3])[1],

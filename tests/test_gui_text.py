@@ -79,8 +79,9 @@ def test_sentence_view(window, qtbot, tmp_path):
     assert float(hit["value"]) == pytest.approx(float(data.actual[0, 3, 1]), rel=1e-6)
 
     # every head, one matrix: the model's own attention
-    panel.matrix.setCurrentIndex(panel.matrix.findData("actual"))
-    panel.all_heads.setChecked(True)
+    matrix = panel.options.widget("matrix")
+    matrix.setCurrentIndex(matrix.findData("actual"))
+    panel.options.widget("all_heads").setChecked(True)
     wait_idle(qtbot, win)
     assert panel.result.heads == list(range(layer.n_heads))
     full = empirical.sentence(layer, ids)
@@ -94,7 +95,8 @@ def test_sentence_view_reads_a_corpus_text(window, qtbot):
     win, layer, state = window, window.state.layer, window.state
     panel = show(win, qtbot, "sentence")
     assert panel.hint.isHidden()  # the typed text needs no corpus
-    panel.source.setCurrentIndex(panel.source.findData("corpus"))
+    source = panel.options.widget("source")
+    source.setCurrentIndex(source.findData("corpus"))
     wait_idle(qtbot, win)
     assert not panel.hint.isHidden() and "Corpus" in panel.hint.label.text()
     assert panel.result is None
@@ -102,7 +104,7 @@ def test_sentence_view_reads_a_corpus_text(window, qtbot):
     qtbot.waitUntil(lambda: bool(state.corpus), timeout=10000)
     assert [Path(p) for p in state.corpus] == [sample_corpus()]
     assert panel.hint.isHidden() and "sample corpus" in win.corpus.label.text()
-    panel.index.setValue(2)
+    panel.options.widget("index").setValue(2)
     wait_idle(qtbot, win)
     expected = empirical.text_window(layer, TextSource.corpus(state.corpus), 2)
     assert panel.result.tokens == expected

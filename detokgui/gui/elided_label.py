@@ -10,7 +10,11 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QStatusBar
 class ElidedLabel(QLabel):
     """A one-line plain-text label that never asks for more width than `max_hint` pixels:
     a longer text is elided (…) to the width it gets, and the full text is its tooltip.
-    A long file name or message thus cannot widen the window."""
+    A long file name or message thus cannot widen the window.
+
+    Not superqt's QElidingLabel: its size hint is that of the text as last elided, so a
+    label once narrowed never asks for its room back when the window widens again, and it
+    has no full-text tooltip."""
 
     def __init__(self, text: str = "", parent=None, max_hint: int = 480,
                  elide=Qt.ElideRight):

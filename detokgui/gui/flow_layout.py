@@ -12,9 +12,9 @@ class FlowLayout(QLayout):
     addSpacing / addStretch as in QHBoxLayout (a stretch only ends nothing: items flow).
 
     Not superqt's QFlowLayout: that one places each item at the top of its line (a label
-    beside a taller combo box sits high), lays out widgets only (no spacing, no nested
-    layout), reports its widest item as its size hint, and asks every item for its size
-    hint three times per pass (1-3.5x slower here)."""
+    beside a taller combo box sits high), has no addLayout, reports its widest item as its
+    size hint, and asks every item for its size hint three times per pass (1-3.5x slower
+    here)."""
 
     def __init__(self, parent=None, spacing: int = 6):
         super().__init__(parent)

@@ -12,8 +12,7 @@ binds them to the dataclass and remembers them as `BoundOptions` does ("<group>/
     self.options.add_to(row)               # label + widget of each field, in field order
     self.options.widget("k")               # the spin box, for range changes and tests
 
-A field without a control is still an option (stored, in `.value`) when the panel passes
-its own widget: `OptionRow(group, cls, self, widgets={"heads": HeadSet()})`.
+A field without a control is an option nobody edits: kept at its default.
 """
 
 from __future__ import annotations
@@ -86,15 +85,16 @@ def line_edit(tip: str = "", *, label: str = "", max_width: int = 0) -> Control:
 
 
 def custom(build: Callable[[], QWidget], *, label: str = "") -> Control:
-    """A widget with value(), setValue(v) and valueChanged (HeadChooser, ConventionBox)."""
+    """A widget class of the project's own (HeadChooser, HeadSet, ConventionBox), read and
+    written as BoundOptions reads widgets (by kind, else value / setValue / valueChanged)."""
     return Control(build, label)
 
 
 class OptionRow(BoundOptions):
     """BoundOptions whose widgets (and labels) are built from the fields' controls."""
 
-    def __init__(self, group: str, cls, parent=None, *, widgets: dict[str, Any] | None = None):
-        built: dict[str, Any] = {}
+    def __init__(self, group: str, cls, parent=None):
+        built: dict[str, QWidget] = {}
         self.labels: dict[str, QLabel] = {}
         self.units: dict[str, QLabel] = {}  # the labels after the widgets
         for f in fields(cls):
@@ -106,7 +106,6 @@ class OptionRow(BoundOptions):
                 self.labels[f.name] = QLabel(control.label)
             if control.after:
                 self.units[f.name] = QLabel(control.after)
-        built.update(widgets or {})
         super().__init__(group, cls, built, parent)
 
     def label(self, name: str) -> QLabel:

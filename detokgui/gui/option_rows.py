@@ -12,7 +12,8 @@ binds them to the dataclass and remembers them as `BoundOptions` does ("<group>/
     self.options.add_to(row)               # label + widget of each field, in field order
     self.options.widget("k")               # the spin box, for range changes and tests
 
-A field without a control is an option nobody edits: kept at its default.
+A field without a control has no widget: it keeps its remembered value (or its default)
+and changes only through `options.set(...)`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The shared token-only σ convention (SPEC §1) as a row of controls."""
+"""The shared token-only σ convention (docs/math/sigma.md#token-only-views) as a row of
+controls."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from detokgui.core.affinity import SIGMA_CONVENTIONS, SIGMA_LABELS, SigmaChoice
 
 
 class SigmaControls(QWidget):
-    """The token-only sigma convention (SPEC §1), read from and written to AppState."""
+    """The token-only sigma convention (docs/math/sigma.md#token-only-views), read from and written
+    to AppState."""
 
     def __init__(self, state, parent=None):
         super().__init__(parent)

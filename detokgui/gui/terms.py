@@ -1,9 +1,11 @@
-"""How the text views show the six terms of the decomposition (SPEC §1): one colour each,
+"""How the text views show the six terms of the decomposition
+(docs/math/terms.md#the-six-terms): one colour each,
 the paper's names, a legend."""
 
 from __future__ import annotations
 
-#: One colour per term of the six-term decomposition (SPEC §1), the same in every text view.
+#: One colour per term of the six-term decomposition (docs/math/terms.md#the-six-terms), the same in
+#: every text view.
 TERM_COLORS = {"ee": "#d62728", "pp": "#1f77b4", "pe": "#2ca02c", "ep": "#9467bd",
                "e": "#ff7f0e", "p": "#8c564b"}
 

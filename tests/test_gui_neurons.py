@@ -123,8 +123,9 @@ def test_table_lists_every_dim_with_the_core_numbers_and_sorts(pe_window, qtbot)
     assert panel.records.index(r, COL_PERIOD).data() == "16.0"
     assert panel.records.index(r, COL_GROUP).data() == "periodic"
     assert float(panel.records.index(r, COL_NORM).data()) == pytest.approx(st.norm[3], rel=1e-3)
-    assert "R²" in panel.group.toolTip() and str(neurons.LINEAR_MIN_R2) in panel.group.toolTip()
-    assert panel.group.itemText(panel.group.findData("linear")) == "linear (3)"
+    group = panel.options.widget("group")
+    assert "R²" in group.toolTip() and str(neurons.LINEAR_MIN_R2) in group.toolTip()
+    assert group.itemText(group.findData("linear")) == "linear (3)"
 
     # sorting is numeric; default: by norm, largest first
     assert rows(panel, COL_DIM) == st.order("norm").tolist()
@@ -180,7 +181,7 @@ def test_selection_overlays_those_curves_and_scaling(pe_window, qtbot):
         np.testing.assert_allclose(shown[k], P[:, k], rtol=1e-12)
 
     # scaled by the vocabulary-mean sigma: same dims, data P / pos_mean
-    panel.scaled.setChecked(True)
+    panel.options.widget("scaled").setChecked(True)
     wait_idle(qtbot, win)
     assert sorted(panel.selected) == sorted(pick)
     scaled = P / layer.sigma_stats().pos_mean.double().numpy()[:, None]
@@ -200,7 +201,7 @@ def test_selection_overlays_those_curves_and_scaling(pe_window, qtbot):
     assert QSettings().value("neurons/scaled", type=bool) is True
 
     # linear fits: one dashed line per curve, from the core's slope and intercept
-    panel.fits.setChecked(True)
+    panel.options.widget("fits").setChecked(True)
     assert len(panel.fit_items) == len(pick)
     x = np.arange(layer.n_positions)
     fits = sorted(tuple(np.round(f.getData()[1][:2], 12)) for f in panel.fit_items)
@@ -211,10 +212,12 @@ def test_selection_overlays_those_curves_and_scaling(pe_window, qtbot):
 def test_group_filter_and_remembered_settings(pe_window, qtbot):
     win, layer = pe_window, pe_window.state.layer
     panel = win.panel("neurons")
-    panel.group.setCurrentIndex(panel.group.findData("periodic"))
+    panel.options.widget("group").setCurrentIndex(
+        panel.options.widget("group").findData("periodic"))
     assert sorted(rows(panel, COL_DIM)) == PERIODIC
     assert sorted(panel.plotted) == PERIODIC  # the shown group's top dims
-    panel.group.setCurrentIndex(panel.group.findData("linear"))
+    panel.options.widget("group").setCurrentIndex(
+        panel.options.widget("group").findData("linear"))
     assert sorted(rows(panel, COL_DIM)) == LINEAR
     # a selection survives the filter as far as the filter shows it
     sel = QItemSelection()
@@ -224,10 +227,12 @@ def test_group_filter_and_remembered_settings(pe_window, qtbot):
     panel.table.selectionModel().select(
         sel, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
     assert sorted(panel.plotted) == [0, 2]
-    panel.group.setCurrentIndex(panel.group.findData("all"))
+    panel.options.widget("group").setCurrentIndex(
+        panel.options.widget("group").findData("all"))
     assert panel.records.rowCount() == layer.d and sorted(panel.plotted) == [0, 2]
-    panel.group.setCurrentIndex(panel.group.findData("linear"))
-    panel.scaled.setChecked(True)
+    panel.options.widget("group").setCurrentIndex(
+        panel.options.widget("group").findData("linear"))
+    panel.options.widget("scaled").setChecked(True)
     wait_idle(qtbot, win)
 
     # a new window remembers the group and the scaling
@@ -236,7 +241,8 @@ def test_group_filter_and_remembered_settings(pe_window, qtbot):
     win2 = MainWindow(model=None, device="cpu")
     qtbot.addWidget(win2)
     p2 = win2.panel("neurons")
-    assert p2.group.currentData() == "linear" and p2.scaled.isChecked()
+    assert p2.options.widget("group").currentData() == "linear"
+    assert p2.options.widget("scaled").isChecked()
     win2.close()
 
 
@@ -277,10 +283,10 @@ def test_overlap_plot_equals_the_core(pe_window, qtbot):
     assert panel.overlap.baseline == pytest.approx(m / layer.d)
     # a burst of changes: only the last one is drawn
     panel.overlap_view.m_spin.setValue(3)
-    panel.overlap_view.centre.setChecked(True)  # not debounced: a request for m=3 starts now
+    panel.options.widget("centre").setChecked(True)  # not debounced: a request for m=3 starts now
     panel.overlap_view.m_spin.setValue(7)
     panel.overlap_view.r_spin.setValue(6)
-    panel.scaled.setChecked(True)
+    panel.options.widget("scaled").setChecked(True)
     qtbot.waitUntil(lambda: not panel.overlap_timer.isActive(), timeout=5000)
     wait_idle(qtbot, win)
     want = neurons.embedding_overlap(layer, 6, 7, scaled=True, centre=True)

@@ -31,7 +31,8 @@ def test_long_texts_never_widen_the_window(window, qtbot):
     win.corpus.label.setText(f"corpus: {long_path}")
     tokens = win.panel("tokens")
     tokens.search.setText("((" + "x" * 300)  # an invalid regex: a long error message
-    tokens.mode.setCurrentIndex(tokens.mode.findData("regex"))
+    mode = tokens.options.widget("mode")
+    mode.setCurrentIndex(mode.findData("regex"))
     qtbot.waitUntil(lambda: "invalid regular expression" in tokens.search_info.text(),
                     timeout=10000)
     tokens.set_text(" Korea" * 401)  # more tokens than positions: a long note
@@ -121,7 +122,8 @@ def test_search_has_no_popup_and_the_list_follows_the_query(window, qtbot):
     tokens = win.panel("tokens")
     qtbot.waitUntil(lambda: len(tokens.strings) == layer.n_vocab, timeout=10000)
     assert tokens.search.completer() is None  # nothing covers the result list
-    tokens.mode.setCurrentIndex(tokens.mode.findData("substring"))
+    mode = tokens.options.widget("mode")
+    mode.setCurrentIndex(mode.findData("substring"))
     win.state.set_query_token(NORTH)
     tokens.search.setFocus()
     qtbot.keyClicks(tokens.search, " Korea")
@@ -222,9 +224,10 @@ def test_heatmap_labels_thinned_colour_bar_labelled_selection_marked(window, qtb
     win.resize(1024, 700)
     hm_panel = win.panel("heatmap")
     win.show_view("heatmap")
-    hm_panel.source.setCurrentIndex(hm_panel.source.findData("sample"))
+    source = hm_panel.options.widget("source")
+    source.setCurrentIndex(source.findData("sample"))
     for n in (30, 60):
-        hm_panel.size_spin.setValue(n)
+        hm_panel.options.widget("size").setValue(n)
         wait_idle(qtbot, win)
         qtbot.wait(50)
         hm = hm_panel.maps[0]
@@ -251,12 +254,12 @@ def test_heatmap_labels_thinned_colour_bar_labelled_selection_marked(window, qtb
     win.state.set_query_token(tokens[7])
     assert hm.highlight.rect().getRect() == (5, 7, 1, 1)
     # without LayerNorm: said once
-    hm_panel.layernorm.setChecked(False)
+    hm_panel.options.widget("layernorm").setChecked(False)
     wait_idle(qtbot, win)
     title = hm_panel.maps[0].titleLabel.text
     assert "Fig 12" in title and title.count("LayerNorm") == 1 and "(raw)" not in title
     # all heads: the selected head's tile stands out
-    hm_panel.all_heads.setChecked(True)
+    hm_panel.options.widget("all_heads").setChecked(True)
     wait_idle(qtbot, win)
     win.state.set_head(2)
     bold = [t.title.text.startswith("<b>") for t in hm_panel.maps]
@@ -270,7 +273,7 @@ def test_topk_bars_at_k50_labels_apart_and_selected_key_marked(window, qtbot):
     win.resize(1024, 700)
     topk = win.panel("topk")
     win.show_view("topk")
-    topk.k_spin.setValue(50)
+    topk.options.widget("k").setValue(50)
     wait_idle(qtbot, win)
     qtbot.wait(50)
     bars = topk.bars
@@ -325,7 +328,7 @@ def test_small_softmax_values_keep_their_tick_labels(window, qtbot):
 
 def test_sigma_at_positions_clamps_j_to_i_and_says_so(window, qtbot):
     from detokgui.core import affinity
-    from detokgui.gui.widgets import SigmaControls
+    from detokgui.gui.sigma_controls import SigmaControls
 
     win, layer = window, window.state.layer
     win.show_view("topk")
@@ -338,7 +341,7 @@ def test_sigma_at_positions_clamps_j_to_i_and_says_so(window, qtbot):
     assert controls.j_spin.value() == 10
     assert controls.note.isVisible() and "j ≤ i" in controls.note.text()
     wait_idle(qtbot, win)
-    expected = affinity.topk_keys(layer, win.state.query_token, topk.k_spin.value(),
+    expected = affinity.topk_keys(layer, win.state.query_token, topk.options.widget("k").value(),
                                   affinity.SigmaChoice("at", (10, 10)))
     assert topk.result.ids.tolist() == expected.ids.tolist()
     controls.j_spin.setValue(3)
@@ -366,13 +369,13 @@ def test_selected_head_framed_in_position_grids(window, qtbot):
 
 def test_log_axes_say_so_and_show_real_values(window, qtbot):
     win = window
-    for view, box, plot in (("slopes", "log_check", "hist_plot"),
+    for view, box, plot in (("slopes", "log", "hist_plot"),
                             ("position-stats", "log", "var_plot"),
-                            ("pattern", "log_check", "line_plot")):
+                            ("pattern", "log", "line_plot")):
         win.show_view(view)
         panel = win.panel(view)
         wait_idle(qtbot, win)
-        check = getattr(panel, box)
+        check = panel.options.widget(box)
         check.setChecked(True)
         wait_idle(qtbot, win)
         axis = getattr(panel, plot).getAxis("left")

@@ -94,13 +94,14 @@ def test_sigma_raw_window_and_head_choice(window, qtbot):
     win.state.set_head(2)
     qtbot.waitUntil(drawn(panel, 60), timeout=10000)
     assert panel.result.heads == [2]  # the selected head
-    panel.b3_sigma.setCurrentIndex(panel.b3_sigma.findData("max"))
+    box = panel.options.widget("b3_sigma")
+    box.setCurrentIndex(box.findData("max"))
     qtbot.waitUntil(drawn(panel, 60), timeout=10000)
     assert panel.result.b3_sigma == "max"
     assert_bias_plots(panel, layer, 60, "max")
     assert "σ max" in panel.grids["total"].title.text
 
-    panel.raw.setChecked(True)
+    panel.options.widget("raw").setChecked(True)
     cell = panel.grids["tp"].cells[2]
     band = positional.position_bias_band(layer, [2], "paper")
     assert cell.curves["raw"].isVisible() and not cell.curves["mean"].isVisible()
@@ -108,12 +109,12 @@ def test_sigma_raw_window_and_head_choice(window, qtbot):
     np.testing.assert_allclose(curve_y(cell, "raw"), band.raw[0], rtol=1e-6)
     assert "without LayerNorm" in panel.grids["tp"].title.text
 
-    panel.window_size.setValue(10)
-    panel.window_box.setChecked(True)
+    panel.options.widget("window_size").setValue(10)
+    panel.options.widget("window").setChecked(True)
     for key in ("tp", "tpp", "total", "softmax"):
         (x0, x1), _ = panel.grids[key].cells[2].vb.viewRange()
         assert x0 == pytest.approx(50.5) and 60 < x1 <= 62  # keys 51..60 and the mask past i
-    panel.window_box.setChecked(False)
+    panel.options.widget("window").setChecked(False)
     (x0, x1), _ = panel.grids["tpp"].cells[2].vb.viewRange()
     assert x0 < 0 and 60 < x1
 
@@ -148,7 +149,7 @@ def test_paper_convention_by_default_and_mean_sigma_as_option(window, qtbot, tmp
     win.state.set_head(1)
     win.state.set_query_position(30)
     qtbot.waitUntil(drawn(panel, 30), timeout=10000)
-    assert panel.convention.currentData() == "paper"
+    assert panel.options.widget("convention").currentData() == "paper"
     t_p, lo, hi, t_pp = _paper_by_hand(layer, 30, [1])
     cell = panel.grids["tp"].cells[1]
     np.testing.assert_allclose(curve_y(cell, "mean"), t_p[0], rtol=1e-4, atol=1e-5)
@@ -161,7 +162,8 @@ def test_paper_convention_by_default_and_mean_sigma_as_option(window, qtbot, tmp
         assert "paper convention" in panel.grids[key].title.text
     assert "Fig 3-A" in panel.grids["tp"].title.text and "B1" not in panel.grids["tp"].title.text
 
-    panel.convention.setCurrentIndex(panel.convention.findData("mean-sigma"))
+    box = panel.options.widget("convention")
+    box.setCurrentIndex(box.findData("mean-sigma"))
     qtbot.waitUntil(lambda: drawn(panel, 30)() and panel.result.convention == "mean-sigma",
                     timeout=10000)
     assert_bias_plots(panel, layer, 30, convention="mean-sigma")
@@ -176,16 +178,18 @@ def test_settings_are_remembered(window, qtbot):
 
     win = window
     panel = show_bias(win, qtbot)
-    panel.window_box.setChecked(True)
-    panel.window_size.setValue(17)
-    panel.b3_sigma.setCurrentIndex(panel.b3_sigma.findData("none"))
-    panel.show_buttons["total"].setChecked(False)
+    panel.options.widget("window").setChecked(True)
+    panel.options.widget("window_size").setValue(17)
+    box = panel.options.widget("b3_sigma")
+    box.setCurrentIndex(box.findData("none"))
+    panel.options.widget("show_total").setChecked(False)
     panel.heads_box.set_mode("set", "0,2")
     again = PositionalBiasPanel(win.state, win.jobs)
     qtbot.addWidget(again)
-    assert again.window_box.isChecked() and again.window_size.value() == 17
-    assert again.b3_sigma.currentData() == "none"
-    assert not again.show_buttons["total"].isChecked()
+    assert again.options.widget("window").isChecked()
+    assert again.options.widget("window_size").value() == 17
+    assert again.options.widget("b3_sigma").currentData() == "none"
+    assert not again.options.widget("show_total").isChecked()
     assert again.heads_box.mode == "set" and again.heads_box.edit.text() == "0,2"
     assert not panel.frames["total"].isVisible()
 
@@ -369,7 +373,7 @@ def test_position_stats_against_direct_computation(window, qtbot, tiny_ckpt):
             expected = (k[: i + 1, h] @ q[i, h]).numpy()  # (p_i Wq_h)(p_j Wk_h)^T, j <= i
             np.testing.assert_array_equal(xs, np.arange(i + 1))
             np.testing.assert_allclose(ys, expected, rtol=1e-4, atol=1e-5)
-    stats.count.setValue(2)
+    stats.options.widget("count").setValue(2)
     qtbot.waitUntil(lambda: stats.settled() and stats.shown_request.count == 2, timeout=10000)
     cell = stats.grid.cells[1]
     assert [c.isVisible() for c in cell.curves.values()] == [True, True, False, False, False]
@@ -391,9 +395,9 @@ def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
         panel.slider.setValue(255)
         qtbot.waitUntil(drawn(panel, 255), timeout=10000)
         assert_bias_plots(panel, layer, 255)
-        panel.window_box.setChecked(True)  # window at the last position
+        panel.options.widget("window").setChecked(True)  # window at the last position
         (x0, _x1), _ = panel.grids["softmax"].cells[0].vb.viewRange()
-        assert x0 == pytest.approx(255 - panel.window_size.value() + 0.5)
+        assert x0 == pytest.approx(255 - panel.options.widget("window_size").value() + 0.5)
         frame = panel.plot_frames()[1]
         assert frame.export(tmp_path / "tpp.csv") == 4 * 3 * 256
 
@@ -412,8 +416,9 @@ def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
 
 
 def test_decimation_keeps_every_spike():
-    from detokgui.gui.panels.position_common import peak_decimate, stable_range
-    from detokgui.gui.widgets import parse_heads
+    from detokgui.gui.head_controls import parse_heads
+    from detokgui.gui.head_grid import peak_decimate
+    from detokgui.gui.view_ranges import stable_range
 
     rng = np.random.default_rng(0)
     x, y = np.arange(1024), rng.normal(size=1024)

@@ -107,7 +107,8 @@ def test_pattern_follows_token_position_and_head(window, qtbot):
                                direct_pattern(layer, NORTH, 77, 3), rtol=1e-4, atol=1e-7)
 
     # all heads: one line per head, each equal to the core
-    pat.heads_combo.setCurrentIndex(pat.heads_combo.findData("all"))
+    heads = pat.options.widget("heads")
+    heads.setCurrentIndex(heads.findData("all"))
     assert sorted(pat.line_items) == list(range(layer.n_heads))
     core = positional.positional_pattern(layer, NORTH, 77, convention="paper")
     for h, item in pat.line_items.items():
@@ -126,7 +127,8 @@ def test_pattern_follows_token_position_and_head(window, qtbot):
     assert pat.result.n == 7
 
     # the mean-sigma convention, labelled
-    pat.convention.setCurrentIndex(pat.convention.findData("mean-sigma"))
+    convention = pat.options.widget("convention")
+    convention.setCurrentIndex(convention.findData("mean-sigma"))
     wait_idle(qtbot, win)
     assert pat.result.convention == "mean-sigma"
     np.testing.assert_allclose(curve_data(pat.line_items[3])[1],
@@ -237,11 +239,11 @@ def test_slopes_histogram_extremes_and_click(window, qtbot):
     win.state.set_head(1)
     wait_idle(qtbot, win)
     res = positional.token_position_slopes(layer)
-    counts, edges = positional.slope_histogram(res, 1, sl.bins_spin.value())
+    counts, edges = positional.slope_histogram(res, 1, sl.options.widget("bins").value())
     x, y = curve_data(sl.hist_plot.listDataItems()[0])
     np.testing.assert_allclose(x, edges, rtol=1e-6)
     np.testing.assert_array_equal(y, counts)
-    ext = positional.slope_extremes(res, sl.k_spin.value())
+    ext = positional.slope_extremes(res, sl.options.widget("k").value())
     assert sl.extreme_ids("top") == ext.top_ids[1].tolist()
     assert sl.extreme_ids("bottom") == ext.bottom_ids[1].tolist()
     assert float(cell_text(sl.tables["top"], 0, 2)) == float(f"{ext.top_values[1, 0]:.4g}")
@@ -261,7 +263,7 @@ def test_slopes_histogram_extremes_and_click(window, qtbot):
     assert [i.row() for i in sl.tables["bottom"].selectionModel().selectedRows()] == [2]
 
     # a fewer extremes / other bins request recomputes; the head switch only redraws
-    sl.k_spin.setValue(5)
+    sl.options.widget("k").setValue(5)
     wait_idle(qtbot, win)
     assert len(sl.extreme_ids("top")) == 5
     win.state.set_head(3)
@@ -307,7 +309,7 @@ def test_export_each_format(window, qtbot, tmp_path):
         (j // 7, j % 7) for j in range(41)]  # ceil(sqrt(41)) = 7 columns
 
     res = positional.token_position_slopes(layer)
-    counts, edges = positional.slope_histogram(res, 1, win.panel("slopes").bins_spin.value())
+    counts, edges = positional.slope_histogram(res, 1, win.panel("slopes").options.widget("bins").value())
     hist = _rows(tmp_path / "slopes0.csv")
     assert [int(r["count"]) for r in hist] == counts.tolist()
     np.testing.assert_allclose([float(r["left"]) for r in hist], edges[:-1], rtol=1e-6)

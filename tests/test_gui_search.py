@@ -13,7 +13,8 @@ from detokgui.gui.panels import token_search
 def search(qtbot, win, text, mode="substring"):
     panel = win.panel("tokens")
     qtbot.waitUntil(lambda: len(panel.strings) > 0, timeout=10000)
-    panel.mode.setCurrentIndex(panel.mode.findData(mode))
+    box = panel.options.widget("mode")
+    box.setCurrentIndex(box.findData(mode))
     panel.search.setText(text)
     qtbot.waitUntil(lambda: panel.settled() and not panel.search_timer.isActive(), timeout=20000)
     return panel

@@ -16,8 +16,8 @@ from detokgui.core import circuits, empirical
 from detokgui.core.demo import sample_corpus
 from detokgui.core.empirical import SENTENCE_TERMS, TextSource
 from detokgui.core.tokens import display_token
+from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.numbers import num
-from detokgui.gui.panels.text_common import CorpusHint
 
 CORPUS = [str(SAMPLE_CORPUS)]
 
@@ -79,8 +79,9 @@ def test_sentence_view(window, qtbot, tmp_path):
     assert float(hit["value"]) == pytest.approx(float(data.actual[0, 3, 1]), rel=1e-6)
 
     # every head, one matrix: the model's own attention
-    panel.matrix.setCurrentIndex(panel.matrix.findData("actual"))
-    panel.all_heads.setChecked(True)
+    matrix = panel.options.widget("matrix")
+    matrix.setCurrentIndex(matrix.findData("actual"))
+    panel.options.widget("all_heads").setChecked(True)
     wait_idle(qtbot, win)
     assert panel.result.heads == list(range(layer.n_heads))
     full = empirical.sentence(layer, ids)
@@ -94,7 +95,8 @@ def test_sentence_view_reads_a_corpus_text(window, qtbot):
     win, layer, state = window, window.state.layer, window.state
     panel = show(win, qtbot, "sentence")
     assert panel.hint.isHidden()  # the typed text needs no corpus
-    panel.source.setCurrentIndex(panel.source.findData("corpus"))
+    source = panel.options.widget("source")
+    source.setCurrentIndex(source.findData("corpus"))
     wait_idle(qtbot, win)
     assert not panel.hint.isHidden() and "Corpus" in panel.hint.label.text()
     assert panel.result is None
@@ -102,7 +104,7 @@ def test_sentence_view_reads_a_corpus_text(window, qtbot):
     qtbot.waitUntil(lambda: bool(state.corpus), timeout=10000)
     assert [Path(p) for p in state.corpus] == [sample_corpus()]
     assert panel.hint.isHidden() and "sample corpus" in win.corpus.label.text()
-    panel.index.setValue(2)
+    panel.options.widget("index").setValue(2)
     wait_idle(qtbot, win)
     expected = empirical.text_window(layer, TextSource.corpus(state.corpus), 2)
     assert panel.result.tokens == expected
@@ -117,7 +119,7 @@ def test_empirical_vs_predicted(window, qtbot, tmp_path):
     assert panel.result is None and "Choose a corpus" in panel.grid.title.text
     hint = panel.findChild(CorpusHint)
     assert not hint.isHidden() and "Use sample corpus" == hint.button.text()
-    panel.source.max_texts.setValue(3)
+    panel.options.widget("max_texts").setValue(3)
     state.set_query_position(20)
     state.set_corpus(CORPUS)
     wait_idle(qtbot, win)
@@ -134,7 +136,8 @@ def test_empirical_vs_predicted(window, qtbot, tmp_path):
     title = panel.grid.title.text
     assert f"{exp.windows} windows" in title and "paper convention" in title
 
-    panel.convention.setCurrentIndex(panel.convention.findData("mean-sigma"))
+    convention = panel.options.widget("convention")
+    convention.setCurrentIndex(convention.findData("mean-sigma"))
     wait_idle(qtbot, win)
     np.testing.assert_allclose(panel.result.predicted,
                                empirical.b3_prediction(layer, 20, heads, "mean-sigma"))
@@ -158,8 +161,9 @@ def test_six_term_contribution(window, qtbot, tmp_path):
     win, layer, state = window, window.state.layer, window.state
     panel = show(win, qtbot, "kl")
     assert panel.result is None and "Choose a corpus" in panel.grid.title.text
-    panel.source.max_texts.setValue(2)
-    panel.definition.setCurrentIndex(panel.definition.findData("code"))
+    panel.options.widget("max_texts").setValue(2)
+    definition = panel.options.widget("definition")
+    definition.setCurrentIndex(definition.findData("code"))
     state.set_corpus(CORPUS)
     wait_idle(qtbot, win)
     exp = empirical.kl(layer, TextSource.corpus(CORPUS, max_texts=2), "code")
@@ -200,7 +204,7 @@ def test_contextual_neurons(window, qtbot):
     heads = sorted({0, *b4})
     assert panel.result.heads == heads
     circuit = circuits.contextual_circuit(layer, heads)
-    rank = circuits.rank_neurons(layer, circuit, 10, panel.k_spin.value())
+    rank = circuits.rank_neurons(layer, circuit, 10, panel.options.widget("k").value())
     assert [int(t) for t in column_texts(panel.table, 1)[:10]] == rank.order[:10].tolist()
     assert cell_text(panel.table, 0, 2) == num(float(rank.size[rank.order[0]]))
     assert panel.neuron == first  # kept while the heads change
@@ -209,7 +213,7 @@ def test_contextual_neurons(window, qtbot):
     m = int(rank.order[2])
     assert panel.neuron == m
     wait_idle(qtbot, win)
-    nt = circuits.neuron_tokens(layer, circuit, m, panel.k_spin.value())
+    nt = circuits.neuron_tokens(layer, circuit, m, panel.options.widget("k").value())
     assert [panel.tokens.token_at(r, 1) for r in range(3)] == nt.top_ids[:3].tolist()
     assert cell_text(panel.tokens, 0, 4) == num(float(nt.bottom_values[0]))
     click_cell(qtbot, panel.tokens, 1, 3)  # a token that lowers it
@@ -217,7 +221,7 @@ def test_contextual_neurons(window, qtbot):
 
     val = panel.channel("validation")
     assert val.result is None and not panel.findChild(CorpusHint).isHidden()
-    panel.source.max_texts.setValue(2)
+    panel.options.widget("max_texts").setValue(2)
     state.set_corpus(CORPUS)
     wait_idle(qtbot, win)
     exp = circuits.neuron_validation(layer, circuit, [m], TextSource.corpus(CORPUS, max_texts=2),
@@ -235,7 +239,7 @@ def test_ov_circuit(window, qtbot, tmp_path):
     panel = show(win, qtbot, "ov")
     heads = list(range(layer.n_heads))
     q = state.query_token
-    exp = circuits.ov_topk(layer, q, "outputs", heads, panel.k_spin.value())
+    exp = circuits.ov_topk(layer, q, "outputs", heads, panel.options.widget("k").value())
     k = exp.top_ids.shape[1]
     assert len(column_texts(panel.table, 0)) == len(heads) * k
     assert panel.table.token_at(k + 1, 2) == int(exp.top_ids[1, 1])  # head 1, rank 2
@@ -250,12 +254,14 @@ def test_ov_circuit(window, qtbot, tmp_path):
     click_cell(qtbot, panel.table, 0, 2)  # head 0's most promoted output
     assert state.query_token == int(exp.top_ids[0, 0])
 
-    panel.direction.setCurrentIndex(panel.direction.findData("sources"))
+    direction = panel.options.widget("direction")
+    direction.setCurrentIndex(direction.findData("sources"))
     wait_idle(qtbot, win)
     if state.key_token < 0:
         assert panel.result is None and "key token" in panel.status.text()
         state.set_key_token(q)
         wait_idle(qtbot, win)
-    rev = circuits.ov_topk(layer, state.key_token, "sources", heads, panel.k_spin.value())
+    rev = circuits.ov_topk(layer, state.key_token, "sources", heads,
+                           panel.options.widget("k").value())
     np.testing.assert_array_equal(panel.result.top_ids, rev.top_ids)
     np.testing.assert_allclose(panel.result.bottom_scores, rev.bottom_scores)

@@ -43,15 +43,15 @@ def test_search_select_topk_click_heatmap(window, qtbot):
     topk = panel(win, "topk")
     win.show_view("topk")
     wait_idle(qtbot, win)
-    expected = affinity.topk_keys(layer, NORTH, topk.k_spin.value())
+    expected = affinity.topk_keys(layer, NORTH, topk.options.widget("k").value())
     grid_tokens = [[cell_text(topk.grid, r, 1 + c) for c in range(layer.n_heads)]
-                   for r in range(topk.k_spin.value())]
+                   for r in range(topk.options.widget("k").value())]
     for c in range(layer.n_heads):
         assert [row[c] for row in grid_tokens] == [
             display_token(layer.tokenizer, t) for t in expected.ids[c].tolist()]
     # one head in detail, head 2
     win.state.set_head(2)
-    assert row_count(topk.detail) == topk.k_spin.value()
+    assert row_count(topk.detail) == topk.options.widget("k").value()
     detail_ids = [int(cell_text(topk.detail, r, 2)) for r in range(row_count(topk.detail))]
     assert detail_ids == expected.ids[2].tolist()
     scores = [float(cell_text(topk.detail, r, 3)) for r in range(row_count(topk.detail))]
@@ -64,7 +64,8 @@ def test_search_select_topk_click_heatmap(window, qtbot):
     assert win.state.key_token == detail_ids[2]
     hm = panel(win, "heatmap")
     win.show_view("heatmap")
-    hm.source.setCurrentIndex(hm.source.findData("topk"))
+    source = hm.options.widget("source")
+    source.setCurrentIndex(source.findData("topk"))
     wait_idle(qtbot, win)
     assert hm.tokens[0] == NORTH and detail_ids[2] in hm.tokens
     block = affinity.affinity_block(layer, hm.tokens, hm.tokens, heads=[2])[0].numpy()
@@ -104,14 +105,15 @@ def test_all_heads_grid_and_layernorm_toggle(window, qtbot):
     win, layer = window, window.state.layer
     hm = panel(win, "heatmap")
     win.show_view("heatmap")
-    hm.source.setCurrentIndex(hm.source.findData("sample"))
-    hm.size_spin.setValue(12)
-    hm.all_heads.setChecked(True)
+    source = hm.options.widget("source")
+    source.setCurrentIndex(source.findData("sample"))
+    hm.options.widget("size").setValue(12)
+    hm.options.widget("all_heads").setChecked(True)
     wait_idle(qtbot, win)
     assert len(hm.maps) == layer.n_heads
-    sample = affinity.random_token_sample(layer, 12, hm.seed_spin.value())
+    sample = affinity.random_token_sample(layer, 12, hm.options.widget("seed").value())
     assert hm.tokens == sample
-    hm.layernorm.setChecked(False)
+    hm.options.widget("layernorm").setChecked(False)
     wait_idle(qtbot, win)
     raw = affinity.affinity_block(layer, sample, sample, affinity.SigmaChoice("none"))
     np.testing.assert_allclose(np.stack([m.values for m in hm.maps]), raw.numpy(), rtol=1e-5,
@@ -133,7 +135,8 @@ def test_export_each_format(window, qtbot, tmp_path):
         assert len(shapes) > 10
     with open(tmp_path / "topk.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    res = affinity.topk_keys(layer, win.state.query_token, panel(win, "topk").k_spin.value())
+    res = affinity.topk_keys(layer, win.state.query_token,
+                             panel(win, "topk").options.widget("k").value())
     assert len(rows) == res.ids.numel()
     for row in rows:
         h, rank = int(row["head"]), int(row["rank"])
@@ -157,13 +160,15 @@ def test_sigma_convention_is_shared_and_used(window, qtbot):
     choice = affinity.SigmaChoice("at", (3, 1))
     win.state.set_sigma(choice)
     wait_idle(qtbot, win)
-    expected = affinity.topk_keys(layer, win.state.query_token, topk.k_spin.value(), choice)
+    expected = affinity.topk_keys(layer, win.state.query_token,
+                                  topk.options.widget("k").value(), choice)
     assert torch.equal(topk.result.ids, expected.ids)
     assert "i=3, j=1" in topk.status.text()
-    topk.direction.setCurrentIndex(topk.direction.findData("queries"))
+    direction = topk.options.widget("direction")
+    direction.setCurrentIndex(direction.findData("queries"))
     win.state.set_key_token(NORTH)
     wait_idle(qtbot, win)
-    rev = affinity.topk_queries(layer, NORTH, topk.k_spin.value(), choice)
+    rev = affinity.topk_queries(layer, NORTH, topk.options.widget("k").value(), choice)
     assert topk.result.direction == "queries" and torch.equal(topk.result.ids, rev.ids)
 
 

@@ -20,8 +20,8 @@ from detokgui.core import vocab_stats as VS
 from detokgui.core.corpus import layer_corpus_counts
 from detokgui.core.demo import sample_corpus
 from detokgui.core.frequency import frequency_stats
+from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.numbers import num
-from detokgui.gui.panels.text_common import CorpusHint
 
 VOCAB_VIEWS = ("headstats", "auroc", "frequency", "neighbours")
 CORPUS = (str(sample_corpus()),)
@@ -82,7 +82,8 @@ def test_head_statistics_table_and_sorted_matrix(vocab_window, qtbot, brute):
 
     # sort by self-rank: a redraw, nothing computed
     seen = Submitted(win.jobs)
-    panel.sort.setCurrentIndex(panel.sort.findData("self_rank"))
+    sort = panel.options.widget("sort")
+    sort.setCurrentIndex(sort.findData("self_rank"))
     assert table.token_ids() == st.order(2, "self_rank", descending=False).tolist()
     assert sort_values(table, 2) == sorted(sort_values(table, 2))
     assert seen.keys == []
@@ -106,8 +107,8 @@ def test_head_statistics_table_and_sorted_matrix(vocab_window, qtbot, brute):
     np.testing.assert_array_equal(panel.image.image, block.values.astype(np.float32))
     assert "head 2" in panel.plot.titleLabel.text and "sigma" in panel.plot.titleLabel.text
 
-    panel.rows.setValue(30)  # zoom
-    panel.cols.setValue(50)
+    panel.options.widget("rows").setValue(30)  # zoom
+    panel.options.widget("cols").setValue(50)
     wait_idle(qtbot, win)
     block = panel.channel("matrix").result
     assert block.values.shape == (30, 50) and panel.image.image.shape == (30, 50)
@@ -122,7 +123,8 @@ def test_head_statistics_table_and_sorted_matrix(vocab_window, qtbot, brute):
     assert (state.query_token, state.key_token) == (u, v)
 
     # key → queries: the rows are keys; a click selects the key token
-    panel.direction.setCurrentIndex(panel.direction.findData("queries"))
+    direction = panel.options.widget("direction")
+    direction.setCurrentIndex(direction.findData("queries"))
     wait_idle(qtbot, win)
     col_var = T.var(axis=0)
     ids = table.token_ids()
@@ -164,14 +166,16 @@ def test_bigram_auroc_bars_table_and_roc(vocab_window, qtbot, monkeypatch):
     res = A.bigram_auroc(layer, counts)
     np.testing.assert_array_equal(panel.result.auroc, res.auroc)
     for conv in ("skip", "zero"):
-        panel.no_bigram.setCurrentIndex(panel.no_bigram.findData(conv))
+        no_bigram = panel.options.widget("no_bigram")
+        no_bigram.setCurrentIndex(no_bigram.findData(conv))
         means, used = res.head_means(conv)
         assert len(set(used.tolist())) == 1  # the same tokens for every head: n in the title
         assert bar_labels(panel) == [num(float(m), 3) for m in means]
         assert f"({num(int(used[0]))} query tokens)" in panel.bars.titleLabel.text
     assert "authors' convention" in panel.bars.titleLabel.text  # "zero" is labelled
     assert used.tolist() == [layer.n_vocab] * layer.n_heads  # every token counts
-    panel.no_bigram.setCurrentIndex(panel.no_bigram.findData("skip"))
+    no_bigram = panel.options.widget("no_bigram")
+    no_bigram.setCurrentIndex(no_bigram.findData("skip"))
     _, used = res.head_means("skip")
     assert used[0] < layer.n_vocab  # some tokens have no bigram: skipped
 
@@ -243,13 +247,15 @@ def test_frequency_scatter_hover_and_click(vocab_window, qtbot, brute, tmp_path)
     assert panel.points.mark.data["x"].tolist() == [x[i]]
 
     # the other plots: a redraw of the same result
-    panel.kind.setCurrentIndex(panel.kind.findData("variance"))
+    kind = panel.options.widget("kind")
+    kind.setCurrentIndex(kind.findData("variance"))
     Evar = layer.E.double().var(dim=1, unbiased=False).numpy()
     np.testing.assert_allclose(panel.points.y, Evar[seen], rtol=1e-5)
     rho_var = spearmanr(counts[seen], Evar[seen]).statistic
     assert f"ρ = {num(float(fs.rho_variance))}" in panel.plot.titleLabel.text
     assert fs.rho_variance == pytest.approx(rho_var, abs=1e-4)
-    panel.kind.setCurrentIndex(panel.kind.findData("norm"))
+    kind = panel.options.widget("kind")
+    kind.setCurrentIndex(kind.findData("norm"))
     norm = layer.E.double().norm(dim=1).numpy()
     np.testing.assert_allclose(panel.points.x, te, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(panel.points.y, norm, rtol=1e-5)
@@ -286,8 +292,8 @@ def test_neighbours_and_analogy(vocab_window, qtbot):
     np.testing.assert_allclose(sort_values(panel.near, 3), cos, rtol=1e-5)
     assert column_texts(panel.near, 3)[0] == num(float(panel.result.cosines[0]))
 
-    panel.k.setValue(5)
-    panel.centred.setChecked(True)
+    panel.options.widget("k").setValue(5)
+    panel.options.widget("centred").setChecked(True)
     wait_idle(qtbot, win)
     ids, _ = brute_nearest(E, E[17], 5, [17], centred=True)
     assert panel.near.token_ids() == ids
@@ -298,7 +304,7 @@ def test_neighbours_and_analogy(vocab_window, qtbot):
     tok = layer.tokenizer
     words = [w for w in (" the", " and", " of", " to") if len(tok.encode(w)) == 1][:3]
     a, b, c = (tok.encode(w)[0] for w in words)
-    for edit, w in zip((panel.a, panel.b, panel.c), words):
+    for edit, w in zip((panel.options.widget(n) for n in "abc"), words):
         edit.setText(w)
         edit.editingFinished.emit()
     wait_idle(qtbot, win)
@@ -308,8 +314,8 @@ def test_neighbours_and_analogy(vocab_window, qtbot):
     click_cell(qtbot, panel.analogy, 0)
     assert state.query_token == ids[0]
 
-    panel.b.setText("several tokens here")
-    panel.b.editingFinished.emit()
+    panel.options.widget("b").setText("several tokens here")
+    panel.options.widget("b").editingFinished.emit()
     wait_idle(qtbot, win)
     text = panel.analogy_status.text()
     assert "is 3 tokens" in text or "tokens; type a single token" in text

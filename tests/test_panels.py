@@ -169,8 +169,9 @@ def test_options_remembered_by_one_helper_and_not_while_computing(window, qtbot,
     win = window
     topk = win.panel("topk")
     win.show_view("topk")
-    topk.k_spin.setValue(7)
-    topk.direction.setCurrentIndex(topk.direction.findData("queries"))
+    topk.options.widget("k").setValue(7)
+    direction = topk.options.widget("direction")
+    direction.setCurrentIndex(direction.findData("queries"))
     options.flush_settings()  # written a few seconds after the change, or now
     assert QSettings().value("topk/k", type=int) == 7
     assert topk.options.value.k == 7 and topk.options.value.direction == "queries"
@@ -187,7 +188,8 @@ def test_options_remembered_by_one_helper_and_not_while_computing(window, qtbot,
     again = MainWindow(model=None, device="cpu")
     qtbot.addWidget(again)
     t2 = again.panel("topk")
-    assert t2.k_spin.value() == 7 and t2.direction.currentData() == "queries"
+    assert t2.options.widget("k").value() == 7
+    assert t2.options.widget("direction").currentData() == "queries"
     assert t2.options.value == topk.options.value
 
 

@@ -10,8 +10,8 @@ from PySide6.QtCore import QObject
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QFileDialog
 
+from detokgui.gui.elided_label import ElidedLabel
 from detokgui.gui.options import remember, remembered
-from detokgui.gui.widgets import ElidedLabel
 
 CORPUS, LAST_FOLDER = "corpus/paths", "corpus/last_folder"
 FILE_FILTER = "Corpus files (*.txt *.jsonl *.txt.gz *.jsonl.gz);;All files (*)"

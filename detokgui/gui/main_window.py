@@ -22,11 +22,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from detokgui.gui.banner import Banner
+from detokgui.gui.elided_label import ElidedLabel, StatusBar
 from detokgui.gui.jobs import JobRunner, release_memory
 from detokgui.gui.notices import LogNotices
 from detokgui.gui.options import flush_settings, remember, remembered
 from detokgui.gui.state import AppState
-from detokgui.gui.widgets import Banner, ElidedLabel, StatusBar
 
 DEMO_LABELS = {
     "demo": "Demo model (trained, not GPT-2)",

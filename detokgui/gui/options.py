@@ -156,6 +156,10 @@ class BoundOptions(QObject):
     def key(self, name: str) -> str:
         return f"{self.group}/{name}"
 
+    def widget(self, name: str):
+        """The widget that edits option `name`."""
+        return self.widgets[name]
+
     def apply(self, options=None) -> None:
         """Show `options` (default: the current ones) in the widgets without emitting their
         signals; a spin box shows a value outside its range clamped, and the option keeps

@@ -324,3 +324,11 @@ class TokenTableView(QTableView):
         menu.addAction("Select as key token", lambda: self.tokenActivated.emit(tid, True))
         menu.addAction("Copy id", lambda: QApplication.clipboard().setText(str(tid)))
         menu.popup(self.viewport().mapToGlobal(pos))
+
+
+def select_row_token(state, as_key_default: bool) -> Callable[[int, bool], None]:
+    """A tokenActivated slot: a click selects the row's token as the query token (the key
+    token when `as_key_default`), Shift+click the other one."""
+    def select(tid: int, shift: bool) -> None:
+        (state.set_key_token if shift != as_key_default else state.set_query_token)(tid)
+    return select

@@ -11,20 +11,22 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
+from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
 from detokgui.core import auroc as A
 from detokgui.core.affinity import SigmaChoice
 from detokgui.core.corpus import iter_layer_counts
 from detokgui.core.progress import rescaled
+from detokgui.gui.controls import bare_column, wrapping_label
+from detokgui.gui.corpus_hint import CorpusHint
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
-from detokgui.gui.options import BoundOptions
+from detokgui.gui.option_rows import OptionRow, combo, option
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.panels.text_common import CorpusHint
-from detokgui.gui.panels.vocab_common import HeadSpin, select_row_token
 from detokgui.gui.plots import PlotFrame, add_plot, head_color
-from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, SigmaControls, bare_column, combo_box, wrapping_label
+from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
+from detokgui.gui.sigma_controls import SigmaControls
 
 SHORT = {"skip": "tokens without bigrams skipped",
          "zero": "authors' convention: tokens without bigrams scored 0 and included"}
@@ -32,7 +34,9 @@ SHORT = {"skip": "tokens without bigrams skipped",
 
 @dataclass(frozen=True)
 class Options:
-    no_bigram: str = "skip"
+    no_bigram: str = option("skip", combo(
+        ((key, SHORT[key]) for key in A.NO_BIGRAM),
+        "\n".join(f"{k}: {A.NO_BIGRAM_LABELS[k]}" for k in A.NO_BIGRAM), label="mean over"))
 
 
 @dataclass(frozen=True)
@@ -72,15 +76,12 @@ class AUROCPanel(Panel):
         row = FlowLayout()
         row.addWidget(HeadSpin(state))
         row.addSpacing(12)
-        row.addWidget(QLabel("mean over"))
-        self.no_bigram = combo_box(((key, SHORT[key]) for key in A.NO_BIGRAM),
-                                   "\n".join(f"{k}: {A.NO_BIGRAM_LABELS[k]}" for k in A.NO_BIGRAM))
-        row.addWidget(self.no_bigram)
+        self.options = OptionRow("auroc", Options, self)
+        self.options.add_to(row)
         row.addSpacing(12)
         row.addWidget(SigmaControls(state))
         row.addStretch(1)
         lay.addLayout(row)
-        self.options = BoundOptions("auroc", Options, {"no_bigram": self.no_bigram}, self)
         self.options.changed.connect(self.redraw)
 
         split = QSplitter(Qt.Horizontal)
@@ -127,7 +128,7 @@ class AUROCPanel(Panel):
     # ------------------------------------------------------------------ all heads
 
     def request(self):
-        if self.layer is None or not self.state.corpus:
+        if not self.state.corpus:
             return None
         return Request(self.serial, self.state.sigma, self.state.corpus)
 
@@ -222,7 +223,7 @@ class AUROCPanel(Panel):
     # ------------------------------------------------------------------ one token
 
     def _curve_request(self):
-        if self.layer is None or not self.state.corpus or self.state.query_token < 0:
+        if not self.state.corpus or self.state.query_token < 0:
             return None
         return CurveRequest(self.serial, self.state.sigma, self.state.corpus,
                             self.state.query_token, self.state.head)

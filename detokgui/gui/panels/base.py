@@ -15,7 +15,9 @@ panel's options calls `refresh()`; a visible panel then asks `request()` and sub
 only remembers that it is out of date and computes when shown. A result is drawn only if
 its request is still the current one (the single stale check); a cancelled or failed
 computation leaves a message, never "computing…", and the view keeps the last result it
-drew. A panel with several independent computations adds channels with `add_channel`.
+drew. A panel with several independent computations adds channels with `add_channel`. No
+channel asks its `request()` while no model is loaded: without one there is nothing to
+compute, and `draw(None)` is called.
 """
 
 from __future__ import annotations
@@ -119,6 +121,11 @@ class Channel(QObject):
     def key(self) -> str:
         return self.panel.job_key(self.name)
 
+    def wanted(self):
+        """The current request: None while no model is loaded (nothing to compute, whatever
+        `request` would say), else what `request()` returns."""
+        return None if self.panel.layer is None else self.request()
+
     def forget(self) -> None:
         """Drop the result and every request (the model changed)."""
         if self.pending is not None:
@@ -140,7 +147,7 @@ class Channel(QObject):
             self.dirty = True
             return
         self.dirty = False
-        req = self.request()
+        req = self.wanted()
         if req is None:
             if self.blank:
                 return
@@ -171,7 +178,7 @@ class Channel(QObject):
         if req == self.pending:
             self.pending = None
             self.status.end(self.name)
-        if req != self.request():
+        if req != self.wanted():
             self.dirty = True
             return  # made for an older selection
         self.shown, self.result = req, result
@@ -225,7 +232,8 @@ class Panel(QWidget):
 
     def request(self):
         """What to compute now: a frozen dataclass (equal requests give equal results;
-        include state.model_serial), or None when there is nothing to compute."""
+        include state.model_serial), or None when there is nothing to compute. Only asked
+        while a model is loaded (`self.layer` is not None)."""
         raise NotImplementedError
 
     @staticmethod
@@ -270,7 +278,7 @@ class Panel(QWidget):
     def settled(self) -> bool:
         """Nothing is being computed and every channel shows its current request."""
         return all(ch.pending is None and not ch.dirty and
-                   (ch.shown == ch.request() or ch.failed is not None)
+                   (ch.shown == ch.wanted() or ch.failed is not None)
                    for ch in self.channels.values())
 
     @Slot()

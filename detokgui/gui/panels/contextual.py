@@ -13,7 +13,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, Qt, Slot
 from PySide6.QtWidgets import (
-    QLabel,
     QSplitter,
     QVBoxLayout,
 )
@@ -23,18 +22,16 @@ from detokgui.core import circuits
 from detokgui.core.empirical import TextSource
 from detokgui.core.text_tables import validation_table
 from detokgui.core.tokens import display_token
+from detokgui.gui.controls import bare_column, wrapping_label
+from detokgui.gui.corpus_hint import CorpusHint
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadSet, parse_heads
 from detokgui.gui.numbers import num
-from detokgui.gui.options import BoundOptions
+from detokgui.gui.option_rows import OptionRow, custom, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.panels.text_common import (
-    CorpusHint,
-    HeadSet,
-    TextSourceControls,
-    text_source,
-)
 from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, bare_column, parse_heads, spin_box, wrapping_label
+from detokgui.gui.text_source import max_texts_option, prepend_option, text_source
 
 TOP = 100  # neurons whose extreme tokens the ranking lists
 LISTED = 5  # tokens per side shown in the ranking table
@@ -43,10 +40,11 @@ MAX_POINTS = 20000  # of the scatter
 
 @dataclass(frozen=True)
 class Options:
-    heads: str = "b4"
-    k: int = 15
-    max_texts: int = 20
-    prepend: bool = False
+    heads: str = option("b4", custom(HeadSet))
+    k: int = option(15, spin(1, 200, "How many tokens with the largest and smallest "
+                                     "contribution", label="tokens"))
+    max_texts: int = max_texts_option(20, "validation texts")
+    prepend: bool = prepend_option()
 
 
 @dataclass(frozen=True)
@@ -118,20 +116,15 @@ class ContextualPanel(Panel):
         self.neuron = -1  # the neuron shown on the right
         lay = QVBoxLayout(self)
         row = FlowLayout()
-        self.heads_box = HeadSet()
-        row.addWidget(self.heads_box)
+        self.options = OptionRow("contextual", Options, self)
+        self.heads_box = self.options.widget("heads")
+        self.options.add_to(row, "heads")
         row.addSpacing(12)
-        row.addWidget(QLabel("tokens"))
-        self.k_spin = spin_box(1, 200,
-                               tip="How many tokens with the largest and smallest contribution")
-        row.addWidget(self.k_spin)
+        self.options.add_to(row, "k")
         row.addSpacing(12)
-        self.source = TextSourceControls(row, "validation texts")
+        self.options.add_to(row, "max_texts", "prepend")
         row.addStretch(1)
         lay.addLayout(row)
-        self.options = BoundOptions("contextual", Options, {
-            "heads": self.heads_box, "k": self.k_spin, "max_texts": self.source.max_texts,
-            "prepend": self.source.prepend}, self)
         self.options.changed.connect(self.refresh)
 
         split = QSplitter(Qt.Horizontal)
@@ -206,8 +199,6 @@ class ContextualPanel(Panel):
     # ------------------------------------------------------------------ requests
 
     def request(self):
-        if self.layer is None:
-            return None
         spec = self.options.value.heads
         heads = None if spec == "b4" else tuple(parse_heads(spec.partition(":")[2],
                                                             self.layer.n_heads))

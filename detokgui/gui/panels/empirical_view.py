@@ -12,7 +12,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QLabel,
     QPushButton,
     QVBoxLayout,
 )
@@ -21,25 +20,16 @@ from detokgui.core import empirical
 from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION, POSITION_CONVENTIONS
 from detokgui.core.empirical import CONVENTION_LABELS, TextSource
 from detokgui.core.text_tables import empirical_table
+from detokgui.gui.corpus_hint import CorpusHint
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
-from detokgui.gui.options import BoundOptions
-from detokgui.gui.panels.position_common import data_range, stable_range
-from detokgui.gui.panels.text_common import (
-    CorpusGridPanel,
-    CorpusHint,
-    TextSourceControls,
-    text_source,
-)
+from detokgui.gui.option_rows import OptionRow, check, combo, custom, option, spin
+from detokgui.gui.panels.corpus_grid import CorpusGridPanel
 from detokgui.gui.plots import head_color
 from detokgui.gui.position import QueryPositionControl
-from detokgui.gui.widgets import (
-    FlowLayout,
-    HeadChooser,
-    check_box,
-    combo_box,
-    spin_box,
-    state_heads,
-)
+from detokgui.gui.text_source import max_texts_option, prepend_option, text_source
+from detokgui.gui.view_ranges import data_range, stable_range
 
 PAPER_POSITION = 500  # the paper's Fig 3-E; models with fewer positions use L/2
 CURVES = ("empirical", "predicted", "pattern")
@@ -53,12 +43,19 @@ def default_position(n_positions: int) -> int:
 
 @dataclass(frozen=True)
 class Options:
-    heads: str = "all"  # HeadChooser value
-    convention: str = DEFAULT_POSITION_CONVENTION
-    max_texts: int = 200
-    prepend: bool = False
-    window: int = 0  # the last w keys before i; 0 = every key
-    log: bool = False  # log10 of the attention
+    heads: str = option("all", custom(HeadChooser))
+    convention: str = option(DEFAULT_POSITION_CONVENTION, combo(
+        ((c, f"{c} convention") for c in POSITION_CONVENTIONS),
+        "How the B3 prediction takes σ per position:\n"
+        + "\n".join(CONVENTION_LABELS[c] for c in POSITION_CONVENTIONS), label="prediction"))
+    max_texts: int = max_texts_option(200)
+    prepend: bool = prepend_option()
+    window: int = option(0, spin(  # the last w keys before i; 0 = every key
+        0, 100_000, "Show only the last w keys before i (0: every key 0..i)", label="window",
+        special="all keys"))
+    log: bool = option(False, check(  # log10 of the attention
+        "log scale", f"log10 of the attention (values below {LOG_FLOOR:g} drawn at it):\n"
+                     "compares the broad heads, whose weights are all small"))
 
 
 @dataclass(frozen=True)
@@ -84,31 +81,17 @@ class EmpiricalPanel(CorpusGridPanel):
         lay.addWidget(CorpusHint(state, "This view averages the model's attention over "
                                         "corpus texts."))
         row = FlowLayout()
-        self.heads_box = HeadChooser()
-        row.addWidget(self.heads_box)
+        self.options = OptionRow("empirical", Options, self)
+        self.heads_box = self.options.widget("heads")
+        self.options.add_to(row, "heads")
         row.addSpacing(12)
-        row.addWidget(QLabel("prediction"))
-        self.convention = combo_box(((c, f"{c} convention") for c in POSITION_CONVENTIONS),
-                                    "How the B3 prediction takes σ per position:\n"
-                                    + "\n".join(CONVENTION_LABELS[c] for c in POSITION_CONVENTIONS))
-        row.addWidget(self.convention)
+        self.options.add_to(row, "convention")
         row.addSpacing(12)
-        self.source = TextSourceControls(row)
+        self.options.add_to(row, "max_texts", "prepend")
         row.addSpacing(12)
-        row.addWidget(QLabel("window"))
-        self.window = spin_box(0, 100_000, special="all keys",
-                               tip="Show only the last w keys before i (0: every key 0..i)")
-        row.addWidget(self.window)
-        self.log = check_box("log scale",
-                             f"log10 of the attention (values below {LOG_FLOOR:g} drawn at it):\n"
-                             "compares the broad heads, whose weights are all small")
-        row.addWidget(self.log)
+        self.options.add_to(row, "window", "log")
         row.addStretch(1)
         lay.addLayout(row)
-        self.options = BoundOptions("empirical", Options, {
-            "heads": self.heads_box, "convention": self.convention,
-            "max_texts": self.source.max_texts, "prepend": self.source.prepend,
-            "window": self.window, "log": self.log}, self)
         self.options.changed.connect(self.refresh)
         self.options.changed.connect(self.redraw)
 
@@ -139,9 +122,9 @@ class EmpiricalPanel(CorpusGridPanel):
     # ------------------------------------------------------------------ compute
 
     def request(self):
-        layer, o = self.layer, self.options.value
+        o = self.options.value
         texts = text_source(self.state, o.max_texts, o.prepend)
-        if layer is None or texts is None:
+        if texts is None:
             return None
         heads = state_heads(o.heads, self.state)
         return Request(self.serial, self.state.query_position, tuple(heads), o.convention,

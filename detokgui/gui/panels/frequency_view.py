@@ -14,13 +14,15 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout
 from detokgui.core import frequency as F
 from detokgui.core.affinity import SigmaChoice
 from detokgui.core.corpus import iter_layer_counts
+from detokgui.gui.corpus_hint import CorpusHint
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
-from detokgui.gui.options import BoundOptions
+from detokgui.gui.option_rows import OptionRow, combo, option
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.panels.text_common import CorpusHint
-from detokgui.gui.panels.vocab_common import HeadSpin, PointCloud
 from detokgui.gui.plots import PlotFrame, add_plot
-from detokgui.gui.widgets import FlowLayout, SigmaControls, combo_box
+from detokgui.gui.point_cloud import PointCloud
+from detokgui.gui.sigma_controls import SigmaControls
 
 KINDS = (("t_e", "T_e(v) against corpus count"),
          ("variance", "token-embedding variance against corpus count"),
@@ -29,8 +31,13 @@ KINDS = (("t_e", "T_e(v) against corpus count"),
 
 @dataclass(frozen=True)
 class Options:
-    kind: str = "t_e"
-    zero_counts: str = "exclude"
+    kind: str = option("t_e", combo(KINDS))
+    zero_counts: str = option("exclude", combo(
+        ((key, F.ZERO_COUNT_LABELS[key].replace(
+            "tokens absent from the corpus (count 0)", "count-0 tokens"))
+         for key in F.ZERO_COUNTS),
+        "Tokens the corpus never contains have no log count:\n"
+        + "\n".join(F.ZERO_COUNT_LABELS[k] for k in F.ZERO_COUNTS)))
 
 
 @dataclass(frozen=True)
@@ -54,20 +61,11 @@ class FrequencyPanel(Panel):
         row = FlowLayout()
         row.addWidget(HeadSpin(state))
         row.addSpacing(12)
-        self.kind = combo_box(KINDS)
-        row.addWidget(self.kind)
-        self.zero = combo_box(
-            ((key, F.ZERO_COUNT_LABELS[key].replace(
-                "tokens absent from the corpus (count 0)", "count-0 tokens"))
-             for key in F.ZERO_COUNTS),
-            "Tokens the corpus never contains have no log count:\n"
-            + "\n".join(F.ZERO_COUNT_LABELS[k] for k in F.ZERO_COUNTS))
-        row.addWidget(self.zero)
+        self.options = OptionRow("frequency", Options, self)
+        self.options.add_to(row)
         row.addWidget(SigmaControls(state))
         row.addStretch(1)
         lay.addLayout(row)
-        self.options = BoundOptions("frequency", Options, {
-            "kind": self.kind, "zero_counts": self.zero}, self)
         self.options.changed.connect(self.refresh)
         self.options.changed.connect(self.redraw)
 
@@ -95,7 +93,7 @@ class FrequencyPanel(Panel):
     # ------------------------------------------------------------------ compute
 
     def request(self):
-        if self.layer is None or not self.state.corpus:
+        if not self.state.corpus:
             return None
         o = self.options.value
         return Request(self.serial, self.state.corpus, self.state.sigma, o.zero_counts)
@@ -146,7 +144,7 @@ class FrequencyPanel(Panel):
         self.ids = ids
         self.points.set_points(x, y)
         log = self.options.value.kind != "norm"
-        self.zero.setEnabled(log)  # the norm against T_e uses every token
+        self.options.widget("zero_counts").setEnabled(log)  # the norm against T_e uses every token
         self.plot.getAxis("bottom").setLogMode(log)
         self.plot.setLabel("bottom", xl)
         self.plot.setLabel("left", yl)

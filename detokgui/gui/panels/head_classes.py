@@ -17,9 +17,9 @@ from PySide6.QtWidgets import (
 from superqt.utils import signals_blocked
 
 from detokgui.core import positional as m
+from detokgui.gui.controls import wrapping_label
 from detokgui.gui.panels.base import StatusLine
 from detokgui.gui.records import Column, RecordsModel
-from detokgui.gui.widgets import wrapping_label
 
 LABEL_COLORS = {
     "duplicate-token": "#e8d5f5",

@@ -13,27 +13,21 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, QRectF, Qt, Slot
 from PySide6.QtWidgets import (
-    QLabel,
     QSplitter,
     QVBoxLayout,
 )
 
 from detokgui.core import vocab_stats as VS
 from detokgui.core.affinity import SigmaChoice
+from detokgui.gui.controls import bare_column, wrapping_label
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
-from detokgui.gui.options import BoundOptions
+from detokgui.gui.option_rows import OptionRow, combo, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.panels.vocab_common import HeadSpin, select_row_token
 from detokgui.gui.plots import PlotFrame, add_plot, plain_axes
-from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import (
-    FlowLayout,
-    SigmaControls,
-    bare_column,
-    combo_box,
-    spin_box,
-    wrapping_label,
-)
+from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
+from detokgui.gui.sigma_controls import SigmaControls
 
 DIRECTIONS = (("keys", "query → keys"), ("queries", "key → queries"))
 SORTS = (("variance", "score variance (high first)"), ("self_rank", "self-rank (1 first)"))
@@ -44,10 +38,17 @@ MAX_ROWS, MAX_COLS = 400, 600  # drawn entries of the sorted matrix (a stride be
 
 @dataclass(frozen=True)
 class Options:
-    direction: str = "keys"
-    sort: str = "variance"
-    rows: int = 200
-    cols: int = 400
+    direction: str = option("keys", combo(
+        DIRECTIONS, "query → keys: each query token u over all keys v by T_ee(u, v).\n"
+                    "key → queries: each key token v over all queries u."))
+    sort: str = option("variance", combo(SORTS, label="sort by"))
+    rows: int = option(200, spin(  # the sorted matrix's zoom
+        2, 1_000_000, "How many rows (tokens by decreasing variance) to show; beyond "
+                      f"{MAX_ROWS} every n-th is drawn",
+        label="Sorted matrix: first", after="rows ×", tracking=False))
+    cols: int = option(400, spin(
+        2, 1_000_000, f"How many score ranks to show; beyond {MAX_COLS} every n-th is drawn",
+        after="ranks", tracking=False))
 
 
 @dataclass(frozen=True)
@@ -85,14 +86,8 @@ class HeadStatsPanel(Panel):
         row = FlowLayout()
         row.addWidget(HeadSpin(state))
         row.addSpacing(12)
-        self.direction = combo_box(DIRECTIONS,
-                                   "query → keys: each query token u over all keys v by "
-                                   "T_ee(u, v).\nkey → queries: each key token v over all "
-                                   "queries u.")
-        row.addWidget(self.direction)
-        row.addWidget(QLabel("sort by"))
-        self.sort = combo_box(SORTS)
-        row.addWidget(self.sort)
+        self.options = OptionRow("headstats", Options, self)
+        self.options.add_to(row, "direction", "sort")
         row.addSpacing(12)
         row.addWidget(SigmaControls(state))
         row.addStretch(1)
@@ -110,17 +105,7 @@ class HeadStatsPanel(Panel):
 
         right, rl = bare_column()
         zoom = FlowLayout()
-        zoom.addWidget(QLabel("Sorted matrix: first"))
-        self.rows = spin_box(2, 1_000_000, tracking=False,
-                             tip="How many rows (tokens by decreasing variance) to show; beyond "
-                                 f"{MAX_ROWS} every n-th is drawn")
-        zoom.addWidget(self.rows)
-        zoom.addWidget(QLabel("rows ×"))
-        self.cols = spin_box(2, 1_000_000, tracking=False,
-                             tip="How many score ranks to show; beyond "
-                                 f"{MAX_COLS} every n-th is drawn")
-        zoom.addWidget(self.cols)
-        zoom.addWidget(QLabel("ranks"))
+        self.options.add_to(zoom, "rows", "cols")
         zoom.addStretch(1)
         rl.addLayout(zoom)
         self.frame = PlotFrame("Sorted score matrix", self._block_table)
@@ -141,9 +126,6 @@ class HeadStatsPanel(Panel):
         lay.addWidget(split, 1)
         lay.addWidget(self.status)
 
-        self.options = BoundOptions("headstats", Options, {
-            "direction": self.direction, "sort": self.sort, "rows": self.rows,
-            "cols": self.cols}, self)
         self.options.changed.connect(self.refresh)
         self.options.changed.connect(self._resort)
         self._sorted = self.options.value.sort
@@ -160,8 +142,6 @@ class HeadStatsPanel(Panel):
     # ------------------------------------------------------------------ table
 
     def request(self):
-        if self.layer is None:
-            return None
         o = self.options.value
         return Request(self.serial, self.state.sigma, o.direction, self.state.head)
 
@@ -248,8 +228,6 @@ class HeadStatsPanel(Panel):
     # ------------------------------------------------------------------ sorted matrix
 
     def _block_request(self):
-        if self.layer is None:
-            return None
         o = self.options.value
         V = self.layer.n_vocab
         return BlockRequest(self.serial, self.state.sigma, o.direction, self.state.head,

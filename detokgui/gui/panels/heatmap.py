@@ -10,17 +10,16 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtCore import QTimer, Slot
 from PySide6.QtWidgets import (
-    QLabel,
     QVBoxLayout,
 )
 
 from detokgui.core import affinity
 from detokgui.core.tables import heatmap_table
 from detokgui.core.tokens import display_token
-from detokgui.gui.options import BoundOptions
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame, connect_hover
-from detokgui.gui.widgets import FlowLayout, check_box, combo_box, spin_box
 
 SOURCES = (("text", "Tokens of the typed text"), ("sample", "Random sample"),
            ("topk", "Query + its top-k keys"))
@@ -54,11 +53,16 @@ def heatmap_title(res: HeatmapResult, head: int | None) -> str:
 
 @dataclass(frozen=True)
 class Options:
-    source: str = "text"
-    size: int = 30  # tokens of a sample / of the top-k list
-    seed: int = 0
-    all_heads: bool = False
-    layernorm: bool = True
+    source: str = option("text", combo(SOURCES, "Which tokens the heatmap compares"))
+    size: int = option(30, spin(2, MAX_TOKENS, "Sample size / number of top-k tokens",
+                                label="N"))
+    seed: int = option(0, spin(0, 1_000_000, "The same seed gives the same sample",
+                               label="seed"))
+    all_heads: bool = option(False, check(
+        "All heads", "Show a grid of every head instead of the selected head"))
+    layernorm: bool = option(True, check(
+        "LayerNorm", "On: divide by σ (convention of the Top-k panel).\n"
+                     "Off: raw e W^QK e^T, 'without LayerNorm' (Fig 12)."))
 
 
 @dataclass(frozen=True)
@@ -99,28 +103,10 @@ class HeatmapPanel(Panel):
         lay = QVBoxLayout(self)
 
         row = FlowLayout()
-        self.source = combo_box(SOURCES, "Which tokens the heatmap compares")
-        row.addWidget(self.source)
-        self.size_label = QLabel("N")
-        row.addWidget(self.size_label)
-        self.size_spin = spin_box(2, MAX_TOKENS, "Sample size / number of top-k tokens")
-        row.addWidget(self.size_spin)
-        self.seed_label = QLabel("seed")
-        row.addWidget(self.seed_label)
-        self.seed_spin = spin_box(0, 1_000_000, "The same seed gives the same sample")
-        row.addWidget(self.seed_spin)
-        self.all_heads = check_box("All heads",
-                                   "Show a grid of every head instead of the selected head")
-        row.addWidget(self.all_heads)
-        self.layernorm = check_box("LayerNorm",
-                                   "On: divide by σ (convention of the Top-k panel).\n"
-                                   "Off: raw e W^QK e^T, 'without LayerNorm' (Fig 12).")
-        row.addWidget(self.layernorm)
+        self.options = OptionRow("heatmap", Options, self)
+        self.options.add_to(row)
         row.addStretch(1)
         lay.addLayout(row)
-        self.options = BoundOptions("heatmap", Options, {
-            "source": self.source, "size": self.size_spin, "seed": self.seed_spin,
-            "all_heads": self.all_heads, "layernorm": self.layernorm}, self)
 
         self.frame = PlotFrame("Affinity heatmap", self._table)
         lay.addWidget(self.frame, 1)
@@ -151,10 +137,9 @@ class HeatmapPanel(Panel):
 
     @Slot(object)
     def _options_changed(self, opts: Options) -> None:
-        for w in (self.size_label, self.size_spin):
-            w.setVisible(opts.source != "text")
-        for w in (self.seed_label, self.seed_spin):
-            w.setVisible(opts.source == "sample")
+        for name, shown in (("size", opts.source != "text"), ("seed", opts.source == "sample")):
+            self.options.label(name).setVisible(shown)
+            self.options.widget(name).setVisible(shown)
         if opts.all_heads and self.layer is not None:
             self._build_tiles(self.layer.n_heads)  # while the values compute
         self.refresh()
@@ -166,8 +151,6 @@ class HeatmapPanel(Panel):
 
     def request(self):
         layer, s, o = self.layer, self.state, self.options.value
-        if layer is None:
-            return None
         heads = tuple(range(layer.n_heads)) if o.all_heads else (s.head,)
         sigma = s.sigma if o.layernorm else affinity.SigmaChoice("none")
         topk = o.source == "topk"

@@ -23,13 +23,14 @@ from PySide6.QtWidgets import (
 from detokgui.core import positional
 from detokgui.core.tables import slope_histogram_table, token_position_curve_table
 from detokgui.core.tokens import display_token
+from detokgui.gui.controls import bare_column, wrapping_label
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
-from detokgui.gui.options import BoundOptions
+from detokgui.gui.option_rows import OptionRow, check, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, bare_column, check_box, spin_box, wrapping_label
 
 SIDES = (("top", "Most positive slopes (prefer recent keys)"),
          ("bottom", "Most negative slopes (prefer early keys)"))
@@ -37,9 +38,11 @@ SIDES = (("top", "Most positive slopes (prefer recent keys)"),
 
 @dataclass(frozen=True)
 class Options:
-    k: int = 20  # tokens per extremes table
-    bins: int = 60
-    log: bool = False
+    k: int = option(20, spin(1, 500, "How many tokens each extremes table lists",
+                             label="extremes"))
+    bins: int = option(60, spin(5, 500, "Number of histogram bins", label="bins"))
+    log: bool = option(False, check("Log counts", "Logarithmic count axis: shows the sparse "
+                                                  "tails where the extreme tokens lie"))
 
 
 @dataclass(frozen=True)
@@ -71,19 +74,9 @@ class KeyPositionPanel(Panel):
         self.head_label.setTextFormat(Qt.RichText)
         controls.addWidget(self.head_label)
         controls.addStretch(1)
-        controls.addWidget(QLabel("extremes"))
-        self.k_spin = spin_box(1, 500, "How many tokens each extremes table lists")
-        controls.addWidget(self.k_spin)
-        controls.addWidget(QLabel("bins"))
-        self.bins_spin = spin_box(5, 500, "Number of histogram bins")
-        controls.addWidget(self.bins_spin)
-        self.log_check = check_box("Log counts",
-                                   "Logarithmic count axis: shows the sparse tails where the "
-                                   "extreme tokens lie")
-        controls.addWidget(self.log_check)
+        self.options = OptionRow("slopes", Options, self)
+        self.options.add_to(controls)
         lay.addLayout(controls)
-        self.options = BoundOptions("slopes", Options, {
-            "k": self.k_spin, "bins": self.bins_spin, "log": self.log_check}, self)
 
         split = QSplitter(Qt.Horizontal)
         plots = QSplitter(Qt.Vertical)
@@ -131,7 +124,7 @@ class KeyPositionPanel(Panel):
         self.add_channel("curve", self._curve_request, self._compute_curve, self._draw_curve,
                          label="Query token vs key position")
         self.options.changed.connect(self.refresh)
-        self.log_check.toggled.connect(self._draw_hist)
+        self.options.widget("log").toggled.connect(self._draw_hist)
         connect_position_clicks(self.curve_frame.view.scene(), self._curve_position,
                                 state.set_query_position)
         state.headChanged.connect(self.redraw)
@@ -143,8 +136,6 @@ class KeyPositionPanel(Panel):
     # ------------------------------------------------------------------ compute
 
     def request(self):
-        if self.layer is None:
-            return None
         o = self.options.value
         return SlopesRequest(self.serial, o.k, o.bins)
 
@@ -161,7 +152,7 @@ class KeyPositionPanel(Panel):
 
     def _curve_request(self):
         token = self.state.query_token
-        if self.layer is None or token < 0:
+        if token < 0:
             return None
         return CurveRequest(self.serial, token)
 

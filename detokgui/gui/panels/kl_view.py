@@ -10,24 +10,21 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QLabel, QVBoxLayout
+from PySide6.QtWidgets import QVBoxLayout
 
 from detokgui.core import empirical
 from detokgui.core.empirical import DEFINITION_LABELS, DEFINITIONS, TextSource
 from detokgui.core.terms import TERM_NAMES
 from detokgui.core.text_tables import kl_table
+from detokgui.gui.corpus_hint import CorpusHint
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
-from detokgui.gui.options import BoundOptions
-from detokgui.gui.panels.position_common import data_range, stable_range
-from detokgui.gui.panels.text_common import (
-    TERM_COLORS,
-    CorpusGridPanel,
-    CorpusHint,
-    TextSourceControls,
-    term_legend,
-    text_source,
-)
-from detokgui.gui.widgets import FlowLayout, HeadChooser, check_box, combo_box, state_heads
+from detokgui.gui.option_rows import OptionRow, check, combo, custom, option
+from detokgui.gui.panels.corpus_grid import CorpusGridPanel
+from detokgui.gui.terms import TERM_COLORS, term_legend
+from detokgui.gui.text_source import max_texts_option, prepend_option, text_source
+from detokgui.gui.view_ranges import data_range, stable_range
 
 SHORT = {"paper": "paper eq 18-21: KL(P ‖ Q) with √d′",
          "code": "authors' code: mean over j of KL(Q ‖ P), no √d′"}
@@ -36,11 +33,14 @@ LOG_FLOOR = 1e-12
 
 @dataclass(frozen=True)
 class Options:
-    heads: str = "all"  # HeadChooser value: which heads are drawn (all are computed)
-    definition: str = "paper"
-    max_texts: int = 20
-    prepend: bool = False
-    log: bool = False
+    heads: str = option("all", custom(HeadChooser))  # which heads are drawn (all computed)
+    definition: str = option("paper", combo(
+        ((d, SHORT[d]) for d in DEFINITIONS),
+        "\n".join(DEFINITION_LABELS[d] for d in DEFINITIONS), label="definition"))
+    max_texts: int = max_texts_option(20)
+    prepend: bool = prepend_option()
+    log: bool = option(False, check(
+        "log scale", "log10 of the contributions: the small terms next to the large"))
 
 
 @dataclass(frozen=True)
@@ -62,24 +62,15 @@ class KLPanel(CorpusGridPanel):
         lay = QVBoxLayout(self)
         lay.addWidget(CorpusHint(state, "This view averages over corpus texts."))
         row = FlowLayout()
-        self.heads_box = HeadChooser()
-        row.addWidget(self.heads_box)
+        self.options = OptionRow("kl", Options, self)
+        self.heads_box = self.options.widget("heads")
+        self.options.add_to(row, "heads")
         row.addSpacing(12)
-        row.addWidget(QLabel("definition"))
-        self.definition = combo_box(((d, SHORT[d]) for d in DEFINITIONS),
-                                    "\n".join(DEFINITION_LABELS[d] for d in DEFINITIONS))
-        row.addWidget(self.definition)
+        self.options.add_to(row, "definition")
         row.addSpacing(12)
-        self.source = TextSourceControls(row)
-        self.log = check_box("log scale",
-                             "log10 of the contributions: the small terms next to the large")
-        row.addWidget(self.log)
+        self.options.add_to(row, "max_texts", "prepend", "log")
         row.addStretch(1)
         lay.addLayout(row)
-        self.options = BoundOptions("kl", Options, {
-            "heads": self.heads_box, "definition": self.definition,
-            "max_texts": self.source.max_texts, "prepend": self.source.prepend,
-            "log": self.log}, self)
         self.options.changed.connect(self.refresh)
         self.options.changed.connect(self.redraw)
         state.headChanged.connect(self.redraw)  # every head is computed: only redraw
@@ -93,7 +84,7 @@ class KLPanel(CorpusGridPanel):
     def request(self):
         o = self.options.value
         texts = text_source(self.state, o.max_texts, o.prepend)
-        if self.layer is None or texts is None:
+        if texts is None:
             return None
         return Request(self.serial, o.definition, texts)
 

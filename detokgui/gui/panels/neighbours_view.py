@@ -11,7 +11,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QLabel,
-    QLineEdit,
     QSplitter,
     QVBoxLayout,
 )
@@ -19,22 +18,26 @@ from PySide6.QtWidgets import (
 from detokgui.core import neighbours as N
 from detokgui.core.errors import InputError
 from detokgui.core.tokens import SPACE_MARK
+from detokgui.gui.controls import bare_column, wrapping_label
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
-from detokgui.gui.options import BoundOptions
+from detokgui.gui.option_rows import OptionRow, check, line_edit, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.panels.vocab_common import select_row_token
 from detokgui.gui.plots import PlotFrame, add_plot
-from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, bare_column, check_box, spin_box, wrapping_label
+from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
+
+ONE_TOKEN = "One token (a leading space belongs to the token: ' king')"
 
 
 @dataclass(frozen=True)
 class Options:
-    k: int = 20
-    centred: bool = False
-    a: str = " king"
-    b: str = " man"
-    c: str = " woman"
+    k: int = option(20, spin(1, 1000, "How many neighbours", label="k", tracking=False))
+    centred: bool = option(False, check(
+        "mean-centred", "Subtract the mean token embedding from every vector first "
+                        "(removes the direction all tokens share)"))
+    a: str = option(" king", line_edit(ONE_TOKEN, max_width=130))
+    b: str = option(" man", line_edit(ONE_TOKEN, label="−", max_width=130))
+    c: str = option(" woman", line_edit(ONE_TOKEN, label="+", max_width=130))
 
 
 @dataclass(frozen=True)
@@ -84,26 +87,13 @@ class NeighboursPanel(Panel):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
         row = FlowLayout()
-        row.addWidget(QLabel("k"))
-        self.k = spin_box(1, 1000, "How many neighbours", tracking=False)
-        row.addWidget(self.k)
-        self.centred = check_box("mean-centred",
-                                 "Subtract the mean token embedding from every vector first "
-                                 "(removes the direction all tokens share)")
-        row.addWidget(self.centred)
+        self.options = OptionRow("neighbours", Options, self)
+        self.options.add_to(row, "k", "centred")
         row.addSpacing(24)
         row.addWidget(QLabel("<b>Analogy</b>"))
-        self.a, self.b, self.c = QLineEdit(), QLineEdit(), QLineEdit()
-        for w, sign in ((self.a, None), (self.b, "−"), (self.c, "+")):
-            if sign:
-                row.addWidget(QLabel(sign))
-            w.setMaximumWidth(130)
-            w.setToolTip("One token (a leading space belongs to the token: ' king')")
-            row.addWidget(w)
+        self.options.add_to(row, "a", "b", "c")
         row.addStretch(1)
         lay.addLayout(row)
-        self.options = BoundOptions("neighbours", Options, {
-            "k": self.k, "centred": self.centred, "a": self.a, "b": self.b, "c": self.c}, self)
         self.options.changed.connect(self.refresh)
 
         split = QSplitter(Qt.Horizontal)
@@ -139,7 +129,7 @@ class NeighboursPanel(Panel):
     # ------------------------------------------------------------------ nearest
 
     def request(self):
-        if self.layer is None or self.state.query_token < 0:
+        if self.state.query_token < 0:
             return None
         o = self.options.value
         return Request(self.serial, self.state.query_token, o.k, o.centred)
@@ -188,7 +178,7 @@ class NeighboursPanel(Panel):
 
     def _analogy_request(self):
         o = self.options.value
-        if self.layer is None or not (o.a and o.b and o.c):
+        if not (o.a and o.b and o.c):
             return None
         return AnalogyRequest(self.serial, (o.a, o.b, o.c), o.k, o.centred)
 

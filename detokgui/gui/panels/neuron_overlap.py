@@ -7,7 +7,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QLabel,
     QSizePolicy,
     QVBoxLayout,
     QWidget,
@@ -15,10 +14,10 @@ from PySide6.QtWidgets import (
 
 from detokgui.core import neurons
 from detokgui.core.tables import embedding_overlap_table
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.base import StatusLine
 from detokgui.gui.plots import PlotFrame, add_plot
-from detokgui.gui.widgets import FlowLayout, check_box, spin_box
 
 
 def legend(columns: int = 1) -> pg.LegendItem:
@@ -30,29 +29,17 @@ def legend(columns: int = 1) -> pg.LegendItem:
 
 
 class OverlapView(QWidget):
-    """r / m / centre controls, the overlap bars with the m/d baseline, and a line of text
-    (`info`, the channel's StatusLine)."""
+    """The r / m / centre options of the panel's `options` (an OptionRow), the overlap bars
+    with the m/d baseline, and a line of text (`info`, the channel's StatusLine)."""
 
-    def __init__(self, parent=None):
+    def __init__(self, options, parent=None):
         super().__init__(parent)
         self.overlap: neurons.EmbeddingOverlap | None = None
         bl = QVBoxLayout(self)
         bl.setContentsMargins(0, 0, 0, 0)
         orow = FlowLayout()
-        orow.addWidget(QLabel("SVD directions r"))
-        self.r_spin = spin_box(1, 1,
-                               tip="How many of the token embedding's top right singular vectors "
-                                   "to show (0 = largest singular value)")
-        orow.addWidget(self.r_spin)
-        orow.addWidget(QLabel("position-heavy dims m"))
-        self.m_spin = spin_box(
-            1, 1,
-            tip="The m dimensions of P with the largest curve norm (raw or scaled)")
-        orow.addWidget(self.m_spin)
-        self.centre = check_box("centre E",
-                                "SVD of the mean-removed token embedding E - mean_v e_v "
-                                "(otherwise the first direction is mostly the mean token)")
-        orow.addWidget(self.centre)
+        options.add_to(orow, "r", "m", "centre")
+        self.r_spin, self.m_spin = options.widget("r"), options.widget("m")
         orow.addStretch(1)
         bl.addLayout(orow)
         self.frame = PlotFrame("PE-token SVD overlap", self._table)

@@ -26,13 +26,15 @@ from superqt.utils import signals_blocked
 from detokgui.core import neurons
 from detokgui.core.neurons import NEURON_GROUPS
 from detokgui.core.tables import neuron_curves_table, neurons_table, write_csv
-from detokgui.gui.options import EXPORT_FOLDER, BoundOptions, remember, remembered
+from detokgui.gui.controls import bare_column
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
+from detokgui.gui.options import EXPORT_FOLDER, remember, remembered
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.neuron_overlap import OverlapView, legend
 from detokgui.gui.panels.neuron_table import GROUP_RULES, NeuronTable
 from detokgui.gui.plots import PlotFrame, add_plot, failure_message, head_color, notify
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
-from detokgui.gui.widgets import FlowLayout, bare_column, check_box, combo_box
 
 DEFAULT_SELECTION = 5  # top dims by norm shown when nothing is selected
 MAX_CURVES = 64  # drawn at most; the rest of a larger selection is listed as left out
@@ -40,12 +42,25 @@ MAX_LEGEND = 12
 OVERLAP_DEBOUNCE_MS = 250
 @dataclass(frozen=True)
 class Options:
-    group: str = "all"
-    scaled: bool = False
-    fits: bool = False
-    centre: bool = False
-    r: int = 10
-    m: int = 20
+    group: str = option("all", combo(
+        [(g, g) for g in ("all", *NEURON_GROUPS)],
+        "Show only the dimensions of one group in the table.\n\n" + GROUP_RULES, label="Group"))
+    scaled: bool = option(False, check(
+        "scaled by σ",
+        "Off: the raw curves P[j, k].\nOn: P[j, k] / σ̄_j with σ̄_j = mean over the vocabulary "
+        "of σ(e_v + p_j),\nthe LayerNorm scale the first layer sees on average at position j.\n"
+        "Table, curves and the position-heavy dims of the overlap plot all follow this."))
+    fits: bool = option(False, check("linear fits",
+                                     "Draw each selected curve's least-squares line (dashed)"))
+    # the overlap view's row (the spin boxes' ranges are set per model)
+    centre: bool = option(False, check(
+        "centre E", "SVD of the mean-removed token embedding E - mean_v e_v "
+                    "(otherwise the first direction is mostly the mean token)"))
+    r: int = option(10, spin(1, 1, "How many of the token embedding's top right singular "
+                                   "vectors to show (0 = largest singular value)",
+                             label="SVD directions r"))
+    m: int = option(20, spin(1, 1, "The m dimensions of P with the largest curve norm "
+                                   "(raw or scaled)", label="position-heavy dims m"))
 
 
 @dataclass(frozen=True)
@@ -78,20 +93,8 @@ class NeuronBrowserPanel(Panel):
         lay = QVBoxLayout(self)
 
         row = FlowLayout()
-        row.addWidget(QLabel("Group"))
-        self.group = combo_box([(g, g) for g in ("all", *NEURON_GROUPS)],
-                               "Show only the dimensions of one group in the table.\n\n"
-                               + GROUP_RULES)
-        row.addWidget(self.group)
-        self.scaled = check_box(
-            "scaled by σ",
-            "Off: the raw curves P[j, k].\nOn: P[j, k] / σ̄_j with σ̄_j = mean over the vocabulary "
-            "of σ(e_v + p_j),\nthe LayerNorm scale the first layer sees on average at position j.\n"
-            "Table, curves and the position-heavy dims of the overlap plot all follow this.")
-        row.addWidget(self.scaled)
-        self.fits = check_box("linear fits",
-                              "Draw each selected curve's least-squares line (dashed)")
-        row.addWidget(self.fits)
+        self.options = OptionRow("neurons", Options, self)
+        self.options.add_to(row, "group", "scaled", "fits")
         self.top_button = QPushButton(f"Top {DEFAULT_SELECTION} by norm")
         self.top_button.setToolTip(f"Select the {DEFAULT_SELECTION} highest-norm dimensions "
                                    "of the shown group")
@@ -140,7 +143,7 @@ class NeuronBrowserPanel(Panel):
         self.hover.setToolTip("Values of the shown curves at the position under the mouse")
         tl.addWidget(self.hover)
         right.addWidget(top)
-        self.overlap_view = OverlapView()
+        self.overlap_view = OverlapView(self.options)
         right.addWidget(self.overlap_view)
         right.setSizes([520, 360])
         split.addWidget(right)
@@ -150,9 +153,6 @@ class NeuronBrowserPanel(Panel):
         lay.addWidget(split, 1)
 
         ov = self.overlap_view
-        self.options = BoundOptions("neurons", Options, {
-            "group": self.group, "scaled": self.scaled, "fits": self.fits,
-            "centre": ov.centre, "r": ov.r_spin, "m": ov.m_spin}, self)
         self._opts = self.options.value
         self.table.set_group(self._opts.group)
         self.add_channel("overlap", self._overlap_request,
@@ -217,7 +217,7 @@ class NeuronBrowserPanel(Panel):
     # ------------------------------------------------------------------ compute
 
     def request(self):
-        return Request(self.serial, self.options.value.scaled) if self.layer else None
+        return Request(self.serial, self.options.value.scaled)
 
     @staticmethod
     def compute(layer, req: Request):
@@ -225,8 +225,6 @@ class NeuronBrowserPanel(Panel):
         return curves, neurons.curve_stats(curves, req.scaled)
 
     def _overlap_request(self):
-        if self.layer is None:
-            return None
         o, d = self.options.value, self.layer.d
         return OverlapRequest(self.serial, min(o.r, d), min(o.m, d), o.scaled, o.centre)
 
@@ -236,9 +234,10 @@ class NeuronBrowserPanel(Panel):
         if st is None:
             return
         counts = {g: st.group.count(g) for g in NEURON_GROUPS}
-        self.group.setItemText(0, f"all ({len(st.group)})")
+        group = self.options.widget("group")
+        group.setItemText(0, f"all ({len(st.group)})")
         for i, g in enumerate(NEURON_GROUPS, start=1):
-            self.group.setItemText(i, f"{g} ({counts[g]})")
+            group.setItemText(i, f"{g} ({counts[g]})")
         L, d = self.curves.shape
         self.status.setText(f"d = {d} dims · L = {L} positions · "
                             + " · ".join(f"{g} {counts[g]}" for g in NEURON_GROUPS)

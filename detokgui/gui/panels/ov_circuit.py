@@ -10,17 +10,18 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
+from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
 from detokgui.core import circuits
 from detokgui.core.text_tables import ov_table
 from detokgui.core.tokens import display_token
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
-from detokgui.gui.options import BoundOptions
+from detokgui.gui.option_rows import OptionRow, combo, custom, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, HeadChooser, combo_box, spin_box, state_heads
 
 DIRECTIONS = (("outputs", "Outputs of the query token (x → y)"),
               ("sources", "Sources of the key token (x → y)"))
@@ -29,9 +30,14 @@ UP, DOWN = "#d62728", "#1f77b4"
 
 @dataclass(frozen=True)
 class Options:
-    direction: str = "outputs"
-    heads: str = "all"
-    k: int = 10
+    direction: str = option("outputs", combo(
+        DIRECTIONS,
+        "Outputs: the query token is the source x; the tables list the output tokens y\n"
+        "that e_x W^VO_h promotes and suppresses most.\n"
+        "Sources: the key token is the output y; the tables list the source tokens x\n"
+        "that promote and suppress it most."))
+    heads: str = option("all", custom(HeadChooser))
+    k: int = option(10, spin(1, 200, "How many tokens on each side, per head", label="k"))
 
 
 @dataclass(frozen=True)
@@ -53,24 +59,15 @@ class OVCircuitPanel(Panel):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
         row = FlowLayout()
-        self.direction = combo_box(
-            DIRECTIONS,
-            "Outputs: the query token is the source x; the tables list the output tokens y\n"
-            "that e_x W^VO_h promotes and suppresses most.\n"
-            "Sources: the key token is the output y; the tables list the source tokens x\n"
-            "that promote and suppress it most.")
-        row.addWidget(self.direction)
+        self.options = OptionRow("ov", Options, self)
+        self.heads_box = self.options.widget("heads")
+        self.options.add_to(row, "direction")
         row.addSpacing(12)
-        self.heads_box = HeadChooser()
-        row.addWidget(self.heads_box)
+        self.options.add_to(row, "heads")
         row.addSpacing(12)
-        row.addWidget(QLabel("k"))
-        self.k_spin = spin_box(1, 200, "How many tokens on each side, per head")
-        row.addWidget(self.k_spin)
+        self.options.add_to(row, "k")
         row.addStretch(1)
         lay.addLayout(row)
-        self.options = BoundOptions("ov", Options, {
-            "direction": self.direction, "heads": self.heads_box, "k": self.k_spin}, self)
         self.options.changed.connect(self.refresh)
         state.headChanged.connect(self.when_visible(self._draw_bars))
 
@@ -113,9 +110,7 @@ class OVCircuitPanel(Panel):
     # ------------------------------------------------------------------ compute
 
     def request(self):
-        layer, o, s = self.layer, self.options.value, self.state
-        if layer is None:
-            return None
+        o, s = self.options.value, self.state
         token = s.query_token if o.direction == "outputs" else s.key_token
         if token < 0:
             return None

@@ -11,16 +11,18 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
+from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
 from detokgui.core.positional import LastPositionsPP, position_variance, raw_pp_last_positions
 from detokgui.core.tables import last_positions_table, position_variance_table
-from detokgui.gui.options import BoundOptions
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadChooser, state_heads
+from detokgui.gui.head_grid import HeadCell, HeadGrid
+from detokgui.gui.option_rows import OptionRow, check, custom, option, spin
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.panels.position_common import HeadCell, HeadGrid, data_range, stable_range
 from detokgui.gui.plots import PlotFrame, add_plot, set_log_y
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
-from detokgui.gui.widgets import FlowLayout, HeadChooser, check_box, spin_box, state_heads
+from detokgui.gui.view_ranges import data_range, stable_range
 
 DEFAULT_COUNT = 5
 LAST_COLOR = "#d62728"  # the last position, L-1
@@ -50,9 +52,11 @@ def log_ticks(lo: float, hi: float) -> list[list[tuple[float, str]]]:
 
 @dataclass(frozen=True)
 class Options:
-    heads: str = "selected"  # HeadChooser value
-    count: int = DEFAULT_COUNT  # last query positions L-count .. L-1
-    log: bool = True  # log variance axis
+    heads: str = option("selected", custom(HeadChooser))
+    count: int = option(DEFAULT_COUNT, spin(  # last query positions L-count .. L-1
+        1, 32, "How many of the last query positions (L-n .. L-1) to plot", label="Last",
+        after="positions"))
+    log: bool = option(True, check("Log variance", "Plot the variance on a logarithmic axis"))
 
 
 @dataclass(frozen=True)
@@ -78,20 +82,15 @@ class PositionStatsPanel(Panel):
         lay = QVBoxLayout(self)
 
         row = FlowLayout()
-        self.heads_box = HeadChooser()
-        row.addWidget(self.heads_box)
+        self.options = OptionRow("position-stats", Options, self)
+        self.heads_box = self.options.widget("heads")
+        self.options.add_to(row, "heads")
         row.addSpacing(12)
-        row.addWidget(QLabel("Last"))
-        self.count = spin_box(1, 32, "How many of the last query positions (L-n .. L-1) to plot")
-        row.addWidget(self.count)
-        row.addWidget(QLabel("positions"))
+        self.options.add_to(row, "count")
         row.addSpacing(12)
-        self.log = check_box("Log variance", "Plot the variance on a logarithmic axis")
-        row.addWidget(self.log)
+        self.options.add_to(row, "log")
         row.addStretch(1)
         lay.addLayout(row)
-        self.options = BoundOptions("position-stats", Options, {
-            "heads": self.heads_box, "count": self.count, "log": self.log}, self)
 
         self.var_frame = PlotFrame("Position embedding variance", self._variance_table)
         self.var_plot = add_plot(self.var_frame, controls=False, grid="xy", bottom="position j",
@@ -120,7 +119,7 @@ class PositionStatsPanel(Panel):
         lay.addWidget(self.status)
 
         self.options.changed.connect(self.refresh)
-        self.log.toggled.connect(self._log_changed)
+        self.options.widget("log").toggled.connect(self._log_changed)
         connect_position_clicks(self.var_plot.scene(), self._variance_position,
                                 state.set_query_position)
         connect_position_clicks(self.pp_frame.view.scene(),
@@ -150,8 +149,6 @@ class PositionStatsPanel(Panel):
         return state_heads(self.options.value.heads, self.state)
 
     def request(self):
-        if self.layer is None:
-            return None
         return Request(self.serial, self.options.value.count, tuple(self.heads()))
 
     @staticmethod

@@ -20,7 +20,6 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QLabel,
     QSplitter,
-    QToolButton,
     QVBoxLayout,
 )
 from superqt.utils import signals_blocked
@@ -34,16 +33,12 @@ from detokgui.core.positional import (
     positional_bias,
 )
 from detokgui.core.tables import bias_lines_table, position_band_table
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.head_controls import HeadChooser, state_heads
+from detokgui.gui.head_grid import HeadCell, HeadGrid
 from detokgui.gui.numbers import num
-from detokgui.gui.options import BoundOptions
+from detokgui.gui.option_rows import OptionRow, check, combo, custom, option, spin, toggle
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.panels.position_common import (
-    HeadCell,
-    HeadGrid,
-    data_range,
-    growing_x_range,
-    stable_range,
-)
 from detokgui.gui.plots import PlotFrame, head_color
 from detokgui.gui.position import (
     CONVENTION_NAMES as CONVENTION_SHORT,
@@ -53,14 +48,7 @@ from detokgui.gui.position import (
     QueryPositionControl,
     connect_position_clicks,
 )
-from detokgui.gui.widgets import (
-    FlowLayout,
-    HeadChooser,
-    check_box,
-    combo_box,
-    spin_box,
-    state_heads,
-)
+from detokgui.gui.view_ranges import data_range, growing_x_range, stable_range
 
 DEFAULT_WINDOW = 32
 LINE_SIGMAS = ("mean", "max", "min")  # the B2 lines
@@ -96,18 +84,35 @@ class BiasResult:
     band: PositionBiasBand  # B1 (does not depend on i)
 
 
+def _show(key: str):
+    """The Options field show_<key>: whether the plot of FRAMES' `key` is shown."""
+    _, _, text, tip = next(f for f in FRAMES if f[0] == key)
+    return option(True, toggle(text, f"Show or hide this plot — {tip}"))
+
+
 @dataclass(frozen=True)
 class Options:
-    heads: str = "selected"  # HeadChooser value
-    b3_sigma: str = "mean"  # the sigma of T_pp + T_p and its softmax (B3)
-    convention: str = DEFAULT_POSITION_CONVENTION  # core.conventions.POSITION_CONVENTIONS
-    raw: bool = False  # T_p without LayerNorm
-    window: bool = False
-    window_size: int = DEFAULT_WINDOW
-    show_tp: bool = True
-    show_tpp: bool = True
-    show_total: bool = True
-    show_softmax: bool = True
+    heads: str = option("selected", custom(HeadChooser))
+    b3_sigma: str = option("mean", combo(  # the sigma of T_pp + T_p and its softmax (B3)
+        ((s, SIGMA_ITEM[s]) for s in POSITION_SIGMAS),
+        "The σ of T_pp + T_p and its softmax: the vocabulary's mean,\n"
+        "max or min of σ(e_v + p_i) (at the query position under the\n"
+        "paper convention, on both sides under mean σ), or none (raw).\n"
+        "(The T_pp plot always shows mean, max and min.)"))
+    convention: str = option(DEFAULT_POSITION_CONVENTION, custom(ConventionBox))  # conventions.POSITION_CONVENTIONS
+    raw: bool = option(False, check(  # T_p without LayerNorm
+        "T_p without LayerNorm",
+        "Off: T_p with LayerNorm (per the convention) and its band over\n"
+        "the vocabulary.\nOn: the raw b^QK p_j^T, 'without LayerNorm' (Fig 8)."))
+    window: bool = option(False, check("Window",
+                                       "Zoom every plot on the last w key positions before i\n"
+                                       "(the paper's Fig 3-E view)"))
+    window_size: int = option(DEFAULT_WINDOW, spin(
+        2, 100_000, "w: how many key positions (i-w+1 .. i) the window shows"))
+    show_tp: bool = _show("tp")
+    show_tpp: bool = _show("tpp")
+    show_total: bool = _show("total")
+    show_softmax: bool = _show("softmax")
 
 
 @dataclass(frozen=True)
@@ -141,47 +146,19 @@ class PositionalBiasPanel(Panel):
         lay = QVBoxLayout(self)
 
         row = FlowLayout()
-        self.heads_box = HeadChooser()
-        row.addWidget(self.heads_box)
+        self.options = OptionRow("bias", Options, self)
+        self.heads_box = self.options.widget("heads")
+        self.options.add_to(row, "heads")
         row.addSpacing(12)
-        self.convention = ConventionBox()
-        row.addWidget(self.convention)
+        self.options.add_to(row, "convention")
         row.addSpacing(12)
-        self.b3_sigma = combo_box(((s, SIGMA_ITEM[s]) for s in POSITION_SIGMAS),
-                                  "The σ of T_pp + T_p and its softmax: the vocabulary's mean,\n"
-                                  "max or min of σ(e_v + p_i) (at the query position under the\n"
-                                  "paper convention, on both sides under mean σ), or none (raw).\n"
-                                  "(The T_pp plot always shows mean, max and min.)")
-        row.addWidget(self.b3_sigma)
-        self.raw = check_box(
-            "T_p without LayerNorm",
-            "Off: T_p with LayerNorm (per the convention) and its band over\n"
-            "the vocabulary.\nOn: the raw b^QK p_j^T, 'without LayerNorm' (Fig 8).")
-        row.addWidget(self.raw)
+        self.options.add_to(row, "b3_sigma", "raw")
         row.addSpacing(12)
-        self.window_box = check_box("Window",
-                                    "Zoom every plot on the last w key positions before i\n"
-                                    "(the paper's Fig 3-E view)")
-        row.addWidget(self.window_box)
-        self.window_size = spin_box(2, 100_000,
-                                    tip="w: how many key positions (i-w+1 .. i) the window shows")
-        row.addWidget(self.window_size)
+        self.options.add_to(row, "window", "window_size")
         row.addStretch(1)
         row.addWidget(QLabel("Show"))
-        self.show_buttons: dict[str, QToolButton] = {}
-        for key, _name, text, tip in FRAMES:
-            b = QToolButton()
-            b.setText(text)
-            b.setCheckable(True)
-            b.setToolTip(f"Show or hide this plot — {tip}")
-            row.addWidget(b)
-            self.show_buttons[key] = b
+        self.options.add_to(row, *(f"show_{key}" for key, *_ in FRAMES))
         lay.addLayout(row)
-        self.options = BoundOptions("bias", Options, {
-            "heads": self.heads_box, "b3_sigma": self.b3_sigma, "convention": self.convention,
-            "raw": self.raw,
-            "window": self.window_box, "window_size": self.window_size,
-            **{f"show_{k}": b for k, b in self.show_buttons.items()}}, self)
 
         self.position = QueryPositionControl(
             state, "Query position i", slider=True,
@@ -228,8 +205,9 @@ class PositionalBiasPanel(Panel):
     def model_changed(self, layer) -> None:
         self._b1_keys.clear()
         if layer is not None:
-            with signals_blocked(self.window_size):
-                self.window_size.setMaximum(layer.n_positions)
+            window_size = self.options.widget("window_size")
+            with signals_blocked(window_size):
+                window_size.setMaximum(layer.n_positions)
             self.options.apply()
 
     @Slot(object)
@@ -254,8 +232,6 @@ class PositionalBiasPanel(Panel):
         return state_heads(self.options.value.heads, self.state)
 
     def request(self):
-        if self.layer is None:
-            return None
         opts = self.options.value
         return Request(self.serial, self.state.query_position, tuple(self.heads()),
                        opts.b3_sigma, opts.convention)

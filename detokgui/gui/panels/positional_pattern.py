@@ -24,8 +24,10 @@ from PySide6.QtWidgets import (
 from detokgui.core import positional
 from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
 from detokgui.core.tables import pattern_table
+from detokgui.gui.controls import bare_column
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
-from detokgui.gui.options import BoundOptions
+from detokgui.gui.option_rows import OptionRow, check, combo, custom, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.head_classes import HeadClassesTable
 from detokgui.gui.plots import PlotFrame, add_plot, head_color, plain_axes, set_log_y
@@ -36,7 +38,6 @@ from detokgui.gui.position import (
     connect_position_clicks,
     position_at,
 )
-from detokgui.gui.widgets import FlowLayout, bare_column, check_box, combo_box, spin_box
 
 KEY_WEIGHTS = {"paper": "E_v[1/σ(e_v + p_j)] (paper convention)",
                "mean-sigma": "1 / mean_v σ(e_v + p_j) (mean-σ convention)"}
@@ -44,10 +45,18 @@ KEY_WEIGHTS = {"paper": "E_v[1/σ(e_v + p_j)] (paper convention)",
 
 @dataclass(frozen=True)
 class Options:
-    heads: str = "selected"  # line plot: "selected" or "all"
-    log: bool = False
-    columns: int = 0  # of the grid; 0 = ceil(sqrt(n + 1))
-    convention: str = DEFAULT_POSITION_CONVENTION  # core.conventions.POSITION_CONVENTIONS
+    heads: str = option("selected", combo(  # line plot: "selected" or "all"
+        [("selected", "Selected head"), ("all", "All heads")],
+        "Line plot: the head selected in the toolbar, or every head "
+        "(the selected one drawn thicker)"))
+    log: bool = option(False, check("Log scale",
+                                    "Logarithmic weight axis (line) and log10 colours (grid): "
+                                    "shows the small weights far from the peaks"))
+    columns: int = option(0, spin(  # of the grid; 0 = ceil(sqrt(n + 1))
+        0, 64, "Columns of the grid (key j sits at row j // C, column j % C).\n"
+               "√(n+1): a near-square grid, 20 x 20 at n = 399.",
+        label="grid columns", special="√(n+1)"))
+    convention: str = option(DEFAULT_POSITION_CONVENTION, custom(ConventionBox))  # conventions.POSITION_CONVENTIONS
 
 
 @dataclass(frozen=True)
@@ -89,27 +98,9 @@ class PositionalPatternPanel(Panel):
         self.n_spin = self.position.spin
         controls.addWidget(self.position)
         controls.addStretch(1)
-        self.convention = ConventionBox()
-        controls.addWidget(self.convention)
-        self.heads_combo = combo_box(
-            [("selected", "Selected head"), ("all", "All heads")],
-            "Line plot: the head selected in the toolbar, or every head "
-            "(the selected one drawn thicker)")
-        controls.addWidget(self.heads_combo)
-        self.log_check = check_box("Log scale",
-                                   "Logarithmic weight axis (line) and log10 colours (grid): "
-                                   "shows the small weights far from the peaks")
-        controls.addWidget(self.log_check)
-        controls.addWidget(QLabel("grid columns"))
-        self.cols_spin = spin_box(
-            0, 64, special="√(n+1)",
-            tip="Columns of the grid (key j sits at row j // C, column j % C).\n"
-                "√(n+1): a near-square grid, 20 x 20 at n = 399.")
-        controls.addWidget(self.cols_spin)
+        self.options = OptionRow("pattern", Options, self)
+        self.options.add_to(controls, "convention", "heads", "log", "columns")
         lay.addLayout(controls)
-        self.options = BoundOptions("pattern", Options, {
-            "heads": self.heads_combo, "log": self.log_check, "columns": self.cols_spin,
-            "convention": self.convention}, self)
 
         vsplit = QSplitter(Qt.Vertical)
         plots = QSplitter(Qt.Horizontal)
@@ -179,15 +170,13 @@ class PositionalPatternPanel(Panel):
 
     def request(self):
         token = self.state.query_token
-        if self.layer is None or token < 0:
+        if token < 0:
             return None
         return Request(self.serial, token, self.state.query_position,
                        self.options.value.convention)
 
     def _classes_request(self):
         """The classification at the n shown by the plots."""
-        if self.layer is None:
-            return None
         return ClassesRequest(self.serial, min(self.state.query_position,
                                                self.layer.n_positions - 1))
 

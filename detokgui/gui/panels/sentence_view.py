@@ -16,12 +16,13 @@ from detokgui.core.empirical import SENTENCE_TERMS, TextSource
 from detokgui.core.progress import Progress
 from detokgui.core.text_tables import sentence_values_table
 from detokgui.core.tokens import display_token
+from detokgui.gui.corpus_hint import CorpusHint
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
-from detokgui.gui.options import BoundOptions
+from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.panels.text_common import CorpusHint, text_source
 from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame
-from detokgui.gui.widgets import FlowLayout, check_box, combo_box, spin_box
+from detokgui.gui.text_source import text_source
 
 TITLES = {"ee": "T_ee", "pp": "T_pp", "pe": "T_pe", "ep": "T_ep", "e": "T_e", "p": "T_p",
           "sum": "sum of the six terms", "predicted": "predicted softmax(sum/√d′)",
@@ -35,11 +36,22 @@ DOWNSAMPLE_ABOVE = 256
 
 @dataclass(frozen=True)
 class Options:
-    source: str = "text"
-    index: int = 0  # corpus text number
-    prepend: bool = False
-    all_heads: bool = False  # False: the nine matrices of the selected head
-    matrix: str = "predicted"  # the matrix of the all-heads grid
+    source: str = option("text", combo(
+        SOURCES,
+        "Typed text: the tokens of the Tokens panel (at most n_positions).\n"
+        "Corpus text: text number N of the corpus (a window of at most\n"
+        "n_positions tokens of one document)."))
+    index: int = option(0, spin(  # corpus text number
+        0, 10_000_000, "Which text of the corpus (0 = the first)", label="text #",
+        tracking=False))
+    prepend: bool = option(False, check(
+        "prepend <|endoftext|>",
+        "Start the corpus text with <|endoftext|> (the authors' convention)"))
+    all_heads: bool = option(False, check(  # False: the nine matrices of the selected head
+        "All heads", "Off: the nine matrices of the selected head.\n"
+                     "On: one matrix for every head."))
+    matrix: str = option("predicted", combo(  # the matrix of the all-heads grid
+        ((m, TITLES[m]) for m in SENTENCE_TERMS), "The matrix shown for every head"))
 
 
 @dataclass(frozen=True)
@@ -106,38 +118,16 @@ class SentenceViewPanel(Panel):
                                needed=self._needs_corpus)
         lay.addWidget(self.hint)
         row = FlowLayout()
-        self.source = combo_box(
-            SOURCES,
-            "Typed text: the tokens of the Tokens panel (at most n_positions).\n"
-            "Corpus text: text number N of the corpus (a window of at most\n"
-            "n_positions tokens of one document).")
-        row.addWidget(self.source)
-        self.index_label = QLabel("text #")
-        row.addWidget(self.index_label)
-        self.index = spin_box(0, 10_000_000, tracking=False,
-                              tip="Which text of the corpus (0 = the first)")
-        row.addWidget(self.index)
-        self.prepend = check_box(
-            "prepend <|endoftext|>",
-            "Start the corpus text with <|endoftext|> (the authors' convention)")
-        row.addWidget(self.prepend)
+        self.options = OptionRow("sentence", Options, self)
+        self.options.add_to(row, "source", "index", "prepend")
         row.addSpacing(12)
-        self.all_heads = check_box("All heads",
-                                   "Off: the nine matrices of the selected head.\n"
-                                   "On: one matrix for every head.")
-        row.addWidget(self.all_heads)
-        self.matrix = combo_box(((m, TITLES[m]) for m in SENTENCE_TERMS),
-                                "The matrix shown for every head")
-        row.addWidget(self.matrix)
+        self.options.add_to(row, "all_heads", "matrix")
         row.addStretch(1)
         self.exact = QLabel(" ")
         self.exact.setToolTip("max over i, j (and the shown heads) of |predicted − actual|: the\n"
                               "six terms reproduce the model's attention when this is ~1e-6")
         row.addWidget(self.exact)
         lay.addLayout(row)
-        self.options = BoundOptions("sentence", Options, {
-            "source": self.source, "index": self.index, "prepend": self.prepend,
-            "all_heads": self.all_heads, "matrix": self.matrix}, self)
         self.options.changed.connect(self._options_changed)
 
         self.frame = PlotFrame("Sentence view", self._table)
@@ -157,18 +147,17 @@ class SentenceViewPanel(Panel):
 
     def _options_changed(self, opts: Options) -> None:
         corpus = opts.source == "corpus"
-        for w in (self.index_label, self.index, self.prepend):
+        for w in (self.options.label("index"), self.options.widget("index"),
+                  self.options.widget("prepend")):
             w.setVisible(corpus)
         self.hint.update_shown()
-        self.matrix.setVisible(opts.all_heads)
+        self.options.widget("matrix").setVisible(opts.all_heads)
         self.refresh()
 
     # ------------------------------------------------------------------ compute
 
     def request(self):
         layer, s, o = self.layer, self.state, self.options.value
-        if layer is None:
-            return None
         texts, tokens = None, ()
         if o.source == "corpus":
             texts = text_source(s, 0, o.prepend)

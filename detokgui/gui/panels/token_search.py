@@ -31,10 +31,10 @@ from detokgui.core.encode import iter_encode
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Progress
 from detokgui.core.tokens import SPACE_MARK, display_token, vocabulary
-from detokgui.gui.options import BoundOptions, remember, remembered
+from detokgui.gui.option_rows import OptionRow, combo, option
+from detokgui.gui.options import remember, remembered
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import combo_box
 
 DEFAULT_TEXT = " North Korea and South Korea. Albert Einstein met Michael Jackson."
 TEXT_KEY = "tokens/text"
@@ -159,7 +159,10 @@ class SearchRequest:
 
 @dataclass(frozen=True)
 class Options:
-    mode: str = "substring"
+    mode: str = option("substring", combo(
+        ((m, m) for m in MODES),
+        "substring: anywhere; prefix: at the start (leading space ignored); "
+        f"regex: regular expression (stopped after {REGEX_SECONDS:g} s)"))
 
 
 def _token_columns(first: str, state) -> list[Column]:
@@ -219,12 +222,9 @@ class TokenSearchPanel(Panel):
         self.search.setToolTip("Matches the display form; a typed space matches the leading-space "
                                "marker " + SPACE_MARK)
         row.addWidget(self.search, 1)
-        self.mode = combo_box(((m, m) for m in MODES),
-                              "substring: anywhere; prefix: at the start (leading space ignored); "
-                              f"regex: regular expression (stopped after {REGEX_SECONDS:g} s)")
-        row.addWidget(self.mode)
+        self.options = OptionRow("tokens", Options, self)
+        self.options.add_to(row)
         lay.addLayout(row)
-        self.options = BoundOptions("tokens", Options, {"mode": self.mode}, self)
         self.search_info = StatusLine()
         lay.addWidget(self.search_info)
         self.results = TokenTableView(RecordsModel(_token_columns("#", state),
@@ -278,7 +278,7 @@ class TokenSearchPanel(Panel):
         self.vocab = None
 
     def _vocab_request(self):
-        return VocabRequest(self.serial) if self.layer is not None else None
+        return VocabRequest(self.serial)
 
     @staticmethod
     def _index_vocabulary(layer, _req) -> Vocabulary:
@@ -346,7 +346,7 @@ class TokenSearchPanel(Panel):
 
     def _text_request(self):
         layer = self.layer
-        if layer is None or layer.tokenizer is None or not self._text:
+        if layer.tokenizer is None or not self._text:
             return None
         return TextRequest(self.serial, self._text)
 

@@ -18,11 +18,13 @@ from PySide6.QtWidgets import (
 
 from detokgui.core import affinity
 from detokgui.core.tables import topk_table
-from detokgui.gui.options import BoundOptions
+from detokgui.gui.controls import bare_column
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.option_rows import OptionRow, combo, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, category_ticks, label_step
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
-from detokgui.gui.widgets import FlowLayout, SigmaControls, bare_column, combo_box, spin_box
+from detokgui.gui.sigma_controls import SigmaControls
 
 DIRECTIONS = (("keys", "Keys for the query token"), ("queries", "Queries for the key token"))
 HEAD_BACKGROUND = "#fff3c4"
@@ -39,8 +41,10 @@ def resulting_sequence(tokenizer, first: int, second: int) -> str:
 
 @dataclass(frozen=True)
 class Options:
-    direction: str = "keys"
-    k: int = 10
+    direction: str = option("keys", combo(
+        DIRECTIONS, "Keys for the query: rank all keys v by T_ee(query, v).\n"
+                    "Queries for the key: rank all queries u by T_ee(u, key)."))
+    k: int = option(10, spin(1, 200, "How many tokens to rank", label="k"))
 
 
 @dataclass(frozen=True)
@@ -66,17 +70,10 @@ class TopKPanel(Panel):
         self.anchor_label.setTextFormat(Qt.RichText)
         controls.addWidget(self.anchor_label)
         controls.addStretch(1)
-        self.direction = combo_box(DIRECTIONS,
-                                   "Keys for the query: rank all keys v by T_ee(query, v).\n"
-                                   "Queries for the key: rank all queries u by T_ee(u, key).")
-        controls.addWidget(self.direction)
-        controls.addWidget(QLabel("k"))
-        self.k_spin = spin_box(1, 200, "How many tokens to rank")
-        controls.addWidget(self.k_spin)
+        self.options = OptionRow("topk", Options, self)
+        self.options.add_to(controls)
         controls.addWidget(SigmaControls(state))
         lay.addLayout(controls)
-        self.options = BoundOptions("topk", Options,
-                                    {"direction": self.direction, "k": self.k_spin}, self)
 
         split = QSplitter(Qt.Horizontal)
         left, ll = bare_column()
@@ -131,7 +128,7 @@ class TopKPanel(Panel):
 
     def request(self):
         anchor = self.anchor()
-        if self.layer is None or anchor < 0:
+        if anchor < 0:
             return None
         return Request(self.serial, self.mode, anchor, self.options.value.k, self.state.sigma)
 

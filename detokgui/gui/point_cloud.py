@@ -1,45 +1,10 @@
-"""What the Vocabulary panels (A4-A7) share: a head spin box bound to the shared head, and
-a scatter plot of many points with hover and click found by numpy. (Their corpus counts:
-`core.corpus.iter_layer_counts`.)"""
+"""Tens of thousands of points in one scatter plot, with hover and click found by numpy."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, Qt, Signal, Slot
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QWidget
-from superqt.utils import signals_blocked
-
-
-class HeadSpin(QWidget):
-    """'Head' as a spin box bound to the shared head (the toolbar's)."""
-
-    def __init__(self, state, parent=None):
-        super().__init__(parent)
-        self.state = state
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(QLabel("Head"))
-        self.spin = QSpinBox()
-        self.spin.setToolTip("Attention head, shared with every panel (toolbar, [ and ])")
-        lay.addWidget(self.spin)
-        self._model(state.layer)
-        self.spin.valueChanged.connect(state.set_head)
-        state.modelChanged.connect(self._model)
-        state.headChanged.connect(self._show)
-
-    @Slot(object)
-    def _model(self, layer) -> None:
-        with signals_blocked(self.spin):
-            self.spin.setRange(0, layer.n_heads - 1 if layer is not None else 0)
-            self.spin.setValue(self.state.head)
-
-    @Slot(int)
-    def _show(self, head: int) -> None:
-        with signals_blocked(self.spin):
-            self.spin.setValue(head)
 
 
 class PointCloud(QObject):
@@ -103,11 +68,3 @@ class PointCloud(QObject):
         if i >= 0:
             self.clicked.emit(i)
             ev.accept()
-
-
-def select_row_token(state, as_key_default: bool) -> Callable[[int, bool], None]:
-    """A tokenActivated slot: a click selects the row's token as the query token (the key
-    token when `as_key_default`), Shift+click the other one."""
-    def select(tid: int, shift: bool) -> None:
-        (state.set_key_token if shift != as_key_default else state.set_query_token)(tid)
-    return select

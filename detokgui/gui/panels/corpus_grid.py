@@ -1,0 +1,59 @@
+"""The base of the text panels that plot per-head curves over positions computed on
+corpus texts (C2 Empirical, C3 KL)."""
+
+from __future__ import annotations
+
+from detokgui.gui.head_grid import HeadGrid
+from detokgui.gui.panels.base import Panel
+from detokgui.gui.plots import PlotFrame
+from detokgui.gui.position import connect_position_clicks
+
+
+class CorpusGridPanel(Panel):
+    """A panel of per-head plots over positions computed on corpus texts (C2, C3): one
+    PlotFrame of HeadGrid cells (`build_cell` adds a new cell's curves), hover text from
+    `describe(head, position)`, a click that chooses the query position."""
+
+    frame_name = "plot"
+
+    def add_grid(self, layout, tip: str) -> None:
+        self.frame = PlotFrame(self.frame_name, self.table)
+        self.grid = HeadGrid(self.frame, "", self.build_cell, self.state)
+        layout.addWidget(self.frame, 1)
+        self.status.setWordWrap(True)
+        self.status.setToolTip(tip)
+        layout.addWidget(self.status)
+        scene = self.frame.view.scene()
+        connect_position_clicks(scene, lambda p: self.grid.position(p, self.n_positions()),
+                                self.state.set_query_position)
+        scene.sigMouseMoved.connect(self._hover)
+
+    def build_cell(self, cell) -> None:
+        raise NotImplementedError
+
+    def describe(self, head: int, position: int) -> str:
+        raise NotImplementedError
+
+    def table(self):
+        raise NotImplementedError
+
+    def plot_frames(self):
+        return [self.frame]
+
+    def n_positions(self) -> int:
+        return self.layer.n_positions if self.layer is not None else 0
+
+    def draw_nothing(self, what: str) -> None:
+        """No result: with a model, say that a corpus is needed to `what`."""
+        self.grid.set_heads([])
+        self.grid.set_title(f"Choose a corpus (Corpus menu) to {what}."
+                            if self.layer is not None else " ")
+        self.status.setText(" ")
+
+    def _hover(self, pos) -> None:
+        res = self.result
+        hit = self.grid.at(pos, self.n_positions())
+        if res is not None and hit is not None and hit[0] in res.heads:
+            self.status.setText(self.describe(*hit))
+
+

@@ -208,6 +208,8 @@ def test_empirical_with_prepended_eos_and_too_short_texts(tiny_layer, tiny_model
     short = em.TextSource.tokens([[1, 2, 3], [4, 5]])
     with pytest.raises(InputError, match="None of the 2 texts is longer than 3 tokens"):
         em.empirical_attention(tiny_layer, short, 3)
+    with pytest.raises(InputError, match="^The only text is not longer than 3 tokens"):
+        em.empirical_attention(tiny_layer, em.TextSource.tokens([[1, 2, 3]]), 3)
 
 
 def test_text_source_checks(tiny_layer, tmp_path):

@@ -283,6 +283,12 @@ def sentence(layer, token_ids, heads=None) -> SentenceData:
     return run(iter_sentence(layer, token_ids, heads))
 
 
+def _no_text_reaches(n_texts: int, i: int) -> InputError:
+    which = "The only text is not" if n_texts == 1 else f"None of the {n_texts} texts is"
+    return InputError(f"{which} longer than {i} tokens; choose a query position below the "
+                      f"length of the longest text.")
+
+
 # --------------------------------------------------------------------------- C2
 
 #: How the weight-based prediction of C2 takes sigma per position: the position
@@ -374,9 +380,7 @@ def iter_empirical_attention(layer, texts: TextSource, i, heads=None,
             tokens.append(int(ids[i]))
         yield Progress(0.05 + 0.9 * frac, f"attention at {i}: {len(tokens)} of {n_texts} texts")
     if not tokens:
-        raise InputError(
-            f"None of the {n_texts} texts is longer than {i} tokens; choose a query "
-            f"position below the length of the longest text.")
+        raise _no_text_reaches(n_texts, i)
     pattern = _mean_pattern(layer, tokens, i, hs)
     yield Progress(1.0, "prediction")
     return EmpiricalAttention(
@@ -433,9 +437,7 @@ def iter_attention_rows(layer, texts: TextSource, i, heads=None) -> Job[Attentio
             rows.append(_np(attention_row(layer, ids, i)[hs].double()))
         yield Progress(frac, f"attention at {i}: {len(rows)} of {n_texts} texts")
     if not rows:
-        raise InputError(
-            f"None of the {n_texts} texts is longer than {i} tokens; choose a query "
-            f"position below the length of the longest text.")
+        raise _no_text_reaches(n_texts, i)
     return AttentionRows(i=i, heads=hs, rows=np.stack(rows), texts=n_texts,
                          source=texts.label())
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QRect, QSize, Qt
-from PySide6.QtWidgets import QLayout, QSizePolicy, QSpacerItem, QWidget
+from PySide6.QtWidgets import QLabel, QLayout, QSizePolicy, QSpacerItem, QWidget
 
 
 class FlowLayout(QLayout):
     """A row of controls that wraps onto further lines when the panel is narrow, so that a
     long row of options never sets the window's minimum width. addWidget / addLayout /
     addSpacing / addStretch as in QHBoxLayout (a stretch only ends nothing: items flow).
+    A label is never left at the end of a line: it wraps with the control after it.
 
     Not superqt's QFlowLayout: that one places each item at the top of its line (a label
     beside a taller combo box sits high), has no addLayout, reports its widest item as its
@@ -102,9 +103,16 @@ class FlowLayout(QLayout):
                 continue
             hint = item.sizeHint()
             if line and x + hint.width() > r.right() + 1:
+                # a label goes onto the next line with the control it names
+                carried = [line.pop()] if len(line) > 1 and _is_label(line[-1][0]) else []
                 if move:
-                    place(line, y, line_h)
-                x, y, line, line_h = r.x(), y + line_h + gap, [], 0
+                    place(line, y, max(i.sizeHint().height() for i, _ in line))
+                y += max(i.sizeHint().height() for i, _ in line) + gap
+                x, line, line_h = r.x(), [], 0
+                for label, _ in carried:
+                    line.append((label, x))
+                    x += label.sizeHint().width() + gap
+                    line_h = label.sizeHint().height()
                 if isinstance(item, QSpacerItem):  # no spacing at the start of a line
                     continue
             line.append((item, x))
@@ -113,3 +121,7 @@ class FlowLayout(QLayout):
         if move and line:
             place(line, y, line_h)
         return y + line_h - rect.y() + m.bottom()
+
+
+def _is_label(item) -> bool:
+    return isinstance(item.widget(), QLabel)

@@ -401,3 +401,25 @@ def test_pe_neuron_summaries_are_shown_whole(window, qtbot, size):
     assert len(lines) * info.fontMetrics().lineSpacing() <= info.contentsRect().height()
     assert all(info.fontMetrics().horizontalAdvance(t) <= info.contentsRect().width()
                for t in lines)
+
+
+def test_a_label_wraps_with_the_control_it_names(qtbot):
+    from PySide6.QtWidgets import QComboBox, QLabel, QSpinBox, QWidget
+
+    from detokgui.gui.flow_layout import FlowLayout
+
+    box = QWidget()
+    qtbot.addWidget(box)
+    row = FlowLayout(box)
+    combo, label, spin = QComboBox(), QLabel("texts"), QSpinBox()
+    combo.addItem("a rather long choice of convention")
+    for w in (combo, label, spin):
+        row.addWidget(w)
+    width = combo.sizeHint().width() + label.sizeHint().width() + 20  # spin cannot fit
+    row.setGeometry(QRect(0, 0, width, row.heightForWidth(width)))
+    assert label.geometry().top() > combo.geometry().bottom()  # not alone at a line's end
+    assert label.geometry().left() == 0 and spin.geometry().left() > label.geometry().right()
+    assert abs(label.geometry().center().y() - spin.geometry().center().y()) <= 1
+    wide = width + spin.sizeHint().width() + 20
+    row.setGeometry(QRect(0, 0, wide, row.heightForWidth(wide)))
+    assert label.geometry().left() > combo.geometry().right()  # one line when it fits

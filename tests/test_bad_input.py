@@ -38,6 +38,18 @@ def test_impossible_config_values(tmp_path, tiny_ckpt, field, value):
         Layer0.from_pretrained(str(folder), device="cpu", load_tokenizer=False)
 
 
+def config_load_error(tmp_path, tiny_ckpt, config) -> str:
+    """The message of loading a copy of tiny_ckpt (with its tokenizer files) whose
+    config.json has the fields `config`."""
+    folder = copy_with(tmp_path, tiny_ckpt, config=config)
+    for name in ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"):
+        if (tiny_ckpt / name).exists():
+            (folder / name).write_bytes((tiny_ckpt / name).read_bytes())
+    with pytest.raises(ModelLoadError) as err:
+        Layer0.from_pretrained(str(folder), device="cpu")
+    return str(err.value)
+
+
 @pytest.mark.parametrize("field, value, said", [
     ("n_embd", "64", '"64"; it must be a whole number, not a string.'),
     ("n_embd", 64.0, "64.0; it must be a whole number, not a decimal number."),
@@ -54,24 +66,13 @@ def test_config_values_of_the_wrong_type_are_config_errors(tmp_path, tiny_ckpt, 
     """A mistyped config.json field is reported as config.json's, naming the field, before
     the tokenizer loader (which validates config.json too) can call it a tokenizer problem
     (issue 16, item 3)."""
-    folder = copy_with(tmp_path, tiny_ckpt, config={field: value})
-    for name in ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"):
-        if (tiny_ckpt / name).exists():
-            (folder / name).write_bytes((tiny_ckpt / name).read_bytes())
-    with pytest.raises(ModelLoadError) as err:
-        Layer0.from_pretrained(str(folder), device="cpu")
-    msg = str(err.value)
+    msg = config_load_error(tmp_path, tiny_ckpt, {field: value})
     assert f"config.json has {field}={said}" in msg and "tokenizer" not in msg
 
 
 def test_config_field_only_the_tokenizer_loader_checks(tmp_path, tiny_ckpt):
-    folder = copy_with(tmp_path, tiny_ckpt, config={"initializer_range": "0.02"})
-    for name in ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"):
-        if (tiny_ckpt / name).exists():
-            (folder / name).write_bytes((tiny_ckpt / name).read_bytes())
-    with pytest.raises(ModelLoadError) as err:
-        Layer0.from_pretrained(str(folder), device="cpu")
-    msg = str(err.value)
+    folder = tmp_path
+    msg = config_load_error(tmp_path, tiny_ckpt, {"initializer_range": "0.02"})
     assert msg.startswith(f"{folder}: config.json has a value of the wrong type (")
     assert "initializer_range" in msg and "\n" not in msg
 

@@ -89,7 +89,8 @@ def _stat(path: Path) -> os.stat_result:
         if os.path.islink(path):
             raise InputError(f"{path} is a link to {os.readlink(path)}, which does not "
                              "exist.") from None
-        raise InputError(f"{path}: no such file or folder.") from None
+        raise InputError(f"The corpus file {path} does not exist (no such file or "
+                         "folder).") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc}).") from exc
 

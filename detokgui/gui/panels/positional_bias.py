@@ -326,7 +326,9 @@ class PositionalBiasPanel(Panel):
                 continue  # unchanged: only the marker moved
             self._b1_keys[h] = key
             lower, upper = cell.band_curves
-            lower.setData(js, band.lower[r, s0:s1])
+            # The fill rebuilds its polygon on each curve's change: once, with both set.
+            with signals_blocked(lower):
+                lower.setData(js, band.lower[r, s0:s1])
             upper.setData(js, band.upper[r, s0:s1])
             cell.set_curve("mean", js, band.mean[r, s0:s1])
             cell.set_curve("raw", js, band.raw[r, s0:s1])

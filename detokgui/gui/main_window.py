@@ -291,7 +291,7 @@ class MainWindow(QMainWindow):
         if self.state.query_token < 0:
             self.state.set_query_token(default_query(layer))
         if previous:
-            after = lambda *_: QTimer.singleShot(0, self, release_memory)  # noqa: E731
+            after = lambda *_: QTimer.singleShot(0, self, release_memory)
             self.jobs.submit("release", lambda: dismantle(previous), after,
                              label="Freeing the previous model", on_error=after,
                              on_cancel=after)

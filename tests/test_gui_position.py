@@ -52,9 +52,13 @@ def assert_bias_plots(panel, layer, i, sigma="mean", convention="paper"):
                                    b3.softmax[r], rtol=1e-6, atol=1e-7)
         tp = panel.grids["tp"].cells[h]
         np.testing.assert_allclose(curve_y(tp, "mean"), band.mean[r], rtol=1e-6, atol=1e-6)
-        lower, upper = tp.band_curves
-        np.testing.assert_allclose(lower.getData()[1], band.lower[r], rtol=1e-6, atol=1e-6)
-        np.testing.assert_allclose(upper.getData()[1], band.upper[r], rtol=1e-6, atol=1e-6)
+        _j, lower, upper = tp.band_data
+        np.testing.assert_allclose(lower, band.lower[r], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(upper, band.upper[r], rtol=1e-6, atol=1e-6)
+        outline = tp.band.path().toFillPolygon()  # drawn along lower, back along upper
+        assert outline.size() >= 2 * lower.shape[0]
+        assert outline.at(0).y() == pytest.approx(lower[0], rel=1e-6, abs=1e-6)
+        assert outline.at(lower.shape[0]).y() == pytest.approx(upper[-1], rel=1e-6, abs=1e-6)
         for key in ("tp", "tpp", "total", "softmax"):
             marker = panel.grids[key].cells[h].marker
             assert marker.isVisible() and marker.line().x1() == i  # j = i
@@ -153,9 +157,9 @@ def test_paper_convention_by_default_and_mean_sigma_as_option(window, qtbot, tmp
     t_p, lo, hi, t_pp = _paper_by_hand(layer, 30, [1])
     cell = panel.grids["tp"].cells[1]
     np.testing.assert_allclose(curve_y(cell, "mean"), t_p[0], rtol=1e-4, atol=1e-5)
-    lower, upper = cell.band_curves
-    np.testing.assert_allclose(lower.getData()[1], lo[0], rtol=1e-3, atol=1e-4)
-    np.testing.assert_allclose(upper.getData()[1], hi[0], rtol=1e-3, atol=1e-4)
+    _j, lower, upper = cell.band_data
+    np.testing.assert_allclose(lower, lo[0], rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(upper, hi[0], rtol=1e-3, atol=1e-4)
     np.testing.assert_allclose(curve_y(panel.grids["tpp"].cells[1], "mean"), t_pp[0],
                                rtol=1e-4, atol=1e-5)
     for key in ("tp", "tpp", "total", "softmax"):  # every title names the convention

@@ -307,3 +307,27 @@ def test_runner_deleted_before_its_ended_jobs():
     out = subprocess.run([sys.executable, "-c", RUNNER_GOES_FIRST], capture_output=True,
                          text=True, timeout=120, env=SUBPROCESS_ENV, check=False)
     assert out.returncode == 0 and "survived" in out.stdout, out.stderr[-2000:]
+
+
+def test_dismantle_frees_a_model_it_alone_holds_and_leaves_a_shared_one_whole(tiny_ckpt):
+    """The previous model is freed piece by piece off the GUI thread (issue 16, item 4):
+    all of it when the job holds its last reference; nothing taken from it otherwise."""
+    import weakref
+
+    from detokgui.core import Layer0
+    from detokgui.gui.jobs import dismantle
+
+    layer = Layer0.from_pretrained(str(tiny_ckpt), device="cpu")
+    sigma = layer.sigma_stats()  # a cached result, held by the test as a panel would
+    E = layer.E
+    gone = weakref.ref(layer)
+    box = [layer]
+    del layer
+    dismantle(box)
+    assert box == [] and gone() is None
+    assert E.shape[0] > 0 and vars(sigma)  # what others hold is untouched
+
+    shared = Layer0.from_pretrained(str(tiny_ckpt), device="cpu")
+    before = dict(vars(shared))
+    dismantle([shared])
+    assert vars(shared) == before and shared.E is before["E"]

@@ -133,6 +133,7 @@ class HeadCell(pg.GraphicsLayout):
         self.marker.setVisible(False)
         self.vb.addItem(self.marker, ignoreBounds=True)
         self.curves: dict[str, pg.PlotCurveItem] = {}
+        self._small = None  # set_small's last choice
         self.ranges = None  # ((x0, x1), (y0, y1)) last set by set_view
         self.full: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # undecimated curve data
         self.vb.sigRangeChanged.connect(self._range_changed)  # set here or by the mouse
@@ -141,6 +142,8 @@ class HeadCell(pg.GraphicsLayout):
         curve = ViewCurve(pen=pen, skipFiniteCheck=True)
         curve.set_view_rect(self._view_rect())
         curve.setVisible(visible)
+        if self._small is not None:
+            curve.opts["antialias"] = not self._small
         self.vb.addItem(curve)
         self.curves[name] = curve
         return curve
@@ -167,6 +170,9 @@ class HeadCell(pg.GraphicsLayout):
     def set_small(self, small: bool) -> None:
         # Antialiasing every segment of 48 small curves costs most of a slider frame;
         # at small-multiple size the difference is not visible.
+        if small == self._small:
+            return  # restyling the axes re-renders them: only on a change
+        self._small = small
         for curve in self.curves.values():
             curve.opts["antialias"] = not small
         self.bottom.setLabel(None if small else "key position j")

@@ -335,6 +335,31 @@ def release_memory() -> None:
         threading.Thread(target=trim, args=(0,), name="malloc_trim", daemon=True).start()
 
 
+def dismantle(box: list) -> None:
+    """Job body: free the one object in `box` (its only reference) piece by piece, the
+    GIL handed back between pieces, so that freeing a model's hundreds of MB (~70 ms for
+    GPT-2 small: its cache 31, E 23, tokenizer 15, measured) never holds the GUI thread
+    at once. An object is taken apart only while nothing else refers to it (a plain dict
+    or list, or an instance of one of detokgui's classes); anything still shared (a job
+    of the old model still running, a reference cycle) is only let go of, and freed by
+    its last holder or by the garbage collector."""
+    todo = [box.pop()]
+    while todo:
+        obj = todo.pop()
+        if sys.getrefcount(obj) == 2:  # `obj` and the call's argument: ours alone
+            if type(obj) in (dict, list):
+                parts = list(obj.values() if type(obj) is dict else obj)
+                obj.clear()
+                todo.extend(parts)
+                del parts
+            elif type(obj).__module__.startswith("detokgui.") and \
+                    type(getattr(obj, "__dict__", None)) is dict:
+                todo.append(dict(obj.__dict__))
+                obj.__dict__.clear()
+        del obj
+        time.sleep(0.0005)  # the GIL to the GUI thread between pieces
+
+
 def _collect_due_generation() -> None:
     counts, thresholds = gc.get_count(), gc.get_threshold()
     for gen in (2, 1, 0):

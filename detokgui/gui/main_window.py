@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from detokgui.gui.banner import Banner
 from detokgui.gui.elided_label import ElidedLabel, StatusBar
-from detokgui.gui.jobs import JobRunner, release_memory
+from detokgui.gui.jobs import JobRunner, dismantle, release_memory
 from detokgui.gui.notices import LogNotices
 from detokgui.gui.options import flush_settings, remember, remembered
 from detokgui.gui.state import AppState
@@ -284,10 +284,19 @@ class MainWindow(QMainWindow):
                 self.state.set_query_token(default_query(layer))
             if self.state.model_serial == 0 and self.state.query_position == 0:
                 self.state.set_query_position(min(DEFAULT_POSITION, layer.n_positions - 1))
+        # The previous model, held only here from now on, is freed off the GUI thread,
+        # then its memory handed back.
+        previous = [self.state.layer] if self.state.layer is not None else []
         self.state.set_model(layer)
         if self.state.query_token < 0:
             self.state.set_query_token(default_query(layer))
-        QTimer.singleShot(0, self, release_memory)  # the previous model's memory, now free
+        if previous:
+            after = lambda *_: QTimer.singleShot(0, self, release_memory)
+            self.jobs.submit("release", lambda: dismantle(previous), after,
+                             label="Freeing the previous model", on_error=after,
+                             on_cancel=after)
+        else:
+            QTimer.singleShot(0, self, release_memory)
         for note in layer.notes:
             self.show_message(note)
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QBrush, QColor, QPainterPath, QPen
 from PySide6.QtWidgets import (
+    QGraphicsPathItem,
     QLabel,
     QSplitter,
     QVBoxLayout,
@@ -257,16 +258,17 @@ class PositionalBiasPanel(Panel):
         if key != "tp":
             cell.add_curve(key, _pen(color))
             return
-        lower = pg.PlotCurveItem(skipFiniteCheck=True)
-        upper = pg.PlotCurveItem(skipFiniteCheck=True)
         fill_color = QColor(color)
         fill_color.setAlpha(70)
-        cell.band = pg.FillBetweenItem(lower, upper, brush=fill_color)
+        cell.band = QGraphicsPathItem()
+        cell.band.setBrush(QBrush(fill_color))
+        cell.band.setPen(QPen(Qt.NoPen))
+        cell.band.setZValue(-1)
         # Filling the band of a jagged T_p costs ~4 ms per plot; it changes only with the
         # model or the window, so paint it from a cached pixmap while the slider moves.
         cell.band.setCacheMode(cell.band.CacheMode.DeviceCoordinateCache)
-        cell.band_curves = (lower, upper)
-        cell.vb.addItem(cell.band)
+        cell.band_data = None  # (j, lower, upper) the band shows
+        cell.vb.addItem(cell.band, ignoreBounds=True)
         cell.add_curve("mean", _pen(color))
         cell.add_curve("raw", _pen(color), visible=False)
 
@@ -325,9 +327,8 @@ class PositionalBiasPanel(Panel):
             if self._b1_keys.get(h) == key:
                 continue  # unchanged: only the marker moved
             self._b1_keys[h] = key
-            lower, upper = cell.band_curves
-            lower.setData(js, band.lower[r, s0:s1])
-            upper.setData(js, band.upper[r, s0:s1])
+            cell.band_data = (js, band.lower[r, s0:s1], band.upper[r, s0:s1])
+            cell.band.setPath(band_path(*cell.band_data))
             cell.set_curve("mean", js, band.mean[r, s0:s1])
             cell.set_curve("raw", js, band.raw[r, s0:s1])
             cell.band.setVisible(not raw)
@@ -415,6 +416,17 @@ class PositionalBiasPanel(Panel):
             return position_band_table(layer, res.heads, res.convention)
         sigmas = LINE_SIGMAS if key == "tpp" else (res.b3_sigma,)
         return bias_lines_table(layer, res.i, sigmas, res.heads, res.convention)
+
+
+def band_path(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> QPainterPath:
+    """The region between two curves over x: one polygon, along `lower` and back along
+    `upper`. (pyqtgraph's FillBetweenItem builds the same polygon from its two curves'
+    paths, ~4.7 ms for 1024 points against ~0.3 ms here, and again on each curve's
+    change.)"""
+    path = QPainterPath()
+    path.addPolygon(pg.functions.arrayToQPolygonF(np.concatenate([x, x[::-1]]),
+                                                  np.concatenate([lower, upper[::-1]])))
+    return path
 
 
 def _sigma_note(res: BiasResult) -> str:

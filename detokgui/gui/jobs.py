@@ -311,9 +311,9 @@ def collect_garbage_on_gui_thread(interval_ms: int = 500) -> None:
 
 def release_memory() -> None:
     """Collect garbage and hand the freed heap back to the system (glibc's malloc_trim, on
-    a short-lived thread; nothing elsewhere). After a model switch the old model's hundreds of MB are free but
-    mostly stay in the allocator's arenas, fragmented by small allocations made meanwhile,
-    and the process's resident size would keep them.
+    a short-lived thread; nothing elsewhere). After a model switch the old model's hundreds
+    of MB are free but mostly stay in the allocator's arenas, fragmented by small
+    allocations made meanwhile, and the process's resident size would keep them.
 
     Then everything alive is frozen (gc.freeze): with a GPT-2-sized model and every view
     drawn, the process tracks ~300,000 objects, which every full collection would

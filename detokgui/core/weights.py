@@ -16,7 +16,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 
@@ -72,9 +72,10 @@ class Layer0:
     notes: list[str] = field(default_factory=list)
     lnf_weight: torch.Tensor | None = None  # final LayerNorm (ln_f), when the checkpoint has it
     lnf_bias: torch.Tensor | None = None
+    #: The model family the checkpoint came from ("gpt2", "gpt_neo", "opt"): its layer 0
+    #: was mapped onto the canonical tensors above by `detokgui.core.families`.
+    family: str = "gpt2"
     _cache: dict = field(default_factory=dict, repr=False)
-    #: The model family whose layer 0 this folds (the checkpoint layout read, the folding).
-    family: ClassVar[str] = "gpt2"
 
     def __post_init__(self) -> None:
         self._fold()
@@ -112,6 +113,18 @@ class Layer0:
     @property
     def dtype(self) -> torch.dtype:
         return self.E.dtype
+
+    @property
+    def family_label(self) -> str:
+        """The family's name as people write it: "GPT-2", "GPT-Neo", "OPT"."""
+        from detokgui.core.families import family_label
+
+        return family_label(self.family)
+
+    @property
+    def summary(self) -> str:
+        """One line for status bars and footers: "OPT, d=768, 12 heads"."""
+        return f"{self.family_label}, d={self.d}, {self.n_heads} heads"
 
     @property
     def temperature(self) -> float:

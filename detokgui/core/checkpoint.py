@@ -1,5 +1,6 @@
-"""Find a GPT-2-family checkpoint (local folder or Hugging Face hub name) and read only
-the tensors layer 0 needs.
+"""Find a checkpoint of a supported family (local folder or Hugging Face hub name) and
+read only the tensors layer 0 needs (which ones, and how they map onto the canonical
+tensors: `detokgui.core.families`).
 
 Safetensors files are read with plain file reads into freshly allocated tensors, one
 tensor at a time, so peak memory is the size of what layer 0 needs, not of the file
@@ -21,30 +22,15 @@ from urllib.parse import urlparse
 import torch
 
 from detokgui.core.errors import ModelLoadError
-
-#: Tensors layer 0 needs, without the optional `transformer.` prefix.
-LAYER0_KEYS = (
-    "wte.weight",
-    "wpe.weight",
-    "h.0.ln_1.weight",
-    "h.0.ln_1.bias",
-    "h.0.attn.c_attn.weight",
-    "h.0.attn.c_attn.bias",
-    "h.0.attn.c_proj.weight",
-    "h.0.attn.c_proj.bias",
-    "h.0.ln_2.weight",
-    "h.0.ln_2.bias",
-    "h.0.mlp.c_fc.weight",
-    "h.0.mlp.c_fc.bias",
-    "h.0.mlp.c_proj.weight",
-    "h.0.mlp.c_proj.bias",
+from detokgui.core.families import (  # noqa: F401  (the canonical names, re-exported)
+    LAYER0_KEYS,
+    OPTIONAL_KEYS,
+    Family,
+    ModelShape,
+    family_for,
+    read_config,
 )
-
-#: Read when present (the final LayerNorm, for views that go through the unembedding);
-#: a checkpoint without them still loads.
-OPTIONAL_KEYS = ("ln_f.weight", "ln_f.bias")
-
-_PREFIXES = ("transformer.", "", "model.transformer.")
+from detokgui.core.families import get as get_family
 
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -53,31 +39,9 @@ TOKENIZER_FILES = (
     "tokenizer_config.json",
     "special_tokens_map.json",
     "added_tokens.json",
+    "spiece.model",
+    "tokenizer.model",
 )
-
-_ROTARY = {
-    "llama", "mistral", "mixtral", "gpt_neox", "gptj", "qwen2", "qwen2_moe", "qwen3",
-    "phi", "phi3", "gemma", "gemma2", "gemma3", "stablelm", "olmo", "olmo2", "starcoder2",
-    "cohere", "persimmon", "codegen", "falcon", "deepseek_v2", "deepseek_v3", "granite",
-    "internlm2", "smollm3",
-}
-_ALIBI = {"bloom", "mpt"}
-_NO_QK_BIAS = {"gpt_neo"}
-
-
-@dataclass(frozen=True)
-class GPT2Shape:
-    """What layer 0 needs from config.json."""
-
-    vocab_size: int
-    n_positions: int
-    n_embd: int
-    n_head: int
-    n_inner: int
-    layer_norm_epsilon: float
-    scale_attn_weights: bool
-    activation_function: str
-
 
 @dataclass(frozen=True)
 class CheckpointFiles:
@@ -87,123 +51,10 @@ class CheckpointFiles:
     weight_format: str  # "safetensors" or "bin"
 
 
-# --------------------------------------------------------------------------- config
-
-
-def read_config(path: Path, name: str) -> GPT2Shape:
-    """Parse config.json and refuse architectures the analysis does not apply to."""
-    try:
-        cfg = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelLoadError(f"{name}: config.json cannot be read ({exc}).") from exc
-    if not isinstance(cfg, dict):
-        raise ModelLoadError(f"{name}: config.json does not hold a configuration object.")
-    check_architecture(cfg, name)
-    try:
-        pos_field = "n_ctx" if "n_positions" not in cfg and "n_ctx" in cfg else "n_positions"
-        d = _config_value(cfg, "n_embd", int, name)
-        h = _config_value(cfg, "n_head", int, name)
-        inner = _config_value(cfg, "n_inner", int, name, None)
-        shape = GPT2Shape(
-            vocab_size=_config_value(cfg, "vocab_size", int, name),
-            n_positions=_config_value(cfg, pos_field, int, name),
-            n_embd=d,
-            n_head=h,
-            n_inner=inner or 4 * d,
-            layer_norm_epsilon=_config_value(cfg, "layer_norm_epsilon", float, name, 1e-5),
-            scale_attn_weights=_config_value(cfg, "scale_attn_weights", bool, name, True),
-            activation_function=_config_value(cfg, "activation_function", str, name,
-                                              "gelu_new"),
-        )
-        _config_value(cfg, "n_layer", int, name, None)  # the tokenizer's loader checks it too
-    except KeyError as exc:
-        raise ModelLoadError(
-            f"{name}: config.json lacks the GPT-2 field {exc}; "
-            "expected n_embd, n_head, n_positions and vocab_size."
-        ) from exc
-    for field in ("vocab_size", "n_positions", "n_embd", "n_head", "n_inner"):
-        if getattr(shape, field) < 1:
-            raise ModelLoadError(
-                f"{name}: config.json has {field}={getattr(shape, field)}; it must be at least 1."
-            )
-    if not (math.isfinite(shape.layer_norm_epsilon) and shape.layer_norm_epsilon > 0):
-        raise ModelLoadError(
-            f"{name}: config.json has layer_norm_epsilon={shape.layer_norm_epsilon}; "
-            "it must be a positive number."
-        )
-    if d % h:
-        raise ModelLoadError(f"{name}: n_embd={d} is not divisible by n_head={h}.")
-    return shape
-
-
-_JSON_KINDS = ((bool, "true or false"), (int, "a whole number"), (float, "a decimal number"),
-               (str, "a string"), (list, "a list"), (dict, "an object"), (type(None), "null"))
-_MISSING = object()
-
-
-def _config_value(cfg: dict, field: str, kind: type, name: str, default=_MISSING):
-    """config.json's `field` when its JSON type is `kind` (int: a whole number, not 768.0,
-    "768" or true; float: any number; null only where there is a default), else
-    ModelLoadError naming the field; `default` when the field is absent (KeyError when
-    there is none)."""
-    if field not in cfg or (cfg[field] is None and default is not _MISSING):
-        if default is _MISSING:
-            raise KeyError(field)
-        return default
-    value = cfg[field]
-    ok = (isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
-          or kind is float and isinstance(value, int) and not isinstance(value, bool))
-    if not ok:
-        got = next(k for t, k in _JSON_KINDS if isinstance(value, t))
-        want = "a number" if kind is float else dict(_JSON_KINDS)[kind]
-        raise ModelLoadError(f"{name}: config.json has {field}={json.dumps(value)}; it must "
-                             f"be {want}, not {got}.")
-    return float(value) if kind is float else value
-
-
-def check_architecture(cfg: dict, name: str) -> None:
-    """Raise ModelLoadError unless `cfg` describes a GPT-2-architecture model."""
-    model_type = str(cfg.get("model_type", "")).lower()
-    if model_type == "gpt2":
-        pos = cfg.get("position_embedding_type", "absolute")
-        if pos not in (None, "absolute"):
-            raise ModelLoadError(
-                f"{name} uses position_embedding_type={pos!r}; detokgui needs learned "
-                "absolute position embeddings (wpe)."
-            )
-        return
-    if model_type in _ROTARY or cfg.get("rope_theta") or cfg.get("rotary_dim") or cfg.get(
-        "rotary_pct"
-    ):
-        raise ModelLoadError(
-            f"{name} is a {model_type or 'rotary'} model: it encodes position by rotating "
-            "queries and keys (rotary embeddings), so there is no learned position embedding "
-            "P and the position terms T_pp, T_pe, T_ep and T_p do not exist. detokgui "
-            "analyses GPT-2-architecture models (gpt2, gpt2-medium/large/xl, distilgpt2 and "
-            "their fine-tunes)."
-        )
-    if model_type in _ALIBI or cfg.get("alibi"):
-        raise ModelLoadError(
-            f"{name} is a {model_type or 'ALiBi'} model: it biases attention by distance "
-            "(ALiBi) instead of adding a learned position embedding, so the position terms "
-            "do not exist. detokgui analyses GPT-2-architecture models."
-        )
-    if model_type in _NO_QK_BIAS:
-        raise ModelLoadError(
-            f"{name} is a {model_type} model: its attention has no query/key biases, so the "
-            "self-assertion terms T_e and T_p are not defined and its scores are not scaled "
-            "the GPT-2 way. detokgui analyses GPT-2-architecture models."
-        )
-    raise ModelLoadError(
-        f"{name} is not a GPT-2-architecture model (model_type={model_type or 'missing'!r}). "
-        "detokgui analyses gpt2, gpt2-medium/large/xl, distilgpt2 and their fine-tunes."
-    )
-
-
 # --------------------------------------------------------------------------- locating
 
 
-def peek_config(name_or_path: str) -> GPT2Shape | None:
+def peek_config(name_or_path: str) -> ModelShape | None:
     """The config.json of a local checkpoint folder, or of a hub model already in the
     local cache, read without touching weights or the network; None when there is none.
     Raises ModelLoadError when the config exists but is unusable (as loading would)."""
@@ -262,7 +113,7 @@ def _local_files(folder: Path, name: str) -> CheckpointFiles:
     if single.is_file():
         return CheckpointFiles(folder, config, (single,), "safetensors")
     if index.is_file():
-        shards = _shards_for_layer0(index, name)
+        shards = _shards_for_layer0(index, read_config(config, name), name)
         missing = [s for s in shards if not (folder / s).is_file()]
         if missing:
             raise ModelLoadError(f"{name}: weight shard(s) missing: {', '.join(missing)}.")
@@ -275,21 +126,20 @@ def _local_files(folder: Path, name: str) -> CheckpointFiles:
     )
 
 
-def _shards_for_layer0(index: Path, name: str) -> list[str]:
+def _shards_for_layer0(index: Path, shape: ModelShape, name: str) -> list[str]:
+    """The shards of a sharded checkpoint that hold layer-0 tensors, from its index."""
     try:
         weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+        stored = get_family(shape.family).resolve(weight_map, shape, name)
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise ModelLoadError(f"{name}: {index.name} cannot be read ({exc}).") from exc
+    except ModelLoadError as exc:
+        raise ModelLoadError(f"{name}: {index.name} lists none of the layer-0 tensors.") from exc
     shards: list[str] = []
-    for key in LAYER0_KEYS + OPTIONAL_KEYS:
-        for prefix in _PREFIXES:
-            shard = weight_map.get(prefix + key)
-            if shard is not None:
-                if shard not in shards:
-                    shards.append(shard)
-                break
-    if not shards:
-        raise ModelLoadError(f"{name}: {index.name} lists none of the GPT-2 layer-0 tensors.")
+    for key in stored.values():
+        shard = weight_map.get(key)
+        if shard is not None and shard not in shards:
+            shards.append(shard)
     return shards
 
 
@@ -354,7 +204,7 @@ def _hub_files(name: str, *, progress=None) -> CheckpointFiles:
         config = fetch("config.json", False)
         if config is None:
             raise ModelLoadError(f"{name} on the hub has no config.json.")
-    read_config(config, name)  # refuse other architectures before downloading weights
+    shape = read_config(config, name)  # refuse other architectures before downloading weights
 
     folder = config.parent
     for fname in TOKENIZER_FILES:
@@ -373,7 +223,7 @@ def _hub_files(name: str, *, progress=None) -> CheckpointFiles:
         return CheckpointFiles(folder, config, (single,), "safetensors")
     index = get("model.safetensors.index.json")
     if index is not None:
-        shards = _shards_for_layer0(index, name)
+        shards = _shards_for_layer0(index, shape, name)
         paths = [get(s) for s in shards]
         if any(p is None for p in paths):
             raise ModelLoadError(
@@ -455,54 +305,32 @@ def read_safetensors(path: Path, wanted: dict[str, str]) -> dict[str, torch.Tens
     return out
 
 
-def _resolve_names(available, name: str) -> dict[str, str]:
-    """Map each LAYER0_KEYS and OPTIONAL_KEYS entry to its stored name under either key
-    layout."""
-    available = set(available)
-    for prefix in _PREFIXES:
-        if prefix + "wte.weight" in available:
-            return {k: prefix + k for k in LAYER0_KEYS + OPTIONAL_KEYS}
-    raise ModelLoadError(
-        f"{name}: the weights hold no token embedding (wte.weight); not a GPT-2 checkpoint."
-    )
-
-
-def read_layer0_tensors(files: CheckpointFiles, name: str) -> dict[str, torch.Tensor]:
-    """Return {key: tensor} for every LAYER0_KEYS entry and the OPTIONAL_KEYS present,
-    keys without prefix."""
+def read_layer0_tensors(files: CheckpointFiles, shape: ModelShape,
+                        name: str) -> dict[str, torch.Tensor]:
+    """The canonical layer-0 tensors (`families.base`) of a checkpoint whose config.json
+    gave `shape`: only the stored tensors the family needs are read."""
+    family = get_family(shape.family)
     if files.weight_format == "safetensors":
-        tensors: dict[str, torch.Tensor] = {}
-        names: dict[str, str] | None = None
+        headers = []
         for path in files.weights:
-            if names is None:
-                try:
-                    size = path.stat().st_size
-                    with open(path, "rb") as f:
-                        header, _ = _read_safetensors_header(f, path, size)
-                except OSError as exc:
-                    raise ModelLoadError(f"{path} cannot be read: {exc}") from exc
-                try:
-                    names = _resolve_names(header, name)
-                except ModelLoadError:
-                    if len(files.weights) == 1:
-                        raise
-                    continue
-            tensors.update(read_safetensors(path, names))
+            try:
+                size = path.stat().st_size
+                with open(path, "rb") as f:
+                    headers.append(_read_safetensors_header(f, path, size)[0])
+            except OSError as exc:
+                raise ModelLoadError(f"{path} cannot be read: {exc}") from exc
+        names = family.resolve({k for h in headers for k in h}, shape, name)
+        stored: dict[str, torch.Tensor] = {}
+        for path, header in zip(files.weights, headers, strict=True):
+            here = {k: v for k, v in names.items() if v in header}
+            if here:
+                stored.update(read_safetensors(path, here))
     else:
         state = _load_bin(files.weights[0], name)
-        names = _resolve_names(state, name)
-        tensors = {k: state[v] for k, v in names.items() if v in state}
+        names = family.resolve(state, shape, name)
+        stored = {k: state[v] for k, v in names.items() if v in state}
         del state
-    missing = [k for k in LAYER0_KEYS if k not in tensors]
-    if missing:
-        what = ", ".join(missing)
-        if any("c_attn.bias" in m for m in missing):
-            raise ModelLoadError(
-                f"{name}: layer 0 has no query/key/value bias (c_attn.bias); the analysis "
-                "needs the GPT-2 attention with biases."
-            )
-        raise ModelLoadError(f"{name}: the checkpoint lacks layer-0 tensors: {what}.")
-    return tensors
+    return family.canonical(stored, shape, name)
 
 
 def _load_bin(path: Path, name: str) -> dict[str, torch.Tensor]:

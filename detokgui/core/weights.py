@@ -1,4 +1,5 @@
-"""`Layer0`: the first transformer block of a GPT-2-family model with LayerNorm folded in.
+"""`Layer0`: the first transformer block of a model with LayerNorm folded in (any family
+of `detokgui.core.families`, mapped onto the canonical tensors).
 
 Notation: docs/math/folding.md#the-folded-tensors. With C = I - (1/d) 1 1^T and ln_1's gamma, beta:
 
@@ -165,8 +166,14 @@ class Layer0:
         tokenizer: Any = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype = torch.float32,
+        family: str = "gpt2",
     ) -> Layer0:
-        """Build from un-prefixed layer-0 tensors (keys as `checkpoint.LAYER0_KEYS`)."""
+        """Build from the canonical layer-0 tensors (`families.base`: keys as
+        `checkpoint.LAYER0_KEYS`, GPT-2's layout, whatever the family).
+
+        With a tokenizer of fewer tokens than E has rows, the rows beyond it (padding, as
+        OPT's 50272 rows for 50265 tokens) are left out, with a note: no token maps to
+        them, and whole-vocabulary views and rankings must not list them."""
         dev = _device(device, name)
         if dtype not in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
             raise ModelLoadError(f"{name}: dtype must be a floating-point torch dtype, not {dtype}.")
@@ -176,6 +183,7 @@ class Layer0:
             raise ModelLoadError(f"{name}: layer-0 tensors are missing: {', '.join(missing)}.")
         check_layer0_shapes(tensors, name)
         notes: list[str] = []
+        tensors = _without_padding_rows(tensors, tokenizer, notes)
         keys = checkpoint.LAYER0_KEYS + tuple(k for k in checkpoint.OPTIONAL_KEYS if k in tensors)
         try:
             moved = {k: tensors[k].to(device=dev, dtype=dtype) for k in keys}
@@ -214,6 +222,7 @@ class Layer0:
             notes=notes,
             lnf_weight=t.get("ln_f.weight"),
             lnf_bias=t.get("ln_f.bias"),
+            family=family,
         )
 
     @classmethod
@@ -253,6 +262,7 @@ class Layer0:
             tokenizer=tok,
             device=device,
             dtype=dtype,
+            family=shape.family,
         )
         if demo.description(str(name_or_path)):
             layer.notes.append(demo.description(str(name_or_path)))
@@ -262,26 +272,33 @@ class Layer0:
 
     @classmethod
     def from_model(cls, model: Any, tokenizer: Any = None, name: str | None = None) -> Layer0:
-        """Take layer 0 of an already loaded transformers GPT2Model / GPT2LMHeadModel."""
-        base = getattr(model, "transformer", model)
-        cfg = getattr(base, "config", None)
+        """Take layer 0 of an already loaded transformers model of a supported family
+        (GPT2Model / GPT2LMHeadModel, GPTNeoForCausalLM, OPTForCausalLM, ...)."""
+        from detokgui.core import families
+
+        cfg = getattr(model, "config", None)
         if cfg is None or getattr(cfg, "model_type", None) is None:
-            raise ModelLoadError("from_model expects a transformers GPT-2 model.")
-        checkpoint.check_architecture(cfg.to_dict(), name or cfg.name_or_path or "model")
-        state = {k: v.detach() for k, v in base.state_dict().items()}
-        keys = checkpoint._resolve_names(state, name or "model")
-        tensors = {k: state[v] for k, v in keys.items() if v in state}
-        first = next(iter(base.parameters()))
+            raise ModelLoadError("from_model expects a transformers model with a config.")
+        label = name or cfg.name_or_path or "model"
+        cfg_dict = cfg.to_dict()
+        family = families.family_for(cfg_dict, label)
+        shape = family.shape(cfg_dict, label)
+        state = {k: v.detach() for k, v in model.state_dict().items()}
+        stored = {k: state[v] for k, v in family.resolve(state, shape, label).items()
+                  if v in state}
+        tensors = family.canonical(stored, shape, label)
+        first = next(iter(model.parameters()))
         return cls.from_tensors(
             tensors,
-            n_heads=cfg.n_head,
-            eps=cfg.layer_norm_epsilon,
-            name=name or cfg.name_or_path or "model",
-            scale_attn_weights=getattr(cfg, "scale_attn_weights", True),
-            activation=getattr(cfg, "activation_function", "gelu_new"),
+            n_heads=shape.n_head,
+            eps=shape.layer_norm_epsilon,
+            name=label,
+            scale_attn_weights=shape.scale_attn_weights,
+            activation=shape.activation_function,
             tokenizer=tokenizer,
             device=first.device,
             dtype=first.dtype if first.dtype.is_floating_point else torch.float32,
+            family=shape.family,
         )
 
     def to(self, device: torch.device | str) -> Layer0:
@@ -300,7 +317,7 @@ class Layer0:
         return Layer0.from_tensors(
             tensors, n_heads=self.n_heads, eps=self.eps, name=self.name,
             scale_attn_weights=self.scale_attn_weights, activation=self.activation,
-            tokenizer=self.tokenizer, device=device, dtype=self.dtype,
+            tokenizer=self.tokenizer, device=device, dtype=self.dtype, family=self.family,
         )
 
     # ------------------------------------------------------------------ analyses
@@ -454,6 +471,19 @@ def check_layer0_shapes(t: dict[str, torch.Tensor], name: str, d: int | None = N
             )
 
 
+def _without_padding_rows(tensors: dict[str, torch.Tensor], tokenizer,
+                          notes: list[str]) -> dict[str, torch.Tensor]:
+    """`tensors` with E cut to the tokenizer's length when it has more rows (a note says
+    how many were left out)."""
+    rows = tensors["wte.weight"].shape[0]
+    n = len(tokenizer) if tokenizer is not None else rows
+    if n >= rows:
+        return tensors
+    notes.append(f"The token embedding has {rows} rows but the tokenizer {n} tokens: rows "
+                 f"{n}..{rows - 1} are padding, left out of every view.")
+    return {**tensors, "wte.weight": tensors["wte.weight"][:n]}
+
+
 def all_finite(x: torch.Tensor, chunk_bytes: int = 4 << 20) -> bool:
     """True when no entry of x is NaN or infinite.
 
@@ -504,7 +534,7 @@ def _read_checkpoint(source: str, name: str, report, load_tokenizer: bool):
     files = checkpoint.locate(source, progress=report)
     shape = checkpoint.read_config(files.config, name)
     report(0.3, f"Reading layer-0 weights of {name}")
-    tensors = checkpoint.read_layer0_tensors(files, name)
+    tensors = checkpoint.read_layer0_tensors(files, shape, name)
     _check_shapes(tensors, shape, name)
     tok = None
     if load_tokenizer:
@@ -513,7 +543,7 @@ def _read_checkpoint(source: str, name: str, report, load_tokenizer: bool):
     return shape, tensors, tok
 
 
-def _check_shapes(t: dict[str, torch.Tensor], shape: checkpoint.GPT2Shape, name: str) -> None:
+def _check_shapes(t: dict[str, torch.Tensor], shape: checkpoint.ModelShape, name: str) -> None:
     """The tensors agree with config.json (hidden size, positions, vocabulary, MLP width)
     and with each other."""
     d, V, L = shape.n_embd, shape.vocab_size, shape.n_positions

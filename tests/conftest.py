@@ -13,12 +13,13 @@ import torch
 from detokgui.core.demo import sample_corpus, write_random_checkpoint
 
 
-def _real_gpt2_cached() -> bool:
+def real_weights_cached(repo: str = "gpt2") -> bool:
+    """Whether the hub model `repo`'s weights are in the local Hugging Face cache."""
     try:
         from huggingface_hub import try_to_load_from_cache
 
         for fname in ("model.safetensors", "pytorch_model.bin"):
-            hit = try_to_load_from_cache("gpt2", fname)
+            hit = try_to_load_from_cache(repo, fname)
             if isinstance(hit, str):
                 return True
     except (ImportError, OSError, ValueError):  # no hub library, or an unusable cache
@@ -52,12 +53,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if gui_marker.is_gui(item):
             item.add_marker(pytest.mark.gui)
-    if _real_gpt2_cached():
-        return
-    skip = pytest.mark.skip(reason="real GPT-2 weights are not in the local Hugging Face cache")
+    cached: dict[str, bool] = {}
     for item in items:
-        if "gpt2" in item.keywords:
-            item.add_marker(skip)
+        mark = item.get_closest_marker("gpt2")  # the marker, not a parameter named gpt2
+        if mark is None:
+            continue
+        repo = mark.kwargs.get("repo", "gpt2")
+        if repo not in cached:
+            cached[repo] = real_weights_cached(repo)
+        if not cached[repo]:
+            item.add_marker(pytest.mark.skip(
+                reason=f"the real {repo} weights are not in the local Hugging Face cache"))
 
 
 @pytest.fixture(scope="session")

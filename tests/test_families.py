@@ -172,3 +172,20 @@ def test_real_opt_125m():
     ids = layer.tokenizer.encode(" North Korea and South Korea share a border.")
     assert ids[0] == layer.tokenizer.bos_token_id  # OPT's tokenizer starts with </s>
     assert (layer.attention(ids) - attention(model, ids)).abs().max().item() <= 1e-5
+
+
+@pytest.mark.parametrize("name", ["gpt_neo", "opt"])
+def test_export_figures_runs_for_every_family(tmp_path, name):
+    """The whole-vocabulary views behind the weight figures run for each family, through
+    the command line a user types."""
+    from test_cli import run_cli
+    from test_export_figures import index_rows
+
+    folder, _ = write(tmp_path / name, name, seed=10)
+    out = tmp_path / "figures"
+    r = run_cli("figures", "--model", str(folder), "--device", "cpu", "--out", str(out),
+                "--format", "png", timeout=600)
+    assert r.returncode == 0, r.stderr
+    rows = index_rows(out)
+    built = [k for k in rows if (out / f"{k}.png").is_file()]
+    assert len(built) >= 15 and (out / "fig02a_topk.csv").is_file()

@@ -36,8 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name, command in EXPORTS.items():
         p = sub.add_parser(name, help=command.help, description=command.help)
         p.add_argument("--model", default="gpt2",
-                       help="hub name, local folder, 'demo' (the trained demo model shipped "
-                       "with detokgui) or 'random-demo' (default gpt2)")
+                       help="hub name or local folder of a GPT-2, GPT-Neo or OPT model, 'demo' "
+                       "(the trained demo model shipped with detokgui) or 'random-demo' "
+                       "(default gpt2)")
         p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                        help="default: CUDA when available, else CPU")
         command.arguments(p)

@@ -33,7 +33,7 @@ def default_device() -> torch.device:
 
 @dataclass(eq=False)
 class Layer0:
-    """Folded layer-0 tensors of a GPT-2-family model, on one device.
+    """Folded layer-0 tensors of a model of any supported family, on one device.
 
     V tokens, L positions, width d, H heads of d' = d / H, MLP width d_mlp.
     As stored in the checkpoint (HF Conv1D layout, x @ W + b), all heads together:

@@ -33,8 +33,8 @@ def view_names() -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="detokgui",
-        description="Explore the first attention layer of GPT-2-family models from the weights "
-        "alone. `detokgui export --help` lists the headless exports.",
+        description="Explore the first attention layer of GPT-2, GPT-Neo and OPT models from "
+        "the weights alone. `detokgui export --help` lists the headless exports.",
     )
     p.add_argument("--model", default="gpt2",
                    help="hub name, local checkpoint folder, 'demo' (a small trained model shipped "

@@ -171,9 +171,10 @@ class MainWindow(QMainWindow):
         mb = self.menuBar()
         model_menu = mb.addMenu("&Model")
         self._action(model_menu, "Open hub model…", self.ask_hub_model, QKeySequence("Ctrl+L"),
-                     "Load a Hugging Face model by name (gpt2, gpt2-medium, distilgpt2, …)")
+                     "Load a Hugging Face model by name (gpt2, distilgpt2, EleutherAI/gpt-neo-125m, "
+                     "facebook/opt-125m, …)")
         self._action(model_menu, "Open model folder…", self.ask_model_folder,
-                     QKeySequence.Open, "Load a local GPT-2-architecture checkpoint folder")
+                     QKeySequence.Open, "Load a local checkpoint folder (GPT-2, GPT-Neo or OPT)")
         self._action(model_menu, DEMO_LABELS["demo"], lambda: self.load_model("demo"),
                      QKeySequence("Ctrl+D"),
                      "A small GPT-2-architecture model trained on public-domain English, "
@@ -478,8 +479,8 @@ class MainWindow(QMainWindow):
 
         QMessageBox.about(
             self, "About detokgui",
-            f"<b>detokgui {__version__}</b><br>The first attention layer of GPT-2-family "
-            "models, from the weights alone.<br>After Kamoda et al., <i>Weight-based Analysis "
+            f"<b>detokgui {__version__}</b><br>The first attention layer of GPT-2, GPT-Neo "
+            "and OPT models, from the weights alone.<br>After Kamoda et al., <i>Weight-based Analysis "
             "of Detokenization in Language Models</i> (NAACL Findings 2025).",
         )
 

@@ -118,9 +118,13 @@ def test_post_ln_opt_is_refused(tmp_path):
     cfg = OPTConfig(hidden_size=64, num_attention_heads=4, num_hidden_layers=1, ffn_dim=96,
                     word_embed_proj_dim=32, do_layer_norm_before=False, vocab_size=100)
     cfg.save_pretrained(tmp_path)
-    with pytest.raises(ModelLoadError, match="post-LayerNorm OPT.*project_in.*opt-125m") as err:
+    with pytest.raises(ModelLoadError, match="post-LayerNorm OPT.*opt-350m.*opt-125m") as err:
         Layer0.from_pretrained(str(tmp_path))
     assert "GPT-Neo" in str(err.value)
+    cfg.do_layer_norm_before = True  # pre-LN, but embeddings narrower than the model
+    cfg.save_pretrained(tmp_path)
+    with pytest.raises(ModelLoadError, match="32-wide token embeddings.*project_in"):
+        Layer0.from_pretrained(str(tmp_path))
 
 
 @pytest.mark.parametrize("cfg, mechanism", [

@@ -53,15 +53,21 @@ class OPT(Family):
             ) from exc
         pre_ln = config_value(cfg, "do_layer_norm_before", bool, name, True)
         proj = config_value(cfg, "word_embed_proj_dim", int, name, d)
-        if not pre_ln or proj != d:
+        if not pre_ln:
             raise ModelLoadError(
-                f"{name} is a post-LayerNorm OPT (do_layer_norm_before={str(pre_ln).lower()}"
-                + (f", token embeddings of width {proj} projected to {d} by project_in"
-                   if proj != d else "")
-                + ", as facebook/opt-350m): its first attention layer reads the raw sum "
-                "e + p, normalised only after the residual, so the LayerNorm folding and "
-                "the six-term decomposition do not apply. Every other OPT size (opt-125m, "
+                f"{name} is a post-LayerNorm OPT (do_layer_norm_before=false, as "
+                "facebook/opt-350m): its first attention layer reads the raw sum e + p, "
+                "normalised only after the residual, so the LayerNorm folding and the "
+                "six-term decomposition do not apply. Every other OPT size (opt-125m, "
                 "opt-1.3b and larger) is pre-LayerNorm and works, as do GPT-2 and GPT-Neo."
+            )
+        if proj != d:
+            raise ModelLoadError(
+                f"{name}: this OPT stores {proj}-wide token embeddings and projects them to "
+                f"its width {d} (word_embed_proj_dim, project_in), so E is not what layer 0 "
+                "adds to P; detokgui reads OPTs whose embeddings have the model's width "
+                "(opt-125m, opt-1.3b and larger; opt-350m is also post-LN). GPT-2 and "
+                "GPT-Neo work too."
             )
         return checked_shape(shape, name)
 

@@ -193,3 +193,5 @@ def test_export_figures_runs_for_every_family(tmp_path, name):
     rows = index_rows(out)
     built = [k for k in rows if (out / f"{k}.png").is_file()]
     assert len(built) >= 15 and (out / "fig02a_topk.csv").is_file()
+    if name == "opt":  # 50272 embedding rows for 50257 tokens: said once, on stderr
+        assert r.stderr.count("rows 50257..50271 are padding") == 1

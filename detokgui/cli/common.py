@@ -46,9 +46,14 @@ class CliError(Exception):
 
 
 def load_layer(args):
+    """The model of --model on --device; its load notes (padding rows left out, CUDA
+    memory short, what the demo model is) as `note:` lines on stderr."""
     from detokgui.core import Layer0
 
-    return Layer0.from_pretrained(args.model, device=args.device)
+    layer = Layer0.from_pretrained(args.model, device=args.device)
+    for note in layer.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return layer
 
 
 def model_shape(args):

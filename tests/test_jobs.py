@@ -331,3 +331,49 @@ def test_dismantle_frees_a_model_it_alone_holds_and_leaves_a_shared_one_whole(ti
     before = dict(vars(shared))
     dismantle([shared])
     assert vars(shared) == before and shared.E is before["E"]
+
+
+FROZEN_BASELINE = """
+import gc, weakref
+from detokgui.gui.jobs import release_memory
+
+class Thing:
+    pass
+
+def cycle():
+    t = Thing()
+    t.me = t
+    return t
+
+held = cycle()
+held.model = Thing()
+old = weakref.ref(held.model)
+keep = [held]
+del held
+release_memory()                      # the first call freezes all that is alive
+frozen = gc.get_freeze_count()
+assert frozen > 1000, frozen
+fresh = weakref.ref(cycle())          # garbage made after the freeze
+release_memory()
+assert fresh() is None and gc.get_freeze_count() == frozen, "collected, nothing unfrozen"
+keep.clear()                          # a frozen cycle now holds the old model
+release_memory()
+assert old() is not None and gc.get_freeze_count() == frozen, "frozen garbage stays"
+release_memory(old)                   # ... unless it holds the model let go of
+assert old() is None
+print("ok")
+"""
+
+
+def test_release_memory_freezes_once_and_collects_the_rest(tmp_path):
+    """Switches after the first collect only what is not frozen (the modules' ~260,000
+    objects are not traversed again), and a model that a frozen cycle keeps alive is
+    still freed (issue 16, item 4). In a subprocess: freezing is process-wide."""
+    import subprocess
+    import sys
+
+    from conftest import SUBPROCESS_ENV
+
+    out = subprocess.run([sys.executable, "-c", FROZEN_BASELINE], capture_output=True,
+                         text=True, timeout=120, env=SUBPROCESS_ENV, check=False)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

@@ -4,6 +4,7 @@ background thread, menus, status-bar progress with a cancel button."""
 from __future__ import annotations
 
 import time
+import weakref
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
@@ -288,11 +289,12 @@ class MainWindow(QMainWindow):
         # The previous model, held only here from now on, is freed off the GUI thread,
         # then its memory handed back.
         previous = [self.state.layer] if self.state.layer is not None else []
+        old = weakref.ref(previous[0]) if previous else None
         self.state.set_model(layer)
         if self.state.query_token < 0:
             self.state.set_query_token(default_query(layer))
         if previous:
-            after = lambda *_: QTimer.singleShot(0, self, release_memory)
+            after = lambda *_: QTimer.singleShot(0, self, lambda: release_memory(old))
             self.jobs.submit("release", lambda: dismantle(previous), after,
                              label="Freeing the previous model", on_error=after,
                              on_cancel=after)

@@ -243,13 +243,24 @@ def test_byte_level_bpe_is_unchanged_and_bos_comes_before_eos():
     ids = tok.encode(" North Korea\n café")
     assert "".join(tokens.token_strings(tok, len(tok))[t] for t in ids) == tok.decode(ids)
     assert [tokens.display_token(tok, t) for t in ids][:2] == ["␣North", "␣Korea"]
-    # An OPT-like tokenizer: the same byte-level vocabulary with its own BOS </s>.
-    opt = tokens.gpt2_tokenizer()
-    opt.add_special_tokens({"bos_token": "</s>"})
+    # An OPT-like tokenizer: the same byte-level vocabulary with its own BOS </s>, which
+    # its encode() puts before every text.
+    from transformers import GPT2TokenizerFast
+
+    vocab, merges = tokens.gpt2_tokenizer_files()
+    opt = GPT2TokenizerFast(vocab=str(vocab), merges=str(merges), bos_token="</s>",
+                            add_bos_token=True)
     bos = opt.convert_tokens_to_ids("</s>")
+    assert tokens.scheme(opt) == tokens.BYTE_LEVEL
     assert tokens.bos_id(opt) == bos != opt.eos_token_id
     assert tokens.display_token(opt, bos) == "</s>" and bos in tokens.special_ids(opt)
     assert tokens.bos_description(opt).startswith(f"</s> (id {bos}")
+    text = " North Korea and South Korea."
+    assert opt.encode(text)[0] == bos  # what the typed text's tokens must not start with
+    assert run(iter_encode(opt, text)) == opt.encode(text, add_special_tokens=False) == (
+        tok.encode(text))
+    window = next(corpus_windows(sample_corpus(), opt, 64, prepend_eos=True))
+    assert window[0] == bos and window[1:] == next(corpus_windows(sample_corpus(), tok, 63))
 
 
 @pytest.mark.gui

@@ -433,6 +433,12 @@ def token_tooltip(tokenizer, token_id: int) -> str:
     return f"id {token_id}: {shown!r}"
 
 
+def encode_text(tokenizer, text: str) -> list[int]:
+    """The ids of `text` itself: tokenizer.encode without the special tokens a tokenizer
+    adds on its own (OPT's leading </s>, a T5 tokenizer's trailing </s>)."""
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
 # --------------------------------------------------------------------------- BOS
 
 

@@ -21,6 +21,7 @@ literal form in both.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -120,6 +121,7 @@ def _config_error(exc: BaseException) -> bool:
     return isinstance(exc, StrictDataclassError)
 
 
+@functools.cache
 def _sentencepiece_class():
     from transformers.tokenization_utils_sentencepiece import SentencePieceBackend
 

@@ -11,8 +11,10 @@ def _corpus_args(p, required: bool = True):
     p.add_argument("--corpus", nargs="+", required=required, metavar="PATH",
                    help=CORPUS_PATHS + "; a text is a window of at most n_positions "
                         "tokens of one document")
-    p.add_argument("--prepend-eos", action="store_true",
-                   help="start every text with <|endoftext|> (the authors' convention)")
+    p.add_argument("--prepend-eos", "--prepend-bos", action="store_true",
+                   help="start every text with the model's BOS token (the tokenizer's "
+                        "bos_token, else its eos_token: <|endoftext|> for GPT-2, the "
+                        "authors' convention; </s> for OPT)")
     p.add_argument("--max-texts", type=int, default=None, metavar="N",
                    help="use only the first N texts (default: all)")
 

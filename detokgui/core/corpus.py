@@ -6,8 +6,8 @@
                          inside one document (never across two documents)
 
 Documents come from `core.documents` (a jsonl line's `text`, or a .txt part between
-`<|endoftext|>` lines), tokenised in batches by the model's own fast tokenizer without
-special tokens. Bigram counts are a `scipy.sparse.csr_array` [V, V] (rows = previous
+`<|endoftext|>` lines, a file convention whatever the model), tokenised in batches by the
+model's own tokenizer (byte-level BPE, sentencepiece, ...) without special tokens. Bigram counts are a `scipy.sparse.csr_array` [V, V] (rows = previous
 token): a corpus has far fewer distinct bigrams than V^2.
 
 The counts are cached in `cache_dir("corpus")` under a key made of each file's content
@@ -307,8 +307,11 @@ def _iter_key(files: Iterable[Path], total: int, tokenizer, V: int) -> Job[str]:
         done += size
         entries.append((digest, size, _kind(f)))
     entries.sort()
-    spec = json.dumps([FORMAT, tokenizer_identity(tokenizer), V, entries])
-    return hashlib.sha256(spec.encode()).hexdigest()
+    spec = [FORMAT, tokenizer_identity(tokenizer), V, entries]
+    sp = getattr(tokenizer, "sp_model", None)
+    if sp is not None:  # a sentencepiece model: its scores and normaliser decide the ids too
+        spec.append(hashlib.sha256(sp.serialized_model_proto()).hexdigest())
+    return hashlib.sha256(json.dumps(spec).encode()).hexdigest()
 
 
 def _progress_digest(path: Path, done: int, total: int) -> Job[tuple[str, int]]:

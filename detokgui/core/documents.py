@@ -4,11 +4,15 @@ A corpus is one or more files or folders. Files are `.txt` or `.jsonl`, each opt
 gzipped (`.txt.gz`, `.jsonl.gz`); folders are searched recursively for such files.
 
 - A document is a jsonl line's `text` field (other fields are ignored, blank lines are
-  skipped), or a part of a `.txt` file between lines that hold only `<|endoftext|>`.
+  skipped), or a part of a `.txt` file between lines that hold only `<|endoftext|>`
+  (EOT_LINE). That line is a file-format convention (GPT-2 corpora are written so), read
+  whatever the model's tokenizer: it is never tokenized, and need not be a token of the
+  model.
 - Nothing is held whole: files are read line by line, and a very long `.txt` document is
   handed on in pieces of about `PIECE_CHARS` characters, cut only where GPT-2's
   pre-tokenizer would cut too (after a line ending in one newline, before a line starting
-  with a non-space character), so the pieces tokenize exactly as the whole would.
+  with a non-space character), so the pieces tokenize exactly as the whole would (with a
+  byte-level BPE tokenizer; `iter_token_pieces` joins them back for any other).
   `Document.continued` marks a piece that continues the previous piece's document: no
   bigram and no window spans two documents, but they do span the pieces of one.
 - Only regular files (or links to them) are read: a named pipe, a device (a link to
@@ -37,7 +41,7 @@ from typing import BinaryIO
 from detokgui.core.errors import InputError
 
 SUFFIXES = (".txt", ".jsonl", ".txt.gz", ".jsonl.gz")
-EOT_LINE = "<|endoftext|>"
+EOT_LINE = "<|endoftext|>"  # the .txt document separator line (a file convention, not a token)
 PIECE_CHARS = 1 << 20  # hand a long .txt document on in pieces of about 1M characters
 _READ_BYTES = 1 << 16
 
@@ -394,9 +398,17 @@ class TokenPiece:
 def iter_token_pieces(tokenizer, documents: Iterable[Document],
                       batch_chars: int = 1 << 20) -> Iterator[TokenPiece]:
     """Tokenize documents in batches of about `batch_chars` characters with the model's own
-    tokenizer, without special tokens added (a fast tokenizer encodes a batch at once)."""
+    tokenizer, without special tokens added (a fast tokenizer encodes a batch at once).
+
+    The pieces of a long document are cut where GPT-2's byte-level pre-tokenizer cuts too;
+    for any other tokenizer (sentencepiece adds a word-start '▁' at the start of every
+    text it encodes) they are joined back and the document is encoded whole."""
     if tokenizer is None:
         raise InputError("The model has no tokenizer files, so a corpus cannot be tokenized.")
+    from detokgui.core.tokens import BYTE_LEVEL, scheme
+
+    if scheme(tokenizer) != BYTE_LEVEL:
+        documents = _whole_documents(documents)
     batch: list[Document] = []
     size = 0
     for doc in documents:
@@ -409,6 +421,20 @@ def iter_token_pieces(tokenizer, documents: Iterable[Document],
         yield from _encode(tokenizer, batch)
 
 
+def _whole_documents(documents: Iterable[Document]) -> Iterator[Document]:
+    """The documents with each one's continued pieces joined to it."""
+    held: Document | None = None
+    for doc in documents:
+        if doc.continued and held is not None:
+            held = Document(held.text + doc.text, held.source, held.line, held.continued)
+            continue
+        if held is not None:
+            yield held
+        held = doc
+    if held is not None:
+        yield held
+
+
 def _encode(tokenizer, batch: Sequence[Document]) -> Iterator[TokenPiece]:
     enc = tokenizer([d.text for d in batch], add_special_tokens=False)["input_ids"]
     for doc, ids in zip(batch, enc):
@@ -419,7 +445,8 @@ def iter_windows(pieces: Iterable[TokenPiece], n_positions: int,
                  prepend: int | None = None) -> Iterator[list[int]]:
     """Cut each document's tokens into consecutive windows of at most `n_positions`
     tokens (the last window of a document may be shorter). With `prepend` (a token id,
-    e.g. <|endoftext|> as the authors did), every window starts with it and holds at most
+    e.g. the model's BOS, as the authors prepended GPT-2's <|endoftext|>), every window
+    starts with it and holds at most
     n_positions - 1 of the document's tokens."""
     size = int(n_positions) - (prepend is not None)
     if size < 1:
@@ -441,12 +468,19 @@ def iter_windows(pieces: Iterable[TokenPiece], n_positions: int,
 def corpus_windows(paths, tokenizer, n_positions: int, *, prepend_eos: bool = False,
                    reader: CorpusReader | None = None) -> Iterator[list[int]]:
     """Windows of the corpus at `paths` (see `iter_windows`); pass `reader` to follow its
-    progress (`reader.fraction`). `prepend_eos` starts every window with the tokenizer's
-    end-of-text token."""
+    progress (`reader.fraction`). `prepend_eos` ("prepend BOS") starts every window with
+    the model's own BOS token, `tokens.bos_id`: the tokenizer's bos_token_id, else its
+    eos_token_id (GPT-2: <|endoftext|>, OPT: </s>); InputError when it has neither."""
+    from detokgui.core.tokens import bos_id
+
     reader = reader or CorpusReader(paths)
-    eos = None
+    bos = None
     if prepend_eos:
-        eos = getattr(tokenizer, "eos_token_id", None)
-        if eos is None:
-            raise InputError("The tokenizer has no end-of-text token to prepend.")
-    return iter_windows(iter_token_pieces(tokenizer, reader), n_positions, eos)
+        if tokenizer is None:
+            raise InputError("The model has no tokenizer files, so a corpus cannot be "
+                             "tokenized.")
+        bos = bos_id(tokenizer)
+        if bos is None:
+            raise InputError("The model's tokenizer has neither a BOS nor an EOS token, so "
+                             "there is nothing to prepend; turn 'prepend BOS' off.")
+    return iter_windows(iter_token_pieces(tokenizer, reader), n_positions, bos)

@@ -51,7 +51,9 @@ from detokgui.core.terms import TERM_NAMES, term_factors
 class TextSource:
     """Where texts come from: the windows of the corpus files/folders `paths`, or the
     token lists `windows`; at most `max_texts` of them (all when None). `prepend_eos`
-    starts every corpus window with <|endoftext|> (the authors' convention)."""
+    ("prepend BOS") starts every corpus window with the model's own BOS token
+    (`tokens.bos_id`: bos_token_id, else eos_token_id; GPT-2's <|endoftext|>, as the
+    authors did; OPT's </s>)."""
 
     paths: tuple[str, ...] = ()
     windows: tuple[tuple[int, ...], ...] | None = None
@@ -89,7 +91,7 @@ class TextSource:
             what = f"{len(self.windows)} given token sequences"
         else:
             names = ", ".join(os.path.basename(p.rstrip("/")) or p for p in self.paths)
-            what = f"corpus {names}" + (", <|endoftext|> prepended" if self.prepend_eos else "")
+            what = f"corpus {names}" + (", BOS prepended" if self.prepend_eos else "")
         return what + (f", first {self.max_texts} texts" if self.max_texts else "")
 
     def iterate(self, layer) -> Iterator[tuple[torch.Tensor, float]]:

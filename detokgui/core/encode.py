@@ -19,19 +19,25 @@ _CUT = re.compile(r"(?<=\S)\n(?=\S)")
 
 def iter_encode(tokenizer, text: str, piece_chars: int = PIECE_CHARS
                 ) -> Generator[Progress, None, list[int]]:
-    """The ids tokenizer.encode(text) gives, computed piece by piece (pieces of about
-    `piece_chars` characters, cut after a newline between two non-whitespace characters;
-    a text without such a newline is one piece). Yields Progress after each piece."""
+    """The ids `tokens.encode_text(tokenizer, text)` gives (the text's own tokens, without
+    a BOS or EOS the tokenizer would add, such as OPT's </s>), computed
+    piece by piece (pieces of about `piece_chars` characters, cut after a newline between
+    two non-whitespace characters; a text without such a newline is one piece). Only a
+    byte-level BPE tokenizer is cut: any other (sentencepiece starts every text it encodes
+    with a word-start '▁') encodes the text in one piece. Yields Progress after each piece."""
+    from detokgui.core.tokens import BYTE_LEVEL, encode_text, scheme
+
     n = len(text)
     ids: list[int] = []
     start = 0
+    cuts = scheme(tokenizer) == BYTE_LEVEL
     while start < n:
         end = n
-        if n - start > piece_chars:
+        if cuts and n - start > piece_chars:
             cut = _CUT.search(text, start + piece_chars)
             if cut is not None:
                 end = cut.end()
-        ids.extend(tokenizer.encode(text[start:end]))
+        ids.extend(encode_text(tokenizer, text[start:end]))
         start = end
         yield Progress(start / n, f"Tokenising the text: {start:,} of {n:,} characters")
     return ids

@@ -15,10 +15,11 @@ from detokgui.core.tables import Table
 
 
 def token_text(tokenizer, token_id: int) -> str:
-    """The text a token stands for, as written to files ("" without a tokenizer)."""
-    if tokenizer is None or token_id >= len(tokenizer):
-        return ""
-    return tokenizer.decode([int(token_id)], clean_up_tokenization_spaces=False)
+    """The text a token stands for, as written to files (`tokens.token_string`: ' Korea'
+    with its leading space for 'ĠKorea' and '▁Korea' alike; "" without a tokenizer)."""
+    from detokgui.core.tokens import token_string
+
+    return token_string(tokenizer, int(token_id))
 
 
 def sentence_table(layer, token_ids, heads=None) -> Table:

@@ -1,15 +1,47 @@
 """Tokenizer loading, the display form of tokens (on screen) and their real strings
-(in files)."""
+(in files), for any tokenizer a checkpoint ships.
+
+Two piece schemes are read from the vocabulary, detected once per tokenizer (`scheme`):
+
+- byte-level BPE (GPT-2, GPT-Neo, OPT): each piece character stands for one byte
+  ('ĠKorea' = b' Korea');
+- sentencepiece (rinna's T5Tokenizer `spiece.model`, Llama's `tokenizer.model`): '▁'
+  marks a space (a word start), '<0xNN>' is a byte-fallback piece (byte NN).
+
+Any other vocabulary (WordPiece, ...) is read through the tokenizer's own decode.
+
+    token_string(t)   the real text of token t: ' Korea', '\\n'; a byte that is not UTF-8
+                      on its own is written \\xNN           -> CSV columns, files
+    display_token(t)  the same with a leading space shown as SPACE_MARK ('␣Korea') and
+                      control characters escaped ('\\n')   -> the screen, searches
+
+Special tokens (`special_ids`: '<|endoftext|>', '</s>', '<unk>', '<pad>', ...) keep their
+literal form in both.
+"""
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import os
+import re
+import threading
+import weakref
+from dataclasses import dataclass
 from pathlib import Path
 
 from detokgui.core.errors import ModelLoadError
 
 SPACE_MARK = "\u2423"  # visible leading-space marker: ' Korea' -> '␣Korea'
+SPIECE_MARK = "\u2581"  # sentencepiece's space / word-start marker '▁'
+
+BYTE_LEVEL = "byte-level BPE"
+SENTENCEPIECE = "sentencepiece"
+OTHER = "other"
+
+#: File names of a sentencepiece model (T5/rinna, Llama), read when no tokenizer.json is.
+SENTENCEPIECE_FILES = ("spiece.model", "tokenizer.model", "sentencepiece.bpe.model")
 
 
 def gpt2_tokenizer_files() -> tuple[Path, Path]:
@@ -32,24 +64,39 @@ def gpt2_tokenizer():
     return tok
 
 
+# --------------------------------------------------------------------------- loading
+
+
 def load_tokenizer(folder: Path, name: str, n_vocab: int):
     """Load the tokenizer stored beside a checkpoint; None when the folder has none.
+
+    A folder with tokenizer.json or vocab.json is read by transformers' AutoTokenizer; one
+    that ships only a sentencepiece model (SENTENCEPIECE_FILES, with tokenizer_config.json
+    naming its special tokens, as rinna/japanese-gpt-1b does) is read by the sentencepiece
+    library itself (`SentencePieceTokenizer`), which needs no protobuf and encodes exactly
+    as the model's authors did.
 
     Raises ModelLoadError when it has more tokens than the embedding has rows (those ids
     would have no embedding). Fewer is allowed: embedding matrices are often padded."""
     folder = Path(folder)
     has = any((folder / f).is_file() for f in ("tokenizer.json", "vocab.json"))
-    if not has:
+    spm_file = next((folder / f for f in SENTENCEPIECE_FILES if (folder / f).is_file()), None)
+    if not has and spm_file is None:
         return None
     from transformers import AutoTokenizer, GPT2TokenizerFast
 
     logging.getLogger("transformers").setLevel(logging.ERROR)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        try:
-            tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-        except (ValueError, KeyError, OSError):
-            tok = GPT2TokenizerFast.from_pretrained(str(folder), local_files_only=True)
+        if not has:
+            tok = sentencepiece_tokenizer(folder, spm_file)
+        else:
+            try:
+                tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+            except (ValueError, KeyError, OSError):
+                tok = GPT2TokenizerFast.from_pretrained(str(folder), local_files_only=True)
+    except ModelLoadError:
+        raise
     except Exception as exc:  # tokenizers raise many exception types on bad files
         if _config_error(exc):  # transformers also validates config.json's fields
             raise ModelLoadError(f"{name}: config.json has a value of the wrong type "
@@ -74,6 +121,66 @@ def _config_error(exc: BaseException) -> bool:
     return isinstance(exc, StrictDataclassError)
 
 
+@functools.cache
+def _sentencepiece_class():
+    from transformers.tokenization_utils_sentencepiece import SentencePieceBackend
+
+    class SentencePieceTokenizer(SentencePieceBackend):
+        """A transformers tokenizer around a sentencepiece model file: pieces and ids are
+        the sentencepiece library's own (`sp_model.encode`), and so is decoding
+        (`sp_model.decode_pieces`: '▁' -> ' ', byte-fallback pieces -> their bytes, the
+        dummy-prefix space of a text's start dropped)."""
+
+        def convert_tokens_to_string(self, tokens: list[str]) -> str:
+            return self.sp_model.decode_pieces(list(tokens))
+
+    return SentencePieceTokenizer
+
+
+def sentencepiece_tokenizer(folder: Path, model_file: Path):
+    """The tokenizer of a folder that ships a sentencepiece model `model_file` (and maybe
+    tokenizer_config.json / special_tokens_map.json naming bos, eos, unk, pad). Special
+    tokens the files do not name are taken from the model (its bos/eos/unk/pad ids)."""
+    import sentencepiece
+
+    try:
+        sp = sentencepiece.SentencePieceProcessor(model_file=str(model_file))
+    except (OSError, RuntimeError) as exc:
+        raise ModelLoadError(f"{model_file}: not a readable sentencepiece model "
+                             f"({' '.join(str(exc).split())}).") from None
+    kwargs = {}
+    for role, index in (("bos_token", sp.bos_id()), ("eos_token", sp.eos_id()),
+                        ("unk_token", sp.unk_id()), ("pad_token", sp.pad_id())):
+        if 0 <= index < sp.get_piece_size():
+            kwargs[role] = sp.id_to_piece(index)
+    kwargs.update({k: v for k, v in _named_special(folder).items() if v is not None})
+    cls = _sentencepiece_class()
+    return cls.from_pretrained(str(folder), vocab_file=str(model_file), local_files_only=True,
+                               **kwargs)
+
+
+def _named_special(folder: Path) -> dict:
+    """The special tokens named by tokenizer_config.json and special_tokens_map.json."""
+    out = {}
+    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+        try:
+            data = json.loads((folder / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        for role in ("bos_token", "eos_token", "unk_token", "pad_token"):
+            value = data.get(role)
+            if isinstance(value, dict):
+                value = value.get("content")
+            if isinstance(value, str):
+                out[role] = value
+    return out
+
+
+# --------------------------------------------------------------------------- pieces
+
+
 def _byte_level_alphabet() -> dict[str, int]:
     """GPT-2's byte-level BPE alphabet: the character that stands for each byte."""
     printable = [*range(ord("!"), ord("~") + 1), *range(ord("\xa1"), ord("\xac") + 1),
@@ -89,7 +196,7 @@ def _byte_level_alphabet() -> dict[str, int]:
 
 
 _ALPHABET = _byte_level_alphabet()
-
+_BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>\Z")
 
 _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 #: Control characters (C0, DEL) as \n, \t, \r or \xNN: visible on screen, and never raw
@@ -103,83 +210,259 @@ def _show(text: str) -> str:
     return text.translate(_CONTROL)
 
 
-def _from_piece(piece: str) -> str | None:
-    """Display form of one byte-level BPE piece ('ĠKorea' -> '␣Korea'); bytes that are not
-    valid UTF-8 on their own are shown as \\xNN. None if `piece` is not byte-level BPE."""
+def _byte_level_raw(piece: str) -> bytes | None:
     try:
-        raw = bytes(_ALPHABET[c] for c in piece)
+        return bytes(_ALPHABET[c] for c in piece)
     except KeyError:
         return None
+
+
+def _sentencepiece_raw(piece: str) -> bytes:
+    m = _BYTE_PIECE.match(piece)
+    if m:
+        return bytes([int(m[1], 16)])
+    return piece.replace(SPIECE_MARK, " ").encode("utf-8")
+
+
+def _string(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="backslashreplace")
+
+
+def _display(raw: bytes) -> str:
+    """Display form of a piece's bytes; bytes that are not valid UTF-8 on their own are
+    shown as \\xNN."""
     try:
         return _show(raw.decode("utf-8"))
     except UnicodeDecodeError:
         return "".join(chr(b) if 32 <= b < 127 else f"\\x{b:02x}" for b in raw)
 
 
-def vocabulary(tokenizer, n_vocab: int) -> list[str]:
-    """Display forms of ids 0..n_vocab-1 (ids beyond the tokenizer show as <id>)."""
-    if tokenizer is None:
-        return [f"<{i}>" for i in range(n_vocab)]
-    n = min(len(tokenizer), n_vocab)
-    pieces = tokenizer.convert_ids_to_tokens(list(range(n)))
-    special = set(getattr(tokenizer, "all_special_tokens", []) or [])
-    out = []
-    for i, piece in enumerate(pieces):
-        shown = piece if piece in special else _from_piece(piece or "")
-        out.append(shown if shown is not None else display_token(tokenizer, i))
-    out.extend(f"<{i}>" for i in range(n, n_vocab))
-    return out
+# --------------------------------------------------------------------------- per tokenizer
+
+
+@dataclass
+class _Info:
+    """What is read once per tokenizer: its scheme, special ids, and (on first use) the
+    bytes of every piece (None: special, added or not readable -> its literal/decoded text)."""
+
+    scheme: str
+    special: frozenset[int]
+    literal: dict[int, str]  # special and added tokens: their text as written
+    n: int  # len(tokenizer)
+    raw: list[bytes | None] | None = None
+
+
+_INFO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def _info(tokenizer) -> _Info:
+    try:
+        return _INFO[tokenizer]
+    except (KeyError, TypeError):
+        pass
+    info = _read_info(tokenizer)
+    try:
+        with _LOCK:
+            _INFO.setdefault(tokenizer, info)
+    except TypeError:  # not weak-referenceable: read again next time
+        return info
+    return _INFO[tokenizer]
+
+
+def _read_info(tokenizer) -> _Info:
+    special = set(getattr(tokenizer, "all_special_ids", None) or [])
+    literal: dict[int, str] = {}
+    for i, tok in (getattr(tokenizer, "added_tokens_decoder", None) or {}).items():
+        literal[int(i)] = str(tok)
+        if getattr(tok, "special", False):
+            special.add(int(i))
+    sp = getattr(tokenizer, "sp_model", None)
+    if sp is not None:  # sentencepiece's own control and unknown pieces
+        for i in range(sp.get_piece_size()):
+            if sp.is_control(i) or sp.is_unknown(i):
+                special.add(i)
+    n = len(tokenizer)
+    special = {i for i in special if 0 <= i < n}
+    for i in special:
+        if i not in literal:
+            literal[i] = tokenizer.convert_ids_to_tokens(i)
+    return _Info(_detect(tokenizer, special), frozenset(special), literal, n)
+
+
+def _detect(tokenizer, special: set[int]) -> str:
+    """The piece scheme, from the backend's decoder when it says, else the vocabulary."""
+    if getattr(tokenizer, "sp_model", None) is not None:
+        return SENTENCEPIECE
+    kinds = _decoder_kinds(tokenizer)
+    if "ByteLevel" in kinds:
+        return BYTE_LEVEL
+    if kinds & {"Metaspace", "ByteFallback"}:
+        return SENTENCEPIECE
+    pieces = [p for i, p in enumerate(tokenizer.convert_ids_to_tokens(range(len(tokenizer))))
+              if i not in special and isinstance(p, str) and p]
+    spiece = sum(SPIECE_MARK in p or bool(_BYTE_PIECE.match(p)) for p in pieces)
+    byte_level = sum(_byte_level_raw(p) is not None for p in pieces)
+    if spiece and spiece >= sum(p.startswith("Ġ") for p in pieces):
+        return SENTENCEPIECE
+    if pieces and byte_level >= 0.9 * len(pieces) and any(p.startswith("Ġ") for p in pieces):
+        return BYTE_LEVEL
+    return OTHER
+
+
+def _decoder_kinds(tokenizer) -> set[str]:
+    """The "type"s in a fast tokenizer's decoder (nested sequences included)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or backend.decoder is None:
+        return set()
+    try:
+        tree = json.loads(backend.to_str()).get("decoder")
+    except (ValueError, AttributeError):
+        return set()
+    kinds: set[str] = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("type"), str):
+                kinds.add(node["type"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(tree)
+    return kinds
+
+
+def _raw(tokenizer, info: _Info) -> list[bytes | None]:
+    if info.raw is None:
+        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+        out: list[bytes | None] = []
+        for i, piece in enumerate(pieces):
+            if i in info.literal or not isinstance(piece, str):
+                out.append(None)
+            elif info.scheme == BYTE_LEVEL:
+                out.append(_byte_level_raw(piece))
+            elif info.scheme == SENTENCEPIECE:
+                out.append(_sentencepiece_raw(piece))
+            else:
+                out.append(None)
+        info.raw = out
+    return info.raw
+
+
+def scheme(tokenizer) -> str:
+    """BYTE_LEVEL, SENTENCEPIECE or OTHER: how the tokenizer's pieces spell text."""
+    return _info(tokenizer).scheme
+
+
+def special_ids(tokenizer) -> frozenset[int]:
+    """Ids of the special tokens ('<|endoftext|>', '</s>', '<unk>', '<pad>', ...): the
+    tokenizer's special tokens and, for a sentencepiece model, its control and unknown
+    pieces. Empty without a tokenizer."""
+    return frozenset() if tokenizer is None else _info(tokenizer).special
+
+
+def is_special(tokenizer, token_id: int) -> bool:
+    return tokenizer is not None and int(token_id) in _info(tokenizer).special
+
+
+def _text(tokenizer, info: _Info, token_id: int) -> tuple[str | bytes, bool]:
+    """(the piece's bytes, True), or (its text, False) for special, added and other tokens."""
+    if token_id in info.literal:
+        return info.literal[token_id], False
+    b = _raw(tokenizer, info)[token_id]
+    if b is not None:
+        return b, True
+    return tokenizer.decode([token_id], clean_up_tokenization_spaces=False), False
 
 
 def token_string(tokenizer, token_id: int) -> str:
     """The text a token stands for (' Korea', '\\n'), as written to files: no visible
     space mark, no escaped control characters. Bytes that are not UTF-8 on their own (a
-    piece of a multi-byte character) are written as \\xNN; "" without a tokenizer."""
-    if tokenizer is None or token_id >= len(tokenizer):
+    piece of a multi-byte character, a byte-fallback piece) are written as \\xNN; special
+    tokens as themselves ('</s>'); "" without a tokenizer."""
+    if tokenizer is None:
         return ""
-    piece = tokenizer.convert_ids_to_tokens(int(token_id))
-    special = getattr(tokenizer, "all_special_tokens", []) or []
-    if isinstance(piece, str) and piece not in special:
-        try:
-            raw = bytes(_ALPHABET[c] for c in piece)
-        except KeyError:
-            raw = None
-        if raw is not None:
-            return raw.decode("utf-8", errors="backslashreplace")
-    return tokenizer.decode([int(token_id)], clean_up_tokenization_spaces=False)
+    info = _info(tokenizer)
+    if not 0 <= token_id < info.n:
+        return ""
+    text, is_raw = _text(tokenizer, info, int(token_id))
+    return _string(text) if is_raw else text
 
 
 def display_token(tokenizer, token_id: int) -> str:
-    """Decoded token with a visible leading-space marker and escaped control characters."""
-    if tokenizer is None or token_id >= len(tokenizer):
+    """Token text with a visible leading-space marker (SPACE_MARK, for 'Ġ' and '▁' alike)
+    and escaped control characters; special tokens as themselves; <id> beyond the
+    tokenizer."""
+    if tokenizer is None:
         return f"<{token_id}>"
-    piece = tokenizer.convert_ids_to_tokens(int(token_id))
-    shown = _from_piece(piece) if isinstance(piece, str) else None
-    if shown is not None and piece not in (getattr(tokenizer, "all_special_tokens", []) or []):
-        return shown
-    return _show(tokenizer.decode([int(token_id)], clean_up_tokenization_spaces=False))
+    info = _info(tokenizer)
+    if not 0 <= token_id < info.n:
+        return f"<{token_id}>"
+    text, is_raw = _text(tokenizer, info, int(token_id))
+    if is_raw:
+        return _display(text)
+    return text if int(token_id) in info.special else _show(text)
+
+
+def vocabulary(tokenizer, n_vocab: int) -> list[str]:
+    """Display forms of ids 0..n_vocab-1 (ids beyond the tokenizer show as <id>)."""
+    if tokenizer is None:
+        return [f"<{i}>" for i in range(n_vocab)]
+    n = min(_info(tokenizer).n, n_vocab)
+    return [display_token(tokenizer, i) for i in range(n)] + [f"<{i}>" for i in range(n, n_vocab)]
 
 
 def token_strings(tokenizer, n_vocab: int) -> list[str]:
-    """The text of each token id 0..n_vocab-1 as written to data files: a leading space is
-    a space, control characters are themselves; bytes of a byte-level BPE token that are
-    not UTF-8 on their own (a piece of a multi-byte character) are written as \\xNN;
-    "" for ids beyond the tokenizer (or without one). One batched lookup for all ids."""
+    """The text of each token id 0..n_vocab-1 as written to data files (`token_string`);
+    "" for ids beyond the tokenizer (or without one). The pieces are read once per
+    tokenizer."""
     if tokenizer is None:
         return [""] * n_vocab
-    n = min(len(tokenizer), n_vocab)
-    pieces = tokenizer.convert_ids_to_tokens(list(range(n)))
-    special = set(getattr(tokenizer, "all_special_tokens", []) or [])
-    out = []
-    for i, piece in enumerate(pieces):
-        raw = None
-        if isinstance(piece, str) and piece not in special:
-            try:
-                raw = bytes(_ALPHABET[c] for c in piece)
-            except KeyError:
-                raw = None
-        if raw is not None:
-            out.append(raw.decode("utf-8", errors="backslashreplace"))
-        else:
-            out.append(tokenizer.decode([i], clean_up_tokenization_spaces=False))
-    return out + [""] * (n_vocab - n)
+    n = min(_info(tokenizer).n, n_vocab)
+    return [token_string(tokenizer, i) for i in range(n)] + [""] * (n_vocab - n)
+
+
+def token_tooltip(tokenizer, token_id: int) -> str:
+    """One line about a token for a tooltip: "id 50256: special token <|endoftext|>",
+    "id 11: '␣Korea'"."""
+    if tokenizer is None or not 0 <= token_id < len(tokenizer):
+        return f"id {token_id}: no token of the tokenizer"
+    shown = display_token(tokenizer, token_id)
+    if is_special(tokenizer, token_id):
+        return f"id {token_id}: special token {shown}"
+    return f"id {token_id}: {shown!r}"
+
+
+def encode_text(tokenizer, text: str) -> list[int]:
+    """The ids of `text` itself: tokenizer.encode without the special tokens a tokenizer
+    adds on its own (OPT's leading </s>, a T5 tokenizer's trailing </s>)."""
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+# --------------------------------------------------------------------------- BOS
+
+
+def bos_id(tokenizer) -> int | None:
+    """The token prepended to a text ("prepend BOS"): the tokenizer's bos_token_id, else
+    its eos_token_id (GPT-2: <|endoftext|> is both; OPT: </s>); None when it has neither."""
+    if tokenizer is None:
+        return None
+    for attr in ("bos_token_id", "eos_token_id"):
+        value = getattr(tokenizer, attr, None)
+        if isinstance(value, int) and 0 <= value < len(tokenizer):
+            return value
+    return None
+
+
+def bos_description(tokenizer) -> str:
+    """The BOS token in words, for labels and messages: "<|endoftext|> (id 50256)"; says
+    why there is none otherwise."""
+    if tokenizer is None:
+        return "none (the model has no tokenizer)"
+    t = bos_id(tokenizer)
+    if t is None:
+        return "none (the tokenizer has neither a BOS nor an EOS token)"
+    kind = "BOS" if getattr(tokenizer, "bos_token_id", None) == t else "EOS, as it has no BOS"
+    return f"{display_token(tokenizer, t)} (id {t}, the tokenizer's {kind})"

@@ -22,7 +22,7 @@ from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame
-from detokgui.gui.text_source import text_source
+from detokgui.gui.text_source import bos_check, text_source
 
 TITLES = {"ee": "T_ee", "pp": "T_pp", "pe": "T_pe", "ep": "T_ep", "e": "T_e", "p": "T_p",
           "sum": "sum of the six terms", "predicted": "predicted softmax(sum/√d′)",
@@ -44,9 +44,9 @@ class Options:
     index: int = option(0, spin(  # corpus text number
         0, 10_000_000, "Which text of the corpus (0 = the first)", label="text #",
         tracking=False))
-    prepend: bool = option(False, check(
-        "prepend <|endoftext|>",
-        "Start the corpus text with <|endoftext|> (the authors' convention)"))
+    prepend: bool = option(False, bos_check(
+        "Start the corpus text with the model's BOS token (the tokenizer's bos_token, else\n"
+        "its eos_token: <|endoftext|> for GPT-2, the authors' convention; </s> for OPT)"))
     all_heads: bool = option(False, check(  # False: the nine matrices of the selected head
         "All heads", "Off: the nine matrices of the selected head.\n"
                      "On: one matrix for every head."))

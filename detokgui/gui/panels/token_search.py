@@ -30,7 +30,13 @@ from superqt.utils import signals_blocked
 from detokgui.core.encode import iter_encode
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Progress
-from detokgui.core.tokens import SPACE_MARK, display_token, vocabulary
+from detokgui.core.tokens import (
+    SPACE_MARK,
+    display_token,
+    is_special,
+    token_tooltip,
+    vocabulary,
+)
 from detokgui.gui.option_rows import OptionRow, combo, option
 from detokgui.gui.options import remember, remembered
 from detokgui.gui.panels.base import Panel, StatusLine
@@ -167,7 +173,18 @@ class Options:
 
 def _token_columns(first: str, state) -> list[Column]:
     return [Column(first, lambda r: r[0], "d"), Column("id", lambda r: r[1], "d"),
-            Column("token", lambda r: r[2] if len(r) > 2 else state.token_text(r[1]))]
+            Column("token", lambda r: r[2] if len(r) > 2 else state.token_text(r[1]),
+                   tooltip=lambda r: _special_tip(state, r[1]))]
+
+
+def _special_tip(state, token: int) -> str | None:
+    """A special token's cell says so ("id 50256: special token <|endoftext|>"); other
+    cells keep the table's own tooltip (None)."""
+    tok = state.layer.tokenizer if state.layer is not None else None
+    if not is_special(tok, token):
+        return None
+    return (token_tooltip(tok, token)
+            + "\nClick: select as query token. Shift+click: select as key token.")
 
 
 class TokenSearchPanel(Panel):

@@ -176,7 +176,9 @@ def tokens_of(layer, text: str, blank_ok: bool = False) -> list[int]:
         raise InputError(f"{layer.name} has no tokenizer files, so text cannot be tokenized.")
     if not check_text(text) or not (text if blank_ok else text.strip()):
         raise InputError("The text is empty.")
-    ids = layer.tokenizer.encode(text)
+    from detokgui.core.tokens import encode_text
+
+    ids = encode_text(layer.tokenizer, text)
     if not ids:
         raise InputError("The text has no tokens.")
     return ids

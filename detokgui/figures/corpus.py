@@ -30,7 +30,7 @@ from detokgui.core.corpus import iter_corpus_counts
 from detokgui.core.frequency import frequency_stats
 from detokgui.core.progress import Job
 from detokgui.core.progress import rescaled as _rescaled
-from detokgui.core.tokens import display_token, token_strings
+from detokgui.core.tokens import display_token, encode_text, token_strings
 from detokgui.figures import style
 from detokgui.figures.labels import footer, heads_text
 from detokgui.figures.registry import Drawn, FigureContext, figure
@@ -82,7 +82,7 @@ def roc_query(layer, c) -> tuple[int, str]:
     """The current token of Fig 2-C and why it was chosen (module docstring)."""
     tok = layer.tokenizer
     pos = PositiveSets.from_counts(c, layer)
-    ids = tok.encode(ROC_WORD)
+    ids = encode_text(tok, ROC_WORD)
     if len(ids) == 1 and pos.m[ids[0]] > 0:
         return int(ids[0]), "the paper's token"
     names = token_strings(tok, layer.n_vocab)

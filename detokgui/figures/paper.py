@@ -21,7 +21,7 @@ from detokgui.core import positional as pos
 from detokgui.core.affinity import SigmaChoice, affinity_block, topk_keys
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job
-from detokgui.core.tokens import display_token
+from detokgui.core.tokens import display_token, encode_text
 from detokgui.figures import style
 from detokgui.figures.labels import (
     POSITION_LABEL,
@@ -164,7 +164,7 @@ def fig2a(ctx: FigureContext) -> Drawn:
     hs = ctx.paper_heads((4, 7))
     queries = []
     for w in TOPK_WORDS:
-        ids = tok.encode(w)
+        ids = encode_text(tok, w)
         if ids:
             queries.append((w, ids[-1]))  # the word's last piece is the current token
     results = {q: topk_keys(layer, q, TOPK_K, SigmaChoice("mean"), hs) for _, q in queries}

@@ -54,9 +54,11 @@ def load_layer(name: str, device: str | None, report):
 
 def default_query(layer) -> int:
     """' Korea' (the paper's running example) when the tokenizer has it, else token 0."""
+    from detokgui.core.tokens import encode_text
+
     tok = layer.tokenizer
     if tok is not None:
-        ids = tok.encode(" Korea")
+        ids = encode_text(tok, " Korea")
         if len(ids) == 1 and ids[0] < layer.n_vocab:
             return ids[0]
     return 0

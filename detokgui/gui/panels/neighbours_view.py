@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 
 from detokgui.core import neighbours as N
 from detokgui.core.errors import InputError
-from detokgui.core.tokens import SPACE_MARK
+from detokgui.core.tokens import SPACE_MARK, encode_text
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
@@ -63,7 +63,7 @@ def single_token(layer, text: str, name: str) -> int:
         raise InputError("This model has no tokenizer, so text cannot be tokenized.")
     if not text:
         raise InputError(f"{name} is empty: type one token.")
-    ids = layer.tokenizer.encode(text.replace(SPACE_MARK, " "))
+    ids = encode_text(layer.tokenizer, text.replace(SPACE_MARK, " "))
     if len(ids) != 1:
         raise InputError(f"{name} {text!r} is {len(ids)} tokens; type a single token "
                          "(a leading space is part of a token: ' king' is not 'king').")

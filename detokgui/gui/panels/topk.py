@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 
 from detokgui.core import affinity
 from detokgui.core.tables import topk_table
+from detokgui.core.tokens import token_string
 from detokgui.gui.controls import bare_column
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.option_rows import OptionRow, combo, option, spin
@@ -32,10 +33,11 @@ BAR, SELECTED_BAR = pg.mkBrush("#4c72b0"), pg.mkBrush("#d62728")  # the selected
 
 
 def resulting_sequence(tokenizer, first: int, second: int) -> str:
-    """The two tokens decoded together, e.g. key ' North' + query ' Korea' -> ' North Korea'."""
+    """The two tokens' real strings joined, e.g. key ' North' + query ' Korea' ->
+    ' North Korea' (decode would drop a sentencepiece token's leading space)."""
     if tokenizer is None:
         return f"<{first}><{second}>"
-    text = tokenizer.decode([first, second], clean_up_tokenization_spaces=False)
+    text = token_string(tokenizer, first) + token_string(tokenizer, second)
     return text.replace("\n", "\\n")
 
 

@@ -82,9 +82,12 @@ def temperature(d_head: int, scale_attn_weights: bool = True) -> float:
     return math.sqrt(d_head) if scale_attn_weights else 1.0
 
 
-#: The softmax temperature in words, for help texts written before a model is loaded.
+#: The softmax temperature in words, for help texts written before a model is loaded
+#: (TEMPERATURE_NOTE: ASCII, for the command line; TEMPERATURE_HINT: tooltips).
 TEMPERATURE_NOTE = ("tau, the model's softmax temperature: sqrt(d') for GPT-2 and OPT, 1 for "
                     "GPT-Neo (it does not scale its scores)")
+TEMPERATURE_HINT = ("τ, the model's softmax temperature: √d′ for GPT-2 and OPT, 1 for GPT-Neo "
+                    "(it does not scale its scores)")
 
 #: Families whose attention never divides its scores (tau = 1 for every checkpoint).
 UNSCALED_FAMILIES = ("gpt_neo",)
@@ -294,6 +297,7 @@ __all__ = [
     "POSITION_SIGMA_LABELS",
     "TOKEN_SIGMAS",
     "TOKEN_SIGMA_LABELS",
+    "TEMPERATURE_HINT",
     "TEMPERATURE_NOTE",
     "T_E_CONVENTIONS",
     "SigmaChoice",

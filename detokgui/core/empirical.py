@@ -330,7 +330,8 @@ class EmpiricalAttention:
     empirical = mean over the `windows` texts longer than i of the model's attention
     alpha_{i,j,h}; predicted = `b3_prediction` (sigma per `convention`); pattern = mean
     over the same texts of the B4 positional pattern of the text's own token at i
-    (softmax_{j<=i}((T_ep + T_pp + T_p)/tau), key sigma = vocabulary mean)."""
+    (softmax_{j<=i}((T_ep + T_pp + T_p)/tau), key sigma = vocabulary mean); temperature =
+    the tau both divide by (`Layer0.temperature`)."""
 
     i: int
     heads: list[int]
@@ -341,6 +342,7 @@ class EmpiricalAttention:
     empirical: np.ndarray
     predicted: np.ndarray
     pattern: np.ndarray
+    temperature: float
 
     @property
     def j(self) -> np.ndarray:
@@ -389,6 +391,7 @@ def iter_empirical_attention(layer, texts: TextSource, i, heads=None,
         i=i, heads=hs, windows=len(tokens), texts=n_texts, convention=convention,
         source=texts.label(), empirical=_np(acc / len(tokens)),
         predicted=b3_prediction(layer, i, hs, convention), pattern=pattern,
+        temperature=float(layer.temperature),
     )
 
 
@@ -553,7 +556,8 @@ def kl_contributions(layer, token_ids, definition: str = "paper", heads=None) ->
 class KLContributions:
     """C3: c^X_{i,h} averaged over texts, contribution [len(heads), 6, L] (terms in
     TERM_NAMES order; NaN where no text is longer than i); texts[i] = how many texts
-    have more than i tokens; `definition` says which KL (DEFINITION_LABELS).
+    have more than i tokens; `definition` says which KL (DEFINITION_LABELS) and
+    `temperature` the tau its softmaxes divide by (`definition_temperature`).
     stderr: the standard error of each mean over the texts, sqrt(var / texts[i]) with
     the unbiased variance (NaN where fewer than two texts reach i)."""
 
@@ -564,6 +568,7 @@ class KLContributions:
     texts: np.ndarray
     n_texts: int
     source: str
+    temperature: float
     stderr: np.ndarray | None = None
 
     @property
@@ -604,7 +609,8 @@ def iter_kl(layer, texts: TextSource, definition: str = "paper", heads=None
     se[..., counts < 2] = torch.nan
     return KLContributions(
         definition=definition, heads=hs, terms=TERM_NAMES, contribution=_np(mean),
-        texts=_np(counts), n_texts=n_texts, source=texts.label(), stderr=_np(se),
+        texts=_np(counts), n_texts=n_texts, source=texts.label(),
+        temperature=float(definition_temperature(layer, definition)), stderr=_np(se),
     )
 
 

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from detokgui.core.atomic import atomic_folder, sweep_stale_parts
+from detokgui.core.conventions import temperature_label
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, rescaled, run
 from detokgui.core.tables import write_csv
 from detokgui.figures import style
-from detokgui.core.conventions import temperature_label
 from detokgui.figures.labels import model_name
 from detokgui.figures.registry import (
     DEFAULT_MAX_TEXTS,

@@ -7,8 +7,9 @@ drawn with the authors' conventions and layouts (their `plots/` and `visualize/`
 - Position terms: the "paper" convention of `core.positional` (key side E_v[1/sigma],
   query side sigma_i = vocabulary mean / max / min as three lines, 95% percentile bands
   over the vocabulary); the softmax is of the vocabulary-mean line divided by the model's
-  temperature tau (sqrt(d'); 1 for GPT-Neo), which every footer states. Query positions are the paper's (500; 50, 500, 1000), scaled to the model's
-  positions when it has fewer than 1024.
+  temperature tau (sqrt(d'); 1 for GPT-Neo), which every footer states. Query positions
+  are the paper's (500; 50, 500, 1000), scaled to the model's positions when it has fewer
+  than 1024.
 - Heads: the paper's (1 and 7; 4 and 7 for Fig 2-A; 0 for Fig 7) unless --heads.
 """
 

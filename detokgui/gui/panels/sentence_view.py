@@ -12,8 +12,8 @@ import numpy as np
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from detokgui.core import empirical
-from detokgui.core.empirical import SENTENCE_TERMS, TextSource
 from detokgui.core.conventions import temperature_label
+from detokgui.core.empirical import SENTENCE_TERMS, TextSource
 from detokgui.core.progress import Progress
 from detokgui.core.text_tables import sentence_values_table
 from detokgui.core.tokens import display_token

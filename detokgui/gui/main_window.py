@@ -22,6 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from detokgui.core.conventions import temperature_label
+from detokgui.core.families import family_label
 from detokgui.gui.banner import Banner
 from detokgui.gui.elided_label import ElidedLabel, StatusBar
 from detokgui.gui.jobs import JobRunner, dismantle, release_memory
@@ -40,6 +42,9 @@ NOTICE_MS = 15000  # how long a line the core logged stays in the status bar
 # remembered between sessions
 VIEW, GEOMETRY = "window/view", "window/geometry"
 RECENT, LAST_HUB, LAST_FOLDER = "models/recent", "models/last_hub", "models/last_folder"
+# The family of each recent model that loaded, as a flat list name, family, name, family...
+# (a key of its own: settings written before families existed still read as they were).
+RECENT_FAMILIES = "models/recent_families"
 
 
 def load_layer(name: str, device: str | None, report):
@@ -241,16 +246,34 @@ class MainWindow(QMainWindow):
         self.recent_menu.clear()
         recent = self.recent_models()
         for name in recent:
-            label = DEMO_LABELS.get(name, name)
-            self._action(self.recent_menu, label, lambda _=False, n=name: self.load_model(n))
+            self._action(self.recent_menu, self.recent_label(name),
+                         lambda _=False, n=name: self.load_model(n))
         self.recent_menu.setEnabled(bool(recent))
 
     def recent_models(self) -> list[str]:
         return remembered(RECENT, [])
 
-    def _remember(self, name: str) -> None:
-        recent = [name] + [r for r in self.recent_models() if r != name]
-        remember(RECENT, recent[:MAX_RECENT])
+    def recent_families(self) -> dict[str, str]:
+        """The family key ("gpt2", "gpt_neo", "opt") of each recent model that loaded since
+        families were remembered; older entries have none."""
+        flat = remembered(RECENT_FAMILIES, [])
+        return dict(zip(flat[0::2], flat[1::2]))
+
+    def recent_label(self, name: str) -> str:
+        """A recent model's menu entry: its name, and its family when known
+        ("gpt2 (GPT-2)")."""
+        label = DEMO_LABELS.get(name, name)
+        family = self.recent_families().get(name)
+        return f"{label} ({family_label(family)})" if family else label
+
+    def _remember(self, name: str, family: str | None = None) -> None:
+        recent = ([name] + [r for r in self.recent_models() if r != name])[:MAX_RECENT]
+        remember(RECENT, recent)
+        families = self.recent_families()
+        if family:
+            families[name] = family
+        remember(RECENT_FAMILIES, [x for r in recent if r in families
+                                   for x in (r, families[r])])
         self._fill_recent()
 
     # ------------------------------------------------------------------ model
@@ -278,7 +301,7 @@ class MainWindow(QMainWindow):
     def _loaded(self, name: str, layer) -> None:
         self.loading_name = None
         self.load_seconds = time.perf_counter() - self.load_started
-        self._remember(name)
+        self._remember(name, layer.family)
         if self.state.layer is None:  # defaults first: one round of computations, not three
             if self.state.query_token < 0:
                 self.state.set_query_token(default_query(layer))
@@ -317,8 +340,9 @@ class MainWindow(QMainWindow):
             text = "no model"
         else:
             took = f" | loaded in {self.load_seconds:.1f} s" if self.load_seconds else ""
-            text = (f"{layer.name} | {layer.device.type.upper()} | V={layer.n_vocab:,} "
-                    f"L={layer.n_positions} d={layer.d} H={layer.n_heads}{took}")
+            text = (f"{layer.name} | {layer.summary} | {layer.device.type.upper()} | "
+                    f"V={layer.n_vocab:,} L={layer.n_positions} d′={layer.d_head} | "
+                    f"{temperature_label(layer)}{took}")
         if self.loading_name is not None:
             loading = f"loading {DEMO_LABELS.get(self.loading_name, self.loading_name)}…"
             text = loading if layer is None else f"{loading} (showing {layer.name})"
@@ -333,7 +357,7 @@ class MainWindow(QMainWindow):
         self.head_spin.setRange(0, layer.n_heads - 1)
         self.head_spin.setValue(self.state.head)
         self.banner.dismiss()
-        self.setWindowTitle(f"detokgui — {layer.name}")
+        self.setWindowTitle(f"detokgui — {layer.name} ({layer.family_label})")
         self.show_message(f"Loaded {layer.name}", 5000)
 
     def ask_hub_model(self) -> None:

@@ -45,7 +45,7 @@ def bias_oracle(folder, i, sigma_mean: bool):
 
 
 BIAS_HEADER = ["head", "j", "t_p", "t_pp", "total", "softmax", "t_pp_lo", "t_pp_hi", "t_p_lo",
-               "t_p_hi", "convention", "sigma"]
+               "t_p_hi", "convention", "sigma", "temperature"]
 
 
 def paper_oracle(folder, i, sigma):

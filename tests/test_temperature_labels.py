@@ -55,6 +55,8 @@ def test_label_says_the_temperature_the_model_uses(tiny_layer, unscaled_layer):
     assert definition_label(tiny_layer, "paper").endswith("τ = √d′ = 4")
     assert definition_label(unscaled_layer, "paper").endswith(UNSCALED)
     assert "τ = 1 for every model" in definition_label(tiny_layer, "code")
+    assert temperature_label(unscaled_layer, short=True) == "τ = 1 (unscaled)"
+    assert temperature_label(tiny_layer, short=True) == "τ = √d′ = 4"
 
 
 def test_model_forward_pass_agrees_with_tau_one(unscaled_ckpt, unscaled_layer):

@@ -93,20 +93,23 @@ TEMPERATURE_HINT = ("τ, the model's softmax temperature: √d′ for GPT-2 and 
 UNSCALED_FAMILIES = ("gpt_neo",)
 
 
-def temperature_label(layer, ascii: bool = False) -> str:
+def temperature_label(layer, ascii: bool = False, short: bool = False) -> str:
     """Which tau the layer's softmax divides by, in one consistent wording:
 
         "τ = √d′ = 8"                               tau = sqrt(d') (GPT-2, OPT)
         "τ = 1: GPT-Neo does not scale its scores"  tau = 1 for the whole family
         "τ = 1: this GPT-2 does not scale its scores"  (scale_attn_weights = false)
 
-    `ascii` spells it "tau = sqrt(d') = 8" (command line, CSV). Labels write the
-    formula with "/ τ" and append this, e.g. "softmax(sum / τ), τ = √d′ = 8"."""
+    `ascii` spells it "tau = sqrt(d') = 8" (command line, CSV); `short` ends tau = 1 at
+    "τ = 1 (unscaled)" for narrow titles. Labels write the formula with "/ τ" and append
+    this, e.g. "softmax(sum / τ), τ = √d′ = 8"."""
     tau, d_head = float(layer.temperature), int(layer.d_head)
     t, root = ("tau", "sqrt(d')") if ascii else ("τ", "√d′")
     value = f"{tau:.4g}"
     if math.isclose(tau, math.sqrt(d_head)) and d_head != 1:
         return f"{t} = {root} = {value}"
+    if tau == 1.0 and short:
+        return f"{t} = 1 (unscaled)"
     if tau == 1.0:
         family = getattr(layer, "family", "")
         label = getattr(layer, "family_label", "the model")

@@ -56,6 +56,12 @@ def load_layer(name: str, device: str | None, report):
     return layer
 
 
+def with_family(name: str, family: str) -> str:
+    """"gpt2 (GPT-2)": a model's name and its family, unless the name already says it
+    (the demo models' names do) or the family is not known ("")."""
+    return f"{name} ({family})" if family and family not in name else name
+
+
 def default_query(layer) -> int:
     """' Korea' (the paper's running example) when the tokenizer has it, else token 0."""
     tok = layer.tokenizer
@@ -262,9 +268,8 @@ class MainWindow(QMainWindow):
     def recent_label(self, name: str) -> str:
         """A recent model's menu entry: its name, and its family when known
         ("gpt2 (GPT-2)")."""
-        label = DEMO_LABELS.get(name, name)
         family = self.recent_families().get(name)
-        return f"{label} ({family_label(family)})" if family else label
+        return with_family(DEMO_LABELS.get(name, name), family_label(family) if family else "")
 
     def _remember(self, name: str, family: str | None = None) -> None:
         recent = ([name] + [r for r in self.recent_models() if r != name])[:MAX_RECENT]
@@ -340,9 +345,9 @@ class MainWindow(QMainWindow):
             text = "no model"
         else:
             took = f" | loaded in {self.load_seconds:.1f} s" if self.load_seconds else ""
-            text = (f"{layer.name} | {layer.summary} | {layer.device.type.upper()} | "
-                    f"V={layer.n_vocab:,} L={layer.n_positions} d′={layer.d_head} | "
-                    f"{temperature_label(layer)}{took}")
+            text = (f"{layer.name} | {layer.summary}, {temperature_label(layer)} | "
+                    f"{layer.device.type.upper()} | V={layer.n_vocab:,} L={layer.n_positions} "
+                    f"d′={layer.d_head}{took}")
         if self.loading_name is not None:
             loading = f"loading {DEMO_LABELS.get(self.loading_name, self.loading_name)}…"
             text = loading if layer is None else f"{loading} (showing {layer.name})"
@@ -357,7 +362,7 @@ class MainWindow(QMainWindow):
         self.head_spin.setRange(0, layer.n_heads - 1)
         self.head_spin.setValue(self.state.head)
         self.banner.dismiss()
-        self.setWindowTitle(f"detokgui — {layer.name} ({layer.family_label})")
+        self.setWindowTitle(f"detokgui — {with_family(layer.name, layer.family_label)}")
         self.show_message(f"Loaded {layer.name}", 5000)
 
     def ask_hub_model(self) -> None:

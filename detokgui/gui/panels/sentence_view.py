@@ -234,7 +234,7 @@ class SentenceViewPanel(Panel):
     def _title(self, m: str) -> str:
         """The matrix's name; the prediction's says which temperature it divides by."""
         if m == "predicted" and self.layer is not None:
-            return f"{TITLES[m]}, {temperature_label(self.layer)}"
+            return f"{TITLES[m]}, {temperature_label(self.layer, short=True)}"
         return TITLES[m]
 
     def _nine(self) -> list[Heatmap]:

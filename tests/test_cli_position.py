@@ -134,6 +134,7 @@ def test_export_bias_paper_query_sigma(tiny_ckpt, tmp_path, capsys, sigma):
                                    "--out", str(out))
     assert code == 0, err
     assert f"query side sigma_i = vocabulary {sigma}" in stdout
+    assert "softmax / tau, tau = sqrt(d') = 4" in stdout  # d' = 16
     oracle, H = paper_oracle(tiny_ckpt, 40, sigma)
     check_bias_rows(read_csv(out), oracle, H, 40, "paper", sigma)
 

@@ -45,7 +45,7 @@ def bias_oracle(folder, i, sigma_mean: bool):
 
 
 BIAS_HEADER = ["head", "j", "t_p", "t_pp", "total", "softmax", "t_pp_lo", "t_pp_hi", "t_p_lo",
-               "t_p_hi", "convention", "sigma"]
+               "t_p_hi", "convention", "sigma", "temperature"]
 
 
 def paper_oracle(folder, i, sigma):
@@ -134,6 +134,7 @@ def test_export_bias_paper_query_sigma(tiny_ckpt, tmp_path, capsys, sigma):
                                    "--out", str(out))
     assert code == 0, err
     assert f"query side sigma_i = vocabulary {sigma}" in stdout
+    assert "softmax / tau, tau = sqrt(d') = 4" in stdout  # d' = 16
     oracle, H = paper_oracle(tiny_ckpt, 40, sigma)
     check_bias_rows(read_csv(out), oracle, H, 40, "paper", sigma)
 

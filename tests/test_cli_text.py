@@ -76,7 +76,8 @@ def test_export_empirical(tiny_ckpt, tiny_layer, model, tmp_path):
                 str(i), "--max-texts", "12", "--out", str(out))
     assert r.returncode == 0, r.stderr
     rows = read_csv(out)
-    assert list(rows[0]) == ["head", "j", "empirical", "predicted", "windows", "convention"]
+    assert list(rows[0]) == ["head", "j", "empirical", "predicted", "windows", "convention",
+                             "temperature"]
     assert len(rows) == 4 * (i + 1)
     windows = [w for w in first_windows(tiny_layer.tokenizer, 12, 128) if len(w) > i]
     expect = torch.stack([model_attention(model, w)[:, i, : i + 1] for w in windows]).mean(0)
@@ -97,7 +98,10 @@ def test_export_kl(tiny_ckpt, tiny_layer, tmp_path, capsys, definition):
         "--max-texts", "3", "--prepend-eos", "--definition", definition, "--out", str(out))
     assert code == 0, err
     rows = read_csv(out)
-    assert list(rows[0]) == ["head", "i", "term", "contribution", "texts", "definition"]
+    assert list(rows[0]) == ["head", "i", "term", "contribution", "texts", "definition",
+                             "temperature"]
+    tau = tiny_layer.temperature if definition == "paper" else 1.0
+    assert {float(r["temperature"]) for r in rows} == {tau}
     eos = tiny_layer.tokenizer.eos_token_id
     windows = first_windows(tiny_layer.tokenizer, 3, 128, eos=eos)
     per = [em.kl_contributions(tiny_layer, w, definition).double() for w in windows]

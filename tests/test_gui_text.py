@@ -146,7 +146,7 @@ def test_empirical_vs_predicted(window, qtbot, tmp_path):
     panel.frame.export(tmp_path / "e.csv")
     rows = read_csv(tmp_path / "e.csv")
     assert list(rows[0]) == ["head", "j", "empirical", "predicted", "pattern", "windows",
-                             "convention"]
+                             "convention", "temperature"]
     assert len(rows) == len(heads) * 21 and {r["convention"] for r in rows} == {"mean-sigma"}
 
     panel.default_button.click()

@@ -41,8 +41,9 @@ def test_sentence_and_kl_tables(tiny_layer):
     assert np.allclose([r[4] for r in mine], [r[4] for r in theirs], atol=1e-6)
     res = em.kl(tiny_layer, em.TextSource.tokens(WINDOWS), "paper", heads=[1])
     header, rows = rows_of(kl_table(res))
-    assert header[-2:] == ["texts", "definition"] and len(rows) == 6 * 9
-    for h, i, term, c, texts, definition in rows:
+    assert header[-3:] == ["texts", "definition", "temperature"] and len(rows) == 6 * 9
+    for h, i, term, c, texts, definition, tau in rows:
+        assert tau == tiny_layer.temperature
         assert (h, definition) == (1, "paper") and texts == (2 if i < 5 else 1)
         assert c == res.line(1, term)[i]
 
@@ -50,12 +51,14 @@ def test_sentence_and_kl_tables(tiny_layer):
 def test_empirical_and_normalisation_tables(tiny_layer):
     res = em.empirical_attention(tiny_layer, em.TextSource.tokens(WINDOWS), 6, heads=[0, 3])
     header, rows = rows_of(empirical_table(res))
-    assert header == ["head", "j", "empirical", "predicted", "windows", "convention"]
+    assert header == ["head", "j", "empirical", "predicted", "windows", "convention",
+                      "temperature"]
     assert len(rows) == 2 * 7 and {r[4] for r in rows} == {1}
+    assert {r[6] for r in rows} == {tiny_layer.temperature}
     assert [r[2] for r in rows[7:]] == res.empirical[1].tolist()
     header, rows = rows_of(empirical_table(res, pattern=True))
     assert header == ["head", "j", "empirical", "predicted", "pattern", "windows",
-                      "convention"]
+                      "convention", "temperature"]
     assert [r[4] for r in rows[7:]] == res.pattern[1].tolist()
     norm = ci.normalisation(tiny_layer, em.TextSource.tokens(WINDOWS), [1])
     header, rows = rows_of(normalisation_table(norm))

@@ -41,12 +41,13 @@ def _check_bias(args, shape):
 )
 def export_bias(args, layer):
     from detokgui.core.checks import check_position
-    from detokgui.core.conventions import convention_label
+    from detokgui.core.conventions import convention_label, temperature_label
     from detokgui.core.tables import bias_table, write_csv
 
     table = bias_table(layer, check_position(layer, args.position), args.sigma, args.convention)
     n = write_csv(args.out, table)
-    print(f"convention: {convention_label(args.convention, args.sigma)}")
+    print(f"convention: {convention_label(args.convention, args.sigma)}; softmax / tau, "
+          f"{temperature_label(layer, ascii=True)}")
     return n
 
 

@@ -71,10 +71,13 @@ def export_empirical(args, layer):
 
 
 def _kl_args(p):
+    from detokgui.core.conventions import TEMPERATURE_NOTE
+
     _corpus_args(p)
     p.add_argument("--definition", choices=("paper", "code"), default="paper",
-                   help="paper: KL(P||Q) with sqrt(d') (eq 18-21, default); code: the "
-                        "authors' script, KL(Q||P) averaged over j, no sqrt(d')")
+                   help="paper: KL(P||Q) of softmaxes divided by tau (eq 18-21, default; "
+                        f"{TEMPERATURE_NOTE}); code: the authors' script, KL(Q||P) averaged "
+                        "over j of the raw scores (tau = 1 for every model)")
     p.add_argument("--out", required=True, help="CSV file")
 
 

@@ -14,7 +14,7 @@ contextual head the query token's own part T_ee is small, so
     alpha_{n,j,h} ~ pos_h(n, j) f_h(t_j) / N_h(n),   N_h(n) = sum_{j<=n} pos_h(n, j) f_h(t_j)
 with pos_h the B4 pattern of the query token t_n at n (key sigma = vocabulary mean) and the
 content factor
-    f_h(x) = exp((qbar_h + bq_h) . (e_x Wk_h) / (s_x sqrt(d')))                   (T_pe + T_e)
+    f_h(x) = exp((qbar_h + bq_h) . (e_x Wk_h) / (s_x tau))                        (T_pe + T_e)
 where qbar_h = p_n Wq_h / sbar_n at a chosen query position n, or by default its mean over
 all positions (sbar_n = vocabulary-mean sigma at n). A head is "contextual" in that study
 when N_h(n) is nearly the same number for every text and position (`iter_normalisation`
@@ -121,7 +121,7 @@ def content_factor(layer, heads=None, position=None) -> ContentFactor:
 @torch.no_grad()
 def text_patterns(layer, token_ids, heads=None) -> torch.Tensor:
     """The B4 positional pattern at every query position of a text, [h, n, n]:
-    pos_h(i, j) = softmax_{j<=i}((T_ep + T_pp + T_p)(i, j) / sqrt(d')) with the query's
+    pos_h(i, j) = softmax_{j<=i}((T_ep + T_pp + T_p)(i, j) / tau) with the query's
     own sigma(e_{t_i} + p_i) and key sigma = vocabulary mean at j."""
     from detokgui.core.positional import position_factors
     from detokgui.core.sigma import sequence_sigma

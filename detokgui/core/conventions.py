@@ -5,8 +5,12 @@ S[v, j] = sigma(e_v + p_j) is the LayerNorm scale of token v at position j
 (`sigma.SigmaStats.table`, [V, L]), W^QK_h = Wq_h Wk_h^T, d' the head size.
 
 Temperature. Scores are divided by
-    tau = sqrt(d')   (1 when the model was trained with scale_attn_weights=False)
-before the softmax (`temperature`, `Layer0.temperature`).
+    tau = sqrt(d')   (GPT-2, OPT)
+    tau = 1          (GPT-Neo, and a GPT-2 trained with scale_attn_weights=False)
+before the softmax (`temperature`, `Layer0.temperature`). Every label that shows a softmax
+writes "/ tau" and says which tau the loaded model uses (`temperature_label`: "τ = √d′ = 8",
+"τ = 1: GPT-Neo does not scale its scores"); text written before a model is known says
+`TEMPERATURE_NOTE`.
 
 Token sigma (token-only views: T_ee, top-k, A4-A6; docs/math/sigma.md#token-only-views),
 `SigmaChoice`:
@@ -76,6 +80,42 @@ def _check_position(layer, pos) -> int:
 def temperature(d_head: int, scale_attn_weights: bool = True) -> float:
     """tau = sqrt(d') when the model scales its attention weights, else 1."""
     return math.sqrt(d_head) if scale_attn_weights else 1.0
+
+
+#: The softmax temperature in words, for help texts written before a model is loaded
+#: (TEMPERATURE_NOTE: ASCII, for the command line; TEMPERATURE_HINT: tooltips).
+TEMPERATURE_NOTE = ("tau, the model's softmax temperature: sqrt(d') for GPT-2 and OPT, 1 for "
+                    "GPT-Neo (it does not scale its scores)")
+TEMPERATURE_HINT = ("τ, the model's softmax temperature: √d′ for GPT-2 and OPT, 1 for GPT-Neo "
+                    "(it does not scale its scores)")
+
+#: Families whose attention never divides its scores (tau = 1 for every checkpoint).
+UNSCALED_FAMILIES = ("gpt_neo",)
+
+
+def temperature_label(layer, ascii: bool = False, short: bool = False) -> str:
+    """Which tau the layer's softmax divides by, in one consistent wording:
+
+        "τ = √d′ = 8"                               tau = sqrt(d') (GPT-2, OPT)
+        "τ = 1: GPT-Neo does not scale its scores"  tau = 1 for the whole family
+        "τ = 1: this GPT-2 does not scale its scores"  (scale_attn_weights = false)
+
+    `ascii` spells it "tau = sqrt(d') = 8" (command line, CSV); `short` ends tau = 1 at
+    "τ = 1 (unscaled)" for narrow titles. Labels write the formula with "/ τ" and append
+    this, e.g. "softmax(sum / τ), τ = √d′ = 8"."""
+    tau, d_head = float(layer.temperature), int(layer.d_head)
+    t, root = ("tau", "sqrt(d')") if ascii else ("τ", "√d′")
+    value = f"{tau:.4g}"
+    if math.isclose(tau, math.sqrt(d_head)) and d_head != 1:
+        return f"{t} = {root} = {value}"
+    if tau == 1.0 and short:
+        return f"{t} = 1 (unscaled)"
+    if tau == 1.0:
+        family = getattr(layer, "family", "")
+        label = getattr(layer, "family_label", "the model")
+        who = label if family in UNSCALED_FAMILIES else f"this {label}"
+        return f"{t} = 1: {who} does not scale its scores"
+    return f"{t} = {value}"
 
 
 # --------------------------------------------------------------------------- token sigma
@@ -258,6 +298,8 @@ __all__ = [
     "POSITION_CONVENTION_LABELS",
     "POSITION_SIGMAS",
     "POSITION_SIGMA_LABELS",
+    "TEMPERATURE_HINT",
+    "TEMPERATURE_NOTE",
     "TOKEN_SIGMAS",
     "TOKEN_SIGMA_LABELS",
     "T_E_CONVENTIONS",
@@ -273,6 +315,7 @@ __all__ = [
     "position_sigma",
     "sigma_stats_job",
     "temperature",
+    "temperature_label",
     "token_sigmas",
     "token_sigmas_of",
 ]

@@ -4,12 +4,13 @@ contribution measured by KL divergence.
 
 Notation: docs/math/notation.md; for a token sequence t_0..t_{n-1}, head h, query i, key j <= i,
 s = T_ee + T_pp + T_pe + T_ep + T_e + T_p (the six terms of `core.terms`) and
-alpha_{i,j,h} = softmax_{j<=i}(s / sqrt(d')).
+alpha_{i,j,h} = softmax_{j<=i}(s / tau), tau = `Layer0.temperature` (sqrt(d'), or 1 for
+a model that does not scale its scores, e.g. GPT-Neo).
 
 The model's own attention (`forward`) is computed independently of the decomposition,
 from the RAW checkpoint tensors the way GPT-2 does it:
     x = E[t] + P[:n];  u = ln_1(x);  [q | k | v] = u W_attn + b_attn  (split into heads)
-    alpha = softmax_{j<=i}(q_i k_j^T / sqrt(d'));  z = alpha v;  a = z W_O + b_O
+    alpha = softmax_{j<=i}(q_i k_j^T / tau);  z = alpha v;  a = z W_O + b_O
     r = x + a;  m = ln_2(r) W_fc + b_fc   (the MLP pre-activation)
 
 "Texts" (C2, C3, C5) are the windows of a corpus (`core.documents.corpus_windows`: one
@@ -39,6 +40,7 @@ from detokgui.core.conventions import (
     inverse_sigma_job,
     position_key_weights,
     sigma_stats_job,
+    temperature_label,
 )
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, rescaled, run
@@ -222,7 +224,7 @@ class SentenceData:
     """C1 for one token sequence, arrays [len(heads), n, n] (query i, key j), float32.
 
     terms[name] for the six terms and "sum" (NaN above the diagonal, where no score is
-    used); predicted = softmax_{j<=i}(sum / sqrt(d')); actual = the model's own attention
+    used); predicted = softmax_{j<=i}(sum / tau); actual = the model's own attention
     (`forward`); both zero above the diagonal. max_abs_diff[h] = max_{i,j} |predicted -
     actual|, the built-in exactness check (about 1e-6 in float32)."""
 
@@ -308,7 +310,7 @@ def b3_prediction(layer, i, heads=None,
                   convention: str = DEFAULT_POSITION_CONVENTION) -> np.ndarray:
     """The weight-based prediction of the attention at query position i
     (docs/math/text-side.md#c2-empirical-attention),
-    softmax_{j<=i}((T_pp + T_p) / sqrt(d')), as [len(heads), i+1], with sigma per
+    softmax_{j<=i}((T_pp + T_p) / tau), as [len(heads), i+1], with sigma per
     `convention` (see CONVENTION_LABELS). Needs the sigma table."""
     from detokgui.core.positional import position_factors, positional_bias
 
@@ -330,7 +332,8 @@ class EmpiricalAttention:
     empirical = mean over the `windows` texts longer than i of the model's attention
     alpha_{i,j,h}; predicted = `b3_prediction` (sigma per `convention`); pattern = mean
     over the same texts of the B4 positional pattern of the text's own token at i
-    (softmax_{j<=i}((T_ep + T_pp + T_p)/sqrt(d')), key sigma = vocabulary mean)."""
+    (softmax_{j<=i}((T_ep + T_pp + T_p)/tau), key sigma = vocabulary mean); temperature =
+    the tau both divide by (`Layer0.temperature`)."""
 
     i: int
     heads: list[int]
@@ -341,6 +344,7 @@ class EmpiricalAttention:
     empirical: np.ndarray
     predicted: np.ndarray
     pattern: np.ndarray
+    temperature: float
 
     @property
     def j(self) -> np.ndarray:
@@ -389,6 +393,7 @@ def iter_empirical_attention(layer, texts: TextSource, i, heads=None,
         i=i, heads=hs, windows=len(tokens), texts=n_texts, convention=convention,
         source=texts.label(), empirical=_np(acc / len(tokens)),
         predicted=b3_prediction(layer, i, hs, convention), pattern=pattern,
+        temperature=float(layer.temperature),
     )
 
 
@@ -449,14 +454,33 @@ def iter_attention_rows(layer, texts: TextSource, i, heads=None) -> Job[Attentio
 DEFINITIONS = ("paper", "code")
 DEFINITION_LABELS = {
     "paper": "paper eq 18-21: c = KL(P || Q) = sum_{j<=i} P_j log(P_j/Q_j), "
-             "P = softmax((s - T_X)/sqrt(d')), Q = softmax(s/sqrt(d'))",
+             "P = softmax((s - T_X)/tau), Q = softmax(s/tau), tau = the model's temperature "
+             "(sqrt(d'); 1 for GPT-Neo)",
     "code": "authors' code: c = (1/(i+1)) sum_{j<=i} Q_j log(Q_j/P_j), "
-            "P = softmax(s - T_X), Q = softmax(s) (no sqrt(d'))",
+            "P = softmax(s - T_X), Q = softmax(s): raw scores, tau = 1 for every model",
 }
+#: The definitions in a few words (plot titles, combo boxes); `definition_label` adds the
+#: temperature the loaded model uses.
+DEFINITION_SHORT = {"paper": "paper eq 18-21: KL(P ‖ Q) of softmax(· / τ)",
+                    "code": "authors' code: mean over j of KL(Q ‖ P), raw scores (τ = 1 for "
+                            "every model)"}
 
 
 def check_definition(definition: str) -> str:
     return check_choice("KL definition", definition, DEFINITIONS)
+
+
+def definition_temperature(layer, definition: str) -> float:
+    """The tau a KL definition divides the scores by: the model's temperature for
+    "paper", 1 for "code" (the authors' script never scales)."""
+    return layer.temperature if check_definition(definition) == "paper" else 1.0
+
+
+def definition_label(layer, definition: str) -> str:
+    """`DEFINITION_SHORT`, with the loaded model's tau for "paper"
+    ("paper eq 18-21: KL(P ‖ Q) of softmax(· / τ), τ = √d′ = 8")."""
+    short = DEFINITION_SHORT[check_definition(definition)]
+    return f"{short}, {temperature_label(layer)}" if definition == "paper" else short
 
 
 #: Query rows per block in `kl_contributions`: a block of rows i in [a, b) needs only the
@@ -469,7 +493,8 @@ def kl_contributions(layer, token_ids, definition: str = "paper", heads=None) ->
     """c^X_{i,h} for one text, [len(heads), 6, n] (terms in TERM_NAMES order), with s the
     sum of the six terms, T_X one of them and softmaxes over j <= i:
 
-      "paper" (eq 18-21): P = softmax((s - T_X)/tau), Q = softmax(s/tau), tau = sqrt(d'),
+      "paper" (eq 18-21): P = softmax((s - T_X)/tau), Q = softmax(s/tau), tau = the
+          model's temperature (`Layer0.temperature`: sqrt(d'), 1 for GPT-Neo),
           c = KL(P || Q) = sum_j P_j (log P_j - log Q_j)
             = -(1/tau) sum_j P_j T_X[j] - lse((s - T_X)/tau) + lse(s/tau)
       "code" (the authors' script): P = softmax(s - T_X), Q = softmax(s),
@@ -487,7 +512,7 @@ def kl_contributions(layer, token_ids, definition: str = "paper", heads=None) ->
     ids = layer.check_token_ids(token_ids)
     hs = check_heads(layer, heads)
     n = ids.shape[0]
-    tau = layer.temperature if definition == "paper" else 1.0
+    tau = definition_temperature(layer, definition)
     dev, dt = ids.device, layer.dtype
     lo = math.log(torch.finfo(dt).tiny) + 2.0  # exp(lo) stays clear of subnormals
     f = term_factors(layer, ids, hs)
@@ -533,7 +558,8 @@ def kl_contributions(layer, token_ids, definition: str = "paper", heads=None) ->
 class KLContributions:
     """C3: c^X_{i,h} averaged over texts, contribution [len(heads), 6, L] (terms in
     TERM_NAMES order; NaN where no text is longer than i); texts[i] = how many texts
-    have more than i tokens; `definition` says which KL (DEFINITION_LABELS).
+    have more than i tokens; `definition` says which KL (DEFINITION_LABELS) and
+    `temperature` the tau its softmaxes divide by (`definition_temperature`).
     stderr: the standard error of each mean over the texts, sqrt(var / texts[i]) with
     the unbiased variance (NaN where fewer than two texts reach i)."""
 
@@ -544,6 +570,7 @@ class KLContributions:
     texts: np.ndarray
     n_texts: int
     source: str
+    temperature: float
     stderr: np.ndarray | None = None
 
     @property
@@ -584,7 +611,8 @@ def iter_kl(layer, texts: TextSource, definition: str = "paper", heads=None
     se[..., counts < 2] = torch.nan
     return KLContributions(
         definition=definition, heads=hs, terms=TERM_NAMES, contribution=_np(mean),
-        texts=_np(counts), n_texts=n_texts, source=texts.label(), stderr=_np(se),
+        texts=_np(counts), n_texts=n_texts, source=texts.label(),
+        temperature=float(definition_temperature(layer, definition)), stderr=_np(se),
     )
 
 

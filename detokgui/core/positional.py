@@ -6,7 +6,9 @@ position. For a query position i and key positions j <= i, per head h:
 
     T_p(j)     = b^QK_h p_j^T / s_j                          position self-assertion  (B1)
     T_pp(i, j) = (p_i Wq_h)(p_j Wk_h)^T / (s_i s_j)          position-position        (B2)
-    bias(i, j) = softmax_{j<=i}((T_pp + T_p) / sqrt(d'))      positional bias          (B3)
+    bias(i, j) = softmax_{j<=i}((T_pp + T_p) / tau)           positional bias          (B3)
+
+with tau = `Layer0.temperature` (sqrt(d'); 1 for a model that does not scale its scores).
 
 Position-only views need a sigma per position: `convention` "paper" (the default) or
 "mean-sigma" with `sigma` "mean" | "max" | "min" | "none", as defined in
@@ -306,7 +308,7 @@ class PositionalPattern:
 @torch.no_grad()
 def positional_pattern(layer, token, n, heads=None,
                        convention: str = DEFAULT_POSITION_CONVENTION) -> PositionalPattern:
-    """softmax_{j<=n}((T_ep + T_pp + T_p) / sqrt(d')) for query token `token` at position n;
+    """softmax_{j<=n}((T_ep + T_pp + T_p) / tau) for query token `token` at position n;
     key weights w_j by `convention` (see `PositionalPattern`)."""
     from detokgui.core.sigma import sigma as _sigma
 

@@ -111,19 +111,20 @@ def heatmap_table(layer, values: torch.Tensor, heads, query_ids, key_ids) -> Tab
 
 
 BIAS_COLUMNS = ["head", "j", "t_p", "t_pp", "total", "softmax", "t_pp_lo", "t_pp_hi", "t_p_lo",
-                "t_p_hi", "convention", "sigma"]
+                "t_p_hi", "convention", "sigma", "temperature"]
 
 
 def bias_table(layer, i: int, sigma: str = "mean",
                convention: str = DEFAULT_POSITION_CONVENTION) -> Table:
-    """head,j,t_p,t_pp,total,softmax,t_pp_lo,t_pp_hi,t_p_lo,t_p_hi,convention,sigma at query
-    position i for keys j <= i (docs/math/position-side.md#b3-positional-bias,
-    `positional.positional_bias` with bands).
+    """head,j,t_p,t_pp,total,softmax,t_pp_lo,t_pp_hi,t_p_lo,t_p_hi,convention,sigma,
+    temperature at query position i for keys j <= i
+    (docs/math/position-side.md#b3-positional-bias, `positional.positional_bias` with bands).
 
     convention "paper" (the authors' figures) or "mean-sigma"; sigma = the vocabulary
     mean/max/min of sigma(e_v + p_i) (query side only under "paper"), or none (raw).
     *_lo/*_hi: the 95% percentile interval over the vocabulary of the per-token values.
-    The last two columns say which convention the row shows ("none" without LayerNorm)."""
+    convention and sigma say which convention the row shows ("none" without LayerNorm);
+    temperature is the tau the softmax divides by (`Layer0.temperature`)."""
     from detokgui.core.positional import positional_bias
 
     b = positional_bias(layer, i, sigma, convention=convention, bands=True)
@@ -133,7 +134,8 @@ def bias_table(layer, i: int, sigma: str = "mean",
     def rows():
         for r, h in enumerate(b.heads):
             for j in range(b.i + 1):
-                yield (h, j, *(float(c[r][j]) for c in cols), b.convention, b.sigma)
+                yield (h, j, *(float(c[r][j]) for c in cols), b.convention, b.sigma,
+                       float(b.temperature))
 
     return list(BIAS_COLUMNS), rows()
 
@@ -201,11 +203,12 @@ def position_band_table(layer, heads=None,
 
 def bias_lines_table(layer, i: int, sigmas=("mean", "max", "min"), heads=None,
                      convention: str = DEFAULT_POSITION_CONVENTION) -> Table:
-    """head,i,sigma,j,t_p,t_pp,total,softmax,convention: `positional.positional_bias` at
+    """head,i,sigma,j,t_p,t_pp,total,softmax,convention,temperature:
+    `positional.positional_bias` at
     query position i for each position sigma in `sigmas`
     (docs/math/position-side.md#b2-position-position-term, B3), only the rows
     of `heads`, under `convention` ("paper" or "mean-sigma"; "none" in the last column
-    for sigma "none")."""
+    for sigma "none"; temperature = the tau of the softmax)."""
     from detokgui.core.positional import positional_bias
 
     results = [positional_bias(layer, i, s, heads, convention, bands=False) for s in sigmas]
@@ -215,9 +218,11 @@ def bias_lines_table(layer, i: int, sigmas=("mean", "max", "min"), heads=None,
             cols = [b.t_p.tolist(), b.t_pp.tolist(), b.total.tolist(), b.softmax.tolist()]
             for r, h in enumerate(b.heads):
                 for j in range(b.i + 1):
-                    yield (h, b.i, b.sigma, j, *(float(c[r][j]) for c in cols), b.convention)
+                    yield (h, b.i, b.sigma, j, *(float(c[r][j]) for c in cols), b.convention,
+                           float(b.temperature))
 
-    return ["head", "i", "sigma", "j", "t_p", "t_pp", "total", "softmax", "convention"], rows()
+    return ["head", "i", "sigma", "j", "t_p", "t_pp", "total", "softmax", "convention",
+            "temperature"], rows()
 
 
 def position_variance_table(layer) -> Table:
@@ -250,11 +255,11 @@ def last_positions_table(layer, count: int = 5, heads=None) -> Table:
 
 
 def pattern_table(layer, result, heads=None, cols: int | None = None) -> Table:
-    """head,query_id,query_token,n,j,grid_row,grid_col,t_ep,t_pp,t_p,score,pattern,convention
-    for a `positional.PositionalPattern` (docs/math/position-side.md#b4-positional-pattern);
+    """head,query_id,query_token,n,j,grid_row,grid_col,t_ep,t_pp,t_p,score,pattern,convention,
+    temperature for a `positional.PositionalPattern` (docs/math/position-side.md#b4-positional-pattern);
     grid_row/grid_col place j on the grid of
-    `positional.pattern_grid` with `cols` columns (default ceil(sqrt(n+1))); the last
-    column names the key-sigma convention."""
+    `positional.pattern_grid` with `cols` columns (default ceil(sqrt(n+1))); convention
+    names the key-sigma convention, temperature the tau the pattern's softmax divides by."""
     import math
 
     m = result.n + 1
@@ -269,10 +274,11 @@ def pattern_table(layer, result, heads=None, cols: int | None = None) -> Table:
             vals = [a[r].tolist() for a in arrays]
             for j in range(m):
                 yield (h, result.token, token, result.n, j, j // c, j % c,
-                       *(float(v[j]) for v in vals), result.convention)
+                       *(float(v[j]) for v in vals), result.convention, tau)
 
+    tau = float(layer.temperature)
     return ["head", "query_id", "query_token", "n", "j", "grid_row", "grid_col", "t_ep",
-            "t_pp", "t_p", "score", "pattern", "convention"], rows()
+            "t_pp", "t_p", "score", "pattern", "convention", "temperature"], rows()
 
 
 def head_classification_table(result) -> Table:

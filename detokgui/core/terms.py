@@ -7,7 +7,8 @@ For query position i (token t_i) and key position j, head h, with s_i = sigma(e_
     T_pe = (p_i Wq)(e_j Wk)^T / (s_i s_j)     T_ep = (e_i Wq)(p_j Wk)^T / (s_i s_j)
     T_e  = b^QK e_j^T / s_j                   T_p  = b^QK p_j^T / s_j
 
-and alpha = softmax_{j<=i}(sum / sqrt(d')). The query-side constants dropped here
+and alpha = softmax_{j<=i}(sum / tau), tau = `Layer0.temperature` (sqrt(d'), or 1 for a
+model that does not scale its scores, e.g. GPT-Neo). The query-side constants dropped here
 (see `query_constants`) are the same for every j and cancel in the softmax.
 """
 
@@ -145,5 +146,5 @@ def causal_softmax(s: torch.Tensor, temperature: float) -> torch.Tensor:
 
 
 def attention(layer, token_ids) -> torch.Tensor:
-    """alpha[h, i, j] = softmax_{j<=i}(sum of six terms / sqrt(d')), [H, n, n]."""
+    """alpha[h, i, j] = softmax_{j<=i}(sum of six terms / tau), [H, n, n]."""
     return causal_softmax(scores(layer, token_ids), layer.temperature)

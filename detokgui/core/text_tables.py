@@ -24,7 +24,7 @@ def token_text(tokenizer, token_id: int) -> str:
 
 def sentence_table(layer, token_ids, heads=None) -> Table:
     """head,i,j,term,value for j <= i: the six terms ee..p, their sum, the predicted
-    attention softmax(sum / sqrt(d')) and the model's actual attention
+    attention softmax(sum / tau) and the model's actual attention
     (docs/math/text-side.md#c1-sentence-view). Computed
     one head at a time while the rows are written."""
     from detokgui.core.checks import check_heads
@@ -61,11 +61,12 @@ def sentence_values_table(heads, values) -> Table:
 
 
 def empirical_table(result, pattern: bool = False) -> Table:
-    """head,j,empirical,predicted,windows,convention for an `empirical.EmpiricalAttention`
-    (docs/math/text-side.md#c2-empirical-attention): mean attention at query position i over
-    `windows` texts longer than i, and
-    the weight-based prediction under `convention`. With `pattern`, a column "pattern"
-    after "predicted" holds the mean B4 positional pattern of the same texts."""
+    """head,j,empirical,predicted,windows,convention,temperature for an
+    `empirical.EmpiricalAttention` (docs/math/text-side.md#c2-empirical-attention): mean
+    attention at query position i over `windows` texts longer than i, and the weight-based
+    prediction under `convention`, a softmax divided by `temperature` (tau). With
+    `pattern`, a column "pattern" after "predicted" holds the mean B4 positional pattern of
+    the same texts."""
     emp, pred, pat = result.empirical.tolist(), result.predicted.tolist(), result.pattern.tolist()
 
     def rows():
@@ -73,16 +74,17 @@ def empirical_table(result, pattern: bool = False) -> Table:
             for j in range(result.i + 1):
                 extra = (float(pat[r][j]),) if pattern else ()
                 yield (h, j, float(emp[r][j]), float(pred[r][j]), *extra, result.windows,
-                       result.convention)
+                       result.convention, float(result.temperature))
 
     return ["head", "j", "empirical", "predicted", *(["pattern"] if pattern else []),
-            "windows", "convention"], rows()
+            "windows", "convention", "temperature"], rows()
 
 
 def kl_table(result) -> Table:
-    """head,i,term,contribution,texts,definition for an `empirical.KLContributions`
-    (docs/math/text-side.md#c3-six-term-contribution); only positions i that some text reaches
-    (texts = how many)."""
+    """head,i,term,contribution,texts,definition,temperature for an
+    `empirical.KLContributions` (docs/math/text-side.md#c3-six-term-contribution); only
+    positions i that some text reaches (texts = how many); temperature = the tau the
+    definition's softmaxes divide by (1 for "code")."""
     c = result.contribution.tolist()
     texts = result.texts.tolist()
 
@@ -91,9 +93,10 @@ def kl_table(result) -> Table:
             for x, term in enumerate(result.terms):
                 for i, k in enumerate(texts):
                     if k:
-                        yield (h, i, term, float(c[r][x][i]), int(k), result.definition)
+                        yield (h, i, term, float(c[r][x][i]), int(k), result.definition,
+                               float(result.temperature))
 
-    return ["head", "i", "term", "contribution", "texts", "definition"], rows()
+    return ["head", "i", "term", "contribution", "texts", "definition", "temperature"], rows()
 
 
 def neuron_table(layer, result) -> Table:

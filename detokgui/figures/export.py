@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from detokgui.core.atomic import atomic_folder, sweep_stale_parts
+from detokgui.core.conventions import temperature_label
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job, Progress, rescaled, run
 from detokgui.core.tables import write_csv
@@ -206,8 +207,9 @@ def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureReco
     lines = [
         "# Figures exported by detokgui",
         "",
-        (f"- model: `{model_name(layer)}` (V = {layer.n_vocab}, L = {layer.n_positions}, "
-        f"d = {layer.d}, {layer.n_heads} heads, d' = {layer.d_head})"),
+        (f"- model: `{model_name(layer)}`, {layer.family_label} (V = {layer.n_vocab}, "
+         f"L = {layer.n_positions}, d = {layer.d}, {layer.n_heads} heads, d' = {layer.d_head}; "
+         f"softmax temperature {temperature_label(layer)})"),
         f"- corpus: {corpus_text}",
         (f"- texts: the corpus figures count tokens and bigrams over the whole corpus; the "
          f"text figures (observed attention, KL contributions) read its first {max_texts} "

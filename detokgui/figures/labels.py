@@ -1,10 +1,12 @@
-"""The words the figures share: the model's name, the heads and query positions shown,
-the footer's parts that say so (see `style.new_figure`), the T_ee heatmaps' symbol."""
+"""The words the figures share: the model's name, family and softmax temperature, the
+heads and query positions shown, the footer's parts that say so (see `style.new_figure`),
+the T_ee heatmaps' symbol."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from detokgui.core.conventions import temperature_label
 from detokgui.figures.registry import FigureContext
 
 POSITION_LABEL = "Past token position ($j$)"
@@ -34,6 +36,18 @@ def tee_symbol(h: int, raw: bool) -> str:
             else rf"$T^{{\mathrm{{ee}}}}_{{i,j,{h}}}$")
 
 
+def model_text(layer) -> str:
+    """The model as footers and the index name it: "gpt2 (GPT-2, d=768, 12 heads,
+    τ = √d′ = 8)" (`Layer0.summary`, `conventions.temperature_label`)."""
+    return f"{model_name(layer)} ({layer.summary}, {temperature_label(layer)})"
+
+
+def with_temperature(ctx: FigureContext, convention: str) -> str:
+    """A softmax figure's conventions (index.md) with the temperature this model uses."""
+    return f"{convention}; {temperature_label(ctx.layer)}"
+
+
 def footer(ctx: FigureContext, *parts) -> list[str]:
-    """The footer's parts (see `style.new_figure`): the model, then what this figure shows."""
-    return [model_name(ctx.layer), *parts]
+    """The footer's parts (see `style.new_figure`): the model (`model_text`), then what
+    this figure shows."""
+    return [model_text(ctx.layer), *parts]

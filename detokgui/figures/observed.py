@@ -2,7 +2,7 @@
 `fig03e_observed`: the model's layer-0 attention alpha_{i,j,h} at query position i, mean
 and 95% percentile interval over the corpus windows longer than i
 (`core.empirical.iter_attention_rows`), against the prediction
-softmax_j((T_pp + T_p)/sqrt(d')) in the paper convention (`core.empirical.b3_prediction`),
+softmax_j((T_pp + T_p)/tau) in the paper convention (`core.empirical.b3_prediction`),
 drawn over the last `ZOOM_KEYS` keys j = i-15..i as the paper's panel (485..500)."""
 
 from __future__ import annotations

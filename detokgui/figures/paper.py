@@ -6,9 +6,10 @@ drawn with the authors' conventions and layouts (their `plots/` and `visualize/`
   red-white-blue around 0, colour bar on top, the sample index on both axes.
 - Position terms: the "paper" convention of `core.positional` (key side E_v[1/sigma],
   query side sigma_i = vocabulary mean / max / min as three lines, 95% percentile bands
-  over the vocabulary); the softmax is of the vocabulary-mean line with temperature
-  sqrt(d'). Query positions are the paper's (500; 50, 500, 1000), scaled to the model's
-  positions when it has fewer than 1024.
+  over the vocabulary); the softmax is of the vocabulary-mean line divided by the model's
+  temperature tau (sqrt(d'); 1 for GPT-Neo), which every footer states. Query positions
+  are the paper's (500; 50, 500, 1000), scaled to the model's positions when it has fewer
+  than 1024.
 - Heads: the paper's (1 and 7; 4 and 7 for Fig 2-A; 0 for Fig 7) unless --heads.
 """
 
@@ -29,6 +30,7 @@ from detokgui.figures.labels import (
     heads_text,
     position_note,
     tee_symbol,
+    with_temperature,
 )
 from detokgui.figures.observed import draw_observed, observed
 from detokgui.figures.registry import Drawn, FigureContext, FigureSkipped, figure
@@ -39,6 +41,7 @@ PAPER_POSITION = ("paper convention (authors' code): key side E_v[1/σ(e_v+p_j)]
                   "percentile interval over the vocabulary v of the per-token values")
 PAPER_POSITION_SHORT = ("σ: paper convention, key E_v[1/σ(e_v+p_j)], query σ_i = mean/max/min "
                         "over v; band 95% PI over v")
+SOFTMAX_CONVENTION = PAPER_POSITION + "; softmax of the vocabulary-mean line / τ"
 TOKEN_SIGMA = ("σ per token = mean over positions of σ(e_v+p_j), the authors' code (float32 "
                "here; their Table 1 used float16, so near-ties may order differently)")
 SIGMA_I_LABELS = {"mean": r"mean $\sigma_i$", "max": r"max $\sigma_i$", "min": r"min $\sigma_i$"}
@@ -61,7 +64,7 @@ def _tp_tpp(i, h):
 
 def _softmax(i, h):
     return (rf"$\mathrm{{softmax}}_j\,(T^{{\mathrm{{pp}}}}_{{{i},j,{h}}}"
-            rf"+T^{{\mathrm{{p}}}}_{{j,{h}}})/\sqrt{{d'}}$")
+            rf"+T^{{\mathrm{{p}}}}_{{j,{h}}})/\tau$")
 
 
 # --------------------------------------------------------------------------- data
@@ -73,7 +76,8 @@ def _lines(ctx: FigureContext, i: int, hs) -> dict[str, pos.PositionalBias]:
 
 
 BIAS_COLUMNS = ["head", "i", "sigma_i", "j", "t_p", "t_p_lo", "t_p_hi", "t_pp", "t_pp_lo",
-                "t_pp_hi", "total", "total_lo", "total_hi", "softmax", "convention"]
+                "t_pp_hi", "total", "total_lo", "total_hi", "softmax", "convention",
+                "temperature"]
 
 
 def _bias_table(results: list[pos.PositionalBias]):
@@ -84,7 +88,8 @@ def _bias_table(results: list[pos.PositionalBias]):
             arrays = [a.tolist() for a in arrays]
             for r, h in enumerate(b.heads):
                 for j in range(b.i + 1):
-                    yield (h, b.i, b.sigma, j, *(float(a[r][j]) for a in arrays), b.convention)
+                    yield (h, b.i, b.sigma, j, *(float(a[r][j]) for a in arrays), b.convention,
+                           float(b.temperature))
 
     return list(BIAS_COLUMNS), rows()
 
@@ -357,6 +362,7 @@ def fig3(ctx: FigureContext) -> Job[Drawn]:
     elif why:
         notes += f"; {why}"
     return Drawn(fig, _bias_table(list(lines.values())), notes=notes,
+                 convention=with_temperature(ctx, PAPER_POSITION + "; E as fig03e_observed"),
                  uses_corpus=obs is not None)
 
 
@@ -400,7 +406,7 @@ def fig3b(ctx: FigureContext) -> Drawn:
 
 @figure("fig03cd_tp_tpp", paper="Fig 3-C, 3-D",
         title="T_pp + T_p at i = 500 before and after the softmax (heads 1 and 7)",
-        convention=PAPER_POSITION + "; softmax of the vocabulary-mean line / sqrt(d')")
+        convention=SOFTMAX_CONVENTION)
 def fig3cd(ctx: FigureContext) -> Drawn:
     hs = ctx.paper_heads((1, 7))
     i = ctx.paper_position(500)
@@ -418,6 +424,7 @@ def fig3cd(ctx: FigureContext) -> Drawn:
         style.top_legend(fig, axes[0, 0])
         _xlabels(axes)
     return Drawn(fig, _bias_table(list(lines.values())),
+                 convention=with_temperature(ctx, SOFTMAX_CONVENTION),
                  notes=f"{heads_text(hs)}; {position_note(ctx, [500], [i])}")
 
 
@@ -518,7 +525,9 @@ def fig9(ctx: FigureContext) -> Drawn:
 
 
 @figure("fig10_softmax_all_heads", paper="Fig 10",
-        title="softmax_j (T_pp + T_p) / sqrt(d') at i = 50, 500, 1000, every head",
-        convention=PAPER_POSITION + "; softmax of the vocabulary-mean line / sqrt(d')")
+        title="softmax_j (T_pp + T_p) / τ at i = 50, 500, 1000, every head",
+        convention=SOFTMAX_CONVENTION)
 def fig10(ctx: FigureContext) -> Drawn:
-    return _per_head_grid(ctx, _draw_softmax, 0)
+    drawn = _per_head_grid(ctx, _draw_softmax, 0)
+    drawn.convention = with_temperature(ctx, SOFTMAX_CONVENTION)
+    return drawn

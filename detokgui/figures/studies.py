@@ -1,7 +1,7 @@
 """Key figures of the two layer-0 studies that need only the weights:
 
 - "contextual circuit" (B4): every head's positional pattern
-  softmax_{j<=n}((T_ep + T_pp + T_p)/sqrt(d')), averaged over a seeded sample of query
+  softmax_{j<=n}((T_ep + T_pp + T_p)/tau), averaged over a seeded sample of query
   tokens at n = 399 (400 keys: a 20 x 20 grid, j row by row, the query bottom right), with
   the head's class from `core.positional.iter_classify_heads`;
 - "layer 0 by hand" (B6): the position embedding's dimensions P[:, k] as curves, grouped
@@ -17,7 +17,7 @@ from detokgui.core import neurons as nr
 from detokgui.core import positional as pos
 from detokgui.core.progress import Job, rescaled
 from detokgui.figures import style
-from detokgui.figures.labels import footer
+from detokgui.figures.labels import footer, with_temperature
 from detokgui.figures.registry import Drawn, FigureContext, FigureSkipped, figure
 from detokgui.figures.style import TEXT_IN
 
@@ -25,11 +25,14 @@ PATTERN_FLOOR = 1e-4  # the colour scale's lower end (log scale)
 CURVES_PER_GROUP = 4
 
 
+B4_CONVENTION = ("B4: softmax / τ, query sigma exact, key sigma = vocabulary mean (mean-sigma); "
+                 "pattern averaged over the classification's sampled query tokens")
+
+
 @figure("study_b4_positional_patterns", paper="B4 (contextual circuit)",
         title="Positional pattern of every head at query position 399 as a 20 x 20 grid, "
               "with the head classification",
-        convention="B4: query sigma exact, key sigma = vocabulary mean (mean-sigma); pattern "
-                   "averaged over the classification's sampled query tokens")
+        convention=B4_CONVENTION)
 def b4_patterns(ctx: FigureContext) -> Job[Drawn]:
     res = yield from ctx.memo("b4.classification", lambda: pos.iter_classify_heads(ctx.layer))
     grids = pos.pattern_grid(res.mean_pattern)  # [H, rows, cols]
@@ -63,11 +66,13 @@ def b4_patterns(ctx: FigureContext) -> Job[Drawn]:
         c = grids.shape[2]
         for r, h in enumerate(res.heads):
             for j, v in enumerate(res.mean_pattern[r].tolist()):
-                yield (h, res.labels[r], res.n, j, j // c, j % c, float(v))
+                yield (h, res.labels[r], res.n, j, j // c, j % c, float(v), tau)
 
-    header = ["head", "label", "n", "j", "grid_row", "grid_col", "mean_pattern"]
+    tau = float(ctx.layer.temperature)
+    header = ["head", "label", "n", "j", "grid_row", "grid_col", "mean_pattern", "temperature"]
     notes = f"n = {res.n}; " + "; ".join(f"{h}: {lab}" for h, lab in zip(res.heads, res.labels))
-    return Drawn(fig, (header, table_rows()), notes=notes)
+    return Drawn(fig, (header, table_rows()), notes=notes,
+                 convention=with_temperature(ctx, B4_CONVENTION))
 
 
 @figure("study_b6_pe_neurons", paper="B6 (layer 0 by hand)",

@@ -5,7 +5,8 @@
   positions as the weight-only figures do) against its weight-only prediction
   (`figures.observed`).
 - Fig 4 / 13: the contribution C^X_{i,h} of each of the six terms per query position
-  (`core.empirical.iter_kl`, the paper's equation KL(P || Q) with sqrt(d')), the mean
+  (`core.empirical.iter_kl`, the paper's equation KL(P || Q) of softmaxes divided by the
+  model's temperature tau), the mean
   over windows with its 95% confidence interval (mean ± 1.96 standard errors), on a log
   axis; i = 0 (one key: every contribution is 0) and the last position are left out,
   as in the authors' plot.
@@ -17,11 +18,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from detokgui.core.empirical import DEFINITION_LABELS, iter_kl
+from detokgui.core.empirical import (
+    DEFINITION_LABELS,
+    DEFINITION_SHORT,
+    definition_temperature,
+    iter_kl,
+)
 from detokgui.core.progress import Job
 from detokgui.core.terms import TERM_NAMES
 from detokgui.figures import style
-from detokgui.figures.labels import POSITION_LABEL, footer, heads_text, position_note
+from detokgui.figures.labels import (
+    POSITION_LABEL,
+    footer,
+    heads_text,
+    position_note,
+    with_temperature,
+)
 from detokgui.figures.observed import ZOOM_KEYS, draw_observed, observed
 from detokgui.figures.registry import DEFAULT_MAX_TEXTS, Drawn, FigureContext, figure
 from detokgui.figures.style import COLUMN_IN, TEXT_IN
@@ -32,7 +44,7 @@ KL_CONVENTION = (f"{DEFINITION_LABELS[KL_DEFINITION]}; mean over texts with 95% 
                  f"i = 0 and the last position left out; {CAP}")
 FIG3E_CONVENTION = ("observed: the model's layer-0 attention, mean and 95% percentile interval "
                     "over the corpus windows longer than i; prediction: paper convention (key "
-                    "E_v[1/σ(e_v+p_j)], query σ_i = vocabulary mean) softmax / sqrt(d'); the "
+                    "E_v[1/σ(e_v+p_j)], query σ_i = vocabulary mean) softmax / τ; the "
                     f"last {ZOOM_KEYS} keys; {CAP}")
 TERM_TEX = {"ee": "ee", "pp": "pp", "pe": "pe", "ep": "ep", "e": "e", "p": "p"}
 
@@ -71,14 +83,16 @@ def fig3e(ctx: FigureContext) -> Job[Drawn]:
 
     def table():
         m, a, b, p = obs.mean.tolist(), obs.lo.tolist(), obs.hi.tolist(), obs.pred.tolist()
+        tau = float(ctx.layer.temperature)
         for r, h in enumerate(hs):
             for jj in range(i + 1):
                 yield (h, i, jj, m[r][jj], a[r][jj], b[r][jj], p[r][jj], obs.rows.windows,
-                       "paper")
+                       "paper", tau)
 
     header = ["head", "i", "j", "observed_mean", "observed_lo", "observed_hi", "predicted",
-              "windows", "convention"]
-    return Drawn(fig, (header, table()), convention=_with_cap(ctx, FIG3E_CONVENTION),
+              "windows", "convention", "temperature"]
+    return Drawn(fig, (header, table()),
+                 convention=with_temperature(ctx, _with_cap(ctx, FIG3E_CONVENTION)),
                  notes=f"{heads_text(hs)}; {position_note(ctx, [500], [i])}; "
                        f"{obs.rows.windows} windows of {obs.rows.texts} read")
 
@@ -114,7 +128,7 @@ def _kl_figure(ctx: FigureContext, hs, width: float, ncols: int, panel_aspect: f
         fig, axes = style.new_figure(
             width, nrows * width / ncols * panel_aspect + 0.3, nrows, ncols, sharex=True,
             footer=footer(ctx, f"{res.n_texts} windows: {_windows_note(ctx)}",
-                          "KL(P || Q) per the paper's eq 18-21 (with sqrt(d'))",
+                          DEFINITION_SHORT[KL_DEFINITION],
                           "band: mean ± 1.96 SE over texts"))
         for ax, h in zip(axes.flat, hs):
             lowest = np.inf
@@ -134,6 +148,8 @@ def _kl_figure(ctx: FigureContext, hs, width: float, ncols: int, panel_aspect: f
             ax.set_xlabel("Present token position ($i$)")
         style.top_legend(fig, axes.flat[0], ncols=6, fontsize=style.FOOTER_PT + 1)
 
+    tau = float(definition_temperature(ctx.layer, res.definition))
+
     def rows():
         c, se = res.contribution.tolist(), res.stderr.tolist()
         texts = res.texts.tolist()
@@ -144,11 +160,12 @@ def _kl_figure(ctx: FigureContext, hs, width: float, ncols: int, panel_aspect: f
                     if k:
                         m, s = c[r][x][ii], se[r][x][ii]
                         yield (h, ii, term, m, s, m - 1.96 * s, m + 1.96 * s, int(k),
-                               res.definition)
+                               res.definition, tau)
 
     header = ["head", "i", "term", "contribution", "stderr", "ci_lo", "ci_hi", "texts",
-              "definition"]
-    return Drawn(fig, (header, rows()), convention=_with_cap(ctx, KL_CONVENTION),
+              "definition", "temperature"]
+    return Drawn(fig, (header, rows()),
+                 convention=with_temperature(ctx, _with_cap(ctx, KL_CONVENTION)),
                  notes=f"{heads_text(hs)}; {res.n_texts} windows")
 
 

@@ -23,6 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from detokgui.core.conventions import temperature_label
+from detokgui.core.families import family_label
 from detokgui.gui.banner import Banner
 from detokgui.gui.elided_label import ElidedLabel, StatusBar
 from detokgui.gui.jobs import JobRunner, dismantle, release_memory
@@ -41,6 +43,9 @@ NOTICE_MS = 15000  # how long a line the core logged stays in the status bar
 # remembered between sessions
 VIEW, GEOMETRY = "window/view", "window/geometry"
 RECENT, LAST_HUB, LAST_FOLDER = "models/recent", "models/last_hub", "models/last_folder"
+# The family of each recent model that loaded, as a flat list name, family, name, family...
+# (a key of its own: settings written before families existed still read as they were).
+RECENT_FAMILIES = "models/recent_families"
 
 
 def load_layer(name: str, device: str | None, report):
@@ -50,6 +55,12 @@ def load_layer(name: str, device: str | None, report):
     layer = Layer0.from_pretrained(name, device=device, progress=lambda f, m: report(0.7 * f, m))
     layer.sigma_stats(progress=lambda f, m: report(0.7 + 0.3 * f, m))
     return layer
+
+
+def with_family(name: str, family: str) -> str:
+    """"gpt2 (GPT-2)": a model's name and its family, unless the name already says it
+    (the demo models' names do) or the family is not known ("")."""
+    return f"{name} ({family})" if family and family not in name else name
 
 
 def default_query(layer) -> int:
@@ -245,16 +256,33 @@ class MainWindow(QMainWindow):
         self.recent_menu.clear()
         recent = self.recent_models()
         for name in recent:
-            label = DEMO_LABELS.get(name, name)
-            self._action(self.recent_menu, label, lambda _=False, n=name: self.load_model(n))
+            self._action(self.recent_menu, self.recent_label(name),
+                         lambda _=False, n=name: self.load_model(n))
         self.recent_menu.setEnabled(bool(recent))
 
     def recent_models(self) -> list[str]:
         return remembered(RECENT, [])
 
-    def _remember(self, name: str) -> None:
-        recent = [name] + [r for r in self.recent_models() if r != name]
-        remember(RECENT, recent[:MAX_RECENT])
+    def recent_families(self) -> dict[str, str]:
+        """The family key ("gpt2", "gpt_neo", "opt") of each recent model that loaded since
+        families were remembered; older entries have none."""
+        flat = remembered(RECENT_FAMILIES, [])
+        return dict(zip(flat[0::2], flat[1::2]))
+
+    def recent_label(self, name: str) -> str:
+        """A recent model's menu entry: its name, and its family when known
+        ("gpt2 (GPT-2)")."""
+        family = self.recent_families().get(name)
+        return with_family(DEMO_LABELS.get(name, name), family_label(family) if family else "")
+
+    def _remember(self, name: str, family: str | None = None) -> None:
+        recent = ([name] + [r for r in self.recent_models() if r != name])[:MAX_RECENT]
+        remember(RECENT, recent)
+        families = self.recent_families()
+        if family:
+            families[name] = family
+        remember(RECENT_FAMILIES, [x for r in recent if r in families
+                                   for x in (r, families[r])])
         self._fill_recent()
 
     # ------------------------------------------------------------------ model
@@ -282,7 +310,7 @@ class MainWindow(QMainWindow):
     def _loaded(self, name: str, layer) -> None:
         self.loading_name = None
         self.load_seconds = time.perf_counter() - self.load_started
-        self._remember(name)
+        self._remember(name, layer.family)
         if self.state.layer is None:  # defaults first: one round of computations, not three
             if self.state.query_token < 0:
                 self.state.set_query_token(default_query(layer))
@@ -322,8 +350,9 @@ class MainWindow(QMainWindow):
             text = "no model"
         else:
             took = f" | loaded in {self.load_seconds:.1f} s" if self.load_seconds else ""
-            text = (f"{layer.name} | {layer.device.type.upper()} | V={layer.n_vocab:,} "
-                    f"L={layer.n_positions} d={layer.d} H={layer.n_heads}{took}")
+            text = (f"{layer.name} | {layer.summary}, {temperature_label(layer)} | "
+                    f"{layer.device.type.upper()} | V={layer.n_vocab:,} L={layer.n_positions} "
+                    f"d′={layer.d_head}{took}")
         if self.loading_name is not None:
             loading = f"loading {DEMO_LABELS.get(self.loading_name, self.loading_name)}…"
             text = loading if layer is None else f"{loading} (showing {layer.name})"
@@ -338,7 +367,7 @@ class MainWindow(QMainWindow):
         self.head_spin.setRange(0, layer.n_heads - 1)
         self.head_spin.setValue(self.state.head)
         self.banner.dismiss()
-        self.setWindowTitle(f"detokgui — {layer.name}")
+        self.setWindowTitle(f"detokgui — {with_family(layer.name, layer.family_label)}")
         self.show_message(f"Loaded {layer.name}", 5000)
 
     def ask_hub_model(self) -> None:

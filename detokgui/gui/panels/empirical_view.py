@@ -1,6 +1,6 @@
 """C2 Empirical vs predicted attention (the paper's Fig 3-E): the model's attention at
 query position i averaged over the corpus windows longer than i, next to the weight-based
-prediction of B3, softmax_{j<=i}((T_pp + T_p)/sqrt(d')), and the mean B4 positional
+prediction of B3, softmax_{j<=i}((T_pp + T_p)/tau), and the mean B4 positional
 pattern of the same texts, per head."""
 
 from __future__ import annotations
@@ -17,7 +17,11 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.core import empirical
-from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION, POSITION_CONVENTIONS
+from detokgui.core.conventions import (
+    DEFAULT_POSITION_CONVENTION,
+    POSITION_CONVENTIONS,
+    temperature_label,
+)
 from detokgui.core.empirical import CONVENTION_LABELS, TextSource
 from detokgui.core.text_tables import empirical_table
 from detokgui.gui.corpus_hint import CorpusHint
@@ -166,7 +170,8 @@ class EmpiricalPanel(CorpusGridPanel):
         self.grid.set_title(
             f"<b>Observed vs predicted attention</b> {'(log<sub>10</sub>) ' if o.log else ''}"
             f"at i = {i} (Fig 3-E) — black: mean over {res.windows} windows · colour: "
-            f"position-only prediction ({res.convention} convention) · dashed: mean "
+            f"position-only prediction softmax((T<sub>pp</sub> + T<sub>p</sub>) / τ) "
+            f"({res.convention} convention, {temperature_label(self.layer)}) · dashed: mean "
             "positional pattern")
         self.status.setText(
             f"i = {i} · {res.windows} of {res.texts} windows are longer than i ({res.source})"

@@ -13,7 +13,13 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QVBoxLayout
 
 from detokgui.core import empirical
-from detokgui.core.empirical import DEFINITION_LABELS, DEFINITIONS, TextSource
+from detokgui.core.empirical import (
+    DEFINITION_LABELS,
+    DEFINITION_SHORT,
+    DEFINITIONS,
+    TextSource,
+    definition_label,
+)
 from detokgui.core.terms import TERM_NAMES
 from detokgui.core.text_tables import kl_table
 from detokgui.gui.corpus_hint import CorpusHint
@@ -26,8 +32,6 @@ from detokgui.gui.terms import TERM_COLORS, term_legend
 from detokgui.gui.text_source import max_texts_option, prepend_option, text_source
 from detokgui.gui.view_ranges import data_range, stable_range
 
-SHORT = {"paper": "paper eq 18-21: KL(P ‖ Q) with √d′",
-         "code": "authors' code: mean over j of KL(Q ‖ P), no √d′"}
 LOG_FLOOR = 1e-12
 
 
@@ -35,7 +39,7 @@ LOG_FLOOR = 1e-12
 class Options:
     heads: str = option("all", custom(HeadChooser))  # which heads are drawn (all computed)
     definition: str = option("paper", combo(
-        ((d, SHORT[d]) for d in DEFINITIONS),
+        ((d, DEFINITION_SHORT[d]) for d in DEFINITIONS),
         "\n".join(DEFINITION_LABELS[d] for d in DEFINITIONS), label="definition"))
     max_texts: int = max_texts_option(20)
     prepend: bool = prepend_option()
@@ -136,7 +140,7 @@ class KLPanel(CorpusGridPanel):
                 cell.set_curve(t, x, vals[r, k])
         self.grid.set_title(f"<b>Six-term contribution</b> {'log<sub>10</sub> ' if log else ''}"
                             f"c<sup>X</sup><sub>i,h</sub> over query position i (Fig 4) — "
-                            f"{SHORT[res.definition]}"
+                            f"{definition_label(self.layer, res.definition)}"
                             f" — {term_legend(res.terms)}")
         self.status.setText(f"{res.label} · mean over {res.n_texts} texts ({res.source}) · "
                             "hover to read values, click to choose i")
@@ -148,7 +152,7 @@ class KLPanel(CorpusGridPanel):
         c = res.contribution[res.heads.index(h), :, i]
         return (f"head {h} · i = {i} ({int(res.texts[i])} texts) · "
                 + " · ".join(f"{t} {num(float(v))}" for t, v in zip(res.terms, c))
-                + f" · {SHORT[res.definition]}")
+                + f" · {definition_label(self.layer, res.definition)}")
 
     def table(self):
         return kl_table(self.result) if self.result is not None else None

@@ -1,7 +1,7 @@
 """B1-B3 Positional bias (the paper's Fig 3-A..D, 8-10): for every visible head, T_p over
 key position j with its band over the vocabulary (or raw, without LayerNorm), T_pp(i, j)
 at the query position i for the mean / max / min sigma of the query position, and
-T_pp + T_p with its softmax at temperature sqrt(d'). One query-position slider drives
+T_pp + T_p with its softmax at the model's temperature tau. One query-position slider drives
 every plot; a window control zooms on the last w keys before i (Fig 3-E).
 
 The sigma convention (core.conventions): "paper" (the authors' figures, the default: keys
@@ -25,7 +25,12 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import signals_blocked
 
-from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION, POSITION_SIGMAS
+from detokgui.core.conventions import (
+    DEFAULT_POSITION_CONVENTION,
+    POSITION_SIGMAS,
+    TEMPERATURE_HINT,
+    temperature_label,
+)
 from detokgui.core.positional import (
     PositionalBias,
     PositionBiasBand,
@@ -67,8 +72,8 @@ FRAMES = (
     ("total", "Positional bias T_pp + T_p", "T_pp + T_p",
      "T_pp + T_p at the query position (Fig 3-C)"),
     ("softmax", "Positional bias softmax", "softmax",
-     ("softmax over j <= i of (T_pp + T_p) / sqrt(d'): attention from position alone "
-     "(Fig 3-D, 10)")),
+     ("softmax over j <= i of (T_pp + T_p) / τ: attention from position alone "
+      f"(Fig 3-D, 10); {TEMPERATURE_HINT}")),
 )
 
 
@@ -367,8 +372,8 @@ class PositionalBiasPanel(Panel):
         self._draw_one(grid, "softmax", res.b3.softmax, res.i, J, xr, a, b, zero_based=True,
                        min_fill=0.25)
         grid.set_title(f"<b>Attention from position</b> softmax<sub>j≤i</sub>((T<sub>pp</sub>"
-                       f" + T<sub>p</sub>) / √d′), i = {res.i}, √d′ = "
-                       f"{num(res.b3.temperature)} (Fig 3-D) — {_sigma_note(res)}")
+                       f" + T<sub>p</sub>) / τ), i = {res.i}, {temperature_label(self.layer)}"
+                       f" (Fig 3-D) — {_sigma_note(res)}")
 
     @staticmethod
     def _draw_one(grid, name, values, i, J, xr, a, b, **range_kw) -> None:

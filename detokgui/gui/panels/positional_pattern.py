@@ -1,5 +1,5 @@
 """B4 Positional pattern ("contextual circuit"): for the selected query token x at the
-selected query position n, softmax_{j<=n}((T_ep + T_pp + T_p) / sqrt(d')) with the key
+selected query position n, softmax_{j<=n}((T_ep + T_pp + T_p) / tau) with the key
 weights of the position convention (paper, the default: E_v[1/sigma(e_v+p_j)]; or
 1/mean_v sigma(e_v+p_j)) — the attention if every past token were average — as a line
 over j and laid out on a near-square grid (20 x 20 at n = 399); below it, every head
@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.core import positional
-from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
+from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION, temperature_label
 from detokgui.core.tables import pattern_table
 from detokgui.gui.controls import bare_column
 from detokgui.gui.flow_layout import FlowLayout
@@ -196,8 +196,8 @@ class PositionalPatternPanel(Panel):
             self.status.setText(
                 f"x = {self.state.token_text(res.token)} at n = {res.n}: "
                 f"σ(e_x + p_n) = {num(res.query_sigma)}; key weights "
-                f"{KEY_WEIGHTS[res.convention]}; temperature √d' = "
-                f"{num(self.layer.temperature)}")
+                f"{KEY_WEIGHTS[res.convention]}; softmax / τ, "
+                f"{temperature_label(self.layer)}")
         self._draw_line(res)
         self._draw_grid(res)
 

@@ -1,5 +1,5 @@
 """C1 Sentence view: for the typed text (or one text of the corpus) and a head, the six term
-matrices T_ee..T_p, their sum, the predicted attention softmax_{j<=i}(sum / sqrt(d')) and
+matrices T_ee..T_p, their sum, the predicted attention softmax_{j<=i}(sum / tau) and
 the model's own layer-0 attention from a forward pass, with max |predicted - actual| as a
 built-in exactness check; or one of these matrices for every head."""
 
@@ -12,6 +12,7 @@ import numpy as np
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from detokgui.core import empirical
+from detokgui.core.conventions import temperature_label
 from detokgui.core.empirical import SENTENCE_TERMS, TextSource
 from detokgui.core.progress import Progress
 from detokgui.core.text_tables import sentence_values_table
@@ -25,7 +26,7 @@ from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame
 from detokgui.gui.text_source import bos_check, text_source
 
 TITLES = {"ee": "T_ee", "pp": "T_pp", "pe": "T_pe", "ep": "T_ep", "e": "T_e", "p": "T_p",
-          "sum": "sum of the six terms", "predicted": "predicted softmax(sum/√d′)",
+          "sum": "sum of the six terms", "predicted": "predicted softmax(sum / τ)",
           "actual": "actual attention (forward pass)"}
 SOURCES = (("text", "Typed text"), ("corpus", "Corpus text"))
 EXACT = 1e-4  # a larger max |predicted - actual| is shown as a failure
@@ -218,7 +219,7 @@ class SentenceViewPanel(Panel):
             if grid:
                 hm.title.setText(f"head {res.heads[r]}")
             else:
-                hm.setTitle(TITLES[m], size="9pt")
+                hm.setTitle(self._title(m), size="9pt")
                 self._axes(hm, left=k % 3 == 0, row=k // 3)
         self._mark()
         worst = float(res.max_abs_diff.max())
@@ -226,9 +227,15 @@ class SentenceViewPanel(Panel):
         where = "" if not grid else f" (worst: head {res.heads[int(res.max_abs_diff.argmax())]})"
         self.exact.setText(f"<span style='color:{color}'>max |predicted − actual| = "
                            f"{num(worst)}{where}</span>")
-        what = (f"{TITLES[placed[0][1]]}, every head" if grid else f"head {res.heads[0]}")
+        what = (f"{self._title(placed[0][1])}, every head" if grid else f"head {res.heads[0]}")
         self.status.setText(f"{res.source} · {n} tokens · {what} · rows: query i, columns: key j ≤ i · "
                             "hover a cell, click to select")
+
+    def _title(self, m: str) -> str:
+        """The matrix's name; the prediction's says which temperature it divides by."""
+        if m == "predicted" and self.layer is not None:
+            return f"{TITLES[m]}, {temperature_label(self.layer, short=True)}"
+        return TITLES[m]
 
     def _nine(self) -> list[Heatmap]:
         if not self.nine:

@@ -195,3 +195,19 @@ def test_export_figures_runs_for_every_family(tmp_path, name):
     assert len(built) >= 15 and (out / "fig02a_topk.csv").is_file()
     if name == "opt":  # 50272 embedding rows for 50257 tokens: said once, on stderr
         assert r.stderr.count("rows 50257..50271 are padding") == 1
+
+
+def test_window_opens_an_opt_checkpoint(qtbot, tmp_path):
+    """A user opens an OPT folder: the status bar and title name the family, the views
+    of the token side, the position side and the text side draw, and the padding rows
+    are no tokens."""
+    from conftest import open_window, wait_idle
+
+    folder, _ = write(tmp_path / "opt", "opt", seed=11)
+    win = open_window(qtbot, folder)
+    assert "OPT, d=40, 5 heads" in win.model_label.text()
+    assert "OPT" in win.windowTitle()
+    for view in ("topk", "bias", "sentence"):
+        win.show_view(view)
+        wait_idle(qtbot, win)
+    assert win.state.layer.n_vocab == 50257

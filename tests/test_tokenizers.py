@@ -298,3 +298,21 @@ def test_gui_prepend_option_and_special_token_tooltip(qtbot, spm_layer):
     assert model.data(model.index(ordinary, 2), Qt.ToolTipRole) is None
     jobs.cancel()
     jobs.wait(5000)
+
+
+def test_prepare_reads_every_piece_once_off_the_gui_thread(tiny_ckpt, monkeypatch):
+    """The window's load job (on a worker) reads the tokenizer's pieces: showing a token
+    afterwards, on the GUI thread, converts no ids (without it, the first display there
+    converted all 50257, ~0.3 s)."""
+    from detokgui.core import tokens
+    from detokgui.gui.main_window import load_layer
+
+    layer = load_layer(str(tiny_ckpt), "cpu", lambda f, m: None)
+    tok = layer.tokenizer
+    calls = []
+    real = type(tok).convert_ids_to_tokens
+    monkeypatch.setattr(type(tok), "convert_ids_to_tokens",
+                        lambda self, ids, *a, **k: calls.append(ids) or real(self, ids, *a, **k))
+    assert tokens.display_token(tok, 4969) == "\u2423Korea"
+    assert tokens.token_string(tok, 4969) == " Korea"
+    assert calls == []

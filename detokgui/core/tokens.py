@@ -351,6 +351,14 @@ def _raw(tokenizer, info: _Info) -> list[bytes | None]:
     return info.raw
 
 
+def prepare(tokenizer) -> None:
+    """Read now what is otherwise read on first use: the scheme, the special ids and every
+    piece's bytes (~0.2 s for 50k pieces). A window calls it in its load job, so that the
+    first token it shows on the GUI thread is a lookup."""
+    if tokenizer is not None:
+        _raw(tokenizer, _info(tokenizer))
+
+
 def scheme(tokenizer) -> str:
     """BYTE_LEVEL, SENTENCEPIECE or OTHER: how the tokenizer's pieces spell text."""
     return _info(tokenizer).scheme

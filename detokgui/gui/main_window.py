@@ -49,11 +49,14 @@ RECENT_FAMILIES = "models/recent_families"
 
 
 def load_layer(name: str, device: str | None, report):
-    """Job body: load a model (a demo model, a folder or a hub name) and its sigma table."""
+    """Job body: load a model (a demo model, a folder or a hub name), its sigma table and
+    its tokenizer's pieces."""
     from detokgui.core import Layer0
+    from detokgui.core.tokens import prepare as prepare_tokens
 
     layer = Layer0.from_pretrained(name, device=device, progress=lambda f, m: report(0.7 * f, m))
     layer.sigma_stats(progress=lambda f, m: report(0.7 + 0.3 * f, m))
+    prepare_tokens(layer.tokenizer)  # not on the GUI thread when the first token shows
     return layer
 
 

@@ -204,7 +204,8 @@ def _heatmap(df):
     hs = _heads(df)
     raw = df.attrs.get("sigma") == "none"
     with style.style():
-        fig, axes = _grid(df, len(hs), 2, 0.5 * TEXT_IN, "rows: query tokens; columns: keys")
+        fig, axes = _grid(df, len(hs), 2, 0.5 * TEXT_IN, "rows: query tokens; columns: keys",
+                          width=TEXT_IN if len(hs) > 1 else 0.6 * TEXT_IN)
         for ax, h in zip(axes.flat, hs):
             rows = df[df["head"] == h]
             _diverging(fig, ax, _matrix(rows, "query_index", "key_index", "value"),
@@ -297,13 +298,13 @@ def _head_classes(df):
     criteria = ("span_fraction", "recent_weight", "self_top_fraction")
     x = np.arange(len(df))
     with style.style():
-        fig, axes = style.new_figure(COLUMN_IN, 0.55 * COLUMN_IN, footer=_footer(
+        fig, axes = style.new_figure(TEXT_IN, 0.3 * TEXT_IN, footer=_footer(
             df, f"n = {df['n'].iloc[0]}, {df['sample'].iloc[0]} sampled query tokens"))
         ax = axes[0, 0]
         for c, name in enumerate(criteria):
             ax.bar(x + (c - 1) * 0.27, df[name], width=0.27, label=name)
-        ax.set_xticks(x, [f"{h}\n{lab}" for h, lab in zip(df["head"], df["label"])],
-                      fontsize=style.FOOTER_PT + 0.5)
+        ax.set_xticks(x, [f"{h}: {lab}" for h, lab in zip(df["head"], df["label"])],
+                      rotation=30, ha="right", fontsize=style.FOOTER_PT + 0.5)
         ax.set_xlabel("Head and class")
         ax.set_ylim(0, 1.05)
         style.top_legend(fig, ax)

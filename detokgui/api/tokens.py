@@ -19,7 +19,7 @@ def sigma_choice(sigma):
 
 def terms(layer, text):
     """The six terms and the attention of a text (a string, or token ids):
-    head,i,j,term,value for j <= i (`export terms`; docs/math/overview.md). term is one of
+    head,i,j,term,value for j <= i (`export terms`; docs/math/terms.md). term is one of
     ee, ep, pe, pp, e, p or "attention" = softmax_j(sum of the six / temperature)."""
     from detokgui.core.tables import terms_table
 

@@ -24,9 +24,9 @@ def _progress():
 
 
 def _counts(args, layer):
-    from detokgui.core.corpus import layer_corpus_counts
+    from detokgui.api.corpus import corpus_counts
 
-    counts = layer_corpus_counts(layer, args.corpus, on_progress=_progress())
+    counts = corpus_counts(layer, args.corpus, progress=_progress() or False)
     if sys.stderr.isatty():
         print(file=sys.stderr)
     return counts

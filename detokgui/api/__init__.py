@@ -37,7 +37,11 @@ ANALYSES = ("terms", "sigma", "topk", "heatmap", "neighbours", "bias", "neurons"
             "head_classes", "slopes", "counts", "stats", "auroc", "frequency", "sentence",
             "empirical", "kl", "neuron", "ov")
 
-__all__ = sorted(NAMES)
+__all__ = [
+    "ANALYSES", "NAMES", "auroc", "bias", "counts", "empirical", "figure", "frequency",
+    "head_classes", "heatmap", "kl", "load", "neighbours", "neuron", "neurons", "ov",
+    "pattern", "plot", "resolve", "sentence", "sigma", "slopes", "stats", "terms", "topk",
+]
 
 
 def resolve(name: str):

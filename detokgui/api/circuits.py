@@ -5,11 +5,12 @@ through the contextual heads, and a head's OV circuit from or to one token."""
 from __future__ import annotations
 
 from detokgui.api.arguments import heads_of, single_token, text_source
-from detokgui.api.frames import frame
+from detokgui.api.frames import analysis, tabled
 from detokgui.api.jobs import ProgressArg, run_job
 from detokgui.core.errors import InputError
 
 
+@analysis("neuron")
 def neuron(layer, neuron: int, k: int = 20, *, heads=None, corpus=None,
            prepend_eos: bool = False, max_texts: int | None = None,
            progress: ProgressArg = True):
@@ -42,10 +43,12 @@ def neuron(layer, neuron: int, k: int = 20, *, heads=None, corpus=None,
     circuit = run_job(circuits.iter_contextual_circuit(layer, hs, norms, norm_source=source),
                       "contextual circuit", progress)
     table = neuron_table(layer, circuits.neuron_tokens(layer, circuit, neuron, k))
-    return frame(table, "neuron", layer, neuron=int(neuron), k=k, heads=list(circuit.heads),
-                 circuit=circuit.label(), corpus=source)
+    return tabled(table,
+                  neuron=int(neuron), k=k, heads=list(circuit.heads), circuit=circuit.label(),
+                  corpus=source)
 
 
+@analysis("ov")
 def ov(layer, token, k: int = 10, *, direction: str = "outputs", heads=None):
     """The OV circuit of each head from (direction "outputs") or to ("sources") one token
     (an id or a single-token text): the k tokens most promoted ("top") and suppressed
@@ -57,5 +60,6 @@ def ov(layer, token, k: int = 10, *, direction: str = "outputs", heads=None):
 
     t = single_token(layer, token)
     res = ov_topk(layer, t, direction, heads_of(layer, heads), k)
-    return frame(ov_table(layer, res), "ov", layer, token_id=t, k=int(res.top_ids.shape[1]),
-                 direction=res.direction, heads=res.heads, final_norm=res.final_norm)
+    return tabled(ov_table(layer, res),
+                  token_id=t, k=int(res.top_ids.shape[1]), direction=res.direction,
+                  heads=res.heads, final_norm=res.final_norm)

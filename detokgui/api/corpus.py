@@ -7,7 +7,7 @@ disk cache, so a second call with the same model, corpus and conventions is quic
 from __future__ import annotations
 
 from detokgui.api.arguments import corpus_paths, heads_of
-from detokgui.api.frames import frame
+from detokgui.api.frames import analysis, tabled
 from detokgui.api.jobs import ProgressArg, run_job
 from detokgui.api.tokens import sigma_choice
 
@@ -27,6 +27,7 @@ def _corpus_label(counts) -> dict:
             "corpus_documents": int(counts.n_documents)}
 
 
+@analysis("counts")
 def counts(layer, corpus, *, bigrams: bool = False, progress: ProgressArg = True):
     """The corpus count of every token id (`export counts`): token_id,token,count; with
     `bigrams`, every bigram c(prev, next) > 0: prev_id,next_id,count.
@@ -36,9 +37,10 @@ def counts(layer, corpus, *, bigrams: bool = False, progress: ProgressArg = True
 
     c = corpus_counts(layer, corpus, progress)
     table = bigrams_table(c) if bigrams else counts_table(layer.tokenizer, c)
-    return frame(table, "counts", layer, bigrams=bool(bigrams), **_corpus_label(c))
+    return tabled(table, bigrams=bool(bigrams), **_corpus_label(c))
 
 
+@analysis("stats")
 def stats(layer, *, heads=None, sigma: str = "mean", progress: ProgressArg = True):
     """Per head and query token u, over all V keys (`export stats`;
     docs/math/token-side.md#a4-head-statistics): head,query_id,query_token,self_rank,
@@ -50,10 +52,12 @@ def stats(layer, *, heads=None, sigma: str = "mean", progress: ProgressArg = Tru
 
     choice, hs = sigma_choice(sigma), heads_of(layer, heads)
     st = run_job(iter_head_stats(layer, choice, heads=hs), "head statistics", progress)
-    return frame(stats_table(layer, st), "stats", layer, heads=hs, sigma=choice.convention,
-                 sigma_label=choice.label(), direction=st.direction)
+    return tabled(stats_table(layer, st),
+                  heads=hs, sigma=choice.convention, sigma_label=choice.label(),
+                  direction=st.direction)
 
 
+@analysis("auroc")
 def auroc(layer, corpus, *, heads=None, sigma: str = "mean", no_bigram: str = "skip",
           progress: ProgressArg = True):
     """The bigram AUROC of T_ee(u, .) per head and query token u (`export auroc`;
@@ -70,14 +74,15 @@ def auroc(layer, corpus, *, heads=None, sigma: str = "mean", no_bigram: str = "s
     c = corpus_counts(layer, corpus, progress)
     res = run_job(iter_bigram_auroc(layer, c, choice, heads=hs), "bigram AUROC", progress)
     means, used = res.head_means(no_bigram)
-    return frame(auroc_table(layer, res, no_bigram), "auroc", layer, heads=list(res.heads),
-                 sigma=choice.convention, sigma_label=choice.label(), no_bigram=no_bigram,
-                 no_bigram_label=NO_BIGRAM_LABELS[no_bigram],
-                 mean_auroc={int(h): float(m) for h, m in zip(res.heads, means.tolist())},
-                 mean_over={int(h): int(k) for h, k in zip(res.heads, used.tolist())},
-                 **_corpus_label(c))
+    return tabled(auroc_table(layer, res, no_bigram),
+                  heads=list(res.heads), sigma=choice.convention, sigma_label=choice.label(),
+                  no_bigram=no_bigram, no_bigram_label=NO_BIGRAM_LABELS[no_bigram],
+                  mean_auroc={int(h): float(m) for h, m in zip(res.heads, means.tolist())},
+                  mean_over={int(h): int(k) for h, k in zip(res.heads, used.tolist())},
+                  **_corpus_label(c))
 
 
+@analysis("frequency")
 def frequency(layer, corpus, *, heads=None, sigma: str = "mean", zero_counts: str = "exclude",
               progress: ProgressArg = True):
     """T_e(v) = b^QK_h e_v^T / s_v against the corpus count of every token v (`export
@@ -91,9 +96,8 @@ def frequency(layer, corpus, *, heads=None, sigma: str = "mean", zero_counts: st
     choice, hs = sigma_choice(sigma), heads_of(layer, heads)
     c = corpus_counts(layer, corpus, progress)
     fs = frequency_stats(layer, c, choice, hs, zero_counts)
-    return frame(frequency_table(layer, fs), "frequency", layer, heads=hs,
-                 sigma=choice.convention, sigma_label=choice.label(), zero_counts=zero_counts,
-                 zero_counts_label=ZERO_COUNT_LABELS[zero_counts],
-                 rho={int(h): float(r) for h, r in zip(fs.heads, fs.rho_t_e.tolist())},
-                 rho_variance=float(fs.rho_variance), tokens_used=fs.n_used,
-                 **_corpus_label(c))
+    return tabled(frequency_table(layer, fs),
+                  heads=hs, sigma=choice.convention, sigma_label=choice.label(),
+                  zero_counts=zero_counts, zero_counts_label=ZERO_COUNT_LABELS[zero_counts],
+                  rho={int(h): float(r) for h, r in zip(fs.heads, fs.rho_t_e.tolist())},
+                  rho_variance=float(fs.rho_variance), tokens_used=fs.n_used, **_corpus_label(c))

@@ -8,19 +8,54 @@ as CSV) becomes a DataFrame with the same columns, and its conventions go into
 "analysis" names the function that made it (`plots.plot` draws by it), "model" the
 layer's name; the other keys are the function's arguments after parsing (a token given
 as text is also given as its id) and the labels the CLI prints beside its CSV.
+
+An analysis is written once, as a function returning `Tabled` (the table and its
+conventions), and decorated with `@analysis(name)`: calling it gives the DataFrame, and
+its `.table(...)` (same arguments) gives the `Tabled` itself, which the command line
+writes as CSV (`core.tables.write_csv`) without pandas.
 """
 
 from __future__ import annotations
 
-import pandas as pd
+import functools
+from collections.abc import Callable
+from typing import NamedTuple
 
-from detokgui.api import accessor  # noqa: F401  (registers DataFrame.dg)
 from detokgui.core.tables import Table
 
 
-def frame(table: Table, analysis: str, layer, **conventions) -> pd.DataFrame:
+class Tabled(NamedTuple):
+    table: Table
+    conventions: dict
+
+
+def tabled(table: Table, **conventions) -> Tabled:
+    return Tabled(table, conventions)
+
+
+def analysis(name: str) -> Callable:
+    """Decorate `fn(layer, ...) -> Tabled`: the decorated function returns
+    `frame(...)` of it; `.table` is `fn` itself."""
+
+    def wrap(fn: Callable[..., Tabled]):
+        @functools.wraps(fn)
+        def as_frame(layer, *args, **kwargs):
+            tabled = fn(layer, *args, **kwargs)
+            return frame(tabled.table, name, layer, **tabled.conventions)
+
+        as_frame.table = fn
+        return as_frame
+
+    return wrap
+
+
+def frame(table: Table, analysis: str, layer, **conventions):
     """The rows of `table` as a DataFrame with its header as columns, and `analysis`, the
     model's name and `conventions` in `attrs`."""
+    import pandas as pd
+
+    from detokgui.api import accessor  # noqa: F401  (registers DataFrame.dg)
+
     header, rows = table
     df = pd.DataFrame.from_records(list(rows), columns=list(header))
     df.attrs.update({"analysis": analysis, "model": str(layer.name),

@@ -5,11 +5,12 @@ positional pattern and head classes, the B7 token-position slopes."""
 from __future__ import annotations
 
 from detokgui.api.arguments import heads_of, single_token
-from detokgui.api.frames import frame
+from detokgui.api.frames import analysis, tabled
 from detokgui.api.jobs import ProgressArg, run_job
 from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
 
 
+@analysis("bias")
 def bias(layer, i: int, *, sigma: str = "mean", convention: str = DEFAULT_POSITION_CONVENTION):
     """The positional bias at query position i over keys j <= i (`export bias --position
     i`; docs/math/position-side.md#b3-positional-bias): head,j,t_p,t_pp,total,softmax,
@@ -23,20 +24,22 @@ def bias(layer, i: int, *, sigma: str = "mean", convention: str = DEFAULT_POSITI
     from detokgui.core.tables import bias_table
 
     i = check_position(layer, i)
-    return frame(bias_table(layer, i, sigma, convention), "bias", layer, i=i,
-                 convention=convention, sigma=sigma,
-                 convention_label=convention_label(convention, sigma))
+    return tabled(bias_table(layer, i, sigma, convention),
+                  i=i, convention=convention, sigma=sigma,
+                  convention_label=convention_label(convention, sigma))
 
 
+@analysis("neurons")
 def neurons(layer, *, scaled: bool = False):
     """The position-embedding dimensions P[:, k] (`export neurons`;
     docs/math/position-side.md#b6-position-embedding-neurons): dim,norm,slope,r2,period,
     group. `scaled` divides P[j] by the vocabulary-mean sigma at j."""
     from detokgui.core.tables import neurons_table
 
-    return frame(neurons_table(layer, scaled=scaled), "neurons", layer, scaled=bool(scaled))
+    return tabled(neurons_table(layer, scaled=scaled), scaled=bool(scaled))
 
 
+@analysis("pattern")
 def pattern(layer, token, n: int, *, heads=None, convention: str = DEFAULT_POSITION_CONVENTION,
             cols: int | None = None):
     """The B4 positional pattern softmax_{j<=n}((T_ep + T_pp + T_p) / temperature) of the
@@ -50,11 +53,12 @@ def pattern(layer, token, n: int, *, heads=None, convention: str = DEFAULT_POSIT
 
     x = single_token(layer, token)
     res = positional_pattern(layer, x, n, heads_of(layer, heads), convention)
-    return frame(pattern_table(layer, res, cols=cols), "pattern", layer, token_id=x, n=res.n,
-                 heads=res.heads, convention=res.convention,
-                 query_sigma=float(res.query_sigma))
+    return tabled(pattern_table(layer, res, cols=cols),
+                  token_id=x, n=res.n, heads=res.heads, convention=res.convention,
+                  query_sigma=float(res.query_sigma))
 
 
+@analysis("head_classes")
 def head_classes(layer, *, n: int | None = None, sample: int | None = None, seed: int = 0,
                  heads=None, progress: ProgressArg = True):
     """Each head's B4 class (duplicate-token, detokenization, contextual, other) and the
@@ -69,10 +73,11 @@ def head_classes(layer, *, n: int | None = None, sample: int | None = None, seed
     sample = CLASSIFY_SAMPLE if sample is None else sample
     res = run_job(iter_classify_heads(layer, n, sample, seed, heads_of(layer, heads)),
                   "head classes", progress)
-    return frame(head_classification_table(res), "head_classes", layer, n=res.n,
-                 sample=len(res.tokens), seed=seed, heads=res.heads)
+    return tabled(head_classification_table(res),
+                  n=res.n, sample=len(res.tokens), seed=seed, heads=res.heads)
 
 
+@analysis("slopes")
 def slopes(layer, k: int = 10, *, heads=None):
     """The tokens whose query-token x key-position term e_u W^QK_h p_j^T rises (side
     "top") or falls ("bottom") most steeply over the key positions j, per head (the GUI's
@@ -84,5 +89,4 @@ def slopes(layer, k: int = 10, *, heads=None):
 
     k = check_count(k, "k")
     res = token_position_slopes(layer, heads_of(layer, heads))
-    return frame(slope_extremes_table(layer, slope_extremes(res, k)), "slopes", layer, k=k,
-                 heads=list(res.heads))
+    return tabled(slope_extremes_table(layer, slope_extremes(res, k)), k=k, heads=list(res.heads))

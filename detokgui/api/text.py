@@ -6,11 +6,12 @@ term's KL contribution. The corpus passes show a progress bar and stop on Ctrl+C
 from __future__ import annotations
 
 from detokgui.api.arguments import heads_of, text_source, token_ids
-from detokgui.api.frames import frame
+from detokgui.api.frames import analysis, tabled
 from detokgui.api.jobs import ProgressArg, run_job
 from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
 
 
+@analysis("sentence")
 def sentence(layer, text, *, heads=None):
     """For a text (a string or token ids, at most n_positions tokens): the six terms ee..p,
     their sum, the predicted attention softmax(sum / temperature) and the model's actual
@@ -19,10 +20,11 @@ def sentence(layer, text, *, heads=None):
     from detokgui.core.text_tables import sentence_table
 
     ids = token_ids(layer, text)
-    return frame(sentence_table(layer, ids, heads), "sentence", layer, tokens=ids,
-                 heads=heads_of(layer, heads), temperature=float(layer.temperature))
+    return tabled(sentence_table(layer, ids, heads),
+                  tokens=ids, heads=heads_of(layer, heads), temperature=float(layer.temperature))
 
 
+@analysis("empirical")
 def empirical(layer, corpus, i: int, *, convention: str = DEFAULT_POSITION_CONVENTION,
               heads=None, prepend_eos: bool = False, max_texts: int | None = None,
               progress: ProgressArg = True):
@@ -40,11 +42,13 @@ def empirical(layer, corpus, i: int, *, convention: str = DEFAULT_POSITION_CONVE
     texts = text_source(corpus, prepend_eos, max_texts)
     res = run_job(iter_empirical_attention(layer, texts, i, heads_of(layer, heads), convention),
                   "observed attention", progress)
-    return frame(empirical_table(res), "empirical", layer, i=i, heads=res.heads,
-                 convention=res.convention, windows=res.windows, texts=res.texts,
-                 source=res.source, prepend_eos=bool(prepend_eos), max_texts=max_texts)
+    return tabled(empirical_table(res),
+                  i=i, heads=res.heads, convention=res.convention, windows=res.windows,
+                  texts=res.texts, source=res.source, prepend_eos=bool(prepend_eos),
+                  max_texts=max_texts)
 
 
+@analysis("kl")
 def kl(layer, corpus, *, definition: str = "paper", heads=None, prepend_eos: bool = False,
        max_texts: int | None = None, progress: ProgressArg = True):
     """Each term's contribution to the KL divergence between the attention with and
@@ -58,6 +62,6 @@ def kl(layer, corpus, *, definition: str = "paper", heads=None, prepend_eos: boo
     texts = text_source(corpus, prepend_eos, max_texts)
     res = run_job(iter_kl(layer, texts, definition, heads_of(layer, heads)),
                   "KL contributions", progress)
-    return frame(kl_table(res), "kl", layer, heads=res.heads, definition=res.definition,
-                 label=res.label, texts=res.n_texts, source=res.source,
-                 prepend_eos=bool(prepend_eos), max_texts=max_texts)
+    return tabled(kl_table(res),
+                  heads=res.heads, definition=res.definition, label=res.label, texts=res.n_texts,
+                  source=res.source, prepend_eos=bool(prepend_eos), max_texts=max_texts)

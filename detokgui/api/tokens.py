@@ -5,7 +5,7 @@ columns, built by the same `core.tables` functions."""
 from __future__ import annotations
 
 from detokgui.api.arguments import anchors, heads_of, single_token, token_ids
-from detokgui.api.frames import frame
+from detokgui.api.frames import analysis, tabled
 from detokgui.core.errors import InputError
 
 
@@ -17,6 +17,7 @@ def sigma_choice(sigma):
     return sigma if isinstance(sigma, SigmaChoice) else SigmaChoice(sigma)
 
 
+@analysis("terms")
 def terms(layer, text):
     """The six terms and the attention of a text (a string, or token ids):
     head,i,j,term,value for j <= i (`export terms`; docs/math/terms.md). term is one of
@@ -24,18 +25,19 @@ def terms(layer, text):
     from detokgui.core.tables import terms_table
 
     ids = token_ids(layer, text)
-    return frame(terms_table(layer, ids), "terms", layer, tokens=ids,
-                 temperature=float(layer.temperature))
+    return tabled(terms_table(layer, ids), tokens=ids, temperature=float(layer.temperature))
 
 
+@analysis("sigma")
 def sigma(layer):
     """position,mean,min,max of sigma(e_v + p_j) over the vocabulary v, per position j
     (`export sigma`; docs/math/sigma.md)."""
     from detokgui.core.tables import sigma_summary_table
 
-    return frame(sigma_summary_table(layer), "sigma", layer)
+    return tabled(sigma_summary_table(layer))
 
 
+@analysis("topk")
 def topk(layer, token, k: int = 10, *, heads=None, sigma: str = "mean",
          direction: str = "keys"):
     """The k keys with the highest T_ee(u, v) = (e_u Wq_h)(e_v Wk_h)^T / (s_u s_v) for the
@@ -55,10 +57,12 @@ def topk(layer, token, k: int = 10, *, heads=None, sigma: str = "mean",
     choice, hs = sigma_choice(sigma), heads_of(layer, heads)
     ids = anchors(layer, token)
     results = [rank(layer, t, k, choice, hs) for t in ids]
-    return frame(topk_table(layer, results), "topk", layer, tokens=ids, direction=direction,
-                 k=k, sigma=choice.convention, sigma_label=choice.label(), heads=hs)
+    return tabled(topk_table(layer, results),
+                  tokens=ids, direction=direction, k=k, sigma=choice.convention,
+                  sigma_label=choice.label(), heads=hs)
 
 
+@analysis("heatmap")
 def heatmap(layer, tokens, *, heads=0, sigma: str = "mean"):
     """T_ee between every pair of the tokens of a text (a string, or token ids), per head
     (`export heatmap`, default head 0): head,query_index,query_id,query_token,key_index,
@@ -73,10 +77,11 @@ def heatmap(layer, tokens, *, heads=0, sigma: str = "mean"):
                          f"{MAX_HEATMAP_TOKENS} ({MAX_HEATMAP_TOKENS}^2 cells): shorten it.")
     choice = sigma_choice(sigma)
     values = affinity_block(layer, ids, ids, choice, hs)
-    return frame(heatmap_table(layer, values, hs, ids, ids), "heatmap", layer, tokens=ids,
-                 sigma=choice.convention, sigma_label=choice.label(), heads=hs)
+    return tabled(heatmap_table(layer, values, hs, ids, ids),
+                  tokens=ids, sigma=choice.convention, sigma_label=choice.label(), heads=hs)
 
 
+@analysis("neighbours")
 def neighbours(layer, token, k: int = 10, *, minus=None, plus=None, centred: bool = False):
     """The k nearest tokens to `token` by cosine in the token embedding E, or to the
     analogy token - minus + plus (`export neighbours`;
@@ -97,5 +102,4 @@ def neighbours(layer, token, k: int = 10, *, minus=None, plus=None, centred: boo
         b, c = single_token(layer, minus, "minus"), single_token(layer, plus, "plus")
         nb = analogy(layer, u, b, c, k, centred)
         shown = {"token_id": u, "minus_id": b, "plus_id": c}
-    return frame(neighbours_table(layer, nb), "neighbours", layer, **shown, k=k,
-                 centred=bool(centred))
+    return tabled(neighbours_table(layer, nb), **shown, k=k, centred=bool(centred))

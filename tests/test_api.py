@@ -46,9 +46,26 @@ def shared_cache():
         os.environ["DETOKGUI_CACHE_DIR"] = before
 
 
+#: what `dg.load` reported while the `layer` fixture loaded the demo model
+LOAD_REPORTS: list = []
+
+
 @pytest.fixture(scope="module")
 def layer(shared_cache):
-    return dg.load("demo", device="cpu", progress=False)
+    return dg.load("demo", device="cpu", progress=LOAD_REPORTS.append)
+
+
+def test_load_returns_the_layer_and_reports_progress(layer, tmp_path):
+    from detokgui.core import Layer0
+
+    assert isinstance(layer, Layer0) and layer.name.startswith("demo")
+    assert str(layer.device) == "cpu"
+    fractions = [p.fraction for p in LOAD_REPORTS]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    from detokgui.core.errors import ModelLoadError
+
+    with pytest.raises(ModelLoadError):
+        dg.load(tmp_path / "missing", progress=False)
 
 
 def cache_files(root: Path) -> set[str]:

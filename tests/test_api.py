@@ -79,7 +79,8 @@ def test_interrupt_stops_a_long_pass_cleanly(layer, shared_cache):
     """A SIGINT (what Ctrl+C and a notebook's interrupt send) during the AUROC pass over
     V x V scores raises KeyboardInterrupt, writes no cache entry, and the same call then
     runs to the end."""
-    dg.counts(layer, "sample", progress=False)  # cached: the pass is the first to report
+    dg.counts(layer, "sample", progress=False)  # cached, as is the sigma table on the layer:
+    dg.sigma(layer, progress=False)  # the pass is the first to report
     before = cache_files(shared_cache)
     seen = []
 
@@ -91,6 +92,7 @@ def test_interrupt_stops_a_long_pass_cleanly(layer, shared_cache):
     with pytest.raises(KeyboardInterrupt):
         dg.auroc(layer, "sample", heads=7, progress=ctrl_c)
     assert seen and 0.0 < seen[-1].fraction < 1.0
+    assert seen[-1].message.startswith("whole-vocabulary pass")
     after = cache_files(shared_cache)
     assert after == before, f"left behind: {sorted(after - before)}"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from detokgui.api.arguments import heads_of, single_token, text_source
 from detokgui.api.frames import analysis, tabled
-from detokgui.api.jobs import ProgressArg, run_job
+from detokgui.api.jobs import ProgressArg, run_job, sigma_tables
 from detokgui.core.errors import InputError
 
 
@@ -49,7 +49,8 @@ def neuron(layer, neuron: int, k: int = 20, *, heads=None, corpus=None,
 
 
 @analysis("ov")
-def ov(layer, token, k: int = 10, *, direction: str = "outputs", heads=None):
+def ov(layer, token, k: int = 10, *, direction: str = "outputs", heads=None,
+       progress: ProgressArg = True):
     """The OV circuit of each head from (direction "outputs") or to ("sources") one token
     (an id or a single-token text): the k tokens most promoted ("top") and suppressed
     ("bottom") (the GUI's OV panel; `core.circuits.ov_scores`):
@@ -59,6 +60,7 @@ def ov(layer, token, k: int = 10, *, direction: str = "outputs", heads=None):
     from detokgui.core.text_tables import ov_table
 
     t = single_token(layer, token)
+    sigma_tables(layer, progress)
     res = ov_topk(layer, t, direction, heads_of(layer, heads), k)
     return tabled(ov_table(layer, res),
                   token_id=t, k=int(res.top_ids.shape[1]), direction=res.direction,

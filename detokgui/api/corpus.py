@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from detokgui.api.arguments import corpus_paths, heads_of
 from detokgui.api.frames import analysis, tabled
-from detokgui.api.jobs import ProgressArg, run_job
+from detokgui.api.jobs import ProgressArg, run_job, sigma_tables
 from detokgui.api.tokens import sigma_choice
 
 
@@ -51,6 +51,8 @@ def stats(layer, *, heads=None, sigma: str = "mean", progress: ProgressArg = Tru
     from detokgui.core.vocab_stats import iter_head_stats
 
     choice, hs = sigma_choice(sigma), heads_of(layer, heads)
+    if choice.convention == "mean":
+        sigma_tables(layer, progress)
     st = run_job(iter_head_stats(layer, choice, heads=hs), "head statistics", progress)
     return tabled(stats_table(layer, st),
                   heads=hs, sigma=choice.convention, sigma_label=choice.label(),
@@ -72,6 +74,8 @@ def auroc(layer, corpus, *, heads=None, sigma: str = "mean", no_bigram: str = "s
     check_no_bigram(no_bigram)
     choice, hs = sigma_choice(sigma), heads_of(layer, heads)
     c = corpus_counts(layer, corpus, progress)
+    if choice.convention == "mean":
+        sigma_tables(layer, progress)
     res = run_job(iter_bigram_auroc(layer, c, choice, heads=hs), "bigram AUROC", progress)
     means, used = res.head_means(no_bigram)
     return tabled(auroc_table(layer, res, no_bigram),
@@ -95,6 +99,8 @@ def frequency(layer, corpus, *, heads=None, sigma: str = "mean", zero_counts: st
 
     choice, hs = sigma_choice(sigma), heads_of(layer, heads)
     c = corpus_counts(layer, corpus, progress)
+    if choice.convention == "mean":
+        sigma_tables(layer, progress)
     fs = frequency_stats(layer, c, choice, hs, zero_counts)
     return tabled(frequency_table(layer, fs),
                   heads=hs, sigma=choice.convention, sigma_label=choice.label(),

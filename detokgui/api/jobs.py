@@ -85,3 +85,14 @@ def load_progress(progress: ProgressArg, what: str):
     if report is None:
         return None, close
     return (lambda fraction, message="": report(Progress(float(fraction), str(message)))), close
+
+
+def sigma_tables(layer, progress: ProgressArg, inverse: bool = False) -> None:
+    """Compute the layer's sigma table S[v, j] = sigma(e_v + p_j) and its summaries (with
+    `inverse`, also E_v[1/S[v, j]] and its percentile bands: the "paper" convention) under
+    a progress bar, unless they are already kept on the layer (then nothing shows): the
+    first analysis that needs them on a large model otherwise sits silent for seconds."""
+    from detokgui.core.conventions import inverse_sigma_job, sigma_stats_job
+
+    run_job(inverse_sigma_job(layer) if inverse else sigma_stats_job(layer), "sigma table",
+            progress)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from detokgui.api.arguments import heads_of, single_token
 from detokgui.api.frames import analysis, tabled
-from detokgui.api.jobs import ProgressArg, run_job
+from detokgui.api.jobs import ProgressArg, run_job, sigma_tables
 from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
 
 
 @analysis("bias")
-def bias(layer, i: int, *, sigma: str = "mean", convention: str = DEFAULT_POSITION_CONVENTION):
+def bias(layer, i: int, *, sigma: str = "mean", convention: str = DEFAULT_POSITION_CONVENTION,
+         progress: ProgressArg = True):
     """The positional bias at query position i over keys j <= i (`export bias --position
     i`; docs/math/position-side.md#b3-positional-bias): head,j,t_p,t_pp,total,softmax,
     t_pp_lo,t_pp_hi,t_p_lo,t_p_hi,convention,sigma.
@@ -24,24 +25,27 @@ def bias(layer, i: int, *, sigma: str = "mean", convention: str = DEFAULT_POSITI
     from detokgui.core.tables import bias_table
 
     i = check_position(layer, i)
+    sigma_tables(layer, progress, inverse=True)  # the bands are over 1/S[v, j]
     return tabled(bias_table(layer, i, sigma, convention),
                   i=i, convention=convention, sigma=sigma,
                   convention_label=convention_label(convention, sigma))
 
 
 @analysis("neurons")
-def neurons(layer, *, scaled: bool = False):
+def neurons(layer, *, scaled: bool = False, progress: ProgressArg = True):
     """The position-embedding dimensions P[:, k] (`export neurons`;
     docs/math/position-side.md#b6-position-embedding-neurons): dim,norm,slope,r2,period,
     group. `scaled` divides P[j] by the vocabulary-mean sigma at j."""
     from detokgui.core.tables import neurons_table
 
+    if scaled:
+        sigma_tables(layer, progress)
     return tabled(neurons_table(layer, scaled=scaled), scaled=bool(scaled))
 
 
 @analysis("pattern")
 def pattern(layer, token, n: int, *, heads=None, convention: str = DEFAULT_POSITION_CONVENTION,
-            cols: int | None = None):
+            cols: int | None = None, progress: ProgressArg = True):
     """The B4 positional pattern softmax_{j<=n}((T_ep + T_pp + T_p) / temperature) of the
     query token `token` (an id or a single-token text) at position n, per head (the GUI's
     positional pattern panel; docs/math/position-side.md#b4-positional-pattern):
@@ -52,6 +56,7 @@ def pattern(layer, token, n: int, *, heads=None, convention: str = DEFAULT_POSIT
     from detokgui.core.tables import pattern_table
 
     x = single_token(layer, token)
+    sigma_tables(layer, progress, inverse=convention == "paper")
     res = positional_pattern(layer, x, n, heads_of(layer, heads), convention)
     return tabled(pattern_table(layer, res, cols=cols),
                   token_id=x, n=res.n, heads=res.heads, convention=res.convention,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from detokgui.api.arguments import anchors, heads_of, single_token, token_ids
 from detokgui.api.frames import analysis, tabled
+from detokgui.api.jobs import ProgressArg, sigma_tables
 from detokgui.core.errors import InputError
 
 
@@ -29,17 +30,18 @@ def terms(layer, text):
 
 
 @analysis("sigma")
-def sigma(layer):
+def sigma(layer, *, progress: ProgressArg = True):
     """position,mean,min,max of sigma(e_v + p_j) over the vocabulary v, per position j
     (`export sigma`; docs/math/sigma.md)."""
     from detokgui.core.tables import sigma_summary_table
 
+    sigma_tables(layer, progress)
     return tabled(sigma_summary_table(layer))
 
 
 @analysis("topk")
 def topk(layer, token, k: int = 10, *, heads=None, sigma: str = "mean",
-         direction: str = "keys"):
+         direction: str = "keys", progress: ProgressArg = True):
     """The k keys with the highest T_ee(u, v) = (e_u Wq_h)(e_v Wk_h)^T / (s_u s_v) for the
     query token u, per head (`export topk`; docs/math/token-side.md#a2-top-k-affinity):
     query_id,query_token,head,rank,key_id,key_token,score.
@@ -56,6 +58,8 @@ def topk(layer, token, k: int = 10, *, heads=None, sigma: str = "mean",
     rank = topk_keys if direction == "keys" else topk_queries
     choice, hs = sigma_choice(sigma), heads_of(layer, heads)
     ids = anchors(layer, token)
+    if choice.convention == "mean":
+        sigma_tables(layer, progress)
     results = [rank(layer, t, k, choice, hs) for t in ids]
     return tabled(topk_table(layer, results),
                   tokens=ids, direction=direction, k=k, sigma=choice.convention,
@@ -63,7 +67,7 @@ def topk(layer, token, k: int = 10, *, heads=None, sigma: str = "mean",
 
 
 @analysis("heatmap")
-def heatmap(layer, tokens, *, heads=0, sigma: str = "mean"):
+def heatmap(layer, tokens, *, heads=0, sigma: str = "mean", progress: ProgressArg = True):
     """T_ee between every pair of the tokens of a text (a string, or token ids), per head
     (`export heatmap`, default head 0): head,query_index,query_id,query_token,key_index,
     key_id,key_token,value. At most `core.affinity.MAX_HEATMAP_TOKENS` tokens."""
@@ -76,6 +80,8 @@ def heatmap(layer, tokens, *, heads=0, sigma: str = "mean"):
         raise InputError(f"The text has {len(ids)} tokens; the heatmap takes at most "
                          f"{MAX_HEATMAP_TOKENS} ({MAX_HEATMAP_TOKENS}^2 cells): shorten it.")
     choice = sigma_choice(sigma)
+    if choice.convention == "mean":
+        sigma_tables(layer, progress)
     values = affinity_block(layer, ids, ids, choice, hs)
     return tabled(heatmap_table(layer, values, hs, ids, ids),
                   tokens=ids, sigma=choice.convention, sigma_label=choice.label(), heads=hs)

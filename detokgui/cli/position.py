@@ -45,7 +45,7 @@ def export_bias(args, layer):
     from detokgui.core.tables import write_csv
 
     result = bias.table(layer, check_position(layer, args.position), sigma=args.sigma,
-                        convention=args.convention)
+                        convention=args.convention, progress=False)
     n = write_csv(args.out, result.table)
     print(f"convention: {result.conventions['convention_label']}")
     return n
@@ -64,4 +64,4 @@ def export_neurons(args, layer):
     from detokgui.api.position import neurons
     from detokgui.core.tables import write_csv
 
-    return write_csv(args.out, neurons.table(layer, scaled=args.scaled).table)
+    return write_csv(args.out, neurons.table(layer, scaled=args.scaled, progress=False).table)

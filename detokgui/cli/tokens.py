@@ -40,7 +40,7 @@ def export_sigma(args, layer):
     from detokgui.api.tokens import sigma
     from detokgui.core.tables import write_csv
 
-    return write_csv(args.out, sigma.table(layer).table)
+    return write_csv(args.out, sigma.table(layer, progress=False).table)
 
 
 def _topk_args(p):
@@ -92,7 +92,8 @@ def export_topk(args, layer):
 
     anchors = [tokens_of(layer, text, blank_ok=True)[-1] for text in args.anchor_texts]
     return write_csv(args.out, topk.table(layer, anchors, args.k, heads=head_arg(layer, args.head),
-                                          sigma=args.sigma, direction=args.direction).table)
+                                          sigma=args.sigma, direction=args.direction,
+                                          progress=False).table)
 
 
 def _heatmap_args(p):
@@ -123,7 +124,8 @@ def export_heatmap(args, layer):
             f"({MAX_HEATMAP_TOKENS}^2 cells): shorten the text"
         )
     if args.out.lower().endswith(".csv"):
-        return write_csv(args.out, heatmap.table(layer, ids, heads=heads, sigma=args.sigma).table)
+        return write_csv(args.out, heatmap.table(layer, ids, heads=heads, sigma=args.sigma,
+                                                 progress=False).table)
     values = affinity_block(layer, ids, ids, SigmaChoice(args.sigma), heads)
     from detokgui.figures.token_heatmap import save_token_heatmap
 

@@ -18,6 +18,7 @@ QT = ("PySide6", "pyqtgraph", "superqt", "shiboken6")
 FORBIDDEN = {
     "detokgui.core": ("detokgui.figures", "detokgui.cli", "detokgui.gui", *QT),
     "detokgui.figures": ("detokgui.cli", "detokgui.gui", *QT),
+    "detokgui.api": ("detokgui.cli", "detokgui.gui", *QT),
     "detokgui.cli": ("detokgui.gui", *QT),
     "detokgui.gui": ("detokgui.cli",),
 }

@@ -126,7 +126,7 @@ def test_windows_do_not_span_documents_and_prepend(tmp_path, tok):
     ta, tb = tok.encode(a), tok.encode(b)
     assert list(corpus_windows(f, tok, 3)) == [ta[:3], ta[3:], tb]
     eos = tok.eos_token_id
-    got = list(corpus_windows(f, tok, 3, prepend_eos=True))
+    got = list(corpus_windows(f, tok, 3, prepend_bos=True))
     assert got == [[eos, *ta[:2]], [eos, *ta[2:4]], [eos, ta[4]], [eos, *tb]]
 
 

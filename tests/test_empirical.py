@@ -200,7 +200,7 @@ def test_b3_prediction_conventions(tiny_layer):
 
 
 def test_empirical_with_prepended_eos_and_too_short_texts(tiny_layer, tiny_model):
-    texts = em.TextSource.corpus([CORPUS], prepend_eos=True, max_texts=3)
+    texts = em.TextSource.corpus([CORPUS], prepend_bos=True, max_texts=3)
     windows = [w.tolist() for w, _ in texts.iterate(tiny_layer)]
     assert all(w[0] == tiny_layer.tokenizer.eos_token_id for w in windows)
     res = em.empirical_attention(tiny_layer, texts, 0)

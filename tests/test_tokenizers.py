@@ -173,9 +173,9 @@ def test_corpus_counts_and_windows_with_the_models_bos(spm_layer, spm_ckpt):
     assert bos is not None and tokens.bos_id(tok) == bos != tok.eos_token_id
     n = spm_layer.n_positions
     plain = next(corpus_windows(sample_corpus(), tok, n))
-    first = next(corpus_windows(sample_corpus(), tok, n, prepend_eos=True))
+    first = next(corpus_windows(sample_corpus(), tok, n, prepend_bos=True))
     assert first == [bos] + encoded[0][: n - 1] and plain == encoded[0][:n]
-    window = text_window(spm_layer, TextSource.corpus(sample_corpus(), prepend_eos=True), 0)
+    window = text_window(spm_layer, TextSource.corpus(sample_corpus(), prepend_bos=True), 0)
     assert window == first
     assert tokens.bos_description(tok).startswith(f"<s> (id {bos}")
 
@@ -223,7 +223,7 @@ def test_no_bos_and_no_eos_is_a_clear_message(tmp_path):
     assert tokens.bos_id(tok) is None and "neither" in tokens.bos_description(tok)
     assert tokens.special_ids(tok) == {tok.unk_token_id}
     with pytest.raises(InputError, match="neither a BOS nor an EOS"):
-        next(corpus_windows(sample_corpus(), tok, 64, prepend_eos=True))
+        next(corpus_windows(sample_corpus(), tok, 64, prepend_bos=True))
     assert next(corpus_windows(sample_corpus(), tok, 64))  # without prepending: fine
 
 
@@ -259,7 +259,7 @@ def test_byte_level_bpe_is_unchanged_and_bos_comes_before_eos():
     assert opt.encode(text)[0] == bos  # what the typed text's tokens must not start with
     assert run(iter_encode(opt, text)) == opt.encode(text, add_special_tokens=False) == (
         tok.encode(text))
-    window = next(corpus_windows(sample_corpus(), opt, 64, prepend_eos=True))
+    window = next(corpus_windows(sample_corpus(), opt, 64, prepend_bos=True))
     assert window[0] == bos and window[1:] == next(corpus_windows(sample_corpus(), tok, 63))
 
 

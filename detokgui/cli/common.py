@@ -169,19 +169,11 @@ def read_texts(args, flag: str, lines: bool = False, file_flag: str | None = Non
 
 
 def tokens_of(layer, text: str, blank_ok: bool = False) -> list[int]:
-    from detokgui.core.checks import check_text
-    from detokgui.core.errors import InputError
+    """The token ids of a text, read as the library reads it
+    (`detokgui.api.arguments.tokens_of`)."""
+    from detokgui.api.arguments import tokens_of as read
 
-    if layer.tokenizer is None:
-        raise InputError(f"{layer.name} has no tokenizer files, so text cannot be tokenized.")
-    if not check_text(text) or not (text if blank_ok else text.strip()):
-        raise InputError("The text is empty.")
-    from detokgui.core.tokens import encode_text
-
-    ids = encode_text(layer.tokenizer, text)
-    if not ids:
-        raise InputError("The text has no tokens.")
-    return ids
+    return read(layer, text, blank_ok)
 
 
 # --------------------------------------------------------------------------- numbers

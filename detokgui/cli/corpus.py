@@ -23,13 +23,13 @@ def _progress():
     return show
 
 
-def _counts(args, layer):
-    from detokgui.core.corpus import layer_corpus_counts
-
-    counts = layer_corpus_counts(layer, args.corpus, on_progress=_progress())
+def _with_progress(call, *args, **kwargs):
+    """A call of the library's that takes `progress=`: progress on stderr when it is a
+    terminal, and the line ended after it."""
+    result = call(*args, progress=_progress() or False, **kwargs)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    return counts
+    return result
 
 
 def _corpus_arg(p):
@@ -63,13 +63,12 @@ def _counts_args(p):
 @export_command("counts", "corpus token counts: token_id,token,count "
                 "(--bigrams: prev_id,next_id,count)", _counts_args)
 def export_counts(args, layer):
-    from detokgui.core.corpus_tables import bigrams_table, counts_table
+    from detokgui.api.corpus import counts
     from detokgui.core.tables import write_csv
 
     out = out_path(args, (".csv",))
-    counts = _counts(args, layer)
-    table = bigrams_table(counts) if args.bigrams else counts_table(layer.tokenizer, counts)
-    return write_csv(out, table)
+    return write_csv(out, _with_progress(counts.table, layer, args.corpus,
+                                         bigrams=args.bigrams).table)
 
 
 # --------------------------------------------------------------------------- stats
@@ -82,15 +81,12 @@ def _stats_args(p):
 @export_command("stats", "per head and query token over all keys: head,query_id,query_token,"
                 "self_rank,variance,top1_id,top1_token,top1_score", _stats_args)
 def export_stats(args, layer):
-    from detokgui.core.affinity import SigmaChoice
-    from detokgui.core.corpus_tables import stats_table
+    from detokgui.api.corpus import stats
     from detokgui.core.tables import write_csv
-    from detokgui.core.vocab_stats import head_stats
 
     out = out_path(args, (".csv",))
-    st = head_stats(layer, SigmaChoice(args.sigma), heads=head_arg(layer, args.head),
-                    on_progress=_progress())
-    return write_csv(out, stats_table(layer, st))
+    return write_csv(out, _with_progress(stats.table, layer, heads=head_arg(layer, args.head),
+                                         sigma=args.sigma).table)
 
 
 # --------------------------------------------------------------------------- auroc
@@ -107,21 +103,18 @@ def _auroc_args(p):
 @export_command("auroc", "bigram AUROC per head and query token: head,query_id,query_token,"
                 "auroc,positives,negatives; mean per head on stdout", _auroc_args)
 def export_auroc(args, layer):
-    from detokgui.core.affinity import SigmaChoice
-    from detokgui.core.auroc import NO_BIGRAM_LABELS, bigram_auroc
-    from detokgui.core.corpus_tables import auroc_table
+    from detokgui.api.corpus import auroc
     from detokgui.core.tables import write_csv
 
     out = out_path(args, (".csv",))
-    heads = head_arg(layer, args.head)
-    counts = _counts(args, layer)
-    res = bigram_auroc(layer, counts, SigmaChoice(args.sigma), heads=heads,
-                       on_progress=_progress())
-    n = write_csv(out, auroc_table(layer, res, args.no_bigram))
-    means, used = res.head_means(args.no_bigram)
-    for h, m, k in zip(res.heads, means.tolist(), used.tolist()):
-        print(f"head {h}: mean AUROC {m:.6f} over {k} query tokens")
-    print(f"({NO_BIGRAM_LABELS[args.no_bigram]}; sigma: {SigmaChoice(args.sigma).label()})")
+    res = _with_progress(auroc.table, layer, args.corpus, heads=head_arg(layer, args.head),
+                         sigma=args.sigma, no_bigram=args.no_bigram)
+    n = write_csv(out, res.table)
+    c = res.conventions
+    for h in c["heads"]:
+        print(f"head {h}: mean AUROC {c['mean_auroc'][h]:.6f} over {c['mean_over'][h]} "
+              "query tokens")
+    print(f"({c['no_bigram_label']}; sigma: {c['sigma_label']})")
     return n
 
 
@@ -139,21 +132,21 @@ def _frequency_args(p):
 @export_command("frequency", "T_e against corpus count: head,token_id,token,count,t_e; "
                 "Spearman rho per head on stdout", _frequency_args)
 def export_frequency(args, layer):
-    from detokgui.core.affinity import SigmaChoice
-    from detokgui.core.corpus_tables import frequency_table
-    from detokgui.core.frequency import ZERO_COUNT_LABELS, frequency_stats
+    from detokgui.api.corpus import frequency
     from detokgui.core.tables import write_csv
 
     out = out_path(args, (".csv",))
-    counts = _counts(args, layer)
-    fs = frequency_stats(layer, counts, SigmaChoice(args.sigma), head_arg(layer, args.head),
-                         args.zero_counts)
-    n = write_csv(out, frequency_table(layer, fs))
-    for h, r in zip(fs.heads, fs.rho_t_e.tolist()):
-        print(f"head {h}: Spearman rho(count, T_e) {r:.6f} over {fs.n_used} tokens")
-    print(f"token-embedding variance: Spearman rho(count, Var(e)) {fs.rho_variance:.6f} "
-          f"over {fs.n_used} tokens")
-    print(f"({ZERO_COUNT_LABELS[args.zero_counts]})")
+    res = _with_progress(frequency.table, layer, args.corpus,
+                         heads=head_arg(layer, args.head), sigma=args.sigma,
+                         zero_counts=args.zero_counts)
+    n = write_csv(out, res.table)
+    c = res.conventions
+    for h in c["heads"]:
+        print(f"head {h}: Spearman rho(count, T_e) {c['rho'][h]:.6f} over {c['tokens_used']} "
+              "tokens")
+    print(f"token-embedding variance: Spearman rho(count, Var(e)) {c['rho_variance']:.6f} "
+          f"over {c['tokens_used']} tokens")
+    print(f"({c['zero_counts_label']})")
     return n
 
 
@@ -174,8 +167,7 @@ def _neighbours_args(p):
 @export_command("neighbours", "nearest tokens by cosine in the token embedding: "
                 "rank,token_id,token,cosine", _neighbours_args)
 def export_neighbours(args, layer):
-    from detokgui.core.corpus_tables import neighbours_table
-    from detokgui.core.neighbours import analogy, nearest_tokens
+    from detokgui.api.tokens import neighbours
     from detokgui.core.tables import write_csv
 
     out = out_path(args, (".csv",))
@@ -184,10 +176,9 @@ def export_neighbours(args, layer):
     u = _single_token(layer, args.token, "--token")
     if (args.minus is None) != (args.plus is None):
         raise CliError("an analogy needs both --minus and --plus")
-    if args.minus is None:
-        nb = nearest_tokens(layer, u, args.k, args.centred)
-    else:
+    b = c = None
+    if args.minus is not None:
         b = _single_token(layer, args.minus, "--minus")
         c = _single_token(layer, args.plus, "--plus")
-        nb = analogy(layer, u, b, c, args.k, args.centred)
-    return write_csv(out, neighbours_table(layer, nb))
+    return write_csv(out, neighbours.table(layer, u, args.k, minus=b, plus=c,
+                                           centred=args.centred).table)

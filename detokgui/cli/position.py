@@ -40,13 +40,15 @@ def _check_bias(args, shape):
     check=_check_bias,
 )
 def export_bias(args, layer):
+    from detokgui.api.position import bias
     from detokgui.core.checks import check_position
-    from detokgui.core.conventions import convention_label, temperature_label
-    from detokgui.core.tables import bias_table, write_csv
+    from detokgui.core.conventions import temperature_label
+    from detokgui.core.tables import write_csv
 
-    table = bias_table(layer, check_position(layer, args.position), args.sigma, args.convention)
-    n = write_csv(args.out, table)
-    print(f"convention: {convention_label(args.convention, args.sigma)}; softmax / tau, "
+    result = bias.table(layer, check_position(layer, args.position), sigma=args.sigma,
+                        convention=args.convention, progress=False)
+    n = write_csv(args.out, result.table)
+    print(f"convention: {result.conventions['convention_label']}; softmax / tau, "
           f"{temperature_label(layer, ascii=True)}")
     return n
 
@@ -61,6 +63,7 @@ def _neurons_args(p):
     "neurons", "position-embedding dimensions: dim,norm,slope,r2,period,group", _neurons_args
 )
 def export_neurons(args, layer):
-    from detokgui.core.tables import neurons_table, write_csv
+    from detokgui.api.position import neurons
+    from detokgui.core.tables import write_csv
 
-    return write_csv(args.out, neurons_table(layer, scaled=args.scaled))
+    return write_csv(args.out, neurons.table(layer, scaled=args.scaled, progress=False).table)

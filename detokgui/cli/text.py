@@ -11,19 +11,12 @@ def _corpus_args(p, required: bool = True):
     p.add_argument("--corpus", nargs="+", required=required, metavar="PATH",
                    help=CORPUS_PATHS + "; a text is a window of at most n_positions "
                         "tokens of one document")
-    p.add_argument("--prepend-eos", "--prepend-bos", action="store_true",
+    p.add_argument("--prepend-bos", "--prepend-eos", action="store_true",
                    help="start every text with the model's BOS token (the tokenizer's "
                         "bos_token, else its eos_token: <|endoftext|> for GPT-2, the "
                         "authors' convention; </s> for OPT)")
     p.add_argument("--max-texts", type=int, default=None, metavar="N",
                    help="use only the first N texts (default: all)")
-
-
-def _texts(args):
-    from detokgui.core.empirical import TextSource
-
-    return TextSource.corpus(args.corpus, prepend_eos=args.prepend_eos,
-                             max_texts=args.max_texts)
 
 
 def _sentence_args(p):
@@ -35,11 +28,11 @@ def _sentence_args(p):
     "sentence", "six terms, their sum, predicted and actual attention for a text: "
     "head,i,j,term,value", _sentence_args)
 def export_sentence(args, layer):
+    from detokgui.api.text import sentence
     from detokgui.core.tables import write_csv
-    from detokgui.core.text_tables import sentence_table
 
     out = out_path(args, (".csv",))
-    return write_csv(out, sentence_table(layer, tokens_of(layer, args.text)))
+    return write_csv(out, sentence.table(layer, tokens_of(layer, args.text)).table)
 
 
 def _empirical_args(p):
@@ -59,15 +52,15 @@ def _empirical_args(p):
     "empirical", "mean attention at query position i over corpus texts vs the weight-based "
     "prediction: head,j,empirical,predicted,windows,convention", _empirical_args)
 def export_empirical(args, layer):
+    from detokgui.api.text import empirical
     from detokgui.core.checks import check_position
-    from detokgui.core.empirical import empirical_attention
     from detokgui.core.tables import write_csv
-    from detokgui.core.text_tables import empirical_table
 
     out = out_path(args, (".csv",))
     i = check_position(layer, args.position)
-    return write_csv(out, empirical_table(
-        empirical_attention(layer, _texts(args), i, convention=args.convention)))
+    return write_csv(out, empirical.table(layer, args.corpus, i, convention=args.convention,
+                                          prepend_bos=args.prepend_bos,
+                                          max_texts=args.max_texts, progress=False).table)
 
 
 def _kl_args(p):
@@ -85,12 +78,13 @@ def _kl_args(p):
     "kl", "each term's KL contribution per head and query position, averaged over corpus "
     "texts: head,i,term,contribution,texts,definition", _kl_args)
 def export_kl(args, layer):
-    from detokgui.core.empirical import kl
+    from detokgui.api.text import kl
     from detokgui.core.tables import write_csv
-    from detokgui.core.text_tables import kl_table
 
     out = out_path(args, (".csv",))
-    return write_csv(out, kl_table(kl(layer, _texts(args), args.definition)))
+    return write_csv(out, kl.table(layer, args.corpus, definition=args.definition,
+                                   prepend_bos=args.prepend_bos, max_texts=args.max_texts,
+                                   progress=False).table)
 
 
 def _neuron_args(p):
@@ -108,30 +102,26 @@ def _neuron_args(p):
     "rank,token_id,token,contribution,side (normalisation measured on --corpus if given, "
     "else the vocabulary mean)", _neuron_args)
 def export_neuron(args, layer):
+    from detokgui.api.circuits import neuron
     from detokgui.core import circuits
     from detokgui.core.checks import check_heads
     from detokgui.core.tables import write_csv
-    from detokgui.core.text_tables import neuron_table
 
     out = out_path(args, (".csv",))
     if args.k < 1:
         raise CliError("--k must be at least 1")
     heads = None if args.heads is None else check_heads(layer, args.heads)
     circuits.check_neuron(layer, args.neuron)
-    norms = source = None
     if args.corpus:
-        texts = _texts(args)
         if heads is None:
             heads = circuits.contextual_heads(layer)
             if not heads:
                 raise CliError(f"no head of {layer.name} is classified contextual; "
                                "choose them with --heads")
-        norms = circuits.normalisation(layer, texts, heads).norm
-        source = texts.label()
-    elif args.prepend_eos or args.max_texts is not None:
-        raise CliError("--prepend-eos and --max-texts need --corpus")
-    circuit = circuits.contextual_circuit(layer, heads, norms, norm_source=source)
-    rows = write_csv(out, neuron_table(layer, circuits.neuron_tokens(
-        layer, circuit, args.neuron, args.k)))
-    print(circuit.label())
+    elif args.prepend_bos or args.max_texts is not None:
+        raise CliError("--prepend-bos and --max-texts need --corpus")
+    res = neuron.table(layer, args.neuron, args.k, heads=heads, corpus=args.corpus or None,
+                       prepend_bos=args.prepend_bos, max_texts=args.max_texts, progress=False)
+    rows = write_csv(out, res.table)
+    print(res.conventions["circuit"])
     return rows

@@ -25,9 +25,10 @@ def _read_text(args, shape):
 @export_command("terms", "six terms and attention for a text: head,i,j,term,value", _terms_args,
                 check=_read_text)
 def export_terms(args, layer):
-    from detokgui.core.tables import terms_table, write_csv
+    from detokgui.api.tokens import terms
+    from detokgui.core.tables import write_csv
 
-    return write_csv(args.out, terms_table(layer, tokens_of(layer, args.text_value)))
+    return write_csv(args.out, terms.table(layer, tokens_of(layer, args.text_value)).table)
 
 
 def _sigma_args(p):
@@ -36,9 +37,10 @@ def _sigma_args(p):
 
 @export_command("sigma", "sigma(e_v + p_j) over the vocabulary: position,mean,min,max", _sigma_args)
 def export_sigma(args, layer):
-    from detokgui.core.tables import sigma_summary_table, write_csv
+    from detokgui.api.tokens import sigma
+    from detokgui.core.tables import write_csv
 
-    return write_csv(args.out, sigma_summary_table(layer))
+    return write_csv(args.out, sigma.table(layer, progress=False).table)
 
 
 def _topk_args(p):
@@ -85,14 +87,13 @@ def _check_topk(args, shape):
     _topk_args, check=_check_topk,
 )
 def export_topk(args, layer):
-    from detokgui.core.affinity import SigmaChoice, topk_keys, topk_queries
-    from detokgui.core.tables import topk_table, write_csv
+    from detokgui.api.tokens import topk
+    from detokgui.core.tables import write_csv
 
-    rank = topk_keys if args.direction == "keys" else topk_queries
-    sigma, heads = SigmaChoice(args.sigma), head_arg(layer, args.head)
-    results = [rank(layer, tokens_of(layer, text, blank_ok=True)[-1], args.k, sigma, heads)
-               for text in args.anchor_texts]
-    return write_csv(args.out, topk_table(layer, results))
+    anchors = [tokens_of(layer, text, blank_ok=True)[-1] for text in args.anchor_texts]
+    return write_csv(args.out, topk.table(layer, anchors, args.k, heads=head_arg(layer, args.head),
+                                          sigma=args.sigma, direction=args.direction,
+                                          progress=False).table)
 
 
 def _heatmap_args(p):
@@ -111,8 +112,9 @@ def _check_heatmap(args, shape):
 @export_command("heatmap", "T_ee between all pairs of a text's tokens, as CSV, PNG or SVG",
                 _heatmap_args, outputs=(".csv", ".png", ".svg"), check=_check_heatmap)
 def export_heatmap(args, layer):
+    from detokgui.api.tokens import heatmap
     from detokgui.core.affinity import MAX_HEATMAP_TOKENS, SigmaChoice, affinity_block
-    from detokgui.core.tables import heatmap_table, write_csv
+    from detokgui.core.tables import write_csv
 
     heads = head_arg(layer, args.head)
     ids = tokens_of(layer, args.tokens_value)
@@ -121,9 +123,10 @@ def export_heatmap(args, layer):
             f"the text has {len(ids)} tokens; the heatmap takes at most {MAX_HEATMAP_TOKENS} "
             f"({MAX_HEATMAP_TOKENS}^2 cells): shorten the text"
         )
-    values = affinity_block(layer, ids, ids, SigmaChoice(args.sigma), heads)
     if args.out.lower().endswith(".csv"):
-        return write_csv(args.out, heatmap_table(layer, values, heads, ids, ids))
+        return write_csv(args.out, heatmap.table(layer, ids, heads=heads, sigma=args.sigma,
+                                                 progress=False).table)
+    values = affinity_block(layer, ids, ids, SigmaChoice(args.sigma), heads)
     from detokgui.figures.token_heatmap import save_token_heatmap
 
     save_token_heatmap(layer, values[0].cpu().numpy(), ids, heads[0],

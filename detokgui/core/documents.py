@@ -465,17 +465,17 @@ def iter_windows(pieces: Iterable[TokenPiece], n_positions: int,
         yield head + buf
 
 
-def corpus_windows(paths, tokenizer, n_positions: int, *, prepend_eos: bool = False,
+def corpus_windows(paths, tokenizer, n_positions: int, *, prepend_bos: bool = False,
                    reader: CorpusReader | None = None) -> Iterator[list[int]]:
     """Windows of the corpus at `paths` (see `iter_windows`); pass `reader` to follow its
-    progress (`reader.fraction`). `prepend_eos` ("prepend BOS") starts every window with
+    progress (`reader.fraction`). `prepend_bos` ("prepend BOS") starts every window with
     the model's own BOS token, `tokens.bos_id`: the tokenizer's bos_token_id, else its
     eos_token_id (GPT-2: <|endoftext|>, OPT: </s>); InputError when it has neither."""
     from detokgui.core.tokens import bos_id
 
     reader = reader or CorpusReader(paths)
     bos = None
-    if prepend_eos:
+    if prepend_bos:
         if tokenizer is None:
             raise InputError("The model has no tokenizer files, so a corpus cannot be "
                              "tokenized.")

@@ -52,14 +52,14 @@ from detokgui.core.terms import TERM_NAMES, term_factors
 @dataclass(frozen=True)
 class TextSource:
     """Where texts come from: the windows of the corpus files/folders `paths`, or the
-    token lists `windows`; at most `max_texts` of them (all when None). `prepend_eos`
+    token lists `windows`; at most `max_texts` of them (all when None). `prepend_bos`
     ("prepend BOS") starts every corpus window with the model's own BOS token
     (`tokens.bos_id`: bos_token_id, else eos_token_id; GPT-2's <|endoftext|>, as the
     authors did; OPT's </s>)."""
 
     paths: tuple[str, ...] = ()
     windows: tuple[tuple[int, ...], ...] | None = None
-    prepend_eos: bool = False
+    prepend_bos: bool = False
     max_texts: int | None = None
 
     def __post_init__(self) -> None:
@@ -72,12 +72,12 @@ class TextSource:
             raise InputError("No texts: give corpus files or token sequences.")
 
     @classmethod
-    def corpus(cls, paths, *, prepend_eos: bool = False, max_texts: int | None = None
+    def corpus(cls, paths, *, prepend_bos: bool = False, max_texts: int | None = None
                ) -> TextSource:
         """The windows of the corpus at `paths` (files or folders, see core.documents)."""
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
-        return cls(paths=tuple(str(p) for p in paths), prepend_eos=bool(prepend_eos),
+        return cls(paths=tuple(str(p) for p in paths), prepend_bos=bool(prepend_bos),
                    max_texts=max_texts)
 
     @classmethod
@@ -93,7 +93,7 @@ class TextSource:
             what = f"{len(self.windows)} given token sequences"
         else:
             names = ", ".join(os.path.basename(p.rstrip("/")) or p for p in self.paths)
-            what = f"corpus {names}" + (", BOS prepended" if self.prepend_eos else "")
+            what = f"corpus {names}" + (", BOS prepended" if self.prepend_bos else "")
         return what + (f", first {self.max_texts} texts" if self.max_texts else "")
 
     def iterate(self, layer) -> Iterator[tuple[torch.Tensor, float]]:
@@ -108,7 +108,7 @@ class TextSource:
 
         reader = CorpusReader(self.paths)
         windows = corpus_windows(self.paths, layer.tokenizer, layer.n_positions,
-                                 prepend_eos=self.prepend_eos, reader=reader)
+                                 prepend_bos=self.prepend_bos, reader=reader)
         for k, w in enumerate(windows, start=1):
             frac = reader.fraction
             if self.max_texts is not None:

@@ -18,7 +18,7 @@ def text_source(state, max_texts: int, prepend: bool) -> TextSource | None:
     """The shared corpus as a TextSource (max_texts 0 = every text), None without one."""
     if not state.corpus:
         return None
-    return TextSource.corpus(state.corpus, prepend_eos=prepend, max_texts=max_texts or None)
+    return TextSource.corpus(state.corpus, prepend_bos=prepend, max_texts=max_texts or None)
 
 
 def max_texts_option(default: int, what: str = "texts"):

@@ -1,0 +1,66 @@
+"""`DataFrame.dg`: what detokgui adds to the DataFrames it returns.
+
+    df.dg.conventions   # the analysis, model and conventions (a copy of df.attrs)
+    df.dg.plot()        # its matplotlib Figure (`plots.plot`)
+    df.dg               # in Jupyter: the conventions and the first rows (_repr_html_)
+
+The results stay plain DataFrames, so that every pandas operation works on them; the
+accessor only reads `attrs`, which pandas carries over to derived frames (a filter, a
+sort), so `df[df.head == 7].dg.plot()` draws the rows kept under the same conventions.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+#: rows shown by the reprs
+SHOWN_ROWS = 10
+
+
+@pd.api.extensions.register_dataframe_accessor("dg")
+class DetokAccessor:
+    def __init__(self, df: pd.DataFrame):
+        self._df = df
+
+    @property
+    def conventions(self) -> dict:
+        """The analysis, the model and the conventions of this result (df.attrs)."""
+        return dict(self._df.attrs)
+
+    @property
+    def analysis(self) -> str | None:
+        return self._df.attrs.get("analysis")
+
+    def plot(self, **kwargs):
+        """The result's matplotlib Figure (see `detokgui.api.plots.plot`)."""
+        from detokgui.api.plots import plot
+
+        return plot(self._df, **kwargs)
+
+    def _lines(self) -> list[tuple[str, str]]:
+        return [(str(k), _shown(v)) for k, v in self._df.attrs.items()]
+
+    def __repr__(self) -> str:
+        lines = [f"{k}: {v}" for k, v in self._lines()]
+        more = len(self._df) - SHOWN_ROWS
+        rows = self._df.head(SHOWN_ROWS).to_string()
+        tail = [f"... {more} more rows"] if more > 0 else []
+        return "\n".join([*lines, f"{len(self._df)} rows", rows, *tail])
+
+    def _repr_html_(self) -> str:
+        """The conventions as a small table above the first rows (Jupyter's display)."""
+        conv = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+                       f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+                       for k, v in self._lines())
+        more = len(self._df) - SHOWN_ROWS
+        tail = f"<p>… {more} more rows</p>" if more > 0 else ""
+        title = html.escape(str(self.analysis or "result"))
+        return (f"<div><p><b>detokgui {title}</b>: {len(self._df)} rows</p>"
+                f"<table>{conv}</table>{self._df.head(SHOWN_ROWS).to_html()}{tail}</div>")
+
+
+def _shown(value) -> str:
+    text = str(value)
+    return text if len(text) <= 200 else text[:199] + "…"

@@ -1,0 +1,90 @@
+"""The arguments the analyses share, read as the command line reads them: texts and
+tokens (a token given as text or as an id), heads, corpus paths and text sources. Bad
+input is an `InputError` with a one-line message."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from detokgui.core.checks import check_heads, check_text, check_token
+from detokgui.core.errors import InputError
+from detokgui.core.tokens import encode_text
+
+
+def tokens_of(layer, text: str, blank_ok: bool = False) -> list[int]:
+    """The token ids of `text` (the model's tokenizer); InputError for an empty text
+    (white space only too, unless `blank_ok`) or a model without a tokenizer."""
+    if layer.tokenizer is None:
+        raise InputError(f"{layer.name} has no tokenizer files, so text cannot be tokenized.")
+    if not check_text(text) or not (text if blank_ok else text.strip()):
+        raise InputError("The text is empty.")
+    ids = encode_text(layer.tokenizer, text)  # without added specials (OPT's </s>)
+    if not ids:
+        raise InputError("The text has no tokens.")
+    return ids
+
+
+def token_ids(layer, tokens, what: str = "text") -> list[int]:
+    """A text (tokenized) or a sequence of token ids, as ids."""
+    if isinstance(tokens, str):
+        return tokens_of(layer, tokens)
+    try:
+        ids = [check_token(layer, t) for t in tokens]
+    except TypeError:
+        raise InputError(f"The {what} must be a string or a sequence of token ids, not "
+                         f"{tokens!r}.") from None
+    if not ids:
+        raise InputError(f"The {what} has no tokens.")
+    return ids
+
+
+def last_token(layer, token) -> int:
+    """A token id, or the LAST token of a text (as `export topk --query` reads it: white
+    space such as "\\n" is a token too)."""
+    if isinstance(token, str):
+        return tokens_of(layer, token, blank_ok=True)[-1]
+    return check_token(layer, token)
+
+
+def single_token(layer, token, what: str = "token") -> int:
+    """A token id, or a text that is exactly one token (as `export neighbours --token`)."""
+    if not isinstance(token, str):
+        return check_token(layer, token)
+    ids = tokens_of(layer, token)
+    if len(ids) != 1:
+        raise InputError(f"The {what} {token!r} is {len(ids)} tokens; give a single token.")
+    return ids[0]
+
+
+def anchors(layer, tokens) -> list[int]:
+    """One token or several (a list of texts or ids): each as `last_token`."""
+    if isinstance(tokens, (str, int)) or not isinstance(tokens, Sequence):
+        return [last_token(layer, tokens)]
+    if not tokens:
+        raise InputError("No token was given.")
+    return [last_token(layer, t) for t in tokens]
+
+
+def heads_of(layer, heads) -> list[int]:
+    """None = every head; a head number or a list of them (`core.checks.check_heads`)."""
+    return check_heads(layer, heads)
+
+
+def corpus_paths(corpus) -> list[str]:
+    """Corpus files or folders (a path or a list of them); "sample" is the sample corpus
+    shipped with detokgui, as on the command line."""
+    if corpus is None:
+        raise InputError("This analysis needs a corpus: corpus=\"sample\" or file paths.")
+    items = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
+    if not items:
+        raise InputError("No corpus path was given.")
+    return [str(p) for p in items]
+
+
+def text_source(corpus, prepend_bos: bool = False, max_texts: int | None = None):
+    """The corpus windows as `core.empirical.TextSource` (the CLI's --corpus,
+    --prepend-bos, --max-texts)."""
+    from detokgui.core.empirical import TextSource
+
+    return TextSource.corpus(corpus_paths(corpus), prepend_bos=prepend_bos, max_texts=max_texts)

@@ -1,0 +1,470 @@
+"""Figures of the results: `plot(df)` (also `df.dg.plot()`) draws a DataFrame returned by
+an analysis of `detokgui.api`, and `figure(layer, key)` draws one of the figures that
+`detokgui export figures` writes.
+
+`plot` draws from the DataFrame's rows only, so that a filtered frame
+(`df[df["head"] == 7]`) draws what it holds and a frame read back from a file draws the
+same. It uses the exported figures' look and drawing helpers (`detokgui.figures.style`:
+printed sizes, the red-white-blue T_ee heatmap, bands, in-panel titles, the mean / max /
+min sigma colours) and ends with the footer every exported figure has: the model and the
+conventions of `df.attrs`. Per-head figures have one panel per head in the frame
+(`heads=[...]` keeps only some).
+
+`figure(layer, key, heads=..., corpus=...)` is the exported figure itself: the
+registry's builder (`detokgui.figures.registry`) with the paper's settings, the same
+code and the same Figure as `export figures --only KEY`.
+
+Each function returns a `matplotlib.figure.Figure` (never pyplot: no global state); in
+Jupyter a returned Figure shows inline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from matplotlib.colors import LogNorm
+from matplotlib.figure import Figure
+
+from detokgui.api.jobs import ProgressArg, run_job
+from detokgui.core.errors import InputError
+from detokgui.core.tokens import SPACE_MARK
+from detokgui.figures import style
+from detokgui.figures.labels import POSITION_LABEL, tee_symbol
+from detokgui.figures.style import COLUMN_IN, SIGMA_COLOURS, TEXT_IN
+
+#: attrs shown in a figure's footer, in this order (the others are arguments already
+#: visible in the panels' titles)
+FOOTER_KEYS = ("sigma_label", "convention_label", "convention", "definition", "label",
+               "no_bigram_label", "zero_counts_label", "circuit", "final_norm", "source")
+PATTERN_FLOOR = 1e-4
+BAR_LABEL_CHARS = 12
+
+
+def plot(df: pd.DataFrame, *, heads=None) -> Figure:
+    """The Figure of a DataFrame returned by a `detokgui.api` analysis (by its
+    attrs["analysis"]); `heads` keeps only those heads of a per-head figure."""
+    analysis = df.attrs.get("analysis")
+    draw = DRAWERS.get(analysis)
+    if draw is None:
+        raise InputError(f"This DataFrame is not a detokgui result that can be plotted "
+                         f"(attrs['analysis'] = {analysis!r}); plot one of "
+                         f"{', '.join(sorted(DRAWERS))}.")
+    if heads is not None and "head" in df.columns:
+        keep = [int(h) for h in np.atleast_1d(heads)]
+        df = df[df["head"].isin(keep)]
+    if df.empty:
+        raise InputError("The DataFrame has no rows to plot.")
+    return draw(df)
+
+
+def figure(layer, key: str, *, heads=None, corpus=(), max_texts: int | None = None,
+           progress: ProgressArg = True) -> Figure:
+    """The figure `key` of `detokgui export figures` (a file stem of its index.md, e.g.
+    "fig03_position_bias", "fig02d_auroc") for this layer, drawn by the same builder:
+    the paper's heads unless `heads`, the corpus figures on `corpus` ("sample" or paths).
+    InputError when the key is unknown or the figure cannot be drawn here (the reason the
+    index would give)."""
+    from detokgui.figures.export import check_corpus
+    from detokgui.figures.registry import (
+        DEFAULT_MAX_TEXTS,
+        FIGURES,
+        FigureContext,
+        FigureSkipped,
+        load_figures,
+    )
+
+    load_figures()
+    spec = FIGURES.get(key)
+    if spec is None or not spec.implemented:
+        known = ", ".join(k for k, s in sorted(FIGURES.items()) if s.implemented)
+        raise InputError(f"There is no figure {key!r}; choose one of {known}.")
+    paths = [corpus] if isinstance(corpus, str) else list(corpus or ())
+    ctx = FigureContext(layer, check_corpus(paths),
+                        tuple(int(h) for h in np.atleast_1d(heads)) if heads is not None else None,
+                        max_texts=DEFAULT_MAX_TEXTS if max_texts is None else max_texts)
+    if spec.needs_corpus and not ctx.corpus:
+        raise InputError(f"The figure {key} needs a corpus: corpus=\"sample\" or paths.")
+    try:
+        drawn = spec.build(ctx)
+        if not hasattr(drawn, "figure"):
+            drawn = run_job(drawn, key, progress)
+    except FigureSkipped as exc:
+        raise InputError(f"The figure {key} cannot be drawn for {layer.name}: {exc}") from None
+    return drawn.figure
+
+
+# --------------------------------------------------------------------------- shared
+
+
+def _footer(df: pd.DataFrame, *parts) -> list[str]:
+    a = df.attrs
+    shown = [f"{a[k]}" if k.endswith("label") or k in ("circuit", "label") else f"{k}: {a[k]}"
+             for k in FOOTER_KEYS if a.get(k) not in (None, "")]
+    return [str(a.get("model", "")), *parts, *shown]
+
+
+def _shown(text) -> str:
+    """A token's text as the figures show it: a visible leading space, escaped controls."""
+    text = str(text)
+    if text.startswith(" "):
+        text = SPACE_MARK + text[1:]
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= BAR_LABEL_CHARS else text[: BAR_LABEL_CHARS - 1] + "…"
+
+
+def _heads(df: pd.DataFrame) -> list[int]:
+    return [int(h) for h in pd.unique(df["head"])]
+
+
+def _grid(df: pd.DataFrame, n: int, ncols: int, panel_h: float, *parts, width=TEXT_IN,
+          **kw):
+    nrows, ncols = style.grid_shape(n, ncols)
+    fig, axes = style.new_figure(width, nrows * panel_h + 0.15, nrows, ncols,
+                                 footer=_footer(df, *parts), **kw)
+    style.hide_unused(axes, n)
+    return fig, axes
+
+
+def _matrix(rows: pd.DataFrame, i: str, j: str, value: str) -> np.ndarray:
+    """values at (row i, column j) as a matrix; cells without a row are NaN."""
+    n = int(max(rows[i].max(), rows[j].max())) + 1
+    out = np.full((n, n), np.nan)
+    out[rows[i].to_numpy(int), rows[j].to_numpy(int)] = rows[value].to_numpy(float)
+    return out
+
+
+def _diverging(fig, ax, values: np.ndarray, title: str) -> None:
+    style.diverging_heatmap(fig, ax, np.nan_to_num(values), title)
+    if np.isnan(values).any():  # the causal mask above the diagonal: blank, not 0
+        ax.images[0].set_data(np.ma.masked_invalid(values))
+
+
+def _bars(ax, names, values, colours, title: str) -> None:
+    y = np.arange(len(values))[::-1]
+    ax.barh(y, values, color=colours, height=0.7)
+    ax.set_yticks(y, [_shown(n) for n in names], fontsize=style.FOOTER_PT + 0.5,
+                  parse_math=False)
+    ax.axvline(0, color="0.3", linewidth=0.4)
+    ax.set_xmargin(0.06)
+    ax.tick_params(axis="x", labelsize=style.FOOTER_PT + 0.5)
+    ax.set_title(title, pad=2, parse_math=False)
+
+
+# --------------------------------------------------------------------------- token side
+
+
+def _term_panels(df: pd.DataFrame, names: list[str], what: str) -> Figure:
+    h = _heads(df)[0]
+    rows = df[df["head"] == h]
+    with style.style():
+        fig, axes = _grid(df, len(names), 4, 0.3 * TEXT_IN,
+                          f"head {h}{' (the first in the frame)' if len(_heads(df)) > 1 else ''}",
+                          f"{what}; rows i (query), columns j (key)")
+        for ax, name in zip(axes.flat, names):
+            _diverging(fig, ax, _matrix(rows[rows["term"] == name], "i", "j", "value"), name)
+            ax.set_xlabel("$j$")
+            ax.set_ylabel("$i$")
+    return fig
+
+
+def _terms(df):
+    return _term_panels(df, list(pd.unique(df["term"])), "the six terms and the attention")
+
+
+def _sentence(df):
+    return _term_panels(df, list(pd.unique(df["term"])),
+                        "six terms, their sum, predicted and actual attention")
+
+
+def _sigma(df):
+    with style.style():
+        fig, axes = style.new_figure(COLUMN_IN, 0.5 * COLUMN_IN, footer=_footer(
+            df, "line: mean over the vocabulary; band: min..max"))
+        ax = axes[0, 0]
+        style.plot_band(ax, df["position"], df["mean"], df["min"], df["max"])
+        style.panel_title(ax, r"$\sigma(\mathbf{e}_v+\mathbf{p}_j)$")
+        ax.set_xlabel("Position ($j$)")
+    return fig
+
+
+def _topk(df):
+    anchor, ranked = df.columns[1], df.columns[5]  # <anchor>_token, <ranked>_token
+    blocks = list(df.groupby([df.columns[0], "head"], sort=False))
+    with style.style():
+        fig, axes = _grid(df, len(blocks), 4, 0.28 * TEXT_IN, "bars: T_ee score, best first")
+        for ax, ((_, h), rows) in zip(axes.flat, blocks):
+            _bars(ax, rows[ranked], rows["score"], "C0",
+                  f"{_shown(rows[anchor].iloc[0])}, head {h}")
+    return fig
+
+
+def _heatmap(df):
+    hs = _heads(df)
+    raw = df.attrs.get("sigma") == "none"
+    with style.style():
+        fig, axes = _grid(df, len(hs), 2, 0.5 * TEXT_IN, "rows: query tokens; columns: keys",
+                          width=TEXT_IN if len(hs) > 1 else 0.6 * TEXT_IN)
+        for ax, h in zip(axes.flat, hs):
+            rows = df[df["head"] == h]
+            _diverging(fig, ax, _matrix(rows, "query_index", "key_index", "value"),
+                       tee_symbol(h, raw))
+            names = (rows.drop_duplicates("key_index").sort_values("key_index")["key_token"])
+            step = max(1, len(names) // 30)
+            ticks = np.arange(0, len(names), step)
+            labels = [_shown(names.iloc[k]) for k in ticks]
+            ax.set_xticks(ticks, labels, rotation=90, fontsize=style.FOOTER_PT + 0.5,
+                          parse_math=False)
+            ax.set_yticks(ticks, labels, fontsize=style.FOOTER_PT + 0.5, parse_math=False)
+    return fig
+
+
+def _neighbours(df):
+    with style.style():
+        fig, axes = style.new_figure(0.6 * COLUMN_IN, 0.1 * len(df) + 0.5,
+                                     footer=_footer(df, "cosine in the token embedding"))
+        _bars(axes[0, 0], df["token"], df["cosine"], "C0", "nearest tokens")
+    return fig
+
+
+# --------------------------------------------------------------------------- position side
+
+
+def _bias(df):
+    hs = _heads(df)
+    i = df.attrs.get("i", int(df["j"].max()))
+    with style.style():
+        fig, axes = style.new_figure(TEXT_IN, 0.145 * TEXT_IN * len(hs) + 0.25, len(hs), 4,
+                                     sharex=True, footer=_footer(df, f"i = {i}",
+                                                                 "band: 95% PI over v"))
+        for r, h in enumerate(hs):
+            rows = df[df["head"] == h]
+            j = rows["j"].to_numpy()
+            for c, (name, tex) in enumerate((("t_p", rf"$T^{{\mathrm{{p}}}}_{{j,{h}}}$"),
+                                             ("t_pp", rf"$T^{{\mathrm{{pp}}}}_{{{i},j,{h}}}$"))):
+                style.plot_band(axes[r, c], j, rows[name], rows[f"{name}_lo"],
+                                rows[f"{name}_hi"], color=SIGMA_COLOURS["mean"])
+                style.panel_title(axes[r, c], tex)
+            axes[r, 2].plot(j, rows["total"], color=SIGMA_COLOURS["mean"])
+            style.panel_title(axes[r, 2], rf"$T^{{\mathrm{{pp}}}}+T^{{\mathrm{{p}}}}$ (head {h})")
+            axes[r, 3].plot(j, rows["softmax"], color=SIGMA_COLOURS["mean"])
+            style.panel_title(axes[r, 3], r"softmax$_j$")
+            axes[r, 0].set_ylabel(f"Head {h}")
+        for ax in axes[-1]:
+            ax.set_xlabel(POSITION_LABEL)
+    return fig
+
+
+def _neurons(df):
+    colours = {"linear": "C0", "periodic": "C1", "other": "0.6"}
+    with style.style():
+        fig, axes = style.new_figure(COLUMN_IN, 0.5 * COLUMN_IN, footer=_footer(
+            df, "raw position embedding" if not df.attrs.get("scaled") else "P[j] / mean σ"))
+        ax = axes[0, 0]
+        for group, rows in df.groupby("group", sort=False):
+            ax.bar(rows["dim"], rows["norm"], color=colours.get(group, "0.3"), width=1.0,
+                   label=group)
+        ax.set_xlabel("Dimension ($k$)")
+        ax.set_ylabel("norm of P[:, k]")
+        ax.legend(loc="upper right")
+    return fig
+
+
+def _pattern(df):
+    hs = _heads(df)
+    norm = LogNorm(PATTERN_FLOOR, 1.0)
+    with style.style():
+        fig, axes = _grid(df, len(hs), 4, 0.25 * TEXT_IN,
+                          f"query {_shown(df['query_token'].iloc[0])} at n = {df['n'].iloc[0]}",
+                          "keys j row by row, the query bottom right")
+        im = None
+        for ax, h in zip(axes.flat, hs):
+            rows = df[df["head"] == h]
+            grid = np.full((int(rows["grid_row"].max()) + 1, int(rows["grid_col"].max()) + 1),
+                           np.nan)
+            grid[rows["grid_row"].to_numpy(int), rows["grid_col"].to_numpy(int)] = np.clip(
+                rows["pattern"].to_numpy(float), PATTERN_FLOOR, 1.0)
+            im = ax.imshow(grid, norm=norm, cmap="viridis", interpolation="none")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_title(f"head {h}", pad=2)
+        cb = fig.colorbar(im, ax=axes, location="right", fraction=0.03, pad=0.01, aspect=30)
+        cb.set_label("attention weight (log scale)")
+    return fig
+
+
+def _head_classes(df):
+    criteria = ("span_fraction", "recent_weight", "self_top_fraction")
+    x = np.arange(len(df))
+    with style.style():
+        fig, axes = style.new_figure(TEXT_IN, 0.3 * TEXT_IN, footer=_footer(
+            df, f"n = {df['n'].iloc[0]}, {df['sample'].iloc[0]} sampled query tokens"))
+        ax = axes[0, 0]
+        for c, name in enumerate(criteria):
+            ax.bar(x + (c - 1) * 0.27, df[name], width=0.27, label=name)
+        ax.set_xticks(x, [f"{h}: {lab}" for h, lab in zip(df["head"], df["label"])],
+                      rotation=30, ha="right", fontsize=style.FOOTER_PT + 0.5)
+        ax.set_xlabel("Head and class")
+        ax.set_ylim(0, 1.05)
+        style.top_legend(fig, ax)
+    return fig
+
+
+def _slopes(df):
+    hs = _heads(df)
+    with style.style():
+        fig, axes = _grid(df, len(hs), 4, 0.3 * TEXT_IN,
+                          "slope per position of e_u W^QK p_j^T; top: rising, bottom: falling")
+        for ax, h in zip(axes.flat, hs):
+            rows = df[df["head"] == h]
+            top, bottom = rows[rows["side"] == "top"], rows[rows["side"] == "bottom"][::-1]
+            both = pd.concat([top, bottom])
+            _bars(ax, both["token"], both["slope"], ["C0"] * len(top) + ["C3"] * len(bottom),
+                  f"head {h}")
+    return fig
+
+
+# --------------------------------------------------------------------------- corpus
+
+
+def _counts(df):
+    counts = np.sort(df["count"].to_numpy(float))[::-1]
+    counts = counts[counts > 0]
+    what = "bigrams" if df.attrs.get("bigrams") else "tokens"
+    with style.style():
+        fig, axes = style.new_figure(COLUMN_IN, 0.55 * COLUMN_IN, footer=_footer(
+            df, f"{len(counts)} {what} with a count", f"{df.attrs.get('corpus_tokens')} tokens"))
+        ax = axes[0, 0]
+        ax.loglog(np.arange(1, len(counts) + 1), counts)
+        ax.set_xlabel(f"Rank of the {what[:-1]}")
+        ax.set_ylabel("Corpus count")
+    return fig
+
+
+def _stats(df):
+    with style.style():
+        fig, axes = style.new_figure(COLUMN_IN, 0.55 * COLUMN_IN, footer=_footer(
+            df, "self_rank = 1 + #{v ≠ u: T_ee(u,v) > T_ee(u,u)}"))
+        ax = axes[0, 0]
+        top = max(2.0, float(df["self_rank"].max()))
+        bins = np.logspace(0, np.log10(top) + 0.01, 40)
+        for h in _heads(df):
+            ax.hist(df.loc[df["head"] == h, "self_rank"], bins=bins, histtype="step",
+                    label=f"head {h}")
+        ax.set_xscale("log")
+        ax.set_xlabel("Self-rank of the query token among all keys")
+        ax.set_ylabel("Query tokens")
+        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return fig
+
+
+def _auroc(df):
+    means = df.groupby("head", sort=True)["auroc"].mean()
+    hs, values = means.index.to_numpy(), means.to_numpy()
+    best = int(np.nanargmax(values))
+    with style.style():
+        fig, axes = style.new_figure(COLUMN_IN, 0.42 * COLUMN_IN, footer=_footer(
+            df, f"mean over {df.groupby('head').size().iloc[0]} query tokens per head",
+            "as Fig 2-D"))
+        ax = axes[0, 0]
+        ax.bar(hs, values, color=["C3" if r == best else "C0" for r in range(len(hs))],
+               width=0.7)
+        ax.axhline(0.5, color="0.3", linewidth=0.4, linestyle="--")
+        for h, m in zip(hs, values):
+            ax.text(h, m + 0.01, f"{m:.2f}", ha="center", va="bottom",
+                    fontsize=style.FOOTER_PT + 0.5)
+        ax.set_xticks(hs)
+        ax.set_xlabel("Head")
+        ax.set_ylabel("Mean AUROC")
+        ax.set_ylim(0, 1.08)
+    return fig
+
+
+def _frequency(df):
+    hs = _heads(df)
+    rho = {int(k): v for k, v in (df.attrs.get("rho") or {}).items()}
+    with style.style():
+        fig, axes = _grid(df, len(hs), 4, 0.2 * TEXT_IN, "T_e against the token's corpus count",
+                          sharex=True)
+        for ax, h in zip(axes.flat, hs):
+            rows = df[(df["head"] == h) & (df["count"] > 0)]
+            ax.scatter(rows["count"], rows["t_e"], s=1.0, alpha=0.3, marker=".", linewidths=0,
+                       rasterized=True)
+            ax.set_xscale("log")
+            ax.axhline(0, color="black", linewidth=0.4, linestyle="--")
+            style.panel_title(ax, rf"$T^{{\mathrm{{e}}}}_{{j,{h}}}$"
+                              + (f"  ρ = {rho[h]:.2f}" if h in rho else ""))
+        for ax in axes[-1]:
+            ax.set_xlabel("Token ($j$) count")
+    return fig
+
+
+# --------------------------------------------------------------------------- text side
+
+
+def _empirical(df):
+    hs = _heads(df)
+    with style.style():
+        fig, axes = _grid(df, len(hs), 4, 0.2 * TEXT_IN,
+                          f"i = {df.attrs.get('i')}, {df['windows'].iloc[0]} windows",
+                          sharex=True)
+        for ax, h in zip(axes.flat, hs):
+            rows = df[df["head"] == h]
+            ax.plot(rows["j"], rows["empirical"], label="observed (mean)")
+            ax.plot(rows["j"], rows["predicted"], label="predicted (B3)", linestyle="--")
+            style.panel_title(ax, f"head {h}")
+        style.top_legend(fig, axes[0, 0])
+        for ax in axes[-1]:
+            ax.set_xlabel(POSITION_LABEL)
+    return fig
+
+
+def _kl(df):
+    hs = _heads(df)
+    with style.style():
+        fig, axes = _grid(df, len(hs), 4, 0.2 * TEXT_IN, "KL contribution of each term",
+                          sharex=True)
+        for ax, h in zip(axes.flat, hs):
+            rows = df[df["head"] == h]
+            for term, t in rows.groupby("term", sort=False):
+                ax.plot(t["i"], t["contribution"], label=term)
+            style.panel_title(ax, f"head {h}")
+        style.top_legend(fig, axes[0, 0])
+        for ax in axes[-1]:
+            ax.set_xlabel("Query position ($i$)")
+    return fig
+
+
+def _neuron(df):
+    top, bottom = df[df["side"] == "top"], df[df["side"] == "bottom"][::-1]
+    both = pd.concat([top, bottom])
+    with style.style():
+        fig, axes = style.new_figure(0.6 * COLUMN_IN, 0.09 * len(both) + 0.6,
+                                     footer=_footer(df, "c_m(x) = ext(x)·W2[:, m]"))
+        _bars(axes[0, 0], both["token"], both["contribution"],
+              ["C0"] * len(top) + ["C3"] * len(bottom), f"neuron {df.attrs.get('neuron')}")
+    return fig
+
+
+def _ov(df):
+    hs = _heads(df)
+    with style.style():
+        fig, axes = _grid(df, len(hs), 4, 0.3 * TEXT_IN,
+                          f"{df['direction'].iloc[0]} of {_shown(df['token'].iloc[0])}")
+        for ax, h in zip(axes.flat, hs):
+            rows = df[df["head"] == h]
+            top, bottom = rows[rows["side"] == "top"], rows[rows["side"] == "bottom"][::-1]
+            both = pd.concat([top, bottom])
+            _bars(ax, both["other_token"], both["score"],
+                  ["C0"] * len(top) + ["C3"] * len(bottom), f"head {h}")
+    return fig
+
+
+DRAWERS: dict[str, Callable[[pd.DataFrame], Figure]] = {
+    "terms": _terms, "sentence": _sentence, "sigma": _sigma, "topk": _topk,
+    "heatmap": _heatmap, "neighbours": _neighbours, "bias": _bias, "neurons": _neurons,
+    "pattern": _pattern, "head_classes": _head_classes, "slopes": _slopes,
+    "counts": _counts, "stats": _stats, "auroc": _auroc, "frequency": _frequency,
+    "empirical": _empirical, "kl": _kl, "neuron": _neuron, "ov": _ov,
+}

@@ -385,7 +385,7 @@ class MainWindow(QMainWindow):
 
     def ask_model_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(
-            self, "Open GPT-2 checkpoint folder", remembered(LAST_FOLDER, "")
+            self, "Open checkpoint folder (GPT-2, GPT-Neo or OPT)", remembered(LAST_FOLDER, "")
         )
         if folder:
             remember(LAST_FOLDER, folder)

@@ -64,10 +64,6 @@ class ModelShape:
     linear_bias: bool = True
     norm_affine: bool = True
 
-    @property
-    def n_heads(self) -> int:
-        return self.n_head
-
 
 class Family:
     """One model family's layer 0: config.json -> ModelShape, stored tensor names, and

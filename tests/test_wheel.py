@@ -61,7 +61,8 @@ def dist(tmp_path_factory):
     shutil.copytree(ROOT, src, ignore=NOT_SOURCES)
     out = tmp / "dist"
     r = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out),
-                        str(src)], capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+                        str(src)], capture_output=True, text=True, check=False,
+                       timeout=BUILD_TIMEOUT)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     sdists, wheels = sorted(out.glob("*.tar.gz")), sorted(out.glob("*.whl"))
     assert len(sdists) == 1 and len(wheels) == 1, sorted(p.name for p in out.iterdir())
@@ -94,7 +95,7 @@ def venv(dist, tmp_path_factory):
     # would otherwise count as installed, and pip would leave the venv without it.
     r = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--ignore-installed",
                         "--no-compile", "-q", str(dist[1])], cwd=work, env=env,
-                       capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+                       capture_output=True, text=True, check=False, timeout=BUILD_TIMEOUT)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return python, bindir, env, work
 
@@ -110,9 +111,7 @@ def test_version_is_kept_in_one_place():
                       *sorted((ROOT / "detokgui").rglob("*.py"))]
             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
             if f'"{v}"' in line or f"'{v}'" in line]
-    assert hits == ["detokgui/__init__.py:" + str(next(
-        n for n, line in enumerate((ROOT / "detokgui" / "__init__.py").read_text(
-            encoding="utf-8").splitlines(), 1) if line.startswith("__version__")))]
+    assert [h.split(":")[0] for h in hits] == ["detokgui/__init__.py"], hits
 
 
 def test_changelog_names_the_version():
@@ -162,7 +161,7 @@ def test_the_venv_imports_the_wheel_not_the_checkout(venv):
             "'version': detokgui.__version__, "
             "'dist': md.version('detokgui'), 'prefix': sys.prefix}))")
     r = subprocess.run([str(python), "-c", code], cwd=work, env=env, capture_output=True,
-                       text=True, timeout=120)
+                       text=True, check=False, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     info = json.loads(r.stdout.strip().splitlines()[-1])
     prefix = Path(info["prefix"]).resolve()
@@ -186,7 +185,7 @@ def test_the_tutorials_first_lines_run_from_the_wheel(venv):
             "print(dg.__file__)\n"
             "print(df.to_json(orient='split'))\n")
     r = subprocess.run([str(python), "-c", code], cwd=work, env=env, capture_output=True,
-                       text=True, timeout=300)
+                       text=True, check=False, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     where, table = r.stdout.strip().splitlines()[-2:]
     assert Path(where).resolve().is_relative_to(python.parent.parent.resolve())
@@ -207,12 +206,12 @@ def test_the_tutorials_first_lines_run_from_the_wheel(venv):
 
 @pytest.mark.gui  # the window, in a subprocess
 def test_the_installed_app_takes_a_screenshot(venv):
-    python, bindir, env, work = venv
+    _, bindir, env, work = venv
     exe = bindir / ("detokgui.exe" if os.name == "nt" else "detokgui")
     assert exe.is_file(), "the wheel installs no detokgui command"
     out = work / "out.png"
     r = subprocess.run([str(exe), "--model", "demo", "--screenshot", str(out)], cwd=work,
-                       env=env, capture_output=True, text=True, timeout=300)
+                       env=env, capture_output=True, text=True, check=False, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"

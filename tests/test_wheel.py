@@ -26,7 +26,8 @@ from conftest import isolated_environment
 ROOT = Path(__file__).resolve().parent.parent
 #: left out of the copy the package is built from (what .gitignore names, and .git)
 NOT_SOURCES = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", "*.egg-info", "build",
-                                     "dist", ".pytest_cache", ".ruff_cache", "site")
+                                     "dist", ".pytest_cache", ".ruff_cache", "site", ".venv",
+                                     "venv", ".mypy_cache", ".ipynb_checkpoints")
 RESOURCES = ("detokgui.svg", "detokgui.desktop", "demo_model/config.json",
              "demo_model/model.safetensors", "demo_model/vocab.json", "demo_model/merges.txt",
              "sample_corpus/public-domain-sample.jsonl.gz")
@@ -182,10 +183,12 @@ def test_the_tutorials_first_lines_run_from_the_wheel(venv):
     code = ("import detokgui as dg\n"
             "layer = dg.load('demo')\n"
             "df = dg.topk(layer, ' Korea', k=5)\n"
+            "fig = df.dg.plot()\n"
+            "assert type(fig).__name__ == 'Figure' and fig.axes, fig\n"
             "print(dg.__file__)\n"
             "print(df.to_json(orient='split'))\n")
-    r = subprocess.run([str(python), "-c", code], cwd=work, env=env, capture_output=True,
-                       text=True, check=False, timeout=300)
+    r = subprocess.run([str(python), "-c", code], cwd=work, env={**env, "MPLBACKEND": "Agg"},
+                       capture_output=True, text=True, check=False, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     where, table = r.stdout.strip().splitlines()[-2:]
     assert Path(where).resolve().is_relative_to(python.parent.parent.resolve())

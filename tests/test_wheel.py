@@ -70,6 +70,21 @@ def dist(tmp_path_factory):
     return sdists[0], wheels[0]
 
 
+def see_environment(python: Path) -> None:
+    """When the tests themselves run in a virtual environment, --system-site-packages shows
+    the new venv its base interpreter's packages, not this environment's: add this
+    environment's site-packages after the venv's own (as the base's would be, their .pth
+    files read), so torch, PySide6 and pandas are found and the wheel's detokgui comes
+    first."""
+    import site
+
+    code = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    r = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True,
+                       timeout=60)
+    lines = [f"import site; site.addsitedir({d!r})\n" for d in site.getsitepackages()]
+    Path(r.stdout.strip(), "zz-outer-environment.pth").write_text("".join(lines), encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def venv(dist, tmp_path_factory):
     """A fresh venv with the wheel installed (`--no-deps`: the dependencies come from the
@@ -83,6 +98,8 @@ def venv(dist, tmp_path_factory):
                     str(home)], check=True, timeout=120)
     bindir = home / ("Scripts" if os.name == "nt" else "bin")
     python = bindir / ("python.exe" if os.name == "nt" else "python")
+    if sys.prefix != sys.base_prefix:
+        see_environment(python)
     env = isolated_environment(tmp / "home")
     env.pop("PYTHONPATH", None)  # the tests' own PYTHONPATH may name the checkout
     env.pop("PYTHONHOME", None)

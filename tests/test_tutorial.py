@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -27,6 +28,8 @@ NOTEBOOK = ROOT / "docs" / "tutorial.ipynb"
 #: seconds for one cell (the AUROC pass is the longest) and for the whole run
 CELL_TIMEOUT = 420
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: a markdown link or image target: ](target)
+LINK = re.compile(r"\]\(\s*([^)\s]+)\s*\)")
 
 
 def _tagged(nb, tag: str) -> list:
@@ -49,6 +52,17 @@ def test_committed_tutorial_has_no_outputs():
     assert not dirty, f"cells committed with outputs or execution counts: {dirty}"
     assert "widgets" not in nb.metadata, "widget state committed in the notebook metadata"
     assert _tagged(nb, "table") and _tagged(nb, "figure")
+
+
+def test_tutorial_links_reach_files():
+    """Links and images in the prose (relative to docs/, as Jupyter and GitHub read them)
+    name files of the repository."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    targets = [t for c in nb.cells if c.cell_type == "markdown"
+               for t in LINK.findall(c.source) if "://" not in t]
+    assert targets
+    missing = [t for t in targets if not (NOTEBOOK.parent / t.split("#")[0]).is_file()]
+    assert not missing, f"links to missing files: {missing}"
 
 
 @pytest.mark.timeout(CELL_TIMEOUT + 180)

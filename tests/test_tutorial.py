@@ -48,7 +48,8 @@ def test_committed_tutorial_has_no_outputs():
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code, "the tutorial has no code cells"
     dirty = [c.id for c in code if c.outputs or c.execution_count is not None]
-    assert not dirty, f"cells committed with outputs or execution counts: {dirty}"
+    assert not dirty, (f"cells committed with outputs or execution counts: {dirty}; clear "
+                       "them (Jupyter: Edit > Clear Outputs of All Cells) before committing")
     assert "widgets" not in nb.metadata, "widget state committed in the notebook metadata"
     assert _tagged(nb, "table") and _tagged(nb, "figure")
 

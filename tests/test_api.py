@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from approx import assert_rows_close
@@ -211,6 +212,12 @@ def test_attrs_carry_the_conventions(frames, layer):
     html = frames["topk"].dg._repr_html_()
     assert "sigma = mean over positions" in html and "<table" in html and "key_token" in html
     assert frames["topk"][frames["topk"]["rank"] == 1].attrs == topk  # kept when filtered
+    # Jupyter's display of the frame itself (and of one derived from it): the conventions
+    # above pandas' own table
+    for shown in (frames["topk"], frames["topk"].sort_values("score").head(3)):
+        html = shown._repr_html_()
+        assert "sigma = mean over positions" in html and "detokgui topk" in html
+        assert html.endswith(pd.DataFrame(shown)._repr_html_() + "</div>")
 
 
 # --------------------------------------------------------------------------- GUI-only analyses

@@ -4,9 +4,11 @@
     df.dg.plot()        # its matplotlib Figure (`plots.plot`)
     df.dg               # in Jupyter: the conventions and the first rows (_repr_html_)
 
-The results stay plain DataFrames, so that every pandas operation works on them; the
-accessor only reads `attrs`, which pandas carries over to derived frames (a filter, a
-sort), so `df[df.head == 7].dg.plot()` draws the rows kept under the same conventions.
+The results are `Result`s: DataFrames in every respect (every pandas operation works on
+them and gives a Result again) whose Jupyter display shows the conventions above the
+rows. The accessor only reads `attrs`, which pandas carries over to derived frames (a
+filter, a sort), so `df[df["head"] == 7].dg.plot()` draws the rows kept under the same
+conventions; a frame read back from a CSV is a plain DataFrame and has no conventions.
 """
 
 from __future__ import annotations
@@ -51,14 +53,35 @@ class DetokAccessor:
 
     def _repr_html_(self) -> str:
         """The conventions as a small table above the first rows (Jupyter's display)."""
-        conv = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
-                       f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
-                       for k, v in self._lines())
         more = len(self._df) - SHOWN_ROWS
         tail = f"<p>… {more} more rows</p>" if more > 0 else ""
-        title = html.escape(str(self.analysis or "result"))
-        return (f"<div><p><b>detokgui {title}</b>: {len(self._df)} rows</p>"
-                f"<table>{conv}</table>{self._df.head(SHOWN_ROWS).to_html()}{tail}</div>")
+        rows = pd.DataFrame(self._df.head(SHOWN_ROWS)).to_html()
+        return f"<div>{conventions_html(self._df)}{rows}{tail}</div>"
+
+
+class Result(pd.DataFrame):
+    """A detokgui result: a pandas DataFrame whose Jupyter display shows its conventions
+    (`attrs`) above pandas' own table. Derived frames are Results too."""
+
+    @property
+    def _constructor(self):
+        return Result
+
+    def _repr_html_(self) -> str | None:
+        table = super()._repr_html_()
+        if table is None or not self.attrs:
+            return table
+        return f"<div>{conventions_html(self)}{table}</div>"
+
+
+def conventions_html(df: pd.DataFrame) -> str:
+    """The analysis, its row count and the conventions of `df.attrs` as a small table."""
+    lines = [(str(k), _shown(v)) for k, v in df.attrs.items()]
+    conv = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+                   f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+                   for k, v in lines)
+    title = html.escape(str(df.attrs.get("analysis") or "result"))
+    return f"<p><b>detokgui {title}</b>: {len(df)} rows</p><table>{conv}</table>"
 
 
 def _shown(value) -> str:

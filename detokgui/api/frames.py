@@ -50,14 +50,12 @@ def analysis(name: str) -> Callable:
 
 
 def frame(table: Table, analysis: str, layer, **conventions):
-    """The rows of `table` as a DataFrame with its header as columns, and `analysis`, the
-    model's name and `conventions` in `attrs`."""
-    import pandas as pd
-
-    from detokgui.api import accessor  # noqa: F401  (registers DataFrame.dg)
+    """The rows of `table` as a DataFrame (an `accessor.Result`) with its header as
+    columns, and `analysis`, the model's name and `conventions` in `attrs`."""
+    from detokgui.api.accessor import Result  # (and registers DataFrame.dg)
 
     header, rows = table
-    df = pd.DataFrame.from_records(list(rows), columns=list(header))
+    df = Result.from_records(list(rows), columns=list(header))
     df.attrs.update({"analysis": analysis, "model": str(layer.name),
                      **{k: _plain(v) for k, v in conventions.items()}})
     return df

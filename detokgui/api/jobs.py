@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from detokgui.core.progress import Job, Progress
+from detokgui.core.progress import Job, Progress, run
 
 #: `progress=` of every long analysis: True (a tqdm.auto bar), False (silent), or a
 #: function called with each `core.progress.Progress`.
@@ -64,13 +64,7 @@ def run_job(job: Job, what: str, progress: ProgressArg = True):
     pass on the bar."""
     report, close = reporter(progress, what)
     try:
-        while True:
-            try:
-                p = next(job)
-            except StopIteration as stop:
-                return stop.value
-            if report is not None:
-                report(p)
+        return run(job, report)
     except BaseException:
         job.close()
         raise

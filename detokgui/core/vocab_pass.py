@@ -231,9 +231,17 @@ def iter_vocab_pass(layer, sigma: SigmaChoice | None = None, *, direction: str =
                 greater = S.sub_(diag).gt_(0).sum(dim=-1)
                 self_rank[gi, rows_cpu] = greater.to(torch.int64).cpu() + 1
                 done += len(group) * n
-                yield Progress(done / total, f"whole-vocabulary pass: heads {group[0]}-"
-                               f"{group[-1]}, {a + n}/{order.shape[0]} tokens")
+                yield Progress(done / total, f"whole-vocabulary pass: {_heads_text(group)}, "
+                               f"{a + n}/{order.shape[0]} tokens")
     stats = HeadStats(direction, hs, sigma, k, top_ids.numpy(), top_scores.numpy(),
                       self_rank.numpy(), mean, var)
     return VocabPass(stats, extra.result(order) if extra is not None else None)
 
+
+def _heads_text(group: list[int]) -> str:
+    """"head 3", "heads 0-7" for consecutive heads, "heads 2, 7" otherwise."""
+    if len(group) == 1:
+        return f"head {group[0]}"
+    if list(group) == list(range(group[0], group[-1] + 1)):
+        return f"heads {group[0]}-{group[-1]}"
+    return "heads " + ", ".join(str(h) for h in group)

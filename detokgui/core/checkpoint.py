@@ -25,9 +25,7 @@ from detokgui.core.errors import ModelLoadError
 from detokgui.core.families import (  # noqa: F401  (the canonical names, re-exported)
     LAYER0_KEYS,
     OPTIONAL_KEYS,
-    Family,
     ModelShape,
-    family_for,
     read_config,
 )
 from detokgui.core.families import get as get_family

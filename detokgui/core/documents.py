@@ -422,17 +422,24 @@ def iter_token_pieces(tokenizer, documents: Iterable[Document],
 
 
 def _whole_documents(documents: Iterable[Document]) -> Iterator[Document]:
-    """The documents with each one's continued pieces joined to it."""
-    held: Document | None = None
+    """The documents with each one's continued pieces joined to it (once, not piece by
+    piece: a document of many pieces is copied once)."""
+    head: Document | None = None
+    parts: list[str] = []
+
+    def whole() -> Document:
+        return head if len(parts) == 1 else Document("".join(parts), head.source, head.line,
+                                                     head.continued)
+
     for doc in documents:
-        if doc.continued and held is not None:
-            held = Document(held.text + doc.text, held.source, held.line, held.continued)
+        if doc.continued and head is not None:
+            parts.append(doc.text)
             continue
-        if held is not None:
-            yield held
-        held = doc
-    if held is not None:
-        yield held
+        if head is not None:
+            yield whole()
+        head, parts = doc, [doc.text]
+    if head is not None:
+        yield whole()
 
 
 def _encode(tokenizer, batch: Sequence[Document]) -> Iterator[TokenPiece]:

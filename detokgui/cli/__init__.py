@@ -17,6 +17,7 @@ import os
 import sys
 
 from detokgui.cli.common import EXPORTS, CliError, load_layer, prepare
+from detokgui.core.default_model import DEFAULT_MODEL, cli_default_problem
 
 COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text")
 
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
     for name, command in EXPORTS.items():
         p = sub.add_parser(name, help=command.help, description=command.help)
-        p.add_argument("--model", default="gpt2",
+        p.add_argument("--model", default=None,
                        help="hub name or local folder of a GPT-2, GPT-Neo or OPT model, 'demo' "
                        "(the trained demo model shipped with detokgui) or 'random-demo' "
                        "(default gpt2)")
@@ -50,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     _quiet_libraries()
     args = build_parser().parse_args(argv)
+    args.model_given = args.model is not None
+    if not args.model_given:
+        args.model = DEFAULT_MODEL
     command = EXPORTS[args.what]
     with _log_lines(f"detokgui export {args.what}"):
         return _run(args, command)
@@ -65,6 +69,10 @@ def _run(args, command) -> int:
 
             if not torch.cuda.is_available():
                 raise CliError("--device cuda was asked for but no CUDA device is available")
+        if not args.model_given:
+            problem = cli_default_problem(args.model)
+            if problem is not None:
+                raise CliError(problem)
         layer = load_layer(args)
         n = command.run(args, layer)
     except (DetokError, CliError) as exc:

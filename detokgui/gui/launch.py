@@ -36,9 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Explore the first attention layer of GPT-2, GPT-Neo and OPT models from "
         "the weights alone. `detokgui export --help` lists the headless exports.",
     )
-    p.add_argument("--model", default="gpt2",
-                   help="hub name, local checkpoint folder, 'demo' (a small trained model shipped "
-                   "with detokgui) or 'random-demo' (random weights); default gpt2")
+    p.add_argument("--model", default=None,
+                   help="hub name (NAME or NAME@REVISION: a branch, tag or commit), local "
+                   "checkpoint folder, 'demo' (a small trained model shipped with detokgui) or "
+                   "'random-demo' (random weights); default gpt2, or the demo model with a "
+                   "note when gpt2 is not downloaded yet")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="default: CUDA when available, else CPU")
     p.add_argument("--corpus", nargs="+", metavar="PATH",
@@ -139,8 +141,17 @@ def launch(argv: list[str]) -> int:
         from detokgui.gui.screenshot import ScreenshotWhenIdle
 
         shooter = ScreenshotWhenIdle(win, args.screenshot, args.timeout)
-        win.load_model(args.model)
+        open_model(win, args.model)
         app.exec()
         return shooter.exit_code
-    win.load_model(args.model)
+    open_model(win, args.model)
     return app.exec()
+
+
+def open_model(win, model: str | None) -> None:
+    """--model as given (a failure is the error banner, never another model), or without
+    it the default model, the demo when that is not downloaded yet (`open_default_model`)."""
+    if model is None:
+        win.open_default_model()
+    else:
+        win.load_model(model)

@@ -24,8 +24,20 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.core.conventions import temperature_label
+from detokgui.core.default_model import (
+    DEFAULT_MODEL,
+    OFFLINE,
+    REACHABLE,
+    Unavailable,
+    cached_locally,
+    offline_mode,
+    probe_hub,
+    why_not_cached,
+)
+from detokgui.core.demo import DEMO, DEMO_DESCRIPTION
+from detokgui.core.errors import ModelLoadError
 from detokgui.core.families import family_label
-from detokgui.gui.banner import Banner
+from detokgui.gui.banner import NOTICE, Banner, BannerAction
 from detokgui.gui.elided_label import ElidedLabel, StatusBar
 from detokgui.gui.jobs import JobRunner, dismantle, release_memory
 from detokgui.gui.notices import LogNotices
@@ -37,6 +49,9 @@ DEMO_LABELS = {
     "random-demo": "Random demo model (random weights)",
 }
 MAX_RECENT = 8
+COMMIT_CHARS = 10  # of a resolved commit shown in the status bar and the title
+#: An example for the hub dialog: a GPT-2 training checkpoint published as a branch.
+HUB_EXAMPLE = "stanford-crfm/alias-gpt2-small-x21@checkpoint-300000"
 DEFAULT_SIZE = (1400, 900)  # or the screen's available area, if smaller
 DEFAULT_POSITION = 50  # the query position of a window's first model
 NOTICE_MS = 15000  # how long a line the core logged stays in the status bar
@@ -58,6 +73,39 @@ def load_layer(name: str, device: str | None, report):
     layer.sigma_stats(progress=lambda f, m: report(0.7 + 0.3 * f, m))
     prepare_tokens(layer.tokenizer)  # not on the GUI thread when the first token shows
     return layer
+
+
+class NotCached(ModelLoadError):
+    """The default model is not in the local cache (so it is not opened at start)."""
+
+
+def load_default(name: str, device: str | None, report):
+    """Job body of the first start: the default model when it is in the local cache
+    (`load_layer`), else NotCached at once, without asking the hub."""
+    if not cached_locally(name):
+        raise NotCached(why_not_cached(name, None))
+    return load_layer(name, device, report)
+
+
+def hub_request(text: str) -> tuple[str, str | None]:
+    """(model name to load, problem or None) for what was typed into *Open hub model…*:
+    NAME or NAME@REVISION (a branch, tag or commit), spaces around the parts dropped."""
+    text = " ".join(str(text).split())
+    name, at, revision = text.partition("@")
+    name, revision = name.strip(), revision.strip()
+    if not name or (at and not revision):
+        return text, (f"Write the model's name, and after an @ the revision if you want one "
+                      f"other than main: e.g. gpt2 or {HUB_EXAMPLE}.")
+    if " " in name or " " in revision:
+        return text, "A hub model's name and revision have no spaces."
+    return f"{name}@{revision}" if at else name, None
+
+
+def short_commit(layer) -> str | None:
+    """The first COMMIT_CHARS hex digits of the commit a hub model resolved to, or None
+    (a folder, a demo model, or a loader that does not say)."""
+    revision = getattr(layer, "revision", None)
+    return str(revision)[:COMMIT_CHARS] if revision else None
 
 
 def with_family(name: str, family: str) -> str:
@@ -90,6 +138,9 @@ class MainWindow(QMainWindow):
         self.jobs = JobRunner(self)
         self.load_error: str | None = None
         self.loading_name: str | None = None
+        #: Why the default model was not opened at start (the demo shown instead), while
+        #: the demo it opened is what the window shows or loads.
+        self.unavailable: Unavailable | None = None
         self.load_started = 0.0  # perf_counter() when the model was asked for
         self.load_seconds: float | None = None  # wall time from request to ready
         self._progress_message = ""
@@ -290,10 +341,71 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ model
 
-    def load_model(self, name: str) -> None:
+    def open_default_model(self, name: str = DEFAULT_MODEL) -> None:
+        """`detokgui` without --model: the default model when the local cache holds it;
+        otherwise (or when it fails to load) the shipped demo model at once, with a
+        banner that says it is the demo and why, and offers *Download gpt2* (when the
+        hub answers: probed off the GUI thread) and *Open folder…*."""
+        self.load_model(name, body=load_default,
+                        on_error=lambda exc, _m="", n=name: self._open_demo_instead(n, exc))
+
+    def _open_demo_instead(self, name: str, exc: BaseException) -> None:
+        self.loading_name = None
+        hub = OFFLINE if offline_mode() else None
+        reason = (why_not_cached(name, hub) if isinstance(exc, NotCached)
+                  else f"{name} could not be loaded: {exc}")
+        self.load_model(DEMO)
+        self.unavailable = Unavailable(name, reason, hub)
+        self._show_unavailable()
+        if hub is None:
+            self.jobs.submit("hub-probe", probe_hub, self._hub_probed,
+                             label="Checking whether the Hugging Face hub answers")
+
+    def _hub_probed(self, hub: str) -> None:
+        u = self.unavailable
+        if u is None:
+            return  # another model was asked for meanwhile
+        reason = why_not_cached(u.name, hub) if u.reason == why_not_cached(u.name, None) \
+            else u.reason
+        self.unavailable = Unavailable(u.name, reason, hub)
+        self._show_unavailable()
+
+    def _show_unavailable(self) -> None:
+        """The first start's banner: the demo is shown, not the default model, and why."""
+        u = self.unavailable
+        if u is None:
+            return
+        actions = []
+        if u.downloadable:
+            actions.append(BannerAction(
+                f"Download {u.name}", f"Download {u.name}'s layer 0 from the Hugging Face "
+                "hub and open it (progress in the status bar; Esc cancels)",
+                lambda n=u.name: self.load_model(n)))
+        actions.append(BannerAction(
+            "Open folder…", "Open a local checkpoint folder (GPT-2, GPT-Neo or OPT) that "
+            "holds config.json and the weights", self.ask_model_folder))
+        todo = {None: "(Checking whether the hub answers…)",
+                OFFLINE: "Unset HF_HUB_OFFLINE to download it, or open a local checkpoint "
+                         "folder.",
+                REACHABLE: "Download it with the button below, or open a local checkpoint "
+                           "folder.",
+                }.get(u.hub, "Connect to the internet to download it, or open a local "
+                             "checkpoint folder.")
+        doing = "Opening" if self.state.layer is None else "This is"
+        self.banner.show_text(
+            f"<b>{doing} the demo model, a small model trained for detokgui — not GPT-2.</b>"
+            f"<br>{_html(u.reason)} {_html(todo)}<br><small>{_html(DEMO_DESCRIPTION)}</small>",
+            actions, kind=NOTICE)
+
+    def load_model(self, name: str, body=None, on_error=None) -> None:
+        """Load `name` (a hub name, NAME@REVISION, a folder or a demo name) in the
+        "model" job; the model shown stays until the new one is ready. `body(name,
+        device, report)` replaces `load_layer`; `on_error(exc, message)` replaces the
+        error banner."""
         name = str(name).strip()
         if not name:
             return
+        self.unavailable = None
         self.loading_name = name
         self.load_error = None
         self.load_started = time.perf_counter()
@@ -302,12 +414,14 @@ class MainWindow(QMainWindow):
         self._show_model_label()
         self.show_message(f"Loading {label}…")
         device = self.device
+        body = body or (lambda n, d, report: load_layer(n, d, report))
         self.jobs.submit(
             "model",
-            lambda report: load_layer(name, device, report),
+            lambda report: body(name, device, report),
             lambda layer, n=name: self._loaded(n, layer),
             label=f"Loading {label}",
-            on_error=self._load_failed,
+            on_error=on_error or self._load_failed,
+            on_cancel=lambda n=name: self._load_cancelled(n),
         )
 
     def _loaded(self, name: str, layer) -> None:
@@ -335,6 +449,27 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, self, release_memory)
         for note in layer.notes:
             self.show_message(note)
+        if name == DEMO:
+            self._show_unavailable()  # the demo opened at start: say so again
+
+    def _load_cancelled(self, name: str) -> None:
+        """The banner says the load was cancelled and what is shown instead."""
+        self.loading_name = None
+        self._show_model_label()
+        label = _html(DEMO_LABELS.get(name, name))
+        layer = self.state.layer
+        if layer is not None:
+            self.banner.show_text(
+                f"Loading <b>{label}</b> was cancelled; {_html(self.model_title(layer))} "
+                "is still open.", kind=NOTICE)
+            return
+        self.banner.show_text(
+            f"Loading <b>{label}</b> was cancelled; no model is open.",
+            [BannerAction("Open the demo model", "The small trained model shipped with "
+                          "detokgui: no download", lambda: self.load_model(DEMO)),
+             BannerAction("Open folder…", "Open a local checkpoint folder",
+                          self.ask_model_folder)],
+            kind=NOTICE)
 
     def _load_failed(self, exc: BaseException, _message: str = "") -> None:
         self.loading_name = None
@@ -353,13 +488,22 @@ class MainWindow(QMainWindow):
             text = "no model"
         else:
             took = f" | loaded in {self.load_seconds:.1f} s" if self.load_seconds else ""
-            text = (f"{layer.name} | {layer.summary}, {temperature_label(layer)} | "
+            text = (f"{self.model_title(layer)} | {layer.summary}, {temperature_label(layer)} | "
                     f"{layer.device.type.upper()} | V={layer.n_vocab:,} L={layer.n_positions} "
                     f"d′={layer.d_head}{took}")
         if self.loading_name is not None:
             loading = f"loading {DEMO_LABELS.get(self.loading_name, self.loading_name)}…"
             text = loading if layer is None else f"{loading} (showing {layer.name})"
         self.model_label.setText(text)
+        revision = getattr(layer, "revision", None) if layer is not None else None
+        self.model_label.setToolTip(f"Resolved commit {revision}" if revision else "")
+
+    @staticmethod
+    def model_title(layer) -> str:
+        """The model's name as typed (gpt2@step1000) and the commit it resolved to
+        (first COMMIT_CHARS hex digits), when it came from the hub."""
+        commit = short_commit(layer)
+        return f"{layer.name} (commit {commit})" if commit else layer.name
 
     @Slot(object)
     def _on_model(self, layer) -> None:
@@ -370,18 +514,32 @@ class MainWindow(QMainWindow):
         self.head_spin.setRange(0, layer.n_heads - 1)
         self.head_spin.setValue(self.state.head)
         self.banner.dismiss()
-        self.setWindowTitle(f"detokgui — {with_family(layer.name, layer.family_label)}")
+        title = with_family(layer.name, layer.family_label)
+        commit = short_commit(layer)
+        self.setWindowTitle(f"detokgui — {title}" + (f" · commit {commit}" if commit else ""))
         self.show_message(f"Loaded {layer.name}", 5000)
 
     def ask_hub_model(self) -> None:
-        name, ok = QInputDialog.getText(
-            self, "Open hub model",
-            "Hugging Face model name (gpt2, gpt2-medium, gpt2-large, gpt2-xl, distilgpt2, …):",
-            text=remembered(LAST_HUB, "gpt2"),
-        )
-        if ok and name.strip():
-            remember(LAST_HUB, name.strip())
-            self.load_model(name)
+        """Ask for NAME or NAME@REVISION (branch, tag or commit) and load it; the name
+        asked for last (with its revision) is offered next time."""
+        text = remembered(LAST_HUB, DEFAULT_MODEL)
+        while True:
+            text, ok = QInputDialog.getText(
+                self, "Open hub model",
+                "Hugging Face model name (gpt2, gpt2-medium, gpt2-large, gpt2-xl, distilgpt2, "
+                "EleutherAI/gpt-neo-125m, facebook/opt-125m, …).\nA revision after @ "
+                "(a branch, tag or commit; default main) opens e.g. a training checkpoint:\n"
+                f"{HUB_EXAMPLE}",
+                text=text,
+            )
+            if not ok or not text.strip():
+                return
+            name, problem = hub_request(text)
+            if problem is None:
+                break
+            QMessageBox.warning(self, "Open hub model", problem)
+        remember(LAST_HUB, name)
+        self.load_model(name)
 
     def ask_model_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(
@@ -432,9 +590,6 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def _on_cancelled(self, key: str) -> None:
-        if key == "model":
-            self.loading_name = None
-            self._show_model_label()
         self.show_message("Cancelled.", 3000)
 
     def cancel_jobs(self) -> None:

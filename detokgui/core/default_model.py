@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 DEFAULT_MODEL = "gpt2"
 
-#: What the hub probe found: switched off by HF_HUB_OFFLINE, answering, or not answering.
-OFFLINE, REACHABLE, UNREACHABLE = "offline", "reachable", "unreachable"
+#: What the hub probe found: switched off by HF_HUB_OFFLINE, answering, or not answering;
+#: or nothing (the probe was cancelled).
+OFFLINE, REACHABLE, UNREACHABLE, NOT_PROBED = "offline", "reachable", "unreachable", "unknown"
 
 
 def offline_mode() -> bool:
@@ -50,7 +51,7 @@ def probe_hub(timeout: float = 3.0) -> str:
 @dataclass(frozen=True)
 class Unavailable:
     """Why the default model was not opened: `reason` is one sentence for a person;
-    `hub` is the probe's answer (None while it is not known yet)."""
+    `hub` is the probe's answer (None while the probe runs)."""
 
     name: str
     reason: str

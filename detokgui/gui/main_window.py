@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from detokgui.core.conventions import temperature_label
 from detokgui.core.default_model import (
     DEFAULT_MODEL,
+    NOT_PROBED,
     OFFLINE,
     REACHABLE,
     Unavailable,
@@ -221,7 +222,7 @@ class MainWindow(QMainWindow):
         self.setStatusBar(sb)
         self.model_label = ElidedLabel("no model", max_hint=560)
         self.model_label.setObjectName("model_label")
-        sb.addPermanentWidget(self.model_label, 2)
+        sb.addPermanentWidget(self.model_label)
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setMaximumWidth(220)
@@ -359,7 +360,8 @@ class MainWindow(QMainWindow):
         self._show_unavailable()
         if hub is None:
             self.jobs.submit("hub-probe", probe_hub, self._hub_probed,
-                             label="Checking whether the Hugging Face hub answers")
+                             label="Checking whether the Hugging Face hub answers",
+                             on_cancel=lambda: self._hub_probed(NOT_PROBED))
 
     def _hub_probed(self, hub: str) -> None:
         u = self.unavailable
@@ -491,12 +493,15 @@ class MainWindow(QMainWindow):
             text = (f"{self.model_title(layer)} | {layer.summary}, {temperature_label(layer)} | "
                     f"{layer.device.type.upper()} | V={layer.n_vocab:,} L={layer.n_positions} "
                     f"d′={layer.d_head}{took}")
-        if self.loading_name is not None:
-            loading = f"loading {DEMO_LABELS.get(self.loading_name, self.loading_name)}…"
-            text = loading if layer is None else f"{loading} (showing {layer.name})"
-        self.model_label.setText(text)
         revision = getattr(layer, "revision", None) if layer is not None else None
-        self.model_label.setToolTip(f"Resolved commit {revision}" if revision else "")
+        note = f"Resolved commit {revision}" if revision else ""
+        if self.loading_name is not None:
+            # short: the download's progress message beside it needs the room
+            text = f"loading {DEMO_LABELS.get(self.loading_name, self.loading_name)}…"
+            if layer is not None:
+                note = f"Showing {self.model_title(layer)} until the new model is ready"
+        self.model_label.setText(text)
+        self.model_label.set_note(note)
 
     @staticmethod
     def model_title(layer) -> str:

@@ -241,7 +241,8 @@ class MainWindow(QMainWindow):
         model_menu = mb.addMenu("&Model")
         self._action(model_menu, "Open hub model…", self.ask_hub_model, QKeySequence("Ctrl+L"),
                      "Load a Hugging Face model by name (gpt2, distilgpt2, EleutherAI/gpt-neo-125m, "
-                     "facebook/opt-125m, …)")
+                     "facebook/opt-125m, …); NAME@REVISION opens a branch, tag or commit, "
+                     "e.g. a training checkpoint")
         self._action(model_menu, "Open model folder…", self.ask_model_folder,
                      QKeySequence.Open, "Load a local checkpoint folder (GPT-2, GPT-Neo or OPT)")
         self._action(model_menu, DEMO_LABELS["demo"], lambda: self.load_model("demo"),
@@ -380,7 +381,7 @@ class MainWindow(QMainWindow):
         actions = []
         if u.downloadable:
             actions.append(BannerAction(
-                f"Download {u.name}", f"Download {u.name}'s layer 0 from the Hugging Face "
+                f"Download {u.name}", f"Download {u.name} from the Hugging Face "
                 "hub and open it (progress in the status bar; Esc cancels)",
                 lambda n=u.name: self.load_model(n)))
         actions.append(BannerAction(
@@ -531,10 +532,10 @@ class MainWindow(QMainWindow):
         while True:
             text, ok = QInputDialog.getText(
                 self, "Open hub model",
-                "Hugging Face model name (gpt2, gpt2-medium, gpt2-large, gpt2-xl, distilgpt2, "
-                "EleutherAI/gpt-neo-125m, facebook/opt-125m, …).\nA revision after @ "
-                "(a branch, tag or commit; default main) opens e.g. a training checkpoint:\n"
-                f"{HUB_EXAMPLE}",
+                "Hugging Face model: NAME, or NAME@REVISION for a branch, tag or commit "
+                "(default: main).\nNames: gpt2, gpt2-medium, gpt2-large, gpt2-xl, distilgpt2, "
+                "EleutherAI/gpt-neo-125m, facebook/opt-125m, …\nA training checkpoint "
+                f"published as a branch, e.g.: {HUB_EXAMPLE}",
                 text=text,
             )
             if not ok or not text.strip():

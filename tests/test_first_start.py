@@ -132,8 +132,13 @@ def test_reachable_hub_offers_download_gpt2(qtbot, monkeypatch, empty_hf_cache, 
         return real(str(tiny_ckpt) if name == "gpt2" else name, device, report)
 
     monkeypatch.setattr(main_window, "load_layer", load)
+    probed_on = []
+    real_probe = main_window.probe_hub
+    monkeypatch.setattr(main_window, "probe_hub",
+                        lambda: probed_on.append(threading.current_thread()) or real_probe())
     win = first_start(qtbot)
     try:
+        assert probed_on and threading.main_thread() not in probed_on  # never on the GUI
         assert asked == ["demo"]  # gpt2 was not tried: it is not cached
         assert_demo_notice(win, "gpt2 has not been downloaded yet")
         buttons = win.banner.buttons()
@@ -305,16 +310,20 @@ def test_esc_cancels_a_slow_load_and_keeps_the_model(window, qtbot, monkeypatch)
     n = len(reports)
     qtbot.wait(100)
     assert len(reports) == n  # the job stopped
+    assert list(window.banner.buttons()) == ["Try again"]
     window.state.set_head(2)  # the model shown still computes
     wait_idle(qtbot, window)
     assert window.state.head == 2 and not window.jobs.busy
 
 
 def test_cancelled_first_load_offers_the_demo(qtbot, monkeypatch):
+    real = main_window.load_layer
+
     def slow(name, device, report):
-        while True:
+        while name != "demo":
             report(0.1, f"Downloading {name}")
             time.sleep(0.02)
+        return real(name, device, report)
 
     monkeypatch.setattr(main_window, "load_layer", slow)
     win = new_window(qtbot)
@@ -325,7 +334,12 @@ def test_cancelled_first_load_offers_the_demo(qtbot, monkeypatch):
         qtbot.waitUntil(lambda: not win.jobs.busy, timeout=5000)
         assert win.state.layer is None
         assert "no model is open" in win.banner.text()
-        assert list(win.banner.buttons()) == ["Open the demo model", "Open folder…"]
+        buttons = win.banner.buttons()
+        assert list(buttons) == ["Try again", "Open the demo model", "Open folder…"]
+        qtbot.mouseClick(buttons["Open the demo model"], Qt.LeftButton)
+        qtbot.waitUntil(lambda: win.state.layer is not None, timeout=60000)
+        assert win.state.layer.name.startswith("demo model")
+        assert not win.banner.isVisible()
     finally:
         close_jobs(win)
 

@@ -460,15 +460,18 @@ class MainWindow(QMainWindow):
         self.loading_name = None
         self._show_model_label()
         label = _html(DEMO_LABELS.get(name, name))
+        again = BannerAction("Try again", f"Load {DEMO_LABELS.get(name, name)} again",
+                             lambda: self.load_model(name))
         layer = self.state.layer
         if layer is not None:
             self.banner.show_text(
                 f"Loading <b>{label}</b> was cancelled; {_html(self.model_title(layer))} "
-                "is still open.", kind=NOTICE)
+                "is still open.", [again], kind=NOTICE)
             return
         self.banner.show_text(
             f"Loading <b>{label}</b> was cancelled; no model is open.",
-            [BannerAction("Open the demo model", "The small trained model shipped with "
+            [again,
+             BannerAction("Open the demo model", "The small trained model shipped with "
                           "detokgui: no download", lambda: self.load_model(DEMO)),
              BannerAction("Open folder…", "Open a local checkpoint folder",
                           self.ask_model_folder)],

@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="gpt2",
                    help="hub name, local checkpoint folder, 'demo' (a small trained model shipped "
                    "with detokgui) or 'random-demo' (random weights); default gpt2")
+    p.add_argument("--compare", metavar="MODEL",
+                   help="also open MODEL (hub name, folder, 'demo' or 'random-demo') as model B "
+                   "to compare with, as Model > Compare with… does")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="default: CUDA when available, else CPU")
     p.add_argument("--corpus", nargs="+", metavar="PATH",
@@ -139,8 +142,15 @@ def launch(argv: list[str]) -> int:
         from detokgui.gui.screenshot import ScreenshotWhenIdle
 
         shooter = ScreenshotWhenIdle(win, args.screenshot, args.timeout)
-        win.load_model(args.model)
+        open_models(win, args)
         app.exec()
         return shooter.exit_code
-    win.load_model(args.model)
+    open_models(win, args)
     return app.exec()
+
+
+def open_models(win, args) -> None:
+    """Load --model as A and, when given, --compare as B."""
+    win.load_model(args.model)
+    if args.compare:
+        win.compare_with(args.compare)

@@ -1,0 +1,118 @@
+"""Compare (1): the top-k keys of the query token in A and in B side by side, for A's
+selected head and its match in B, each key with its rank in the other model
+(core.compare_views.side_by_side_topk)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from detokgui.core import compare_views as cv
+from detokgui.core.affinity import SigmaChoice
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.option_rows import OptionRow, option, spin
+from detokgui.gui.panels.compare_base import MISSING, ComparePanel
+from detokgui.gui.records import Column, RecordsModel, TokenTableView
+from detokgui.gui.sigma_controls import SigmaControls
+
+MISSING_IN_A = "missing in A"
+OWN_RANK_BACKGROUND = "#e4f1e4"  # a key ranked the same in both models
+
+
+@dataclass(frozen=True)
+class Options:
+    k: int = option(10, spin(1, 200, "How many keys to rank in each model", label="k"))
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    compare_serial: int
+    query: int
+    head_a: int
+    head_b: int
+    k: int
+    sigma: SigmaChoice
+
+
+def _rank(value) -> str:
+    return MISSING if value is None else str(value)
+
+
+class CompareTopKPanel(ComparePanel):
+    title = "Top-k A vs B"
+    view_name = "compare-topk"
+    tooltip = ("The query token's top-k keys in A and in B side by side for a matched pair "
+               "of heads, with each key's rank in the other model")
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        lay = self.body_layout
+        row = FlowLayout()
+        self.pair_text = QLabel()
+        self.pair_text.setTextFormat(Qt.RichText)
+        row.addWidget(self.pair_text)
+        row.addStretch(1)
+        self.options = OptionRow("comparetopk", Options, self)
+        self.options.add_to(row)
+        row.addWidget(SigmaControls(state))
+        lay.addLayout(row)
+        text_a, text_b = state.token_text, state.token_text_b
+        self.table = TokenTableView(RecordsModel([
+            Column("rank", lambda r: r["rank"], "d"),
+            Column("A key", lambda r: "" if r["key_a"] is None else text_a(r["key_a"]),
+                   token=lambda r: r["key_a"], tip="A's r-th key for the query (click: select "
+                   "it as the key token)"),
+            Column("A score", lambda r: r["score_a"], _score),
+            Column("its rank in B", lambda r: r["rank_a_in_other"], _rank, numeric=True,
+                   tip="1 + the number of B's keys scoring higher for the query's token in B",
+                   background=lambda r: OWN_RANK_BACKGROUND
+                   if r["rank_a_in_other"] == r["rank"] else None),
+            Column("B key", lambda r: "" if r["key_b"] is None else text_b(r["key_b"]),
+                   token=lambda r: r["key_b_in_other"],
+                   tip="B's r-th key for the query's token in B (click: select its token in "
+                   "A as the key token)"),
+            Column("B score", lambda r: r["score_b"], _score),
+            Column("its rank in A", lambda r: r["rank_b_in_other"],
+                   lambda v: MISSING_IN_A if v is None else str(v), numeric=True,
+                   background=lambda r: OWN_RANK_BACKGROUND
+                   if r["rank_b_in_other"] == r["rank"] else None),
+        ], token=lambda r: r["key_a"]), tip="Click a key to select it as the key token")
+        lay.addWidget(self.table, 1)
+        lay.addWidget(self.status)
+        self.table.tokenActivated.connect(lambda t, _shift: state.set_key_token(t))
+        self.options.changed.connect(self.refresh)
+
+    def request(self):
+        s = self.state
+        if not self.ready() or s.query_token < 0:
+            return None
+        return Request(self.serial, s.compare_serial, s.query_token, s.head, s.head_b,
+                       self.options.value.k, s.sigma)
+
+    @staticmethod
+    def compute(pair, req: Request) -> cv.SideBySideTopK:
+        return cv.side_by_side_topk(pair, req.query, req.head_a, req.head_b, req.k, req.sigma)
+
+    def draw(self, res: cv.SideBySideTopK | None) -> None:
+        self.pair_text.setText(self.pair_label())
+        if res is None:
+            self.table.records().set_records(())
+            self.status.setText(self.waiting_text() if self.state.query_token >= 0
+                                else "Select a query token in the Tokens panel.")
+            return
+        self.table.records().set_records(res.rows())
+        same = sum(1 for r in res.rows() if r["key_a"] is not None
+                   and r["rank_a_in_other"] is not None and r["rank_a_in_other"] <= res.k)
+        if res.b.query is None:
+            self.status.setText(f"The query {self.state.token_text(res.a.query)} is "
+                                f"{MISSING}: only A's keys are shown.")
+        else:
+            self.status.setText(f"{same} of A's top {len(res.a.keys)} keys are in B's top "
+                                f"{res.k} · {res.sigma.label()} · green: same rank in both")
+
+
+def _score(value) -> str:
+    return "" if value is None else f"{value:.4f}"

@@ -44,6 +44,7 @@ CORPUS_METRICS = ("mean_bigram_auroc", "spearman_te_count")
 HEAD_CLASS_CODES = {label: code for code, label in enumerate(HEAD_LABELS)}
 #: Default number of sampled query tokens.
 DEFAULT_QUERIES = 256
+_METRICS_KEY = "head_metrics"
 
 METRIC_LABELS = {
     "prev_token_mass": "previous-token mass of the positional pattern",
@@ -85,11 +86,19 @@ def iter_head_metrics(layer, *, counts=None, n_queries: int = DEFAULT_QUERIES, s
     """Generator job: every metric of HEAD_METRICS for every head of `layer` (arrays of
     shape (H,), float64). `counts`: the `corpus.CorpusCounts` of a corpus with this
     model's tokenizer, or None (then the corpus metrics are NaN). Cancellable between
-    yields; nothing is cached but what the analyses cache themselves."""
-    from detokgui.core.checks import check_count
-    from detokgui.core.positional import iter_classify_heads
+    yields; kept on the layer per corpus (its counts' key), n_queries and seed."""
+    from detokgui.core.checks import as_int, check_count
 
     n_queries = check_count(n_queries, "number of sampled query tokens")
+    seed = as_int(seed, "seed")
+    key = (_METRICS_KEY, None if counts is None else counts.key, n_queries, seed)
+    return (yield from layer.cached_job(key, lambda: _iter_head_metrics(
+        layer, counts=counts, n_queries=n_queries, seed=seed)))
+
+
+def _iter_head_metrics(layer, *, counts, n_queries: int, seed: int) -> Job[HeadMetrics]:
+    from detokgui.core.positional import iter_classify_heads
+
     H = layer.n_heads
     with_corpus = counts is not None
     cls = yield from rescaled(iter_classify_heads(layer, sample=n_queries, seed=seed),

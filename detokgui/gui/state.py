@@ -211,28 +211,37 @@ class AppState(QObject):
         self._emit_head_b(head_b)
 
     def swap_models(self) -> None:
-        """B becomes A and A becomes B; the selected tokens and head follow to the other
-        model where they can (a token the new A lacks is kept as the default)."""
+        """B becomes A and A becomes B, with the pair and the matching turned round (none
+        recomputed); the selected tokens and head follow to the other model where they
+        can (a token the new A lacks stays as it was, if valid there)."""
         if self._layer_b is None or self._layer is None:
             return
         query_b, key_b, head_b = self.query_token_b, self.key_token_b, self.head_b
+        before = (self._query, self._key, self._head, head_b)
         a, b = self._layer, self._layer_b
-        before = (self._query, self._key, self._head)
-        self._layer_b, self._pair, self._matching, self._head_pair = a, None, None, None
+        self._layer, self._layer_b = b, a
+        self._pair = None if self._pair is None else self._pair.swapped()
+        self._matching = None if self._matching is None else self._matching.swapped()
+        self._head_pair = None
+        self._serial += 1
         self._compare_serial += 1
-        if query_b is not None:
-            self._query = query_b
-        if key_b is not None:
-            self._key = key_b
-        if head_b is not None:
-            self._head = head_b
-        self.set_model(b)  # emits modelChanged and compareChanged
-        self.matchingChanged.emit(None)
+        self._query = query_b if query_b is not None else self._query
+        self._key = key_b if key_b is not None else self._key
+        self._head = head_b if head_b is not None else min(self._head, b.n_heads - 1)
+        self._position = min(self._position, b.n_positions - 1)
+        self._query = self._query if 0 <= self._query < b.n_vocab else -1
+        self._key = self._key if 0 <= self._key < b.n_vocab else -1
+        self._token_set = [t for t in self._token_set if t < b.n_vocab]
+        self.modelChanged.emit(b)
+        self.compareChanged.emit(a)
+        self.matchingChanged.emit(self._matching)
+        after = (self._query, self._key, self._head, self.head_b)
         for signal, old, new in zip((self.queryTokenChanged, self.keyTokenChanged,
-                                     self.headChanged), before,
-                                    (self._query, self._key, self._head)):
+                                     self.headChanged), before, after):
             if new != old:
                 signal.emit(new)
+        if after[3] != before[3]:
+            self.headBChanged.emit(-1 if after[3] is None else after[3])
 
     def request_compare(self) -> None:
         """Ask the window to open Model > Compare with… (panels have no window)."""

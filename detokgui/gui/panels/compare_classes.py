@@ -33,7 +33,7 @@ class CompareClassesPanel(ComparePanel):
         self.pair_text = QLabel()
         self.pair_text.setTextFormat(Qt.RichText)
         lay.addWidget(self.pair_text)
-        split = QSplitter(Qt.Horizontal)
+        split = QSplitter(Qt.Vertical)  # nine columns each: one above the other
         self.tables = {}
         self.titles = {}
         for side in ("A", "B"):
@@ -42,6 +42,8 @@ class CompareClassesPanel(ComparePanel):
             cl.addWidget(self.titles[side])
             table = HeadClassesTable()
             table.button.hide()  # computed when shown, as the other comparison views
+            if side == "B":
+                table.label.hide()  # the rules, said once above
             cl.addWidget(table, 1)
             self.tables[side] = table
             split.addWidget(col)

@@ -22,6 +22,8 @@ class Request:
 
 
 def _value(v) -> str:
+    if isinstance(v, str):
+        return v
     return "" if v is None or (isinstance(v, float) and math.isnan(v)) else num(v)
 
 
@@ -36,11 +38,21 @@ class CompareStatsPanel(ComparePanel):
         self.pair_text = QLabel()
         self.pair_text.setTextFormat(Qt.RichText)
         lay.addWidget(self.pair_text)
+        from detokgui.core.head_metrics import METRIC_LABELS, class_label
+
+        def shown(r, side):
+            v = r[f"value_{side}"]
+            return class_label(v) if r["metric"] == "head_class" else v
+
+        def tip(r):
+            return METRIC_LABELS.get(r["metric"], r["metric"])
+
         self.table = TokenTableView(RecordsModel([
-            Column("statistic", lambda r: r["metric"]),
-            Column("A", lambda r: r["value_a"], _value, numeric=True),
-            Column("B", lambda r: r["value_b"], _value, numeric=True),
-            Column("B − A", lambda r: r["difference"], _value, numeric=True),
+            Column("statistic", lambda r: r["metric"], tooltip=tip),
+            Column("A", lambda r: shown(r, "a"), _value, numeric=True, tooltip=tip),
+            Column("B", lambda r: shown(r, "b"), _value, numeric=True, tooltip=tip),
+            Column("B − A", lambda r: "" if r["metric"] == "head_class" else r["difference"],
+                   _value, numeric=True),
         ], token=None), tip="The statistics of the two heads (empty: needs a corpus)")
         lay.addWidget(self.table, 1)
         lay.addWidget(self.status)

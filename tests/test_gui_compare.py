@@ -21,7 +21,9 @@ TIMEOUT = 180000
 def compare(qtbot, win, name):
     """Open `name` as model B through the window and wait for the head matching."""
     win.compare_with(str(name))
-    qtbot.waitUntil(lambda: win.state.matching is not None, timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: win.state.matching is not None or win.compare_error is not None,
+                    timeout=TIMEOUT)
+    assert win.compare_error is None
     wait_idle(qtbot, win, timeout=TIMEOUT)
 
 
@@ -109,7 +111,8 @@ def small_vocab_opt(tmp_path_factory):
     (folder / "src" / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
     (folder / "src" / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n",
                                                encoding="utf-8")
-    write(folder / "ckpt", "opt", tokenizer=False, vocab_size=OPT_VOCAB)
+    # a few embedding rows past the tokenizer's (its <|endoftext|> and padding), as OPT has
+    write(folder / "ckpt", "opt", tokenizer=False, vocab_size=OPT_VOCAB + 8)
     tok = GPT2TokenizerFast(vocab=str(folder / "src" / "vocab.json"),
                             merges=str(folder / "src" / "merges.txt"))
     tok.save_pretrained(folder / "ckpt")

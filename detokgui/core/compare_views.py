@@ -163,3 +163,15 @@ def iter_classify_both(pair, n: int) -> Job[tuple]:
     def job(layer):
         return iter_classify_heads(layer, min(int(n), layer.n_positions - 1))
     return (yield from iter_both(pair, job, "head classes"))
+
+
+def iter_head_metrics_both(pair, corpus=()) -> Job[tuple]:
+    """Per-head metrics (core.head_metrics) of A and of B; with `corpus` paths, each
+    model's tokens counted in it for the corpus metrics (NaN without)."""
+    from detokgui.core.corpus import iter_layer_counts
+    from detokgui.core.head_metrics import iter_head_metrics
+
+    def job(layer):
+        counts = (yield from iter_layer_counts(layer, tuple(corpus))) if corpus else None
+        return (yield from iter_head_metrics(layer, counts=counts))
+    return (yield from iter_both(pair, job, "head statistics"))

@@ -163,6 +163,7 @@ class MainWindow(QMainWindow):
         self.state.modelChanged.connect(self._on_model)
         self.state.compareChanged.connect(self._on_compare)
         self.state.matchingChanged.connect(self._show_model_label)
+        self.state.matchingChanged.connect(self._compare_actions)
         self.state.compareRequested.connect(self.ask_compare)
         self.state.headChanged.connect(self.head_spin.setValue)
         self.state.queryTokenChanged.connect(self._show_selection)
@@ -243,6 +244,9 @@ class MainWindow(QMainWindow):
         self.swap_action = self._action(model_menu, "Swap A and B", self.swap_models,
                                         QKeySequence("Ctrl+Shift+W"),
                                         "Make the compared model (B) the model shown (A)")
+        self.rematch_action = self._action(model_menu, "Match heads of A and B",
+                                           self.match_again, None,
+                                           "Compute the head matching again (after a Cancel)")
         self.close_compare_action = self._action(model_menu, "Close comparison",
                                                  self.close_comparison, None,
                                                  "Close model B and free its memory")
@@ -527,11 +531,12 @@ class MainWindow(QMainWindow):
                          lambda pair, k=serial: self._paired(k, pair),
                          label="Pairing the tokens of A and B")
 
-    def _paired(self, serial, pair) -> None:
+    def _paired(self, serial, pair, pair_set: bool = False) -> None:
         s = self.state
         if serial != (s.model_serial, s.compare_serial):
             return  # made for models no longer shown
-        s.set_compare(s.layer_b, pair)
+        if not pair_set:
+            s.set_compare(s.layer_b, pair)
         serial = (s.model_serial, s.compare_serial)
         self.jobs.submit("matching", lambda: match_heads(pair),
                          lambda m, k=serial: self._matched(k, m),
@@ -541,10 +546,21 @@ class MainWindow(QMainWindow):
         if serial == (self.state.model_serial, self.state.compare_serial):
             self.state.set_matching(matching)
 
-    def _compare_actions(self) -> None:
+    def _compare_actions(self, *_) -> None:
         have = self.state.layer_b is not None
         self.swap_action.setEnabled(have)
         self.close_compare_action.setEnabled(have)
+        self.rematch_action.setEnabled(have and self.state.matching is None)
+
+    def match_again(self) -> None:
+        """Pair the tokens (if not done) and match the heads again: after a Cancel."""
+        s = self.state
+        if s.layer_b is None:
+            return
+        if s.pair is None:
+            self._on_compare(s.layer_b)
+        elif s.matching is None:
+            self._paired((s.model_serial, s.compare_serial), s.pair, pair_set=True)
 
     def ask_compare(self) -> None:
         """The Compare with… menu at the mouse (a panel's button asks for it)."""
@@ -614,6 +630,10 @@ class MainWindow(QMainWindow):
         elif key == "model_b":
             self.loading_b_name = None
             self._show_model_label()
+        elif key in ("pair", "matching"):
+            self.show_message("Head matching cancelled: Model > Match heads of A and B "
+                              "computes it again.", 10000)
+            return
         self.show_message("Cancelled.", 3000)
 
     def cancel_jobs(self) -> None:

@@ -73,8 +73,8 @@ class ComparePanel(Panel):
         if s.layer_b is None:
             return ""
         if s.pair is None:
-            return "Pairing the two models' tokens…"
-        return "Matching the heads of A and B…"
+            return "Pairing the two models' tokens… (Model > Match heads of A and B if cancelled)"
+        return "Matching the heads of A and B… (Model > Match heads of A and B if cancelled)"
 
     def pair_label(self) -> str:
         """"A head 3 ↔ B head 5 · query ' Korea' (B: ' Korea')" as rich text."""

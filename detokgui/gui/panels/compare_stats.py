@@ -19,6 +19,7 @@ from detokgui.gui.records import Column, RecordsModel, TokenTableView
 class Request:
     serial: int
     compare_serial: int
+    corpus: tuple[str, ...]
 
 
 def _value(v) -> str:
@@ -64,13 +65,11 @@ class CompareStatsPanel(ComparePanel):
         s = self.state
         if s.pair is None:
             return None
-        return Request(self.serial, s.compare_serial)
+        return Request(self.serial, s.compare_serial, s.corpus)
 
     @staticmethod
     def compute(pair, req: Request):
-        from detokgui.core.head_metrics import iter_head_metrics
-
-        return (yield from cv.iter_both(pair, iter_head_metrics, "head statistics"))
+        return (yield from cv.iter_head_metrics_both(pair, req.corpus))
 
     def draw(self, res) -> None:
         self._show_heads()
@@ -96,5 +95,8 @@ class CompareStatsPanel(ComparePanel):
         elif not rows:
             self.status.setText("Matching the heads of A and B…")
         else:
-            self.status.setText("Statistics from the weights; those that need a corpus are "
-                                "empty without one (Corpus menu)")
+            self.status.setText(
+                "Statistics from the weights" + (
+                    "; the corpus metrics count the open corpus with each model's tokenizer"
+                    if self.shown_request.corpus else
+                    "; the corpus metrics are empty without a corpus (Corpus menu)"))

@@ -177,6 +177,15 @@ def test_a_head_permuted_copy_is_matched_and_followed(qtbot, demo_window, permut
         assert [r["rank_a_in_other"] for r in rows] == list(range(1, 11))
         assert f"A head {head} ↔ B head {PERMUTATION.index(head)}" in topk.pair_text.text()
 
+    # A's head statistics next to its match's: the same head, so the same numbers
+    stats = show(qtbot, win, "compare-stats")
+    qtbot.waitUntil(lambda: bool(stats.rows()), timeout=TIMEOUT)
+    rows = stats.rows()
+    assert {r["head_b"] for r in rows} == {PERMUTATION.index(s.head)}
+    for r in rows:
+        if r["value_a"] == r["value_a"]:  # not NaN (a corpus metric without a corpus)
+            assert r["value_b"] == pytest.approx(r["value_a"], rel=1e-5, abs=1e-6), r
+
     # a click on a cell of the heatmap selects that pair, assigned or not
     panel = show(qtbot, win, "matching")
     vb = panel.plot.getViewBox()

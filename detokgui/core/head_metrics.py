@@ -12,8 +12,8 @@ equals what that analysis's view shows (docs/math/notation.md for the symbols):
     head_class         the B4 class as a code: HEAD_CLASS_CODES (0 duplicate-token,
                        1 detokenization, 2 contextual, 3 other); labels in `HeadMetrics.labels`
     median_self_rank   median over the sampled u of 1 + #{v != u: T_ee(u,v) > T_ee(u,u)}
-                       (key sigma = mean over positions): the classification's
-                       self_rank_median
+                       (key sigma = mean over positions; the lower middle value of an even
+                       sample): the classification's self_rank_median
     mean_bigram_auroc  mean over a seeded sample of query tokens u with at least one bigram
                        of AUROC(u, h) (A5; `auroc.iter_sampled_auroc`); needs a corpus
     spearman_te_count  Spearman rho(count(v), T_e(v)) over the tokens the corpus contains,

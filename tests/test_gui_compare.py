@@ -213,6 +213,13 @@ def test_tokens_map_by_string_to_an_opt_model_and_a_missing_one_is_said(
     assert "missing in B" in topk.status.text()
     assert all(r["key_b"] is None for r in topk_rows(topk))
     assert all(r["rank_a_in_other"] is None for r in topk_rows(topk))
+    topk.options.set(k=200)  # among 200 keys, some of the 2000 tokens B has
+    qtbot.waitUntil(lambda: not win.jobs.busy and topk.settled(), timeout=TIMEOUT)
+    model = topk.table.records()
+    for row, r in enumerate(topk_rows(topk)):  # B lacks the query; some keys too
+        assert model.text(row, 3) == ("missing in B" if r["key_a_in_other"] is None else "–")
+    assert {model.text(row, 3) for row in range(200)} == {"missing in B", "–"}
+    topk.options.set(k=10)
     pattern = show(qtbot, win, "compare-pattern")
     assert list(pattern.curves()) == ["A"] and "missing in B" in pattern.status.text()
 
@@ -232,6 +239,15 @@ def test_tokens_map_by_string_to_an_opt_model_and_a_missing_one_is_said(
             assert (s.layer.tokenizer.convert_ids_to_tokens(r["key_b_in_other"])
                     == b_tok.convert_ids_to_tokens(r["key_b"]))
     assert any(r["rank_a_in_other"] is not None for r in rows)
+
+    # B has 5 heads, A 8: a head of A without a match says so; a chosen pair shows
+    lone = next(h for h in range(s.layer.n_heads) if s.matching.match_of_a(h) is None)
+    s.set_head(lone)
+    qtbot.waitUntil(lambda: not win.jobs.busy and topk.settled(), timeout=TIMEOUT)
+    assert s.head_b is None and "has no match in B" in topk.status.text()
+    s.set_head_pair(lone, 4)
+    qtbot.waitUntil(lambda: not win.jobs.busy and topk.settled(), timeout=TIMEOUT)
+    assert topk.shown_request.head_b == 4 and "(chosen)" in topk.pair_text.text()
 
 
 def test_swap_and_close_release_b(qtbot, demo_window, permuted_demo, tiny_ckpt):

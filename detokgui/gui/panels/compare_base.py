@@ -74,6 +74,9 @@ class ComparePanel(Panel):
             return ""
         if s.pair is None:
             return "Pairing the two models' tokens… (Model > Match heads of A and B if cancelled)"
+        if s.matching is not None and s.head_b is None:
+            return (f"A's head {s.head} has no match in B ({s.layer_b.n_heads} heads): click "
+                    "a cell of the Head matching view to choose a head of B for it.")
         return "Matching the heads of A and B… (Model > Match heads of A and B if cancelled)"
 
     def pair_label(self) -> str:

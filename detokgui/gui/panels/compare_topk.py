@@ -37,8 +37,15 @@ class Request:
     sigma: SigmaChoice
 
 
-def _rank(value) -> str:
-    return MISSING if value is None else str(value)
+def other_rank(row: dict, side: str, missing: str) -> str | int:
+    """The cell "its rank in the other model": the rank; `missing` when the other model
+    lacks the key; "–" when it lacks the query (no ranking there); "" on an empty row."""
+    if row[f"key_{side}"] is None:
+        return ""
+    if row[f"key_{side}_in_other"] is None:
+        return missing
+    rank = row[f"rank_{side}_in_other"]
+    return "–" if rank is None else rank
 
 
 class CompareTopKPanel(ComparePanel):
@@ -66,7 +73,7 @@ class CompareTopKPanel(ComparePanel):
                    token=lambda r: r["key_a"], tip="A's r-th key for the query (click: select "
                    "it as the key token)"),
             Column("A score", lambda r: r["score_a"], _score),
-            Column("its rank in B", lambda r: r["rank_a_in_other"], _rank, numeric=True,
+            Column("its rank in B", lambda r: other_rank(r, "a", MISSING), numeric=True,
                    tip="1 + the number of B's keys scoring higher for the query's token in B",
                    background=lambda r: OWN_RANK_BACKGROUND
                    if r["rank_a_in_other"] == r["rank"] else None),
@@ -75,8 +82,7 @@ class CompareTopKPanel(ComparePanel):
                    tip="B's r-th key for the query's token in B (click: select its token in "
                    "A as the key token)"),
             Column("B score", lambda r: r["score_b"], _score),
-            Column("its rank in A", lambda r: r["rank_b_in_other"],
-                   lambda v: MISSING_IN_A if v is None else str(v), numeric=True,
+            Column("its rank in A", lambda r: other_rank(r, "b", MISSING_IN_A), numeric=True,
                    background=lambda r: OWN_RANK_BACKGROUND
                    if r["rank_b_in_other"] == r["rank"] else None),
         ], token=lambda r: r["key_a"]), tip="Click a key to select it as the key token")
@@ -108,7 +114,8 @@ class CompareTopKPanel(ComparePanel):
                    and r["rank_a_in_other"] is not None and r["rank_a_in_other"] <= res.k)
         if res.b.query is None:
             self.status.setText(f"The query {self.state.token_text(res.a.query)} is "
-                                f"{MISSING}: only A's keys are shown.")
+                                f"{MISSING}: only A's keys are shown (–: no ranking in B; "
+                                f"'{MISSING}': B lacks the key too).")
         else:
             self.status.setText(f"{same} of A's top {len(res.a.keys)} keys are in B's top "
                                 f"{res.k} · {res.sigma.label()} · green: same rank in both")

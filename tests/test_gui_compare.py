@@ -208,6 +208,7 @@ def test_tokens_map_by_string_to_an_opt_model_and_a_missing_one_is_said(
     compare(qtbot, win, small_vocab_opt)
     assert not s.pair.same_tokenizer
     assert s.query_token_b is None  # ' Korea' is not among the OPT model's tokens
+    assert "Query: ␣Korea (missing in B)" in win.selection_label.text()
     topk = show(qtbot, win, "compare-topk")
     assert "missing in B" in topk.pair_text.text()
     assert "missing in B" in topk.status.text()
@@ -227,6 +228,7 @@ def test_tokens_map_by_string_to_an_opt_model_and_a_missing_one_is_said(
     s.set_query_token(the)
     b_tok = s.layer_b.tokenizer
     assert b_tok.convert_ids_to_tokens(s.query_token_b) == "Ġthe"
+    assert "Query: ␣the (B: ␣the)" in win.selection_label.text()
     qtbot.waitUntil(lambda: not win.jobs.busy and pattern.settled(), timeout=TIMEOUT)
     assert list(pattern.curves()) == ["A", "B"]
     # B's context is shorter (36 positions): its pattern ends at A's n, aligned

@@ -522,6 +522,7 @@ class MainWindow(QMainWindow):
         made yet."""
         self._compare_actions()
         self._show_model_label()
+        self._show_selection()
         s = self.state
         if layer_b is None or s.layer is None or s.pair is not None:
             return
@@ -645,8 +646,16 @@ class MainWindow(QMainWindow):
 
     def _show_selection(self, *_):
         s = self.state
+
+        def in_b(token: int, token_b: int | None) -> str:
+            if s.pair is None or token < 0:
+                return ""
+            return f" (B: {s.token_text_b(token_b)})" if token_b is not None \
+                else " (missing in B)"
+
         self.selection_label.setText(
-            f"  Query: {s.token_text(s.query_token)}    Key: {s.token_text(s.key_token)}  "
+            f"  Query: {s.token_text(s.query_token)}{in_b(s.query_token, s.query_token_b)}"
+            f"    Key: {s.token_text(s.key_token)}{in_b(s.key_token, s.key_token_b)}  "
         )
 
     # ------------------------------------------------------------------ export & misc

@@ -195,7 +195,7 @@ def test_a_head_permuted_copy_is_matched_and_followed(qtbot, demo_window, permut
         scene = vb.mapViewToScene(QPointF(b + 0.5, a + 0.5))
         point = panel.frame.view.mapFromScene(scene)
         qtbot.mouseClick(panel.frame.view.viewport(), Qt.LeftButton, pos=point)
-        qtbot.waitUntil(lambda: (s.head, s.head_b) == (a, b), timeout=5000)
+        qtbot.waitUntil(lambda cell=(a, b): (s.head, s.head_b) == cell, timeout=5000)
     assert "matched" in panel.pair_text.text()
 
 

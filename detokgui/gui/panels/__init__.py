@@ -9,8 +9,8 @@ from detokgui.gui.panels.compare_topk import CompareTopKPanel
 from detokgui.gui.panels.contextual import ContextualPanel
 from detokgui.gui.panels.empirical_view import EmpiricalPanel
 from detokgui.gui.panels.frequency_view import FrequencyPanel
-from detokgui.gui.panels.head_stats import HeadStatsPanel
 from detokgui.gui.panels.head_matching import HeadMatchingPanel
+from detokgui.gui.panels.head_stats import HeadStatsPanel
 from detokgui.gui.panels.heatmap import HeatmapPanel
 from detokgui.gui.panels.key_position import KeyPositionPanel
 from detokgui.gui.panels.kl_view import KLPanel

@@ -279,6 +279,23 @@ def test_swap_and_close_release_b(qtbot, demo_window, permuted_demo, tiny_ckpt):
     assert s.layer is b()
 
 
+def test_a_new_a_is_paired_with_b_and_the_old_a_freed(qtbot, demo_window, tiny_ckpt):
+    win = demo_window
+    s = win.state
+    compare(qtbot, win, "demo")
+    for view in ("matching", "compare-topk", "compare-pattern"):
+        show(qtbot, win, view)
+    old_a, first_pair = weakref.ref(s.layer), weakref.ref(s.pair)
+    win.load_model(str(tiny_ckpt))  # 4 heads: the matching is 4 x 8 now
+    qtbot.waitUntil(lambda: s.matching is not None and s.matching.similarity.shape == (4, 8),
+                    timeout=TIMEOUT)
+    wait_idle(qtbot, win, timeout=TIMEOUT)
+    assert s.pair.a is s.layer and s.pair.b is s.layer_b
+    topk = show(qtbot, win, "compare-topk")
+    assert topk.shown_request.head_b == s.matching.match_of_a(s.head)
+    qtbot.waitUntil(lambda: old_a() is None and first_pair() is None, timeout=TIMEOUT)
+
+
 def test_compare_on_the_command_line(tmp_path):
     out = tmp_path / "matching.png"
     res = subprocess.run(

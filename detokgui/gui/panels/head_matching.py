@@ -148,13 +148,7 @@ class HeadMatchingPanel(ComparePanel):
             ev.accept()
 
     def _table(self):
+        from detokgui.core.compare import matching_table
+
         m = self.state.matching
-        if m is None:
-            return None
-        pairs = {tuple(p) for p in m.assignment}
-        sim = np.asarray(m.similarity)
-        rows = [(a, b, float(sim[a, b]), float(m.positional[a][b]), float(m.affinity[a][b]),
-                 int((a, b) in pairs))
-                for a in range(sim.shape[0]) for b in range(sim.shape[1])]
-        return (["head_a", "head_b", "similarity", "positional", "affinity", "assigned"],
-                rows)
+        return None if m is None else matching_table(m)

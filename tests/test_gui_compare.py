@@ -127,8 +127,19 @@ def test_demo_against_itself_shows_the_identity_matching(qtbot, demo_window):
     matching = win.panel("matching")
     assert matching.stack.currentWidget() is matching.empty  # no B: the invitation
     assert "Compare with another model" in matching.empty.label.text()
-    compare(qtbot, win, "demo")
     s = win.state
+    # the matching runs in the background after B loads, and can be cancelled
+    win.compare_with("demo")
+    qtbot.waitUntil(lambda: "matching" in win.jobs.running_keys(), timeout=TIMEOUT)
+    win.cancel_jobs()
+    wait_idle(qtbot, win)
+    assert s.layer_b is not None and s.pair is not None and s.matching is None
+    assert win.rematch_action.isEnabled()
+    assert "Match heads of A and B" in win.statusBar().currentMessage()
+    win.match_again()
+    qtbot.waitUntil(lambda: s.matching is not None, timeout=TIMEOUT)
+    wait_idle(qtbot, win, timeout=TIMEOUT)
+    assert not win.rematch_action.isEnabled()
     H = s.layer.n_heads
     assert s.pair.same_tokenizer
     assert sorted(s.matching.assignment) == [(h, h) for h in range(H)]
@@ -207,6 +218,11 @@ def test_tokens_map_by_string_to_an_opt_model_and_a_missing_one_is_said(
     assert s.token_text(korea) == "␣Korea"
     compare(qtbot, win, small_vocab_opt)
     assert not s.pair.same_tokenizer
+    from detokgui.core.compare_views import swapped_pair
+
+    turned, fresh = swapped_pair(s.pair), s.pair.swapped()  # maps handed over, not remade
+    assert "a_to_b" in vars(turned) and (turned.a_to_b == fresh.a_to_b).all()
+    assert (turned.b_to_a == fresh.b_to_a).all() and not turned.same_tokenizer
     assert s.query_token_b is None  # ' Korea' is not among the OPT model's tokens
     assert "Query: ␣Korea (missing in B)" in win.selection_label.text()
     topk = show(qtbot, win, "compare-topk")

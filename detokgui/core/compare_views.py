@@ -27,6 +27,27 @@ from detokgui.core.positional import PositionalPattern, iter_classify_heads, pos
 from detokgui.core.progress import Job, Progress
 
 
+def warm_pair(pair):
+    """The pair with its token maps made (both directions): done in a worker, so that the
+    first token mapped on the GUI thread costs nothing."""
+    pair.a_to_b, pair.b_to_a  # noqa: B018 - cached properties, computed here
+    return pair
+
+
+def swapped_pair(pair):
+    """`pair.swapped()` (B and A) with the token maps the pair has made already handed
+    over, not made again."""
+    out = pair.swapped()
+    made = vars(pair)
+    for name, theirs in (("a_to_b", "b_to_a"), ("b_to_a", "a_to_b"),
+                         ("same_tokenizer", "same_tokenizer")):
+        if theirs in made:
+            vars(out)[name] = made[theirs]
+    if made.get("_strings") is not None:
+        vars(out)["_strings"] = made["_strings"][::-1]
+    return out
+
+
 @torch.no_grad()
 def key_scores(layer, query: int, head: int, sigma: SigmaChoice = DEFAULT_SIGMA) -> torch.Tensor:
     """T_ee(query, v) for every key v of one head, [V] (one query row)."""

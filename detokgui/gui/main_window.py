@@ -70,10 +70,11 @@ def load_layer(name: str, device: str | None, report):
 
 
 def make_pair(a, b):
-    """Job body: the core.compare.Pair of A and B (their tokens mapped)."""
+    """Job body: the core.compare.Pair of A and B, their tokens mapped both ways."""
     from detokgui.core.compare import Pair
+    from detokgui.core.compare_views import warm_pair
 
-    return Pair(a, b)
+    return warm_pair(Pair(a, b))
 
 
 def match_heads(pair):
@@ -530,7 +531,8 @@ class MainWindow(QMainWindow):
         a, serial = s.layer, (s.model_serial, s.compare_serial)
         self.jobs.submit("pair", lambda: make_pair(a, layer_b),
                          lambda pair, k=serial: self._paired(k, pair),
-                         label="Pairing the tokens of A and B")
+                         label="Pairing the tokens of A and B",
+                         on_error=lambda _exc, message, k=serial: self._not_paired(k, message))
 
     def _paired(self, serial, pair, pair_set: bool = False) -> None:
         s = self.state
@@ -542,6 +544,15 @@ class MainWindow(QMainWindow):
         self.jobs.submit("matching", lambda: match_heads(pair),
                          lambda m, k=serial: self._matched(k, m),
                          label="Matching the heads of A and B")
+
+    def _not_paired(self, serial, message: str) -> None:
+        """A and B cannot be compared (their tokens cannot be mapped): B is closed."""
+        if serial != (self.state.model_serial, self.state.compare_serial):
+            return
+        name = self.state.layer_b.name
+        self.close_comparison()
+        self.banner.show_text(f"<b>{_html(name)} cannot be compared with the model shown."
+                              f"</b><br>{_html(message)}")
 
     def _matched(self, serial, matching) -> None:
         if serial == (self.state.model_serial, self.state.compare_serial):

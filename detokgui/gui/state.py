@@ -220,7 +220,9 @@ class AppState(QObject):
         before = (self._query, self._key, self._head, head_b)
         a, b = self._layer, self._layer_b
         self._layer, self._layer_b = b, a
-        self._pair = None if self._pair is None else self._pair.swapped()
+        from detokgui.core.compare_views import swapped_pair
+
+        self._pair = None if self._pair is None else swapped_pair(self._pair)
         self._matching = None if self._matching is None else self._matching.swapped()
         self._head_pair = None
         self._serial += 1

@@ -217,8 +217,8 @@ def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureReco
          f"L = {layer.n_positions}, d = {layer.d}, {layer.n_heads} heads, d' = {layer.d_head}; "
          f"softmax temperature {temperature_label(layer)})"),
         f"- corpus: {corpus_text}",
-        *([f"- compared with: `{model_name(compare)}`, {compare.summary} (model B of the "
-           "comparison figures)"] if compare is not None else []),
+        *([(f"- compared with: `{model_name(compare)}`, {compare.summary} (model B of the "
+            "comparison figures)")] if compare is not None else []),
         (f"- texts: the corpus figures count tokens and bigrams over the whole corpus; the "
          f"text figures (observed attention, KL contributions) read its first {max_texts} "
          f"windows of at most {layer.n_positions} tokens (`--max-texts`)"),

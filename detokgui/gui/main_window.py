@@ -84,6 +84,15 @@ def match_heads(pair):
     return (yield from iter_match_heads(pair))
 
 
+def short_name(name: str, most: int = 40) -> str:
+    """A model's name for a crowded line: a folder's last part; at most `most` characters."""
+    from pathlib import Path
+
+    if Path(name).is_dir():  # not a hub name such as EleutherAI/gpt-neo-125m
+        name = Path(name).name or name
+    return name if len(name) <= most else name[: most - 1] + "…"
+
+
 def with_family(name: str, family: str) -> str:
     """"gpt2 (GPT-2)": a model's name and its family, unless the name already says it
     (the demo models' names do) or the family is not known ("")."""
@@ -413,11 +422,17 @@ class MainWindow(QMainWindow):
             loading = f"loading {DEMO_LABELS.get(self.loading_name, self.loading_name)}…"
             text = loading if layer is None else f"{loading} (showing {layer.name})"
         b = self.state.layer_b
-        if b is not None:
-            text = (f"A: {text}  ‖  B: {b.name} | {b.summary} | V={b.n_vocab:,} "
-                    f"L={b.n_positions}{'' if self.state.matching else ' (matching heads…)'}")
-        elif self.loading_b_name is not None:
-            text += f"  ‖  B: loading {DEMO_LABELS.get(self.loading_b_name, self.loading_b_name)}…"
+        if b is not None and layer is not None:
+            # both names first, short: the details of each are in the tooltip
+            matching = "" if self.state.matching else " (matching heads…)"
+            self.model_label.set_note(
+                f"A: {text}\nB: {b.name} | {b.summary} | V={b.n_vocab:,} L={b.n_positions}")
+            text = (f"A: {short_name(layer.name)} ({layer.n_heads} heads)  ‖  "
+                    f"B: {short_name(b.name)} ({b.n_heads} heads){matching}")
+        else:
+            self.model_label.set_note("")
+            if self.loading_b_name is not None:
+                text += f"  ‖  B: loading {short_name(DEMO_LABELS.get(self.loading_b_name, self.loading_b_name))}…"
         self.model_label.setText(text)
 
     @Slot(object)

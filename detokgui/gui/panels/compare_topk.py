@@ -85,10 +85,12 @@ class CompareTopKPanel(ComparePanel):
             Column("its rank in A", lambda r: other_rank(r, "b", MISSING_IN_A), numeric=True,
                    background=lambda r: OWN_RANK_BACKGROUND
                    if r["rank_b_in_other"] == r["rank"] else None),
-        ], token=lambda r: r["key_a"]), tip="Click a key to select it as the key token")
+        ], token=lambda r: r["key_a"]), stretch=None,
+            tip="Click a key to select it as the key token")
         lay.addWidget(self.table, 1)
         lay.addWidget(self.status)
         self.table.tokenActivated.connect(lambda t, _shift: state.set_key_token(t))
+        state.keyTokenChanged.connect(self.when_visible(self._mark_key))
         self.options.changed.connect(self.refresh)
 
     def request(self):
@@ -110,6 +112,7 @@ class CompareTopKPanel(ComparePanel):
                                 else "Select a query token in the Tokens panel.")
             return
         self.table.records().set_records(res.rows())
+        self._mark_key()
         same = sum(1 for r in res.rows() if r["key_a"] is not None
                    and r["rank_a_in_other"] is not None and r["rank_a_in_other"] <= res.k)
         if res.b.query is None:
@@ -119,6 +122,11 @@ class CompareTopKPanel(ComparePanel):
         else:
             self.status.setText(f"{same} of A's top {len(res.a.keys)} keys are in B's top "
                                 f"{res.k} · {res.sigma.label()} · green: same rank in both")
+
+
+    def _mark_key(self) -> None:
+        """The selected key token's row (A's keys) highlighted."""
+        self.table.select_token(self.state.key_token)
 
 
 def _score(value) -> str:

@@ -167,6 +167,13 @@ def test_demo_against_itself_shows_the_identity_matching(qtbot, demo_window):
     (xa, ya), (xb, yb) = pattern.curves()["A"], pattern.curves()["B"]
     assert (xa == xb).all() and (ya == yb).all()
 
+    win.resize(1024, 700)  # every comparison view fits a small window
+    for view in ("matching", "compare-topk", "compare-pattern", "compare-classes",
+                 "compare-stats"):
+        show(qtbot, win, view)
+        assert (win.width(), win.height()) == (1024, 700), view
+    assert "B's head 0" in win.selection_label.text()
+
 
 def test_a_head_permuted_copy_is_matched_and_followed(qtbot, demo_window, permuted_demo):
     win = demo_window
@@ -187,6 +194,7 @@ def test_a_head_permuted_copy_is_matched_and_followed(qtbot, demo_window, permut
         assert [r["key_a"] for r in rows] == [r["key_b"] for r in rows]
         assert [r["rank_a_in_other"] for r in rows] == list(range(1, 11))
         assert f"A head {head} ↔ B head {PERMUTATION.index(head)}" in topk.pair_text.text()
+        assert f"B's head {PERMUTATION.index(head)}" in win.selection_label.text()
 
     # A's head statistics next to its match's: the same head, so the same numbers
     stats = show(qtbot, win, "compare-stats")

@@ -174,6 +174,7 @@ class MainWindow(QMainWindow):
         self.state.compareChanged.connect(self._on_compare)
         self.state.matchingChanged.connect(self._show_model_label)
         self.state.matchingChanged.connect(self._compare_actions)
+        self.state.headBChanged.connect(self._show_selection)
         self.state.compareRequested.connect(self.ask_compare)
         self.state.headChanged.connect(self.head_spin.setValue)
         self.state.queryTokenChanged.connect(self._show_selection)
@@ -679,8 +680,10 @@ class MainWindow(QMainWindow):
             return f" (B: {s.token_text_b(token_b)})" if token_b is not None \
                 else " (missing in B)"
 
+        head_b = "" if s.head_b is None else f"B's head {s.head_b}    "
         self.selection_label.setText(
-            f"  Query: {s.token_text(s.query_token)}{in_b(s.query_token, s.query_token_b)}"
+            f"  {head_b}Query: {s.token_text(s.query_token)}"
+            f"{in_b(s.query_token, s.query_token_b)}"
             f"    Key: {s.token_text(s.key_token)}{in_b(s.key_token, s.key_token_b)}  "
         )
 

@@ -332,3 +332,22 @@ def test_export_figures_with_compare(demo, other, tmp_path):
     assert "compared with" in index and "study_compare_heads.png" in index
     assert main(["figures", "--model", "demo", "--out", str(tmp_path / "f2"), "--only",
                  "study_compare_heads"]) == 2  # needs --compare
+
+
+def test_library_input_and_figure(demo, other):
+    from matplotlib.figure import Figure
+
+    from detokgui.core.errors import InputError
+
+    _, b = other
+    with pytest.raises(InputError, match="loaded model"):
+        dg.compare(demo, "demo", progress=False)
+    with pytest.raises(InputError, match="k must be at least 1|k"):
+        dg.compare(demo, b, k=0, progress=False)
+    with pytest.raises(InputError, match="needs a model B"):
+        dg.figure(demo, "study_compare_heads", progress=False)
+    fig = dg.figure(demo, "study_compare_heads", compare=b, progress=False)
+    assert isinstance(fig, Figure)
+    m = run(iter_head_metrics(demo, n_queries=16))
+    m["bqk_norm"][:] = -1  # a copy: what is kept on the layer stays
+    assert (run(iter_head_metrics(demo, n_queries=16))["bqk_norm"] > 0).all()

@@ -16,6 +16,16 @@ from detokgui.api.frames import analysis, tabled
 from detokgui.api.jobs import ProgressArg, run_job
 
 
+def _layers(*layers) -> None:
+    """InputError unless each argument is a loaded layer (`dg.load`)."""
+    from detokgui.core import Layer0
+    from detokgui.core.errors import InputError
+
+    for name, x in zip("ab", layers):
+        if not isinstance(x, Layer0):
+            raise InputError(f"{name} must be a loaded model (dg.load(...)), not {x!r}.")
+
+
 def _counts(layer, corpus, progress):
     if corpus is None:
         return None
@@ -44,6 +54,7 @@ def compare(a, b, *, queries: int = 256, seed: int = 0, k: int = 10,
     (head_a, head_b) pairs."""
     from detokgui.core.compare import Pair, iter_match_heads, matching_table
 
+    _layers(a, b)
     pair = Pair(a, b)
     m = run_job(iter_match_heads(pair, n_queries=queries, seed=seed, k=k,
                                  positional_weight=positional_weight), "matching heads", progress)
@@ -59,6 +70,7 @@ def compare_metrics(a, b, *, corpus=None, queries: int = 256, seed: int = 0, k: 
     each model's own tokenizer, for the corpus metrics (NaN without)."""
     from detokgui.core.compare import Pair, iter_compare, metric_pairs_table
 
+    _layers(a, b)
     pair = Pair(a, b)
     ca = _counts(a, corpus, progress)
     cb = ca if b is a else _counts(b, corpus, progress)
@@ -78,6 +90,7 @@ def head_metrics(layer, *, corpus=None, queries: int = 256, seed: int = 0,
     without); `queries` sampled query tokens drawn with `seed`."""
     from detokgui.core.head_metrics import HEAD_CLASS_CODES, head_metrics_table, iter_head_metrics
 
+    _layers(layer)
     c = _counts(layer, corpus, progress)
     res = run_job(iter_head_metrics(layer, counts=c, n_queries=queries, seed=seed),
                   "head metrics", progress)

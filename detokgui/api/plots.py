@@ -60,10 +60,11 @@ def plot(df: pd.DataFrame, *, heads=None) -> Figure:
 
 
 def figure(layer, key: str, *, heads=None, corpus=(), max_texts: int | None = None,
-           progress: ProgressArg = True) -> Figure:
+           compare=None, progress: ProgressArg = True) -> Figure:
     """The figure `key` of `detokgui export figures` (a file stem of its index.md, e.g.
     "fig03_position_bias", "fig02d_auroc") for this layer, drawn by the same builder:
-    the paper's heads unless `heads`, the corpus figures on `corpus` ("sample" or paths).
+    the paper's heads unless `heads`, the corpus figures on `corpus` ("sample" or paths),
+    the comparison figure ("study_compare_heads") against the layer `compare`.
     InputError when the key is unknown or the figure cannot be drawn here (the reason the
     index would give)."""
     from detokgui.figures.export import check_corpus
@@ -83,7 +84,8 @@ def figure(layer, key: str, *, heads=None, corpus=(), max_texts: int | None = No
     paths = [corpus] if isinstance(corpus, str) else list(corpus or ())
     ctx = FigureContext(layer, check_corpus(paths),
                         tuple(int(h) for h in np.atleast_1d(heads)) if heads is not None else None,
-                        max_texts=DEFAULT_MAX_TEXTS if max_texts is None else max_texts)
+                        max_texts=DEFAULT_MAX_TEXTS if max_texts is None else max_texts,
+                        compare=compare)
     if spec.needs_corpus and not ctx.corpus:
         raise InputError(f"The figure {key} needs a corpus: corpus=\"sample\" or paths.")
     try:

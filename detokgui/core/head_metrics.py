@@ -80,6 +80,11 @@ class HeadMetrics(dict):
     def n_heads(self) -> int:
         return len(self.labels)
 
+    def copy(self) -> HeadMetrics:
+        """A copy whose arrays and labels can be changed without touching this one."""
+        return HeadMetrics({m: v.copy() for m, v in self.items()}, list(self.labels), self.n,
+                           self.n_queries, self.n_auroc_queries)
+
 
 def iter_head_metrics(layer, *, counts=None, n_queries: int = DEFAULT_QUERIES, seed: int = 0
                       ) -> Job[HeadMetrics]:
@@ -92,8 +97,9 @@ def iter_head_metrics(layer, *, counts=None, n_queries: int = DEFAULT_QUERIES, s
     n_queries = check_count(n_queries, "number of sampled query tokens")
     seed = as_int(seed, "seed")
     key = (_METRICS_KEY, None if counts is None else counts.key, n_queries, seed)
-    return (yield from layer.cached_job(key, lambda: _iter_head_metrics(
-        layer, counts=counts, n_queries=n_queries, seed=seed)))
+    kept = yield from layer.cached_job(key, lambda: _iter_head_metrics(
+        layer, counts=counts, n_queries=n_queries, seed=seed))
+    return kept.copy()
 
 
 def _iter_head_metrics(layer, *, counts, n_queries: int, seed: int) -> Job[HeadMetrics]:

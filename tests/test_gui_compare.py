@@ -10,6 +10,7 @@ import weakref
 import pytest
 import torch
 from conftest import SUBPROCESS_ENV, close_jobs, open_window, wait_idle
+from PySide6.QtCore import QPointF, Qt
 
 from detokgui.core.demo import demo_model_folder
 
@@ -185,6 +186,12 @@ def test_a_head_permuted_copy_is_matched_and_followed(qtbot, demo_window, permut
     assert assigned_cells(panel) == expected
 
     topk = show(qtbot, win, "compare-topk")
+    grid = topk.grid.records()  # every matched pair: A's keys and its match's, the same
+    headers = [grid.headerData(c, Qt.Horizontal) for c in range(grid.columnCount())]
+    assert headers[1:] == [f"{m} {h}" for a in range(8)
+                           for m, h in (("A", a), ("B", PERMUTATION.index(a)))]
+    for c in range(1, grid.columnCount(), 2):
+        assert grid.texts(c) == grid.texts(c + 1)
     for head in (0, 2, 5):
         s.set_head(head)
         assert s.head_b == PERMUTATION.index(head)
@@ -208,7 +215,6 @@ def test_a_head_permuted_copy_is_matched_and_followed(qtbot, demo_window, permut
     # a click on a cell of the heatmap selects that pair, assigned or not
     panel = show(qtbot, win, "matching")
     vb = panel.plot.getViewBox()
-    from PySide6.QtCore import QPointF, Qt
 
     for a, b in ((1, 1), (4, PERMUTATION.index(4))):
         scene = vb.mapViewToScene(QPointF(b + 0.5, a + 0.5))

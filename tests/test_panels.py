@@ -26,7 +26,7 @@ CHANNELS = [
     ("contextual", ""), ("contextual", "tokens"), ("contextual", "validation"), ("ov", ""),
     ("headstats", ""), ("headstats", "matrix"), ("auroc", ""), ("auroc", "roc"),
     ("frequency", ""), ("neighbours", ""), ("neighbours", "analogy"),
-    ("compare-topk", ""), ("compare-pattern", ""), ("compare-classes", ""), ("compare-stats", ""),
+    ("compare-topk", ""), ("compare-topk", "grid"), ("compare-pattern", ""), ("compare-classes", ""), ("compare-stats", ""),
 ]
 #: views that compare A with a model B: `show` opens B (the same checkpoint) first; the
 #: head matching's view computes nothing of its own (the window matches the heads)

@@ -127,6 +127,34 @@ def side_by_side_topk(pair, query_a: int, head_a: int, head_b: int, k: int = 10,
 
 
 @dataclass
+class MatchedTopK:
+    """Top-k keys of the query in A and (its token in B) in B for every pair of heads of
+    an assignment: ids_a[p], ids_b[p] are the keys of pair p = (head_a, head_b); ids_b is
+    None when B lacks the query."""
+
+    query_a: int
+    query_b: int | None
+    pairs: list[tuple[int, int]]
+    ids_a: list[list[int]]
+    ids_b: list[list[int]] | None
+
+
+def matched_topk(pair, query_a: int, assignment, k: int = 10,
+                 sigma: SigmaChoice = DEFAULT_SIGMA) -> MatchedTopK:
+    """`MatchedTopK` for the pairs of `assignment` (A's head order), one [V, d] @ [d, H]
+    product per model."""
+    pairs = sorted((int(a), int(b)) for a, b in assignment)
+    top_a = topk_keys(pair.a, int(query_a), k, sigma)
+    ids_a = [top_a.ids[top_a.heads.index(a)].tolist() for a, _ in pairs]
+    query_b = pair.token_in_b(int(query_a))
+    ids_b = None
+    if query_b is not None:
+        top_b = topk_keys(pair.b, query_b, k, sigma)
+        ids_b = [top_b.ids[top_b.heads.index(b)].tolist() for _, b in pairs]
+    return MatchedTopK(int(query_a), query_b, pairs, ids_a, ids_b)
+
+
+@dataclass
 class PatternPair:
     """B4 patterns of the query in A (at n) and in B (at n_b <= n; None when B lacks the
     query); `offset_b` = n - n_b places B's key j at A's position j + offset_b."""

@@ -7,12 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QSplitter
 
 from detokgui.core import compare_views as cv
 from detokgui.core.affinity import SigmaChoice
+from detokgui.gui.controls import bare_column
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.option_rows import OptionRow, option, spin
+from detokgui.gui.panels.base import StatusLine
 from detokgui.gui.panels.compare_base import MISSING, ComparePanel
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 from detokgui.gui.sigma_controls import SigmaControls
@@ -24,6 +26,16 @@ OWN_RANK_BACKGROUND = "#e4f1e4"  # a key ranked the same in both models
 @dataclass(frozen=True)
 class Options:
     k: int = option(10, spin(1, 200, "How many keys to rank in each model", label="k"))
+
+
+@dataclass(frozen=True)
+class GridRequest:
+    serial: int
+    compare_serial: int
+    query: int
+    assignment: tuple
+    k: int
+    sigma: SigmaChoice
 
 
 @dataclass(frozen=True)
@@ -87,11 +99,77 @@ class CompareTopKPanel(ComparePanel):
                    if r["rank_b_in_other"] == r["rank"] else None),
         ], token=lambda r: r["key_a"]), stretch=None,
             tip="Click a key to select it as the key token")
-        lay.addWidget(self.table, 1)
+        self.grid_pairs: list[tuple[int, int]] = []  # the pair of each grid column
+        split = QSplitter(Qt.Horizontal)
+        left, ll = bare_column()
+        ll.addWidget(QLabel("<b>Every matched pair</b> — click a column to select its pair"))
+        self.grid = TokenTableView(RecordsModel([]), stretch=None,
+                                   tip="Top-k keys of A's head and of its match in B, "
+                                       "side by side. Click a cell to select that pair")
+        ll.addWidget(self.grid, 1)
+        self.grid_status = StatusLine()
+        ll.addWidget(self.grid_status)
+        split.addWidget(left)
+        right, rl = bare_column()
+        self.detail_label = QLabel("<b>The selected pair</b>, each key ranked in the other "
+                                   "model")
+        rl.addWidget(self.detail_label)
+        rl.addWidget(self.table, 1)
+        split.addWidget(right)
+        split.setSizes([560, 560])
+        lay.addWidget(split, 1)
         lay.addWidget(self.status)
+        self.add_channel("grid", self._grid_request, self._grid_compute, self._draw_grid,
+                         status=self.grid_status, label="Top-k of every matched pair")
+        self.grid.clicked.connect(self._grid_clicked)
+        for signal in (state.headChanged, state.headBChanged):
+            signal.connect(self.when_visible(self.grid.viewport().update))
         self.table.tokenActivated.connect(lambda t, _shift: state.set_key_token(t))
         state.keyTokenChanged.connect(self.when_visible(self._mark_key))
         self.options.changed.connect(self.refresh)
+
+    def _grid_request(self):
+        s = self.state
+        if s.pair is None or s.matching is None or s.query_token < 0:
+            return None
+        return GridRequest(self.serial, s.compare_serial, s.query_token,
+                           tuple(sorted(map(tuple, s.matching.assignment))),
+                           self.options.value.k, s.sigma)
+
+    @staticmethod
+    def _grid_compute(pair, req: GridRequest) -> cv.MatchedTopK:
+        return cv.matched_topk(pair, req.query, req.assignment, req.k, req.sigma)
+
+    def _draw_grid(self, res: cv.MatchedTopK | None) -> None:
+        if res is None:
+            self.grid.records().set_records(())
+            self.grid_status.setText(" ")
+            return
+        text_a, text_b = self.state.token_text, self.state.token_text_b
+        columns = [Column("rank", lambda r: r + 1, "d")]
+        for p, (a, b) in enumerate(res.pairs):
+            columns.append(Column(f"A {a}", lambda r, p=p: text_a(res.ids_a[p][r]),
+                                  token=lambda r, p=p: res.ids_a[p][r],
+                                  background=lambda _r, a=a: self._pair_background(a)))
+            if res.ids_b is not None:
+                columns.append(Column(f"B {b}", lambda r, p=p: text_b(res.ids_b[p][r]),
+                                      token=lambda r, p=p: self.state.pair.token_in_a(
+                                          res.ids_b[p][r]) if self.state.pair else None,
+                                      background=lambda _r, a=a: self._pair_background(a)))
+        self.grid.records().set_records(range(len(res.ids_a[0]) if res.ids_a else 0), columns)
+        self.grid_pairs = [pair for pair in res.pairs
+                           for _ in range(1 if res.ids_b is None else 2)]
+        self.grid_status.setText(
+            f"{len(res.pairs)} matched pairs" + ("" if res.ids_b is not None else
+                                                 f"; the query is {MISSING}"))
+
+    def _pair_background(self, head_a: int) -> str | None:
+        return "#fff3c4" if head_a == self.state.head else None
+
+    def _grid_clicked(self, index) -> None:
+        pairs = self.grid_pairs
+        if 0 < index.column() <= len(pairs):
+            self.state.set_head_pair(*pairs[index.column() - 1])
 
     def request(self):
         s = self.state

@@ -128,6 +128,10 @@ def test_demo_against_itself_shows_the_identity_matching(qtbot, demo_window):
     matching = win.panel("matching")
     assert matching.stack.currentWidget() is matching.empty  # no B: the invitation
     assert "Compare with another model" in matching.empty.label.text()
+    win.show_view("matching")
+    qtbot.mouseClick(matching.empty.button, Qt.LeftButton)  # offers Model > Compare with…
+    qtbot.waitUntil(win.compare_menu.isVisible, timeout=5000)
+    win.compare_menu.close()
     s = win.state
     # the matching runs in the background after B loads, and can be cancelled
     win.compare_with("demo")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from detokgui.figures import style
 from detokgui.figures.labels import footer, model_name
@@ -20,6 +21,10 @@ COMPARE_CONVENTION = (
     "patterns (key σ = vocabulary mean) at the same relative positions; affinity: mean "
     "overlap of the top-10 keys (T_ee, σ = mean over positions) over a seeded sample of "
     "query tokens both vocabularies have; assignment: scipy linear_sum_assignment")
+
+
+def _short(name: str, n: int = 24) -> str:
+    return name if len(name) <= n else name[: n - 1] + "…"
 
 
 def draw_similarity(ax, fig: Figure, similarity: np.ndarray, pairs, name_a: str,
@@ -34,8 +39,8 @@ def draw_similarity(ax, fig: Figure, similarity: np.ndarray, pairs, name_a: str,
     ax.set_xticks(range(Hb))
     ax.set_yticks(range(Ha))
     ax.tick_params(labelsize=style.FOOTER_PT + 0.5)
-    ax.set_xlabel(f"head of B ({name_b})")
-    ax.set_ylabel(f"head of A ({name_a})")
+    ax.set_xlabel(f"head of B ({_short(name_b)})")
+    ax.set_ylabel(f"head of A ({_short(name_a)})")
     cb = fig.colorbar(im, ax=ax, location="right", fraction=0.05, pad=0.02)
     cb.ax.tick_params(labelsize=style.FOOTER_PT + 0.5)
     cb.outline.set_linewidth(0.3)
@@ -71,6 +76,11 @@ def draw_metric_pairs(axes, pairs: list[tuple], metrics) -> None:
                             xytext=(2, 2), textcoords="offset points")
         ax.set_xlim(lo - pad, hi + pad)
         ax.set_ylim(lo - pad, hi + pad)
+        ax.xaxis.set_major_locator(MaxNLocator(3))
+        ax.yaxis.set_major_locator(MaxNLocator(4))
+        ax.ticklabel_format(style="sci", scilimits=(-3, 4), useMathText=True)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.get_offset_text().set_fontsize(style.FOOTER_PT)
         ax.set_xlabel("A", labelpad=1)
         ax.set_ylabel("B", labelpad=1)
 
@@ -80,22 +90,20 @@ _CORPUS = ("mean_bigram_auroc", "spearman_te_count")
 
 def comparison_figure(similarity: np.ndarray, assignment, pairs: list[tuple], metrics,
                       name_a: str, name_b: str, footer_parts) -> Figure:
-    """The similarity heatmap (left) and one small panel per metric (right)."""
+    """The similarity heatmap (left, over all rows) and one small panel per metric."""
     metrics = list(metrics)
     ncols = 4
-    nrows = -(-len(metrics) // ncols)
-    fig = Figure(figsize=(TEXT_IN, 0.2 * TEXT_IN * max(2, nrows) + 0.35), layout="constrained")
-    lines = style.wrap_parts(["detokgui", *footer_parts], TEXT_IN)
-    band = (len(lines) * style.FOOTER_PT * 1.25 + 2.0) / 72.0 / fig.get_figheight()
-    fig.get_layout_engine().set(w_pad=1 / 72, h_pad=1 / 72, wspace=0.02, hspace=0.02,
-                                rect=(0.0, band, 1.0, 1.0 - band))
-    fig.text(0.005, band / 2, "\n".join(lines), fontsize=style.FOOTER_PT, color="0.35",
-             ha="left", va="center", linespacing=1.15)
-    left, right = fig.subfigures(1, 2, width_ratios=[1.0, 1.6])
-    draw_similarity(left.subplots(), left, similarity, assignment, name_a, name_b)
-    axes = right.subplots(max(1, nrows), ncols, squeeze=False)
-    draw_metric_pairs(axes.flat, pairs, metrics)
-    style.hide_unused(axes, len(metrics))
+    nrows = max(2, -(-len(metrics) // ncols))
+    fig, axes = style.new_figure(TEXT_IN, 0.2 * TEXT_IN * nrows, nrows, 1 + ncols,
+                                 footer=footer_parts,
+                                 gridspec_kw={"width_ratios": [2.6] + [1.0] * ncols})
+    grid = axes[0, 0].get_subplotspec().get_gridspec()
+    for ax in axes[:, 0]:
+        ax.remove()
+    draw_similarity(fig.add_subplot(grid[:, 0]), fig, similarity, assignment, name_a, name_b)
+    panels = axes[:, 1:]
+    draw_metric_pairs(panels.flat, pairs, metrics)
+    style.hide_unused(panels, len(metrics))
     return fig
 
 

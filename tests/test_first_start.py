@@ -204,12 +204,12 @@ def test_cached_gpt2_that_cannot_load_falls_back_to_the_demo(qtbot, monkeypatch,
 
 
 def test_explicit_model_that_fails_keeps_the_error(qtbot, monkeypatch, empty_hf_cache):
-    from detokgui.gui.launch import open_model
+    from detokgui.gui.launch import build_parser, open_models
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     win = new_window(qtbot)
     try:
-        open_model(win, "gpt2")  # --model gpt2, given: no silent substitution
+        open_models(win, build_parser().parse_args(["--model", "gpt2"]))  # no substitution
         qtbot.waitUntil(lambda: win.load_error is not None, timeout=30000)
         wait_idle(qtbot, win)
         assert win.state.layer is None

@@ -58,7 +58,7 @@ def test_help_and_readme_list_every_view(qtbot):
     assert "tokens" in names
     text = " ".join(build_parser().format_help().split())
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    view_sentence = readme[readme.index("draws one view"):][:300]
+    view_sentence = readme[readme.index("draws one view"):][:400]
     for name in names:
         assert name in text, name
         assert f"`{name}`" in view_sentence, name

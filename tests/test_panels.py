@@ -26,7 +26,11 @@ CHANNELS = [
     ("contextual", ""), ("contextual", "tokens"), ("contextual", "validation"), ("ov", ""),
     ("headstats", ""), ("headstats", "matrix"), ("auroc", ""), ("auroc", "roc"),
     ("frequency", ""), ("neighbours", ""), ("neighbours", "analogy"),
+    ("compare-topk", ""), ("compare-topk", "grid"), ("compare-pattern", ""), ("compare-classes", ""), ("compare-stats", ""),
 ]
+#: views that compare A with a model B: `show` opens B (the same checkpoint) first; the
+#: head matching's view computes nothing of its own (the window matches the heads)
+COMPARE_VIEWS = {"compare-topk", "compare-pattern", "compare-classes", "compare-stats"}
 #: views that read the corpus: `show` opens the sample corpus and keeps their work tiny
 CORPUS_VIEWS = {"empirical", "kl", "contextual", "auroc", "frequency"}
 #: whole-vocabulary views: checked on the 400-token model (`vocab_window`), where a pass
@@ -49,7 +53,8 @@ class Submitted(QObject):
 
 def test_every_panel_is_listed(window):
     listed = {v for v, _ in CHANNELS}
-    assert listed == set(window.view_names())
+    assert listed | {"matching"} == set(window.view_names())
+    assert not window.panel("matching").channels
     for view in listed:
         assert set(window.panel(view).channels) == {c for v, c in CHANNELS if v == view}
 
@@ -104,6 +109,9 @@ def show(win, qtbot, view):
 @pytest.mark.parametrize("view,name", CHANNELS)
 def test_cancel_and_failure_never_leave_computing(request, qtbot, view, name):
     win = request.getfixturevalue("vocab_window" if view in VOCAB_VIEWS else "window")
+    if view in COMPARE_VIEWS:
+        win.compare_with(str(request.getfixturevalue("tiny_ckpt")))
+        qtbot.waitUntil(lambda: win.state.matching is not None, timeout=120000)
     panel = show(win, qtbot, view)
     ch = panel.channel(name)
     real = ch.compute

@@ -19,7 +19,7 @@ import sys
 from detokgui.cli.common import EXPORTS, CliError, load_layer, prepare
 from detokgui.core.default_model import DEFAULT_MODEL, cli_default_problem
 
-COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text")
+COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text", "compare")
 
 
 def _register_commands() -> None:

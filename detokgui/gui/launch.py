@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "checkpoint folder, 'demo' (a small trained model shipped with detokgui) or "
                    "'random-demo' (random weights); default gpt2, or the demo model with a "
                    "note when gpt2 is not downloaded yet")
+    p.add_argument("--compare", metavar="MODEL",
+                   help="also open MODEL (hub name, NAME@REVISION, folder, 'demo' or "
+                   "'random-demo') as model B to compare with, as Model > Compare with… does")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="default: CUDA when available, else CPU")
     p.add_argument("--corpus", nargs="+", metavar="PATH",
@@ -141,17 +144,20 @@ def launch(argv: list[str]) -> int:
         from detokgui.gui.screenshot import ScreenshotWhenIdle
 
         shooter = ScreenshotWhenIdle(win, args.screenshot, args.timeout)
-        open_model(win, args.model)
+        open_models(win, args)
         app.exec()
         return shooter.exit_code
-    open_model(win, args.model)
+    open_models(win, args)
     return app.exec()
 
 
-def open_model(win, model: str | None) -> None:
-    """--model as given (a failure is the error banner, never another model), or without
-    it the default model, the demo when that is not downloaded yet (`open_default_model`)."""
-    if model is None:
+def open_models(win, args) -> None:
+    """--model as A (a failure is the error banner, never another model; without it the
+    default model, or the demo when that is not downloaded yet: `open_default_model`),
+    and --compare as B when given."""
+    if args.model is None:
         win.open_default_model()
     else:
-        win.load_model(model)
+        win.load_model(args.model)
+    if args.compare:
+        win.compare_with(args.compare)

@@ -3,6 +3,7 @@ background thread, menus, status-bar progress with a cancel button."""
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 
@@ -64,15 +65,23 @@ RECENT, LAST_HUB, LAST_FOLDER = "models/recent", "models/last_hub", "models/last
 RECENT_FAMILIES = "models/recent_families"
 
 
+#: One model loads at a time (A and B asked for together): transformers' lazy imports are
+#: not safe from two threads at once, and two loads at once would double the peak memory.
+_LOADING = threading.Lock()
+
+
 def load_layer(name: str, device: str | None, report):
     """Job body: load a model (a demo model, a folder or a hub name), its sigma table and
     its tokenizer's pieces."""
     from detokgui.core import Layer0
     from detokgui.core.tokens import prepare as prepare_tokens
 
-    layer = Layer0.from_pretrained(name, device=device, progress=lambda f, m: report(0.7 * f, m))
-    layer.sigma_stats(progress=lambda f, m: report(0.7 + 0.3 * f, m))
-    prepare_tokens(layer.tokenizer)  # not on the GUI thread when the first token shows
+    report(0.0, "")  # cancelled while waiting: stop here
+    with _LOADING:
+        layer = Layer0.from_pretrained(name, device=device,
+                                       progress=lambda f, m: report(0.7 * f, m))
+        layer.sigma_stats(progress=lambda f, m: report(0.7 + 0.3 * f, m))
+        prepare_tokens(layer.tokenizer)  # not on the GUI thread when the first token shows
     return layer
 
 
@@ -109,6 +118,30 @@ def short_commit(layer) -> str | None:
     return str(revision)[:COMMIT_CHARS] if revision else None
 
 
+def make_pair(a, b):
+    """Job body: the core.compare.Pair of A and B, their tokens mapped both ways."""
+    from detokgui.core.compare import Pair
+    from detokgui.core.compare_views import warm_pair
+
+    return warm_pair(Pair(a, b))
+
+
+def match_heads(pair):
+    """Job body (a generator): the head matching of a pair."""
+    from detokgui.core.compare import iter_match_heads
+
+    return (yield from iter_match_heads(pair))
+
+
+def short_name(name: str, most: int = 40) -> str:
+    """A model's name for a crowded line: a folder's last part; at most `most` characters."""
+    from pathlib import Path
+
+    if Path(name).is_dir():  # not a hub name such as EleutherAI/gpt-neo-125m
+        name = Path(name).name or name
+    return name if len(name) <= most else name[: most - 1] + "…"
+
+
 def with_family(name: str, family: str) -> str:
     """"gpt2 (GPT-2)": a model's name and its family, unless the name already says it
     (the demo models' names do) or the family is not known ("")."""
@@ -142,6 +175,8 @@ class MainWindow(QMainWindow):
         #: Why the default model was not opened at start (the demo shown instead), while
         #: the demo it opened is what the window shows or loads.
         self.unavailable: Unavailable | None = None
+        self.loading_b_name: str | None = None  # model B being loaded (Compare with…)
+        self.compare_error: str | None = None
         self.load_started = 0.0  # perf_counter() when the model was asked for
         self.load_seconds: float | None = None  # wall time from request to ready
         self._progress_message = ""
@@ -188,6 +223,11 @@ class MainWindow(QMainWindow):
         self.notices = LogNotices(self)
         self.notices.line.connect(self._on_notice)
         self.state.modelChanged.connect(self._on_model)
+        self.state.compareChanged.connect(self._on_compare)
+        self.state.matchingChanged.connect(self._show_model_label)
+        self.state.matchingChanged.connect(self._compare_actions)
+        self.state.headBChanged.connect(self._show_selection)
+        self.state.compareRequested.connect(self.ask_compare)
         self.state.headChanged.connect(self.head_spin.setValue)
         self.state.queryTokenChanged.connect(self._show_selection)
         self.state.keyTokenChanged.connect(self._show_selection)
@@ -254,7 +294,28 @@ class MainWindow(QMainWindow):
                      "Random weights with the real GPT-2 tokenizer: compare learned structure "
                      "against noise")
         self.recent_menu = model_menu.addMenu("Recent models")
+        model_menu.addSeparator()
+        self.compare_menu = model_menu.addMenu("Compare with…")
+        self.compare_menu.setToolTip("Open a second model, B, to compare with the one shown")
+        self._action(self.compare_menu, "Hub model…", self.ask_compare_hub, None,
+                     "Compare with a Hugging Face model by name")
+        self._action(self.compare_menu, "Model folder…", self.ask_compare_folder, None,
+                     "Compare with a local checkpoint folder")
+        for demo_name, text in DEMO_LABELS.items():
+            self._action(self.compare_menu, text,
+                         lambda _=False, n=demo_name: self.compare_with(n))
+        self.compare_recent_menu = self.compare_menu.addMenu("Recent models")
+        self.swap_action = self._action(model_menu, "Swap A and B", self.swap_models,
+                                        QKeySequence("Ctrl+Shift+W"),
+                                        "Make the compared model (B) the model shown (A)")
+        self.rematch_action = self._action(model_menu, "Match heads of A and B",
+                                           self.match_again, None,
+                                           "Compute the head matching again (after a Cancel)")
+        self.close_compare_action = self._action(model_menu, "Close comparison",
+                                                 self.close_comparison, None,
+                                                 "Close model B and free its memory")
         self._fill_recent()
+        self._compare_actions()
         model_menu.addSeparator()
         self._action(model_menu, "Quit", self.close, QKeySequence.Quit)
 
@@ -309,12 +370,14 @@ class MainWindow(QMainWindow):
         return act
 
     def _fill_recent(self) -> None:
-        self.recent_menu.clear()
         recent = self.recent_models()
-        for name in recent:
-            self._action(self.recent_menu, self.recent_label(name),
-                         lambda _=False, n=name: self.load_model(n))
-        self.recent_menu.setEnabled(bool(recent))
+        for menu, open_model in ((self.recent_menu, self.load_model),
+                                 (self.compare_recent_menu, self.compare_with)):
+            menu.clear()
+            for name in recent:
+                self._action(menu, self.recent_label(name),
+                             lambda _=False, n=name, f=open_model: f(n))
+            menu.setEnabled(bool(recent))
 
     def recent_models(self) -> list[str]:
         return remembered(RECENT, [])
@@ -487,7 +550,7 @@ class MainWindow(QMainWindow):
             "Use the <i>Model</i> menu to open another model, a local folder, or the demo model."
         )
 
-    def _show_model_label(self) -> None:
+    def _show_model_label(self, *_) -> None:
         """The model shown (or "no model"), and the one being loaded, if any."""
         layer = self.state.layer
         if layer is None:
@@ -504,6 +567,18 @@ class MainWindow(QMainWindow):
             text = f"loading {DEMO_LABELS.get(self.loading_name, self.loading_name)}…"
             if layer is not None:
                 note = f"Showing {self.model_title(layer)} until the new model is ready"
+        b = self.state.layer_b
+        if b is not None and layer is not None:
+            # both names first, short: the details of each are in the tooltip
+            matching = "" if self.state.matching else " (matching heads…)"
+            note = "\n".join(part for part in (
+                f"A: {text}", f"B: {b.name} | {b.summary} | V={b.n_vocab:,} L={b.n_positions}",
+                note) if part)
+            text = (f"A: {short_name(self.model_title(layer))} ({layer.n_heads} heads)  ‖  "
+                    f"B: {short_name(self.model_title(b))} ({b.n_heads} heads){matching}")
+        elif self.loading_b_name is not None:
+            loading_b = DEMO_LABELS.get(self.loading_b_name, self.loading_b_name)
+            text += f"  ‖  B: loading {short_name(loading_b)}…"
         self.model_label.setText(text)
         self.model_label.set_note(note)
 
@@ -558,6 +633,151 @@ class MainWindow(QMainWindow):
             remember(LAST_FOLDER, folder)
             self.load_model(folder)
 
+    # ------------------------------------------------------------------ model B
+
+    def compare_with(self, name: str) -> None:
+        """Load `name` as model B in the background (as A loads); then pair its tokens
+        with A's and match the heads, also in the background."""
+        name = str(name).strip()
+        if not name:
+            return
+        self.loading_b_name = name
+        self.compare_error = None
+        label = DEMO_LABELS.get(name, name)
+        self._show_model_label()
+        self.show_message(f"Loading {label} to compare with…")
+        device = self.device
+        self.jobs.submit(
+            "model_b",
+            lambda report: load_layer(name, device, report),
+            lambda layer, n=name: self._compare_loaded(n, layer),
+            label=f"Loading {label} (B)",
+            on_error=self._compare_failed,
+        )
+
+    def _compare_loaded(self, name: str, layer) -> None:
+        self.loading_b_name = None
+        self._remember(name, layer.family)
+        previous = [self.state.layer_b] if self.state.layer_b is not None else []
+        self.state.set_compare(layer)
+        self._release(previous)
+        for note in layer.notes:
+            self.show_message(f"B: {note}")
+
+    def _compare_failed(self, exc: BaseException, _message: str = "") -> None:
+        self.loading_b_name = None
+        self.compare_error = str(exc)
+        self._show_model_label()
+        self.banner.show_text(f"<b>The model to compare with could not be loaded.</b><br>"
+                              f"{_html(str(exc))}")
+
+    def _release(self, previous: list) -> None:
+        """Free the one model in `previous` (its last reference) off the GUI thread, then
+        hand its memory back."""
+        if not previous:
+            return
+        old = weakref.ref(previous[0])
+        after = lambda *_: QTimer.singleShot(0, self, lambda: release_memory(old))
+        self.jobs.submit("release_b", lambda: dismantle(previous), after,
+                         label="Freeing the previous model", on_error=after, on_cancel=after)
+
+    def close_comparison(self) -> None:
+        self.jobs.discard("model_b")
+        self.jobs.discard("pair")
+        self.jobs.discard("matching")
+        self.loading_b_name = None
+        previous = [self.state.layer_b] if self.state.layer_b is not None else []
+        self.state.set_compare(None)
+        self._release(previous)
+        self._show_model_label()
+
+    def swap_models(self) -> None:
+        if self.state.layer_b is None or self.state.layer is None:
+            self.show_message("Nothing to swap: open a model to compare with first "
+                              "(Model > Compare with…).")
+            return
+        self.jobs.discard("pair")
+        self.jobs.discard("matching")
+        self.state.swap_models()
+
+    @Slot(object)
+    def _on_compare(self, layer_b) -> None:
+        """B or A changed: pair the two (and then match their heads) when the pair is not
+        made yet."""
+        self._compare_actions()
+        self._show_model_label()
+        self._show_selection()
+        s = self.state
+        if layer_b is None or s.layer is None or s.pair is not None:
+            return
+        self.jobs.discard("matching")
+        a, serial = s.layer, (s.model_serial, s.compare_serial)
+        self.jobs.submit("pair", lambda: make_pair(a, layer_b),
+                         lambda pair, k=serial: self._paired(k, pair),
+                         label="Pairing the tokens of A and B",
+                         on_error=lambda _exc, message, k=serial: self._not_paired(k, message))
+
+    def _paired(self, serial, pair, pair_set: bool = False) -> None:
+        s = self.state
+        if serial != (s.model_serial, s.compare_serial):
+            return  # made for models no longer shown
+        if not pair_set:
+            s.set_compare(s.layer_b, pair)
+        serial = (s.model_serial, s.compare_serial)
+        self.jobs.submit("matching", lambda: match_heads(pair),
+                         lambda m, k=serial: self._matched(k, m),
+                         label="Matching the heads of A and B")
+
+    def _not_paired(self, serial, message: str) -> None:
+        """A and B cannot be compared (their tokens cannot be mapped): B is closed."""
+        if serial != (self.state.model_serial, self.state.compare_serial):
+            return
+        name = self.state.layer_b.name
+        self.close_comparison()
+        self.banner.show_text(f"<b>{_html(name)} cannot be compared with the model shown."
+                              f"</b><br>{_html(message)}")
+
+    def _matched(self, serial, matching) -> None:
+        if serial == (self.state.model_serial, self.state.compare_serial):
+            self.state.set_matching(matching)
+
+    def _compare_actions(self, *_) -> None:
+        have = self.state.layer_b is not None
+        self.swap_action.setEnabled(have)
+        self.close_compare_action.setEnabled(have)
+        self.rematch_action.setEnabled(have and self.state.matching is None)
+
+    def match_again(self) -> None:
+        """Pair the tokens (if not done) and match the heads again: after a Cancel."""
+        s = self.state
+        if s.layer_b is None:
+            return
+        if s.pair is None:
+            self._on_compare(s.layer_b)
+        elif s.matching is None:
+            self._paired((s.model_serial, s.compare_serial), s.pair, pair_set=True)
+
+    def ask_compare(self) -> None:
+        """The Compare with… menu at the mouse (a panel's button asks for it)."""
+        from PySide6.QtGui import QCursor
+
+        self.compare_menu.popup(QCursor.pos())
+
+    def ask_compare_hub(self) -> None:
+        name, ok = QInputDialog.getText(
+            self, "Compare with a hub model", "Hugging Face model name to compare with:",
+            text=remembered(LAST_HUB, "gpt2"))
+        if ok and name.strip():
+            remember(LAST_HUB, name.strip())
+            self.compare_with(name)
+
+    def ask_compare_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(
+            self, "Compare with a checkpoint folder", remembered(LAST_FOLDER, ""))
+        if folder:
+            remember(LAST_FOLDER, folder)
+            self.compare_with(folder)
+
     # ------------------------------------------------------------------ jobs
 
     @Slot(str, float, str)
@@ -599,6 +819,13 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def _on_cancelled(self, key: str) -> None:
+        if key == "model_b":
+            self.loading_b_name = None
+            self._show_model_label()
+        elif key in ("pair", "matching"):
+            self.show_message("Head matching cancelled: Model > Match heads of A and B "
+                              "computes it again.", 10000)
+            return
         self.show_message("Cancelled.", 3000)
 
     def cancel_jobs(self) -> None:
@@ -610,8 +837,18 @@ class MainWindow(QMainWindow):
 
     def _show_selection(self, *_):
         s = self.state
+
+        def in_b(token: int, token_b: int | None) -> str:
+            if s.pair is None or token < 0:
+                return ""
+            return f" (B: {s.token_text_b(token_b)})" if token_b is not None \
+                else " (missing in B)"
+
+        head_b = "" if s.head_b is None else f"B's head {s.head_b}    "
         self.selection_label.setText(
-            f"  Query: {s.token_text(s.query_token)}    Key: {s.token_text(s.key_token)}  "
+            f"  {head_b}Query: {s.token_text(s.query_token)}"
+            f"{in_b(s.query_token, s.query_token_b)}"
+            f"    Key: {s.token_text(s.key_token)}{in_b(s.key_token, s.key_token_b)}  "
         )
 
     # ------------------------------------------------------------------ export & misc

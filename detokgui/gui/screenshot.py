@@ -28,13 +28,16 @@ class ScreenshotWhenIdle(QObject):
     @Slot()
     def _check(self) -> None:
         w = self.window
-        if w.jobs.busy or w.loading_name is not None:
+        if w.jobs.busy or w.loading_name is not None or w.loading_b_name is not None:
             self.idle_ticks = 0
             return
         self.idle_ticks += 1
         if self.idle_ticks < 5:  # idle for half a second: late requests have been made
             return
-        if w.state.layer is not None:
+        if w.compare_error is not None:
+            print(f"detokgui: error: {w.compare_error}", file=sys.stderr)
+            self._shoot(1)
+        elif w.state.layer is not None:
             self._shoot(0)
         elif w.load_error is not None:
             print(f"detokgui: error: {w.load_error}", file=sys.stderr)

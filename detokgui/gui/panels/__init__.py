@@ -2,9 +2,14 @@
 PANEL_GROUPS (group title, panel classes in tab order). PANEL_CLASSES lists them all."""
 
 from detokgui.gui.panels.auroc_view import AUROCPanel
+from detokgui.gui.panels.compare_classes import CompareClassesPanel
+from detokgui.gui.panels.compare_pattern import ComparePatternPanel
+from detokgui.gui.panels.compare_stats import CompareStatsPanel
+from detokgui.gui.panels.compare_topk import CompareTopKPanel
 from detokgui.gui.panels.contextual import ContextualPanel
 from detokgui.gui.panels.empirical_view import EmpiricalPanel
 from detokgui.gui.panels.frequency_view import FrequencyPanel
+from detokgui.gui.panels.head_matching import HeadMatchingPanel
 from detokgui.gui.panels.head_stats import HeadStatsPanel
 from detokgui.gui.panels.heatmap import HeatmapPanel
 from detokgui.gui.panels.key_position import KeyPositionPanel
@@ -27,5 +32,7 @@ PANEL_GROUPS = [
     ("Texts", [SentenceViewPanel, EmpiricalPanel, KLPanel, ContextualPanel,
                OVCircuitPanel]),
     ("Vocabulary", [HeadStatsPanel, AUROCPanel, FrequencyPanel, NeighboursPanel]),
+    ("Compare", [HeadMatchingPanel, CompareTopKPanel, ComparePatternPanel,
+                 CompareClassesPanel, CompareStatsPanel]),
 ]
 PANEL_CLASSES = [cls for _, group in PANEL_GROUPS for cls in group]

@@ -170,7 +170,7 @@ class Channel(QObject):
         self.started = time.perf_counter()
         self.status.begin(self.name)
         self.panel.jobs.submit(
-            self.key, partial(self.compute, self.panel.state.layer, req),
+            self.key, partial(self.compute, self.panel.job_input(), req),
             partial(self._done, req), label=self.label, coalesce=self.coalesce,
             on_error=partial(self._failed, req), on_cancel=partial(self._cancelled, req))
 
@@ -259,6 +259,11 @@ class Panel(QWidget):
 
     def plot_frames(self) -> list:
         return []
+
+    def job_input(self):
+        """What `compute` is given besides the request: the model (A); a comparison
+        panel gives the pair of models."""
+        return self.state.layer
 
     # ------------------------------------------------------------------ the cycle
 

@@ -1,0 +1,99 @@
+"""Compare (3): the head classes (B4's criteria) of A and of B side by side, A's selected
+head and its match in B marked; a row selects the head (B's row: with its match in A, or
+the pair)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QSplitter
+
+from detokgui.core import compare_views as cv
+from detokgui.gui.controls import bare_column
+from detokgui.gui.panels.compare_base import ComparePanel
+from detokgui.gui.panels.head_classes import HeadClassesTable
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    compare_serial: int
+    n: int
+
+
+class CompareClassesPanel(ComparePanel):
+    title = "Head classes A vs B"
+    view_name = "compare-classes"
+    tooltip = "The head classification of A and of B side by side, matched heads marked"
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        lay = self.body_layout
+        self.pair_text = QLabel()
+        self.pair_text.setTextFormat(Qt.RichText)
+        lay.addWidget(self.pair_text)
+        split = QSplitter(Qt.Vertical)  # nine columns each: one above the other
+        self.tables = {}
+        self.titles = {}
+        for side in ("A", "B"):
+            col, cl = bare_column()
+            self.titles[side] = QLabel()
+            cl.addWidget(self.titles[side])
+            table = HeadClassesTable()
+            table.button.hide()  # computed when shown, as the other comparison views
+            if side == "B":
+                table.label.hide()  # the rules, said once above
+            cl.addWidget(table, 1)
+            self.tables[side] = table
+            split.addWidget(col)
+        lay.addWidget(split, 1)
+        lay.addWidget(self.status)
+        self.tables["A"].headActivated.connect(state.set_head)
+        self.tables["B"].headActivated.connect(self._b_clicked)
+        mark = self.when_visible(self._mark)
+        for signal in (state.headChanged, state.headBChanged):
+            signal.connect(mark)
+
+    def request(self):
+        s = self.state
+        if s.pair is None:
+            return None
+        return Request(self.serial, s.compare_serial, s.query_position)
+
+    @staticmethod
+    def compute(pair, req: Request):
+        return (yield from cv.iter_classify_both(pair, req.n))
+
+    def draw(self, res) -> None:
+        for side, table in self.tables.items():
+            table.show_classes(None if res is None else res["AB".index(side)])
+        s = self.state
+        if res is not None:
+            for side, name in (("A", s.layer.name), ("B", s.layer_b.name)):
+                c = res["AB".index(side)]
+                counts = {}
+                for label in c.labels:
+                    counts[label] = counts.get(label, 0) + 1
+                summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+                self.titles[side].setText(f"<b>{side}</b>: {name} — {summary}")
+            self.status.setText(f"A at n = {res[0].n}, B at n = {res[1].n}")
+        else:
+            for label in self.titles.values():
+                label.setText("")
+            self.status.setText(self.waiting_text())
+        self._mark()
+
+    def matching_changed(self) -> None:
+        self._mark()
+
+    def _mark(self) -> None:
+        s = self.state
+        self.pair_text.setText(self.pair_label() or self.waiting_text())
+        self.tables["A"].mark_head(s.head)
+        self.tables["B"].mark_head(-1 if s.head_b is None else s.head_b)
+
+    def _b_clicked(self, head_b: int) -> None:
+        m = self.state.matching
+        head_a = m.match_of_b(head_b) if m is not None else None
+        self.state.set_head_pair(self.state.head if head_a is None else head_a, head_b)

@@ -1,0 +1,158 @@
+"""Compare (2): the positional pattern (B4) of the query token for A's selected head with
+B's matched head overlaid; B's pattern at n' = min(n, L_B - 1), drawn so that both
+queries sit at n (core.compare_views.pattern_pair)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from detokgui.core import compare_views as cv
+from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
+from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.numbers import num
+from detokgui.gui.option_rows import OptionRow, check, custom, option
+from detokgui.gui.panels.compare_base import MISSING, ComparePanel
+from detokgui.gui.plots import PlotFrame, add_plot, set_log_y
+from detokgui.gui.position import (
+    ConventionBox,
+    QueryPositionControl,
+    connect_position_clicks,
+    position_at,
+)
+
+PEN_A = pg.mkPen("#1f77b4", width=2)
+PEN_B = pg.mkPen("#ff7f0e", width=2, style=Qt.DashLine)
+
+
+@dataclass(frozen=True)
+class Options:
+    log: bool = option(False, check("Log scale", "Logarithmic weight axis"))
+    convention: str = option(DEFAULT_POSITION_CONVENTION, custom(ConventionBox))
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    compare_serial: int
+    query: int
+    n: int
+    head_a: int
+    head_b: int
+    convention: str
+
+
+class ComparePatternPanel(ComparePanel):
+    title = "Positional pattern A vs B"
+    view_name = "compare-pattern"
+    tooltip = ("The query token's positional pattern for A's head with its match in B "
+               "overlaid (B4)")
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        lay = self.body_layout
+        row = FlowLayout()
+        self.pair_text = QLabel()
+        self.pair_text.setTextFormat(Qt.RichText)
+        row.addWidget(self.pair_text)
+        row.addSpacing(12)
+        row.addWidget(QueryPositionControl(state, "position n"))
+        row.addStretch(1)
+        self.options = OptionRow("comparepattern", Options, self)
+        self.options.add_to(row, "convention", "log")
+        lay.addLayout(row)
+        self.frame = PlotFrame("Positional pattern A vs B", self._table)
+        self.plot = add_plot(self.frame, grid="xy", bottom="key position j",
+                             left="attention weight")
+        self.legend = self.plot.addLegend(offset=(-10, 10), brush=(255, 255, 255, 210),
+                                          pen="#bbb")
+        self.frame.setToolTip("Click a position to make it the query position n")
+        lay.addWidget(self.frame, 1)
+        lay.addWidget(self.status)
+        self.options.changed.connect(self.refresh)
+        self.options.changed.connect(self.redraw)
+        connect_position_clicks(self.frame.view.scene(), self._position,
+                                state.set_query_position)
+        self.frame.view.scene().sigMouseMoved.connect(self._hover)
+
+    def plot_frames(self):
+        return [self.frame]
+
+    def request(self):
+        s = self.state
+        if not self.ready() or s.query_token < 0:
+            return None
+        return Request(self.serial, s.compare_serial, s.query_token, s.query_position,
+                       s.head, s.head_b, self.options.value.convention)
+
+    @staticmethod
+    def compute(pair, req: Request) -> cv.PatternPair:
+        return cv.pattern_pair(pair, req.query, req.n, req.head_a, req.head_b, req.convention)
+
+    def curves(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """What is drawn: name -> (x = A's key positions, weights)."""
+        res = self.result
+        if res is None:
+            return {}
+        out = {"A": (np.arange(res.a.n + 1), res.a.pattern[0])}
+        if res.b is not None:
+            out["B"] = (np.arange(res.b.n + 1) + res.offset_b, res.b.pattern[0])
+        return out
+
+    def draw(self, res: cv.PatternPair | None) -> None:
+        self.pair_text.setText(self.pair_label())
+        plot = self.plot
+        plot.clear()
+        self.legend.clear()
+        set_log_y(plot, self.options.value.log, "attention weight")
+        if res is None:
+            plot.setTitle("")
+            self.status.setText(self.waiting_text() if self.state.query_token >= 0
+                                else "Select a query token in the Tokens panel.")
+            return
+        s = self.state
+        for name, (x, y) in self.curves().items():
+            head = res.a.heads[0] if name == "A" else res.b.heads[0]
+            sym = "o" if len(x) < 60 else None
+            pen = PEN_A if name == "A" else PEN_B
+            plot.plot(x, y, pen=pen, symbol=sym, symbolSize=5, symbolPen=None,
+                      symbolBrush=pen.color(), name=f"{name} head {head}")
+        plot.setXRange(-0.5, res.a.n + 0.5, padding=0.02)
+        plot.enableAutoRange(axis="y")
+        plot.setTitle(f"Positional pattern of {s.token_text(res.a.token)} at n = {res.a.n}: "
+                      f"A head {res.a.heads[0]} vs B head {s.head_b}", size="10pt")
+        if res.b is None:
+            self.status.setText(f"The query {s.token_text(res.a.token)} is {MISSING}: only "
+                                "A's pattern is drawn.")
+        else:
+            diff = 0.5 * float(np.abs(res.a.pattern[0][res.offset_b:] - res.b.pattern[0]).sum())
+            where = (f"; B's context is shorter: its pattern at n = {res.b.n}, aligned to n"
+                     if res.offset_b else "")
+            self.status.setText(f"Total variation between the curves {num(diff)}{where}")
+
+    def _position(self, scene_pos) -> int | None:
+        if self.result is None or self.layer is None:
+            return None
+        return position_at(self.plot.getViewBox(), scene_pos, self.layer.n_positions)
+
+    def _hover(self, pos) -> None:
+        j = self._position(pos)
+        res = self.result
+        if j is None or res is None or j > res.a.n:
+            return
+        parts = [f"key j = {j} ({res.a.n - j} back)   A: {num(res.a.pattern[0][j])}"]
+        if res.b is not None and 0 <= j - res.offset_b <= res.b.n:
+            parts.append(f"B: {num(res.b.pattern[0][j - res.offset_b])}")
+        self.status.setText("   ".join(parts))
+
+    def _table(self):
+        curves = self.curves()
+        if not curves:
+            return None
+        rows = [(name, int(x), float(w)) for name, (xs, ws) in curves.items()
+                for x, w in zip(xs, ws)]
+        return (["model", "key_position", "weight"], rows)

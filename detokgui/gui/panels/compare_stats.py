@@ -1,0 +1,102 @@
+"""Compare (4): the head statistics (core.head_metrics) of A's selected head next to its
+match in B, with B - A; and both models' values of every matched pair."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from detokgui.core import compare_views as cv
+from detokgui.gui.numbers import num
+from detokgui.gui.panels.compare_base import ComparePanel
+from detokgui.gui.records import Column, RecordsModel, TokenTableView
+
+
+@dataclass(frozen=True)
+class Request:
+    serial: int
+    compare_serial: int
+    corpus: tuple[str, ...]
+
+
+def _value(v) -> str:
+    if isinstance(v, str):
+        return v
+    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else num(v)
+
+
+class CompareStatsPanel(ComparePanel):
+    title = "Head statistics A vs B"
+    view_name = "compare-stats"
+    tooltip = "Per-head statistics of A's selected head next to its match in B"
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        lay = self.body_layout
+        self.pair_text = QLabel()
+        self.pair_text.setTextFormat(Qt.RichText)
+        lay.addWidget(self.pair_text)
+        from detokgui.core.head_metrics import METRIC_LABELS, class_label
+
+        def shown(r, side):
+            v = r[f"value_{side}"]
+            return class_label(v) if r["metric"] == "head_class" else v
+
+        def tip(r):
+            return METRIC_LABELS.get(r["metric"], r["metric"])
+
+        self.table = TokenTableView(RecordsModel([
+            Column("statistic", lambda r: r["metric"], tooltip=tip),
+            Column("A", lambda r: shown(r, "a"), _value, numeric=True, tooltip=tip),
+            Column("B", lambda r: shown(r, "b"), _value, numeric=True, tooltip=tip),
+            Column("B − A", lambda r: "" if r["metric"] == "head_class" else r["difference"],
+                   _value, numeric=True),
+        ], token=None), tip="The statistics of the two heads (empty: needs a corpus)")
+        lay.addWidget(self.table, 1)
+        lay.addWidget(self.status)
+        show = self.when_visible(self._show_heads)
+        for signal in (state.headChanged, state.headBChanged):
+            signal.connect(show)
+
+    def request(self):
+        s = self.state
+        if s.pair is None:
+            return None
+        return Request(self.serial, s.compare_serial, s.corpus)
+
+    @staticmethod
+    def compute(pair, req: Request):
+        return (yield from cv.iter_head_metrics_both(pair, req.corpus))
+
+    def draw(self, res) -> None:
+        self._show_heads()
+
+    def matching_changed(self) -> None:
+        self._show_heads()
+
+    def rows(self) -> list[dict]:
+        s, res = self.state, self.result
+        if res is None or s.head_b is None:
+            return []
+        from detokgui.core.head_metrics import HEAD_METRICS
+
+        names = [m for m in HEAD_METRICS if m in res[0] and m in res[1]]
+        return cv.metric_pair_rows(res[0], res[1], s.head, s.head_b, names)
+
+    def _show_heads(self) -> None:
+        self.pair_text.setText(self.pair_label() or self.waiting_text())
+        rows = self.rows()
+        self.table.records().set_records(rows)
+        if self.result is None:
+            self.status.setText(self.waiting_text())
+        elif not rows:
+            self.status.setText("Matching the heads of A and B…")
+        else:
+            self.status.setText(
+                "Statistics from the weights" + (
+                    "; the corpus metrics count the open corpus with each model's tokenizer"
+                    if self.shown_request.corpus else
+                    "; the corpus metrics are empty without a corpus (Corpus menu)"))

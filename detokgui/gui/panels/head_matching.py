@@ -1,0 +1,154 @@
+"""Compare (5): the head matching of A and B (core.compare.HeadMatching) as a heatmap of
+similarity, A's heads as rows and B's as columns, the one-to-one assignment marked; the
+hover shows a cell's positional and affinity parts, a click selects that pair of heads."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QPen
+from PySide6.QtWidgets import QLabel
+
+from detokgui.gui.numbers import num
+from detokgui.gui.panels.compare_base import ComparePanel
+from detokgui.gui.plots import PlotFrame, add_plot, plain_axes
+
+MAX_TICKS = 32
+
+
+class HeadMatchingPanel(ComparePanel):
+    title = "Head matching"
+    view_name = "matching"
+    tooltip = ("Similarity of every head of A with every head of B from the weights "
+               "(positional pattern and token affinity), the best one-to-one assignment "
+               "marked; click a cell to select that pair")
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        lay = self.body_layout
+        self.pair_text = QLabel()
+        self.pair_text.setTextFormat(Qt.RichText)
+        lay.addWidget(self.pair_text)
+        self.frame = PlotFrame("Head matching", self._table)
+        self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True,
+                             left="head of A", bottom="head of B")
+        self.image = pg.ImageItem()
+        self.image.setColorMap(pg.colormap.get("viridis"))
+        self.plot.addItem(self.image)
+        self.assigned = pg.ScatterPlotItem(symbol="s", size=14, brush=None,
+                                           pen=pg.mkPen("w", width=2))
+        self.assigned.setZValue(5)
+        self.plot.addItem(self.assigned)
+        self.selected = pg.QtWidgets.QGraphicsRectItem()
+        pen = QPen(QColor("#d62728"), 3)
+        pen.setCosmetic(True)
+        self.selected.setPen(pen)
+        self.selected.setZValue(10)
+        self.selected.setVisible(False)
+        self.plot.addItem(self.selected)
+        self.colorbar = plain_axes(pg.ColorBarItem(colorMap=pg.colormap.get("viridis"),
+                                                   interactive=False, width=12,
+                                                   values=(0.0, 1.0)))
+        self.colorbar.setImageItem(self.image)
+        self.colorbar.getAxis("right").setLabel("similarity")
+        self.frame.view.addItem(self.colorbar)
+        self.frame.setToolTip("White squares: the assignment. Red: the selected pair. "
+                              "Click a cell to select that pair of heads.")
+        lay.addWidget(self.frame, 1)
+        lay.addWidget(self.status)
+        self.frame.view.scene().sigMouseMoved.connect(self._hover)
+        self.frame.view.scene().sigMouseClicked.connect(self._click)
+        mark = self.when_visible(self._mark)
+        for signal in (state.headChanged, state.headBChanged):
+            signal.connect(mark)
+        self._draw_matching()
+
+    def plot_frames(self):
+        return [self.frame]
+
+    def compare_changed(self) -> None:
+        self.when_visible(self._draw_matching)()
+
+    def matching_changed(self) -> None:
+        self.when_visible(self._draw_matching)()
+
+    def showEvent(self, event):
+        super().showEvent(event)
+        self._draw_matching()
+
+    def _draw_matching(self) -> None:
+        m = self.state.matching
+        if m is None:
+            self.image.clear()
+            self.assigned.setData([], [])
+            self.selected.setVisible(False)
+            self.plot.setTitle("")
+            self.status.setText(self.waiting_text())
+            self.pair_text.setText("")
+            return
+        sim = np.asarray(m.similarity, dtype=np.float32)
+        ha, hb = sim.shape
+        self.image.setImage(sim, levels=(0.0, 1.0), autoLevels=False)
+        self.image.setRect(QRectF(0, 0, hb, ha))
+        self.colorbar.setLevels((0.0, 1.0))
+        self.assigned.setData([b + 0.5 for _, b in m.assignment],
+                              [a + 0.5 for a, _ in m.assignment])
+        for axis, n in (("left", ha), ("bottom", hb)):
+            step = max(1, math.ceil(n / MAX_TICKS))
+            self.plot.getAxis(axis).setTicks([[(k + 0.5, str(k)) for k in range(0, n, step)],
+                                              []])
+        self.plot.setRange(xRange=(0, hb), yRange=(0, ha), padding=0)
+        mean = float(np.mean([sim[a, b] for a, b in m.assignment])) if m.assignment else 0.0
+        self.plot.setTitle(f"Head similarity, {ha} heads of A × {hb} of B; assignment's mean "
+                           f"{mean:.3f}", size="10pt")
+        self.status.setText("Hover over a cell to read its parts; click to select the pair.")
+        self._mark()
+
+    def _mark(self) -> None:
+        s = self.state
+        self.pair_text.setText(self.pair_label())
+        if s.matching is None or s.head_b is None:
+            self.selected.setVisible(False)
+            return
+        self.selected.setRect(QRectF(s.head_b, s.head, 1, 1))
+        self.selected.setVisible(True)
+
+    def cell_at(self, scene_pos) -> tuple[int, int] | None:
+        """(head of A, head of B) under a scene point, None outside the matrix."""
+        m = self.state.matching
+        vb = self.plot.getViewBox()
+        if m is None or not vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        p = vb.mapSceneToView(scene_pos)
+        a, b = math.floor(p.y()), math.floor(p.x())
+        ha, hb = np.asarray(m.similarity).shape
+        return (a, b) if 0 <= a < ha and 0 <= b < hb else None
+
+    def describe(self, a: int, b: int) -> str:
+        m = self.state.matching
+        assigned = " · assigned" if (a, b) in {tuple(p) for p in m.assignment} else ""
+        return (f"A head {a} × B head {b}: similarity {num(float(m.similarity[a][b]))} "
+                f"(positional {num(float(m.positional[a][b]))}, affinity "
+                f"{num(float(m.affinity[a][b]))}){assigned}")
+
+    def _hover(self, pos) -> None:
+        cell = self.cell_at(pos)
+        if cell is not None:
+            self.status.setText(self.describe(*cell))
+
+    def _click(self, ev) -> None:
+        if ev.button() != Qt.LeftButton or ev.double():
+            return
+        cell = self.cell_at(ev.scenePos())
+        if cell is not None:
+            self.state.set_head_pair(*cell)
+            ev.accept()
+
+    def _table(self):
+        from detokgui.core.compare import matching_table
+
+        m = self.state.matching
+        return None if m is None else matching_table(m)

@@ -232,20 +232,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if head:
             return
-        with hub.lock:
-            drop = hub.drop_after if hub.drops else None
-            if drop is not None and hub.drops > 0:
-                hub.drops -= 1
+        drop = hub.drop_after if hub.drops else None
         sent = 0
         with open(file, "rb") as f:
             f.seek(begin)
             while sent < end - begin:
                 n = min(PIECE, end - begin - sent)
                 if drop is not None:
-                    if sent >= drop:
+                    if sent >= drop and self._drops_left():
                         self._drop()
                         return
-                    n = min(n, drop - sent) or n
+                    if sent < drop:
+                        n = min(n, drop - sent)
                 buf = f.read(n)
                 try:
                     self.wfile.write(buf)
@@ -256,6 +254,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self._count(len(buf))
                 if hub.delay:
                     time.sleep(hub.delay)
+
+    def _drops_left(self) -> bool:
+        hub = self.server.owner
+        with hub.lock:
+            if not hub.drops:
+                return False
+            if hub.drops > 0:
+                hub.drops -= 1
+            return True
 
     def _drop(self) -> None:
         self.wfile.flush()

@@ -621,6 +621,7 @@ class _Client:
             with open(head_path, "wb") as f:
                 self.get(url, f, (0, first))
         except _RangeIgnored:
+            head_path.unlink(missing_ok=True)
             return self._whole_safetensors(filename, url, size, shape, names)
         raw = head_path.read_bytes()
         head_path.unlink()

@@ -363,7 +363,6 @@ def test_cli_export_from_the_hub_at_a_branch(server, tmp_path, tiny_step, isolat
     env = {**isolated_env, "HF_ENDPOINT": server.endpoint,
            "DETOKGUI_CACHE_DIR": str(tmp_path / "cache"), "HF_HOME": str(tmp_path / "hf")}
     env.pop("HF_HUB_OFFLINE", None)
-    server.delay = 0.0005
     out_hub, out_folder = tmp_path / "hub.csv", tmp_path / "folder.csv"
     common = ["export", "topk", "--query", "The cat", "--k", "5", "--device", "cpu"]
     r = subprocess.run([sys.executable, "-m", "detokgui", *common, "--model",
@@ -417,3 +416,25 @@ def test_threads_left_behind_end(server):
             t.name == "detokgui-download" for t in threading.enumerate()):
         time.sleep(0.1)
     assert not any(t.name == "detokgui-download" for t in threading.enumerate())
+
+
+def test_dg_load_takes_a_revision(server, tiny_step):
+    import detokgui as dg
+
+    layer = dg.load("test/tiny@step100", device="cpu", progress=False)
+    assert layer.revision == server.commit_b and layer.name == "test/tiny@step100"
+
+
+def test_hugging_face_cache_is_read_first_without_the_network(server, tmp_path, tiny_step):
+    """A model transformers already downloaded opens from the HF cache, revision and all,
+    with no request to the hub."""
+    sha = "ab" * 20
+    snap = tmp_path / "hf" / "hub" / "models--test--tiny" / "snapshots" / sha
+    snap.mkdir(parents=True)
+    for f in tiny_step.iterdir():
+        (snap / f.name).write_bytes(f.read_bytes())
+    (snap.parents[1] / "refs").mkdir()
+    (snap.parents[1] / "refs" / "step100").write_text(sha)
+    server.reset_counts()
+    layer = load("test/tiny@step100")
+    assert layer.revision == sha and server.requests == []

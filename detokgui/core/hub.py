@@ -571,8 +571,7 @@ class _Client:
                 try:
                     kind, val = q.get(timeout=REPORT_EVERY)
                 except queue.Empty:
-                    if count:
-                        self.tick()
+                    self.tick()
                     continue
                 if kind == "head":
                     if ranged and val.status_code == 200:
@@ -591,7 +590,7 @@ class _Client:
                     self.received += len(val)
                     if count:
                         self.done += len(val)
-                        self.tick()
+                    self.tick()
                     if end is not None and pos >= end:
                         return pos
                 elif kind == "end":

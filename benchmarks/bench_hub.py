@@ -9,8 +9,8 @@ tests' local hub on 127.0.0.1, both sides from an empty cache, in this run:
 
 - layer 0 only: `Layer0.from_pretrained("bench/NAME")` (`core.hub`: header by range
   request, then the layer-0 byte ranges);
-- whole file: what detokgui did before — `snapshot_download` of the repository (the whole
-  model.safetensors and the other files) into a Hugging Face cache, then
+- whole file: what detokgui did before — `hf_hub_download` of each file of the repository
+  (the whole model.safetensors among them) into a Hugging Face cache, then
   `Layer0.from_pretrained(folder)`.
 
 Printed per shape: bytes sent by the server and wall time for each side, and their ratios.
@@ -42,7 +42,7 @@ BYTES_TARGET = 0.10
 
 
 def one_shape(name: str, spec: dict, root: Path) -> tuple[float, float, int]:
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import hf_hub_download
     from hub_server import HubServer, allocated_bytes, write_sparse_gpt2
 
     from detokgui.core import Layer0
@@ -64,9 +64,10 @@ def one_shape(name: str, spec: dict, root: Path) -> tuple[float, float, int]:
 
         server.reset_counts()
         t0 = time.perf_counter()
-        snap = snapshot_download(repo, cache_dir=str(root / f"{name}-hf-cache"),
-                                 endpoint=server.endpoint)
-        layer = Layer0.from_pretrained(snap, device="cpu")
+        for f in sorted(p.name for p in folder.iterdir()):
+            got = hf_hub_download(repo, f, cache_dir=str(root / f"{name}-hf-cache"),
+                                  endpoint=server.endpoint)
+        layer = Layer0.from_pretrained(str(Path(got).parent), device="cpu")
         t_whole = time.perf_counter() - t0
         b_whole = server.sent
         del layer

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from run import busy_cores, cpu_name  # noqa: E402
+from run import busy_cores, cpu_name
 
 SHAPES = {
     "small": {"n_embd": 768, "n_head": 12, "n_layer": 12},
@@ -42,8 +42,8 @@ BYTES_TARGET = 0.10
 
 
 def one_shape(name: str, spec: dict, root: Path) -> tuple[float, float, int]:
-    from huggingface_hub import hf_hub_download
     from hub_server import HubServer, allocated_bytes, write_sparse_gpt2
+    from huggingface_hub import hf_hub_download
 
     from detokgui.core import Layer0
 

@@ -318,7 +318,7 @@ def write_sparse_gpt2(folder, *, n_embd: int, n_head: int, n_layer: int, n_posit
             if not (name.startswith(("wte", "wpe", "ln_f", "h.0."))):
                 continue
             shape = shapes[name]
-            if name.endswith("ln_1.weight") or name.endswith("ln_2.weight") or name == "ln_f.weight":
+            if name.endswith(("ln_1.weight", "ln_2.weight")) or name == "ln_f.weight":
                 t = 1.0 + 0.3 * torch.randn(shape, generator=g)
             elif name.endswith("c_attn.weight"):
                 t = torch.randn(shape, generator=g) * (1.5 / d**0.5)

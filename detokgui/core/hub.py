@@ -561,7 +561,7 @@ class _Client:
                         if stop.is_set() or not put(("data", chunk)):
                             return
                 put(("end", None))
-            except BaseException as exc:  # handed to the caller's thread
+            except BaseException as exc:  # noqa: BLE001  (handed to the caller's thread)
                 put(("error", exc))
 
         threading.Thread(target=pump, daemon=True, name="detokgui-download").start()

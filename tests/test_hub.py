@@ -252,7 +252,8 @@ def test_slow_server_moving_progress_and_cancel_within_a_second(server, tmp_path
         load("test/tiny", progress=report)
     assert time.monotonic() - cancelled_at[0] < 1.0
     transfer = [t for t, _, m in seen if m.startswith("Downloading")]
-    assert max(b - a for a, b in itertools.pairwise(transfer)) < 0.3
+    gaps = sorted(b - a for a, b in itertools.pairwise(transfer))
+    assert gaps[len(gaps) // 2] < 0.2 and gaps[-1] < 1.0  # (a loaded CPU may delay one)
     fractions = [f for _, f, m in seen if m.startswith("Downloading")]
     assert fractions == sorted(fractions) and fractions[-1] > fractions[0]
     assert not finished_folders(tmp_path / "cache") and hub.cached("test/tiny", None) is None

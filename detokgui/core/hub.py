@@ -273,6 +273,7 @@ def _fetch_commit(repo: str, commit: str, files: set[str], report: Report,
 
     from detokgui.core.atomic import atomic_folder, sweep_stale_parts
     from detokgui.core.checkpoint import TOKENIZER_FILES
+    from detokgui.core.families import read_config
 
     if "model.safetensors" in files or not files:
         weights = ["model.safetensors"]
@@ -294,8 +295,6 @@ def _fetch_commit(repo: str, commit: str, files: set[str], report: Report,
         with atomic_folder(target) as tmp:
             client.stage = tmp
             config = client.small("config.json", tmp / "config.json")
-            from detokgui.core.families import read_config
-
             shape = read_config(config, label)  # other architectures are refused first
             if weights[0] == "model.safetensors":
                 parts = [client.safetensors_layer0(weights[0], meta, shape)]
@@ -323,7 +322,6 @@ def _fetch_commit(repo: str, commit: str, files: set[str], report: Report,
         raise ModelLoadError(f"{label} cannot be written to detokgui's cache: "
                              f"{exc.strerror or exc}: {exc.filename or target}") from None
     return HubCheckpoint(target, repo, commit)
-
 
 
 __all__ = ["Cancelled", "HubCheckpoint", "cached", "clear_cache", "coalesce", "endpoint",

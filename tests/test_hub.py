@@ -79,6 +79,7 @@ def server(monkeypatch, tmp_path, tiny_main, tiny_step):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("DETOKGUI_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)  # read at import
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN"):
         monkeypatch.delenv(var, raising=False)
     yield s

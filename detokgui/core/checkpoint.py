@@ -178,9 +178,9 @@ def _shards_for_layer0(index: Path, shape: ModelShape, name: str) -> list[str]:
 def _offline_hint(name: str) -> str:
     return (
         f"The model {name!r} is not in the local Hugging Face cache (nor in detokgui's) and "
-        "the hub cannot be reached. Connect once to download it (it is then cached), open a local checkpoint "
-        "folder instead, or copy the model into the cache from a connected machine. "
-        "(HF_HUB_OFFLINE=1 makes this check instant.)"
+        "the hub cannot be reached. Connect once to download it (it is then cached), open "
+        "a local checkpoint folder instead, or copy the model into the cache from a "
+        "connected machine. (HF_HUB_OFFLINE=1 makes this check instant.)"
     )
 
 

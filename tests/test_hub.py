@@ -443,3 +443,17 @@ def test_hugging_face_cache_is_read_first_without_the_network(server, tmp_path, 
     server.reset_counts()
     layer = load("test/tiny@step100")
     assert layer.revision == sha and server.requests == []
+
+
+def test_config_without_weights_in_the_hf_cache_offline(server, tmp_path, tiny_main,
+                                                        monkeypatch):
+    snap = tmp_path / "hf" / "hub" / "models--test--tiny" / "snapshots" / ("cd" * 20)
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_bytes((tiny_main / "config.json").read_bytes())
+    (snap.parents[1] / "refs").mkdir()
+    (snap.parents[1] / "refs" / "main").write_text("cd" * 20)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelLoadError, match="config but not its weights.*HF_HUB_OFFLINE"):
+        load("test/tiny")
+    monkeypatch.delenv("HF_HUB_OFFLINE")  # online: layer 0 comes from the hub
+    assert load("test/tiny").revision == server.commit_a

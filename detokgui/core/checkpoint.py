@@ -121,7 +121,9 @@ def _hub_files(name: str, *, progress=None) -> CheckpointFiles:
     if _offline_mode() or not hub_reachable():
         mine = hub.cached(repo, revision)
         if mine is None:
-            raise ModelLoadError(_offline_hint(name))
+            partial = (f"The cache holds {name}'s config but not its weights. "
+                       if _hf_cache_hit(repo, revision, "config.json") else "")
+            raise ModelLoadError(partial + _offline_hint(name))
         return dataclasses.replace(_local_files(mine.folder, name), revision=mine.commit)
     got = hub.fetch_layer0(repo, revision, progress, label=name)
     return dataclasses.replace(_local_files(got.folder, name), revision=got.commit)
@@ -202,19 +204,26 @@ def _offline_mode() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _hf_cache_files(repo: str, revision: str | None, name: str) -> CheckpointFiles | None:
-    """The model's files in the Hugging Face cache (`hf_hub_download`'s), found without
-    the network; None when its config or weights are not there."""
+def _hf_cache_hit(repo: str, revision: str | None, filename: str) -> Path | None:
+    """A file of the model in the Hugging Face cache (`hf_hub_download`'s), without the
+    network; None when it is not there."""
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        def hit(filename: str) -> Path | None:
-            found = try_to_load_from_cache(repo, filename, revision=revision)
-            return Path(found) if isinstance(found, str) else None
-
-        config = hit("config.json")
+        found = try_to_load_from_cache(repo, filename, revision=revision)
     except (ImportError, ValueError, OSError):
         return None
+    return Path(found) if isinstance(found, str) else None
+
+
+def _hf_cache_files(repo: str, revision: str | None, name: str) -> CheckpointFiles | None:
+    """The model's files in the Hugging Face cache, found without the network; None when
+    its config or weights are not there."""
+
+    def hit(filename: str) -> Path | None:
+        return _hf_cache_hit(repo, revision, filename)
+
+    config = hit("config.json")
     if config is None:
         return None
     shape = read_config(config, name)

@@ -51,12 +51,14 @@ def analysis(name: str) -> Callable:
 
 def frame(table: Table, analysis: str, layer, **conventions):
     """The rows of `table` as a DataFrame (an `accessor.Result`) with its header as
-    columns, and `analysis`, the model's name and `conventions` in `attrs`."""
+    columns, and `analysis`, the model's name (and hub commit, `revision`) and
+    `conventions` in `attrs`."""
     from detokgui.api.accessor import Result  # (and registers DataFrame.dg)
 
     header, rows = table
     df = Result.from_records(list(rows), columns=list(header))
     df.attrs.update({"analysis": analysis, "model": str(layer.name),
+                     **({"revision": layer.revision} if getattr(layer, "revision", None) else {}),
                      **{k: _plain(v) for k, v in conventions.items()}})
     return df
 

@@ -7,7 +7,8 @@ from detokgui.api.jobs import ProgressArg, load_progress
 
 def load(model: str = "gpt2", device=None, *, progress: ProgressArg = True):
     """The layer 0 of `model` (`detokgui.core.Layer0`, `Layer0.from_pretrained`): a hub
-    name ("gpt2", "distilgpt2", ...), a local folder of a GPT-2, GPT-Neo or OPT
+    name ("gpt2", "distilgpt2", ...; "NAME@REVISION" for a branch, tag or commit, whose
+    resolved commit is `layer.revision`; only layer 0's bytes are downloaded), a local folder of a GPT-2, GPT-Neo or OPT
     checkpoint, "demo" (the trained demo model shipped with detokgui) or "random-demo".
 
     device: "cpu", "cuda" or a torch.device; None = CUDA when available, else CPU.

@@ -50,10 +50,46 @@ def load_layer(args):
     memory short, what the demo model is) as `note:` lines on stderr."""
     from detokgui.core import Layer0
 
-    layer = Layer0.from_pretrained(args.model, device=args.device)
+    progress = DownloadLine()
+    try:
+        layer = Layer0.from_pretrained(args.model, device=args.device, progress=progress)
+    finally:
+        progress.end()
     for note in layer.notes:
         print(f"note: {note}", file=sys.stderr)
+    if layer.revision:
+        print(f"note: {layer.name} is commit {layer.revision[:10]}", file=sys.stderr)
     return layer
+
+
+class DownloadLine:
+    """Loading progress on stderr while a hub model downloads ("Downloading gpt2-xl layer
+    0: 120 / 450 MB, 25 MB/s"): one line rewritten in place on a terminal, else a line
+    every few seconds (a log file stays short)."""
+
+    EVERY = 3.0
+
+    def __init__(self):
+        self.tty = sys.stderr.isatty()
+        self.shown = False
+        self.last = float("-inf")
+
+    def __call__(self, fraction: float, message: str) -> None:
+        import time
+
+        if not message.startswith("Downloading"):
+            return
+        now = time.monotonic()
+        if self.tty:
+            print(f"\r{message[:78]:78s}", end="", file=sys.stderr, flush=True)
+        elif now - self.last >= self.EVERY:
+            print(message, file=sys.stderr, flush=True)
+            self.last = now
+        self.shown = True
+
+    def end(self) -> None:
+        if self.tty and self.shown:
+            print(file=sys.stderr)
 
 
 def model_shape(args):

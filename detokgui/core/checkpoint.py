@@ -47,6 +47,8 @@ class CheckpointFiles:
     config: Path
     weights: tuple[Path, ...]
     weight_format: str  # "safetensors" or "bin"
+    #: The hub commit (40 hex digits) the files are of; None for a local folder.
+    revision: str | None = None
 
 
 # --------------------------------------------------------------------------- locating
@@ -67,10 +69,16 @@ def peek_config(name_or_path: str) -> ModelShape | None:
         return read_config(cfg, name) if cfg.is_file() else None
     if not name or path.exists() or _looks_like_path(name):
         return None
+    from detokgui.core import hub
+
+    repo, revision = hub.split_revision(name)
+    mine = hub.cached(repo, revision)
+    if mine is not None:
+        return read_config(mine.folder / "config.json", name)
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        hit = try_to_load_from_cache(name, "config.json")
+        hit = try_to_load_from_cache(repo, "config.json", revision=revision)
     except (ImportError, ValueError, OSError):
         return None
     return read_config(Path(hit), name) if isinstance(hit, str) else None
@@ -91,6 +99,34 @@ def locate(name_or_path: str, *, progress=None) -> CheckpointFiles:
     if _looks_like_path(name):
         raise ModelLoadError(f"There is no folder {name}.")
     return _hub_files(name, progress=progress)
+
+
+def _hub_files(name: str, *, progress=None) -> CheckpointFiles:
+    """A hub model `NAME` or `NAME@REVISION`: from the Hugging Face cache when it holds
+    the model already (no network), else layer 0 only from detokgui's cache or the hub
+    (`core.hub`); offline, from whichever cache has it."""
+    import dataclasses
+
+    from detokgui.core import hub
+
+    repo, revision = hub.split_revision(name)
+    if not repo:
+        raise ModelLoadError(f"{name!r} names no model before its @revision.")
+    if revision == "":
+        raise ModelLoadError(f"{name!r} has nothing after @: give a branch, tag or commit "
+                             "(gpt2@main), or leave out the @.")
+    found = _hf_cache_files(repo, revision, name)
+    if found is not None:
+        return found
+    if _offline_mode() or not hub_reachable():
+        mine = hub.cached(repo, revision)
+        if mine is None:
+            partial = (f"The cache holds {name}'s config but not its weights. "
+                       if _hf_cache_hit(repo, revision, "config.json") else "")
+            raise ModelLoadError(partial + _offline_hint(name))
+        return dataclasses.replace(_local_files(mine.folder, name), revision=mine.commit)
+    got = hub.fetch_layer0(repo, revision, progress, label=name)
+    return dataclasses.replace(_local_files(got.folder, name), revision=got.commit)
 
 
 def _looks_like_path(name: str) -> bool:
@@ -143,10 +179,10 @@ def _shards_for_layer0(index: Path, shape: ModelShape, name: str) -> list[str]:
 
 def _offline_hint(name: str) -> str:
     return (
-        f"The model {name!r} is not in the local Hugging Face cache and the hub cannot be "
-        "reached. Connect once to download it (it is then cached), open a local checkpoint "
-        "folder instead, or copy the model into the cache from a connected machine. "
-        "(HF_HUB_OFFLINE=1 makes this check instant.)"
+        f"The model {name!r} is not in the local Hugging Face cache (nor in detokgui's) and "
+        "the hub cannot be reached. Connect once to download it (it is then cached), open "
+        "a local checkpoint folder instead, or copy the model into the cache from a "
+        "connected machine. (HF_HUB_OFFLINE=1 makes this check instant.)"
     )
 
 
@@ -168,74 +204,44 @@ def _offline_mode() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _hub_files(name: str, *, progress=None) -> CheckpointFiles:
-    from huggingface_hub import errors as hf_errors
-    from huggingface_hub import hf_hub_download
+def _hf_cache_hit(repo: str, revision: str | None, filename: str) -> Path | None:
+    """A file of the model in the Hugging Face cache (`hf_hub_download`'s), without the
+    network; None when it is not there."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
 
-    def fetch(filename: str, local_only: bool) -> Path | None:
-        try:
-            return Path(hf_hub_download(name, filename, local_files_only=local_only))
-        except hf_errors.RepositoryNotFoundError as exc:
-            raise ModelLoadError(
-                f"There is no model named {name!r} on the Hugging Face hub (or it is private)."
-            ) from exc
-        except hf_errors.GatedRepoError as exc:
-            raise ModelLoadError(
-                f"{name} is gated on the hub: accept its terms and log in (hf auth login)."
-            ) from exc
-        except (hf_errors.EntryNotFoundError, hf_errors.LocalEntryNotFoundError, OSError):
-            return None
-        except hf_errors.HfHubHTTPError as exc:
-            raise ModelLoadError(f"The hub refused {name!r}: {exc}") from exc
-        except ValueError as exc:  # malformed repo id
-            raise ModelLoadError(
-                f"{name!r} is neither an existing folder nor a valid hub model name."
-            ) from exc
+        found = try_to_load_from_cache(repo, filename, revision=revision)
+    except (ImportError, ValueError, OSError):
+        return None
+    return Path(found) if isinstance(found, str) else None
 
-    config = fetch("config.json", True)
-    local_only = config is not None
+
+def _hf_cache_files(repo: str, revision: str | None, name: str) -> CheckpointFiles | None:
+    """The model's files in the Hugging Face cache, found without the network; None when
+    its config or weights are not there."""
+
+    def hit(filename: str) -> Path | None:
+        return _hf_cache_hit(repo, revision, filename)
+
+    config = hit("config.json")
     if config is None:
-        if _offline_mode() or not hub_reachable():
-            raise ModelLoadError(_offline_hint(name))
-        if progress:
-            progress(0.05, f"Downloading {name} config")
-        config = fetch("config.json", False)
-        if config is None:
-            raise ModelLoadError(f"{name} on the hub has no config.json.")
-    shape = read_config(config, name)  # refuse other architectures before downloading weights
-
+        return None
+    shape = read_config(config, name)
     folder = config.parent
-    for fname in TOKENIZER_FILES:
-        fetch(fname, local_only)
-
-    def get(filename: str) -> Path | None:
-        found = fetch(filename, True)
-        if found is None and not local_only:
-            if progress:
-                progress(0.1, f"Downloading {name}/{filename}")
-            found = fetch(filename, False)
-        return found
-
-    single = get("model.safetensors")
+    commit = folder.name if len(folder.name) == 40 else None
+    single = hit("model.safetensors")
     if single is not None:
-        return CheckpointFiles(folder, config, (single,), "safetensors")
-    index = get("model.safetensors.index.json")
+        return CheckpointFiles(folder, config, (single,), "safetensors", commit)
+    index = hit("model.safetensors.index.json")
     if index is not None:
-        shards = _shards_for_layer0(index, shape, name)
-        paths = [get(s) for s in shards]
-        if any(p is None for p in paths):
-            raise ModelLoadError(
-                _offline_hint(name) if local_only else f"{name}: a weight shard is missing."
-            )
-        return CheckpointFiles(folder, config, tuple(paths), "safetensors")
-    binfile = get("pytorch_model.bin")
+        paths = [hit(s) for s in _shards_for_layer0(index, shape, name)]
+        if all(p is not None for p in paths):
+            return CheckpointFiles(folder, config, tuple(paths), "safetensors", commit)
+        return None
+    binfile = hit("pytorch_model.bin")
     if binfile is not None:
-        return CheckpointFiles(folder, config, (binfile,), "bin")
-    if local_only:
-        raise ModelLoadError(
-            f"The cache holds {name}'s config but not its weights. " + _offline_hint(name)
-        )
-    raise ModelLoadError(f"{name} on the hub has no PyTorch weights (safetensors or .bin).")
+        return CheckpointFiles(folder, config, (binfile,), "bin", commit)
+    return None
 
 
 # --------------------------------------------------------------------------- reading

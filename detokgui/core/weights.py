@@ -76,6 +76,9 @@ class Layer0:
     #: The model family the checkpoint came from ("gpt2", "gpt_neo", "opt"): its layer 0
     #: was mapped onto the canonical tensors above by `detokgui.core.families`.
     family: str = "gpt2"
+    #: The hub commit (40 hex digits) the weights are of, for a hub model (`name` stays as
+    #: typed, e.g. "gpt2@main"); None for a local folder or a demo model.
+    revision: str | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -235,8 +238,10 @@ class Layer0:
         progress: ProgressFn | None = None,
         load_tokenizer: bool = True,
     ) -> Layer0:
-        """Load layer 0 of a hub model (`gpt2`, `distilgpt2`, ...), a local folder, or a
-        demo model ("demo": trained, shipped in the package; "random-demo").
+        """Load layer 0 of a hub model (`gpt2`, `distilgpt2`, ...; `NAME@REVISION` for a
+        branch, tag or commit: only layer 0's bytes are downloaded, `core.hub`), a local
+        folder, or a demo model ("demo": trained, shipped in the package; "random-demo").
+        A hub model's `revision` is the commit it resolved to.
 
         Raises ModelLoadError with an actionable message on any failure."""
         from detokgui.core import demo
@@ -245,12 +250,14 @@ class Layer0:
         report = progress or (lambda f, m: None)
         source, name = demo.resolve(str(name_or_path), report)
         try:
-            shape, tensors, tok = _read_checkpoint(source, name, report, load_tokenizer)
+            shape, tensors, tok, revision = _read_checkpoint(source, name, report,
+                                                             load_tokenizer)
         except ModelLoadError as exc:
             if str(name_or_path) != demo.RANDOM_DEMO:
                 raise
             source = str(demo.rewrite_random_demo(str(exc), report))  # a damaged cache entry
-            shape, tensors, tok = _read_checkpoint(source, name, report, load_tokenizer)
+            shape, tensors, tok, revision = _read_checkpoint(source, name, report,
+                                                             load_tokenizer)
         report(0.85, "Folding LayerNorm")
         layer = cls.from_tensors(
             tensors,
@@ -264,6 +271,7 @@ class Layer0:
             dtype=dtype,
             family=shape.family,
         )
+        layer.revision = revision
         if demo.description(str(name_or_path)):
             layer.notes.append(demo.description(str(name_or_path)))
         layer.load_seconds = time.perf_counter() - start
@@ -314,11 +322,13 @@ class Layer0:
         }
         if self.lnf_weight is not None and self.lnf_bias is not None:
             tensors.update({"ln_f.weight": self.lnf_weight, "ln_f.bias": self.lnf_bias})
-        return Layer0.from_tensors(
+        moved = Layer0.from_tensors(
             tensors, n_heads=self.n_heads, eps=self.eps, name=self.name,
             scale_attn_weights=self.scale_attn_weights, activation=self.activation,
             tokenizer=self.tokenizer, device=device, dtype=self.dtype, family=self.family,
         )
+        moved.revision = self.revision
+        return moved
 
     # ------------------------------------------------------------------ analyses
 
@@ -526,8 +536,8 @@ def _check_finite(t: dict[str, torch.Tensor], name: str, dtype: torch.dtype,
 
 
 def _read_checkpoint(source: str, name: str, report, load_tokenizer: bool):
-    """(config shape, layer-0 tensors, tokenizer or None) of a checkpoint folder or hub
-    name; ModelLoadError on any failure."""
+    """(config shape, layer-0 tensors, tokenizer or None, hub commit or None) of a
+    checkpoint folder or hub name; ModelLoadError on any failure."""
     from detokgui.core.tokens import load_tokenizer as _load_tok
 
     report(0.0, f"Locating {name}")
@@ -540,7 +550,7 @@ def _read_checkpoint(source: str, name: str, report, load_tokenizer: bool):
     if load_tokenizer:
         report(0.7, "Loading tokenizer")
         tok = _load_tok(files.folder, name, shape.vocab_size)
-    return shape, tensors, tok
+    return shape, tensors, tok, files.revision
 
 
 def _check_shapes(t: dict[str, torch.Tensor], shape: checkpoint.ModelShape, name: str) -> None:

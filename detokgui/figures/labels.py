@@ -13,7 +13,15 @@ POSITION_LABEL = "Past token position ($j$)"
 
 
 def model_name(layer) -> str:
+    """The model as figures name it: a folder's last part, a hub model without its owner;
+    a hub model's commit appended ("tiny@step100, commit 1a2b3c4d5e")."""
     name = str(layer.name)
+    commit = getattr(layer, "revision", None)
+    if commit:
+        from detokgui.core.hub import split_revision
+
+        repo, rev = split_revision(name)
+        return f"{repo.rsplit('/', 1)[-1]}{'@' + rev if rev else ''}, commit {commit[:10]}"
     return Path(name).name if ("/" in name or "\\" in name) else name
 
 

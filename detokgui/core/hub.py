@@ -1,0 +1,328 @@
+"""Hub models, layer 0 only: resolve `NAME@REVISION` to a commit, read the safetensors
+header with an HTTP range request, fetch only the byte ranges of the layer-0 tensors and
+keep them as a small local checkpoint folder in detokgui's cache, which the local reading
+path (`core.checkpoint`) then loads like any folder.
+
+Built on huggingface_hub's own pieces: `HfApi.model_info` resolves the revision (branch,
+tag or commit) to the commit sha and lists the files, `hf_hub_url` and
+`get_hf_file_metadata` give each file's address, size and ETag, `get_session` is the HTTP
+client (offline mode, proxies, user agent), `build_hf_headers` the token (HF_TOKEN or
+`hf auth login`), `hf_raise_for_status` the error classes; `HF_ENDPOINT` is read at each
+call. The transfers themselves (ranges, progress, resuming): `core.hub_download`.
+
+For a safetensors file of size S whose header is n bytes, with layer-0 tensors t at byte
+ranges [8 + n + b_t, 8 + n + e_t), the transfer is
+
+    8 + n + sum over coalesced ranges (e - b)           (gpt2-xl: 0.45 of 6.4 GB)
+
+Cache layout, under `paths.cache_root() / "hub"`:
+
+    owner--name/refs/<revision>                the commit a branch or tag resolved to last
+    owner--name/<commit>-<etag>/               config.json, model.safetensors (layer 0 only),
+                                               tokenizer files, hub.json (where it came from)
+
+A folder appears whole or not at all (`atomic.atomic_folder`); a killed download leaves a
+`.NAME.XXXX.part` folder that a later run ignores and, once stale, removes.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from detokgui.core.errors import Cancelled, ModelLoadError
+from detokgui.core.hub_download import (
+    META_TIMEOUT,
+    PROGRESS_SPAN,
+    Client,
+    coalesce,
+    write_layer0,
+)
+
+Report = Callable[[float, str], None]
+
+#: A revision that is already a full commit sha needs no resolving.
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+MANIFEST = "hub.json"
+
+
+# --------------------------------------------------------------------------- names
+
+
+def split_revision(name: str) -> tuple[str, str | None]:
+    """("owner/name", "rev") for "owner/name@rev"; (name, None) without a revision;
+    ("name", "") for "name@" (refused by the loader).
+
+    Only the last "@" separates: a repository name never holds one."""
+    name = str(name).strip()
+    base, sep, rev = name.rpartition("@")
+    if not sep or not base:
+        return name, None
+    return base.strip(), rev.strip()
+
+
+def short(commit: str | None) -> str:
+    """The first 10 hex digits of a commit, as people quote them."""
+    return (commit or "")[:10]
+
+
+def endpoint() -> str:
+    """The hub's address: HF_ENDPOINT when set (read now, not at import)."""
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def offline_mode() -> bool:
+    return (os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE")
+            or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def hub_root() -> Path:
+    from detokgui.core.paths import cache_root
+
+    return cache_root() / "hub"
+
+
+def repo_folder(repo: str) -> Path:
+    return hub_root() / repo.replace("/", "--")
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+@dataclass(frozen=True)
+class HubCheckpoint:
+    """A layer-0 checkpoint folder in detokgui's cache and where it came from."""
+
+    folder: Path
+    repo: str
+    commit: str
+
+
+def cached(repo: str, revision: str | None) -> HubCheckpoint | None:
+    """The cached layer-0 folder for `repo` at `revision` (None: the default branch),
+    without the network: a commit directly, a branch or tag through the ref it resolved
+    to when it was last online. None when there is none."""
+    commit = _ref(repo, revision)
+    if commit is None:
+        return None
+    folder = _complete_folder(repo, commit)
+    return HubCheckpoint(folder, repo, commit) if folder is not None else None
+
+
+def clear_cache(repo: str | None = None) -> None:
+    """Remove the cached layer-0 folders of `repo`, or of every hub model."""
+    shutil.rmtree(repo_folder(repo) if repo else hub_root(), ignore_errors=True)
+
+
+def _ref(repo: str, revision: str | None) -> str | None:
+    if revision and _COMMIT.match(revision):
+        return revision
+    try:
+        text = (repo_folder(repo) / "refs" / _ref_name(revision)).read_text("utf-8").strip()
+    except OSError:
+        return None
+    return text if _COMMIT.match(text) else None
+
+
+def _ref_name(revision: str | None) -> str:
+    return quote(revision or "main", safe="")
+
+
+def _complete_folder(repo: str, commit: str, etag: str | None = None) -> Path | None:
+    """The newest finished folder of `commit` (with `etag`, when given)."""
+    base = repo_folder(repo)
+    pattern = f"{commit}-{_etag_key(etag)}" if etag else f"{commit}-*"
+    found = [p for p in base.glob(pattern) if (p / MANIFEST).is_file()]
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+
+
+def _etag_key(etag: str | None) -> str:
+    return re.sub(r"[^0-9A-Za-z]", "", etag or "noetag")[:16] or "noetag"
+
+
+def _write_ref(repo: str, revision: str | None, commit: str) -> None:
+    from detokgui.core.atomic import write_text
+
+    if revision and _COMMIT.match(revision):
+        return
+    refs = repo_folder(repo) / "refs"
+    try:
+        refs.mkdir(parents=True, exist_ok=True)
+        write_text(refs / _ref_name(revision), commit)
+    except OSError:
+        pass  # only offline runs need it; this one has its folder
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def fetch_layer0(repo: str, revision: str | None, report: Report | None = None,
+                 label: str | None = None) -> HubCheckpoint:
+    """The layer-0 checkpoint folder of hub model `repo` at `revision` (branch, tag or
+    commit; None: the default branch), from detokgui's cache or downloaded into it.
+
+    Online, the revision is resolved to its commit first (a branch moves); offline, or
+    when the hub cannot be reached, the cache answers through the last resolution.
+    `report(fraction, message)` is called at least every 0.2 s of transfer; an exception
+    it raises (Cancelled) stops the download within a second and leaves no finished
+    folder. ModelLoadError with a one-line message on every failure."""
+    from huggingface_hub import errors as hf_errors
+
+    label = label or (f"{repo}@{revision}" if revision else repo)
+    report = report or (lambda f, m: None)
+    hit = cached(repo, revision) if revision and _COMMIT.match(revision) else None
+    if hit is not None:
+        return hit
+    if offline_mode():
+        return _offline(repo, revision, label, "HF_HUB_OFFLINE is set")
+    try:
+        info = _model_info(repo, revision, label)
+    except _Unreachable as exc:
+        return _offline(repo, revision, label, str(exc))
+    commit = info.sha
+    if not commit or not _COMMIT.match(commit):
+        raise ModelLoadError(f"The hub did not say which commit {label} is.")
+    files = {s.rfilename for s in (info.siblings or [])}
+    try:
+        checkpoint = _fetch_commit(repo, commit, files, report, label)
+    except hf_errors.HfHubHTTPError as exc:
+        raise _http_error(exc, label, revision) from None
+    _write_ref(repo, revision, commit)
+    return checkpoint
+
+
+class _Unreachable(Exception):
+    pass
+
+
+def _offline(repo: str, revision: str | None, label: str, why: str) -> HubCheckpoint:
+    hit = cached(repo, revision)
+    if hit is not None:
+        return hit
+    raise ModelLoadError(
+        f"{label} is not in detokgui's cache and the hub cannot be reached ({why}). Connect "
+        "once to download its layer 0 (it is then cached), or open a local checkpoint "
+        "folder instead.")
+
+
+def _model_info(repo: str, revision: str | None, label: str):
+    import httpx2
+    from huggingface_hub import HfApi
+    from huggingface_hub import errors as hf_errors
+
+    try:
+        return HfApi(endpoint=endpoint()).model_info(repo, revision=revision,
+                                                     timeout=META_TIMEOUT)
+    except hf_errors.OfflineModeIsEnabled as exc:
+        raise _Unreachable("offline mode") from exc
+    except (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.ReadTimeout) as exc:
+        raise _Unreachable(f"{type(exc).__name__}: {exc}") from exc
+    except httpx2.TransportError as exc:
+        raise _Unreachable(f"{type(exc).__name__}: {exc}") from exc
+    except hf_errors.HfHubHTTPError as exc:
+        raise _http_error(exc, label, revision) from None
+    except ValueError as exc:  # HFValidationError: not a repository name
+        raise ModelLoadError(
+            f"{label!r} is neither an existing folder nor a valid hub model name ({exc})."
+        ) from None
+
+
+def _http_error(exc, label: str, revision: str | None) -> ModelLoadError:
+    """The one line a person reads for a hub HTTP error."""
+    from huggingface_hub import errors as hf_errors
+
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    login = "log in with `hf auth login` or set HF_TOKEN"
+    if isinstance(exc, hf_errors.GatedRepoError):
+        return ModelLoadError(f"{label} is gated on the hub: accept its terms on its page and "
+                              f"{login}.")
+    if isinstance(exc, hf_errors.RevisionNotFoundError):
+        return ModelLoadError(f"{label}: the hub has no revision {revision!r} (branch, tag or "
+                              "commit) of this model.")
+    if isinstance(exc, hf_errors.RepositoryNotFoundError):
+        if status == 401:
+            return ModelLoadError(f"There is no model {label} on the hub, or it is private or "
+                                  f"gated: {login}.")
+        return ModelLoadError(f"There is no model named {label} on the Hugging Face hub.")
+    if status in (401, 403):
+        return ModelLoadError(f"The hub refused access to {label} ({status}): it is private "
+                              f"or gated; {login} with a token that may read it.")
+    if status == 429:
+        return ModelLoadError(f"The hub is limiting requests (429 Too Many Requests) for "
+                              f"{label}; wait a minute and try again ({login} for a higher "
+                              "limit).")
+    if isinstance(exc, hf_errors.RemoteEntryNotFoundError) or status == 404:
+        return ModelLoadError(f"{label}: a file of the model is missing on the hub ({status}).")
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return ModelLoadError(f"The hub refused {label}: {first}")
+
+
+# --------------------------------------------------------------------------- one commit
+
+
+def _fetch_commit(repo: str, commit: str, files: set[str], report: Report,
+                  label: str) -> HubCheckpoint:
+    from huggingface_hub import errors as hf_errors
+
+    from detokgui.core.atomic import atomic_folder, sweep_stale_parts
+    from detokgui.core.checkpoint import TOKENIZER_FILES
+    from detokgui.core.families import read_config
+
+    if "model.safetensors" in files or not files:
+        weights = ["model.safetensors"]
+    elif "model.safetensors.index.json" in files:
+        weights = ["model.safetensors.index.json"]
+    elif "pytorch_model.bin" in files:
+        weights = ["pytorch_model.bin"]
+    else:
+        raise ModelLoadError(f"{label} on the hub has no PyTorch weights (model.safetensors, "
+                             "model.safetensors.index.json or pytorch_model.bin).")
+    client = Client(repo, commit, label, report, endpoint())
+    meta = client.metadata(weights[0])
+    existing = _complete_folder(repo, commit, meta.etag)
+    if existing is not None:
+        return HubCheckpoint(existing, repo, commit)
+    target = repo_folder(repo) / f"{commit}-{_etag_key(meta.etag)}"
+    sweep_stale_parts(target.parent)
+    try:
+        with atomic_folder(target) as tmp:
+            client.stage = tmp
+            config = client.small("config.json", tmp / "config.json")
+            shape = read_config(config, label)  # other architectures are refused first
+            if weights[0] == "model.safetensors":
+                parts = [client.safetensors_layer0(weights[0], meta, shape)]
+            elif weights[0].endswith(".index.json"):
+                parts = client.sharded_layer0(weights[0], shape)
+            else:
+                parts = [client.bin_layer0(weights[0], meta, shape)]
+            write_layer0(tmp / "model.safetensors", parts, label)
+            report(PROGRESS_SPAN[1], f"Downloading {label} tokenizer")
+            for name in TOKENIZER_FILES:
+                if name in files:
+                    client.small(name, tmp / name)
+            manifest = {"repo": repo, "commit": commit, "etag": meta.etag,
+                        "source": weights[0], "bytes_downloaded": client.received,
+                        "layer0_tensors": sorted(k for p in parts for k in p.tensors)}
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    except hf_errors.HfHubHTTPError:
+        raise  # an OSError too; fetch_layer0 words it
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise ModelLoadError(
+                f"The disk is full: {label}'s layer 0 cannot be written to detokgui's cache "
+                f"({exc.filename or target}). Free some space, or point DETOKGUI_CACHE_DIR "
+                "at another disk.") from None
+        raise ModelLoadError(f"{label} cannot be written to detokgui's cache: "
+                             f"{exc.strerror or exc}: {exc.filename or target}") from None
+    return HubCheckpoint(target, repo, commit)
+
+
+__all__ = ["Cancelled", "HubCheckpoint", "cached", "clear_cache", "coalesce", "endpoint",
+           "fetch_layer0", "offline_mode", "short", "split_revision"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import socket
 import struct
 from dataclasses import dataclass
@@ -118,7 +117,7 @@ def _hub_files(name: str, *, progress=None) -> CheckpointFiles:
     found = _hf_cache_files(repo, revision, name)
     if found is not None:
         return found
-    if _offline_mode() or not hub_reachable():
+    if hub.offline_mode() or not hub_reachable():
         mine = hub.cached(repo, revision)
         if mine is None:
             partial = (f"The cache holds {name}'s config but not its weights. "
@@ -189,8 +188,9 @@ def _offline_hint(name: str) -> str:
 def hub_reachable(timeout: float = 3.0) -> bool:
     """Quick TCP probe of the hub endpoint, so an offline machine fails in seconds, not
     after huggingface_hub's minute of retries."""
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    url = urlparse(endpoint)
+    from detokgui.core.hub import endpoint
+
+    url = urlparse(endpoint())
     host = url.hostname or "huggingface.co"
     port = url.port or (443 if url.scheme == "https" else 80)
     try:
@@ -198,10 +198,6 @@ def hub_reachable(timeout: float = 3.0) -> bool:
             return True
     except OSError:
         return False
-
-
-def _offline_mode() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _hf_cache_hit(repo: str, revision: str | None, filename: str) -> Path | None:

@@ -6,23 +6,16 @@ rather than after huggingface_hub's minute of retries."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
+
+from detokgui.core.hub import endpoint as hub_endpoint
+from detokgui.core.hub import offline_mode
 
 DEFAULT_MODEL = "gpt2"
 
 #: What the hub probe found: switched off by HF_HUB_OFFLINE, answering, or not answering;
 #: or nothing (the probe was cancelled).
 OFFLINE, REACHABLE, UNREACHABLE, NOT_PROBED = "offline", "reachable", "unreachable", "unknown"
-
-
-def offline_mode() -> bool:
-    """HF_HUB_OFFLINE is set to a true value: the hub is never asked."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-def hub_endpoint() -> str:
-    return os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
 
 
 def cached_locally(name: str = DEFAULT_MODEL) -> bool:

@@ -51,7 +51,6 @@ DEMO_LABELS = {
     "random-demo": "Random demo model (random weights)",
 }
 MAX_RECENT = 8
-COMMIT_CHARS = 10  # of a resolved commit shown in the status bar and the title
 #: An example for the hub dialog: a GPT-2 training checkpoint published as a branch.
 HUB_EXAMPLE = "stanford-crfm/alias-gpt2-small-x21@checkpoint-300000"
 DEFAULT_SIZE = (1400, 900)  # or the screen's available area, if smaller
@@ -99,23 +98,26 @@ def load_default(name: str, device: str | None, report):
 
 def hub_request(text: str) -> tuple[str, str | None]:
     """(model name to load, problem or None) for what was typed into *Open hub model…*:
-    NAME or NAME@REVISION (a branch, tag or commit), spaces around the parts dropped."""
+    NAME or NAME@REVISION (a branch, tag or commit; `core.hub.split_revision`), spaces
+    around the parts dropped."""
+    from detokgui.core.hub import split_revision
+
     text = " ".join(str(text).split())
-    name, at, revision = text.partition("@")
-    name, revision = name.strip(), revision.strip()
-    if not name or (at and not revision):
+    name, revision = split_revision(text)
+    if not name or name.startswith("@") or revision == "":
         return text, (f"Write the model's name, and after an @ the revision if you want one "
                       f"other than main: e.g. gpt2 or {HUB_EXAMPLE}.")
-    if " " in name or " " in revision:
+    if " " in name or " " in (revision or ""):
         return text, "A hub model's name and revision have no spaces."
-    return f"{name}@{revision}" if at else name, None
+    return f"{name}@{revision}" if revision else name, None
 
 
 def short_commit(layer) -> str | None:
-    """The first COMMIT_CHARS hex digits of the commit a hub model resolved to, or None
+    """The commit a hub model resolved to, as people quote it (`core.hub.short`), or None
     (a folder, a demo model, or a loader that does not say)."""
-    revision = getattr(layer, "revision", None)
-    return str(revision)[:COMMIT_CHARS] if revision else None
+    from detokgui.core.hub import short
+
+    return short(getattr(layer, "revision", None)) or None
 
 
 def make_pair(a, b):
@@ -585,7 +587,7 @@ class MainWindow(QMainWindow):
     @staticmethod
     def model_title(layer) -> str:
         """The model's name as typed (gpt2@step1000) and the commit it resolved to
-        (first COMMIT_CHARS hex digits), when it came from the hub."""
+        (`short_commit`), when it came from the hub."""
         commit = short_commit(layer)
         return f"{layer.name} (commit {commit})" if commit else layer.name
 

@@ -234,6 +234,7 @@ class PositionalBiasPanel(Panel):
         self._apply_shown()
         self.refresh()  # heads or σ: recompute; the rest only redraws
         self.redraw()
+        self.finish_drawing()  # a redraw of what is shown: every plot at once
 
     def _apply_shown(self) -> None:
         opts = self.options.value

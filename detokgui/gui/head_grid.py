@@ -84,6 +84,17 @@ class ViewCurve(pg.PlotCurveItem):
         r = self._view_rect
         return (r.left(), r.right()) if ax == 0 else (r.top(), r.bottom())
 
+    def set_xy(self, x: np.ndarray, y: np.ndarray) -> None:
+        """setData(x, y) for 1-D float arrays of one length, less its general work (option
+        parsing, a geometry change and a notice to the view about bounds that are the
+        view's own, a signal nobody here listens to): ~3x less GUI time per curve, 60
+        curves per slider step on the bias panel."""
+        self.xData, self.yData = x, y
+        self.invalidateBounds()
+        self.path = self.fillPath = self._fillPathList = self._mouseShape = None
+        self._lineSegmentsRendered = False
+        self.update()
+
 
 class HeadCell(pg.GraphicsLayout):
     """One head's plot: a view box with left and bottom axes, the head's name in its
@@ -165,7 +176,7 @@ class HeadCell(pg.GraphicsLayout):
             x0, x1 = self.ranges[0]
             pixels = w * (float(x[-1]) - float(x[0])) / max(x1 - x0, 1e-12)
             x, y = peak_decimate(x, y, pixels)
-        self.curves[name].setData(x, y)
+        self.curves[name].set_xy(np.asarray(x), np.asarray(y))
 
     def set_small(self, small: bool) -> None:
         # Antialiasing every segment of 48 small curves costs most of a slider frame;

@@ -56,6 +56,10 @@ HUB_EXAMPLE = "stanford-crfm/alias-gpt2-small-x21@checkpoint-300000"
 DEFAULT_SIZE = (1400, 900)  # or the screen's available area, if smaller
 DEFAULT_POSITION = 50  # the query position of a window's first model
 NOTICE_MS = 15000  # how long a line the core logged stays in the status bar
+# The progress bar and Cancel appear once jobs have run this long: a slider step's or a
+# token change's jobs (a few ms) would show and hide them, relaying out the status bar,
+# several times a second.
+BUSY_SHOW_MS = 250
 # remembered between sessions
 VIEW, GEOMETRY = "window/view", "window/geometry"
 RECENT, LAST_HUB, LAST_FOLDER = "models/recent", "models/last_hub", "models/last_folder"
@@ -277,6 +281,10 @@ class MainWindow(QMainWindow):
         self.cancel_button.clicked.connect(self.cancel_jobs)
         self.cancel_button.hide()
         sb.addPermanentWidget(self.cancel_button)
+        self._busy_shown = QTimer(self)
+        self._busy_shown.setSingleShot(True)
+        self._busy_shown.setInterval(BUSY_SHOW_MS)
+        self._busy_shown.timeout.connect(self._show_busy)
 
     def _build_menus(self) -> None:
         mb = self.menuBar()
@@ -791,15 +799,25 @@ class MainWindow(QMainWindow):
 
     @Slot(bool)
     def _on_busy(self, busy: bool) -> None:
-        self.progress.setVisible(busy)
-        self.cancel_button.setVisible(busy)
-        if not busy:
-            self.progress.setValue(0)
-            if self._notice:  # progress messages covered it: show it again
-                self.show_message(self._notice, NOTICE_MS)
-                self._notice = ""
-            elif self.statusBar().currentMessage() == self._progress_message:
-                self.statusBar().clearMessage()
+        if busy:
+            self._busy_shown.start()
+            return
+        self._busy_shown.stop()
+        if not self.progress.isHidden():
+            self.progress.hide()
+            self.cancel_button.hide()
+        self.progress.setValue(0)
+        if self._notice:  # progress messages covered it: show it again
+            self.show_message(self._notice, NOTICE_MS)
+            self._notice = ""
+        elif self.statusBar().currentMessage() == self._progress_message:
+            self.statusBar().clearMessage()
+
+    @Slot()
+    def _show_busy(self) -> None:
+        if self.jobs.busy:
+            self.progress.show()
+            self.cancel_button.show()
 
     @Slot(str)
     def _on_notice(self, text: str) -> None:

@@ -60,12 +60,17 @@ def symmetric_levels(values: np.ndarray) -> tuple[float, float]:
 def plain_axes(item):
     """Turn off pyqtgraph's SI multipliers ("(x0.001)" in an axis label, ticks scaled to
     match) on every axis of a PlotItem, ColorBarItem or AxisItem: ticks show the real
-    values, as everywhere else in detokgui. Returns `item`."""
-    if isinstance(item, pg.AxisItem):
-        item.enableAutoSIPrefix(False)
-    else:  # a PlotItem, and so a ColorBarItem
-        for name in ("left", "bottom", "top", "right"):
-            item.getAxis(name).enableAutoSIPrefix(False)
+    values, as everywhere else in detokgui. Returns `item`.
+
+    The axes are also painted from a pixmap kept between their changes: replaying an
+    axis's tick labels costs ~1-2 ms each time its view repaints (a tab shown, a curve
+    redrawn), a dozen axes per view."""
+    axes = [item] if isinstance(item, pg.AxisItem) else \
+        [item.getAxis(name) for name in ("left", "bottom", "top", "right")]
+    for ax in axes:
+        ax.enableAutoSIPrefix(False)
+        ax.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
+    if not isinstance(item, pg.AxisItem):  # a PlotItem, and so a ColorBarItem
         wrap_title(item)
     return item
 

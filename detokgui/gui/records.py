@@ -27,8 +27,15 @@ from superqt.utils import signals_blocked
 SORT_ROLE = Qt.UserRole
 ID_ROLE = Qt.UserRole + 1
 RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
-_ROLES = frozenset({Qt.DisplayRole, SORT_ROLE, ID_ROLE, Qt.TextAlignmentRole, Qt.ToolTipRole,
-                    Qt.BackgroundRole})
+# data() and headerData() run for every painted cell and role: compare with these
+# constants, not Qt.DisplayRole and the like (PySide6 resolves each such short enum
+# name on every access, 3-17 µs, a third of a top-k table's repaint).
+_DISPLAY = Qt.ItemDataRole.DisplayRole
+_ALIGN = Qt.ItemDataRole.TextAlignmentRole
+_TIP = Qt.ItemDataRole.ToolTipRole
+_BACKGROUND = Qt.ItemDataRole.BackgroundRole
+_HORIZONTAL = Qt.Orientation.Horizontal
+_ROLES = frozenset({_DISPLAY, SORT_ROLE, ID_ROLE, _ALIGN, _TIP, _BACKGROUND})
 
 
 @dataclass(frozen=True)
@@ -169,36 +176,36 @@ class RecordsModel(QAbstractTableModel):
     def columnCount(self, parent=None):
         return 0 if parent is not None and parent.isValid() else len(self.columns)
 
-    def headerData(self, section, orientation, role=Qt.DisplayRole):
-        if orientation != Qt.Horizontal or not 0 <= section < len(self.columns):
+    def headerData(self, section, orientation, role=_DISPLAY):
+        if orientation != _HORIZONTAL or not 0 <= section < len(self.columns):
             return None
-        if role == Qt.DisplayRole:
+        if role == _DISPLAY:
             return self.columns[section].title
-        if role == Qt.ToolTipRole:
+        if role == _TIP:
             return self.columns[section].tip or None
         return None
 
-    def data(self, index, role=Qt.DisplayRole):
+    def data(self, index, role=_DISPLAY):
         # Qt asks each painted cell for a dozen roles: answer the unused ones at once.
         if role not in _ROLES or not index.isValid():
             return None
         col = self.columns[index.column()]
-        if role == Qt.TextAlignmentRole:
+        if role == _ALIGN:
             return RIGHT if col.right else None
-        if (role == Qt.ToolTipRole and col.tooltip is None) or (
-                role == Qt.BackgroundRole and col.background is None):
+        if (role == _TIP and col.tooltip is None) or (
+                role == _BACKGROUND and col.background is None):
             return None
         rec = self.record(index.row())
-        if role == Qt.DisplayRole:
+        if role == _DISPLAY:
             return col.text(col.value(rec))
         if role == SORT_ROLE:
             return _sort_key(col.value(rec))
         if role == ID_ROLE:
             tid = self.token_at(index.row(), index.column())
             return tid if tid >= 0 else None
-        if role == Qt.ToolTipRole:
+        if role == _TIP:
             return col.tooltip(rec)
-        if role == Qt.BackgroundRole:
+        if role == _BACKGROUND:
             name = col.background(rec)
             if name:
                 return self._brushes.setdefault(name, QColor(name))

@@ -27,18 +27,20 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 from detokgui.gui.jobs import JobRunner
 from detokgui.gui.state import AppState
 
 BUSY_TEXT = "computing…"
+BUSY_SHOW_MS = 150  # how long a computation runs before its panel says BUSY_TEXT
 
 
 class StatusLine(QLabel):
     """A line under a panel's plots: a summary of what is shown (`setText`, plain text),
-    "computing…" while its channels compute (then the text from before comes back), and
+    "computing…" while its channels compute, once they have for BUSY_SHOW_MS (then the
+    text from before comes back), and
     what happened when one was cancelled or failed, with a link that computes again
     (`retry`)."""
 
@@ -49,6 +51,12 @@ class StatusLine(QLabel):
         super().__init__(parent)
         self._busy: set[str] = set()
         self._before: tuple[str, Qt.TextFormat] = (" ", Qt.PlainText)  # text before "computing…"
+        # Shown after BUSY_SHOW_MS: a slider step's computation (a few ms) would otherwise
+        # set the text twice more per step, each time relaying out the panel.
+        self._busy_timer = QTimer(self)
+        self._busy_timer.setSingleShot(True)
+        self._busy_timer.setInterval(BUSY_SHOW_MS)
+        self._busy_timer.timeout.connect(self._show_busy)
         # A long message wraps to the width it gets: it never widens the window.
         self.setWordWrap(True)
         self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
@@ -65,26 +73,36 @@ class StatusLine(QLabel):
         return bool(self._busy)
 
     def begin(self, name: str) -> None:
-        if not self._busy and self.text() != BUSY_TEXT:  # a summary comes back afterwards
-            stopped = self.textFormat() == Qt.RichText  # the message of a stopped one does not
-            self._before = (" ", Qt.PlainText) if stopped else (self.text(), Qt.PlainText)
         was = self.busy
         self._busy.add(name)
-        self.setText(BUSY_TEXT)
+        if self.textFormat() == Qt.RichText:  # a stopped one's message goes at once
+            self._show_busy()
+        elif not was:
+            self._busy_timer.start()  # "computing…" only if it takes a while
         if not was:
             self.busyChanged.emit(True)
+
+    def _show_busy(self) -> None:
+        if self._busy and self.text() != BUSY_TEXT:  # a summary comes back afterwards
+            stopped = self.textFormat() == Qt.RichText  # the message of a stopped one does not
+            self._before = (" ", Qt.PlainText) if stopped else (self.text(), Qt.PlainText)
+            self.setText(BUSY_TEXT)
 
     def end(self, name: str) -> None:
         was = self.busy
         self._busy.discard(name)
-        if not self._busy and self.text() == BUSY_TEXT:
-            self.setText(self._before[0])
+        if not self._busy:
+            self._busy_timer.stop()
+            if self.text() == BUSY_TEXT:
+                self.setText(self._before[0])
         if was and not self.busy:
             self.busyChanged.emit(False)
 
     def stopped(self, name: str, what: str) -> None:
         was = self.busy
         self._busy.discard(name)
+        if not self._busy:
+            self._busy_timer.stop()
         self.setTextFormat(Qt.RichText)
         super().setText(f"{html.escape(what)} — <a href='retry:{name}'>compute again</a>")
         if was and not self.busy:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Slot
+from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QBrush, QColor, QPainterPath, QPen
 from PySide6.QtWidgets import (
     QGraphicsPathItem,
@@ -146,7 +147,15 @@ class PositionalBiasPanel(Panel):
         # All heads at i = L-1 take ~1-2 ms at GPT-2-small size: on the job runner, coalesced
         # so that a dragged slider never queues work and redraws as fast as it computes.
         self.channel().coalesce = True
-        self.draw_ms = 0.0
+        self.draw_ms = 0.0  # GUI-thread time of the last draw, all its plots together
+        # draw() updates one plot now and the others one per event-loop pass (_next_plot):
+        # the window repaints in between, so a slider step or a change of heads blocks the
+        # GUI for one plot's update and paint at a time, not for all four together.
+        self._queued: list = []
+        self._next = QTimer(self)
+        self._next.setSingleShot(True)
+        self._next.setInterval(0)
+        self._next.timeout.connect(self._next_plot)
         self._b1_keys: dict[int, tuple] = {}  # head -> what its B1 curves hold
         self._x_range = None  # x range of the T_pp / total / softmax plots
         lay = QVBoxLayout(self)
@@ -201,7 +210,11 @@ class PositionalBiasPanel(Panel):
         self.options.changed.connect(self._options_changed)
 
     def plot_frames(self):
+        self.finish_drawing()  # exported as they will look
         return [self.frames[key] for key, *_ in FRAMES]
+
+    def settled(self) -> bool:
+        return not self._queued and super().settled()
 
     def _n_positions(self) -> int:
         return self.layer.n_positions if self.layer is not None else 0
@@ -221,6 +234,7 @@ class PositionalBiasPanel(Panel):
         self._apply_shown()
         self.refresh()  # heads or σ: recompute; the rest only redraws
         self.redraw()
+        self.finish_drawing()  # a redraw of what is shown: every plot at once
 
     def _apply_shown(self) -> None:
         opts = self.options.value
@@ -290,6 +304,10 @@ class PositionalBiasPanel(Panel):
         return (a - 0.5, i + pad), a, i + 1
 
     def draw(self, res: BiasResult | None) -> None:
+        """Show `res`: the first shown plot now, the others one per event-loop pass (a
+        newer result drops what is left of an older one)."""
+        self._queued = []
+        self._next.stop()
         layer = self.layer
         if res is None or layer is None:
             return
@@ -302,17 +320,37 @@ class PositionalBiasPanel(Panel):
         else:
             xr, a, b = win
         J = np.arange(i + 1)
-        for key, *_ in FRAMES:
-            if not self._shown(key):
-                continue
-            grid = self.grids[key]
-            grid.set_heads(heads)
-            getattr(self, f"_draw_{key}")(grid, res, J, xr, a, b, L, win is not None)
-        self.draw_ms = 1000 * (time.perf_counter() - t0)
+        self._queued = [partial(self._draw_plot, key, res, J, xr, a, b, L, win is not None)
+                        for key, *_ in FRAMES if self._shown(key)]
         self.status.setText(
             f"i = {i} · {len(heads)} head{'s' if len(heads) != 1 else ''} · "
             f"keys {a}..{i}" + (f" (window w = {self.options.value.window_size})" if win else "")
             + " · hover to read values, click to choose i")
+        self.draw_ms = 1000 * (time.perf_counter() - t0)
+        self._next_plot()
+
+    def _draw_plot(self, key: str, res, J, xr, a, b, L, windowed) -> None:
+        grid = self.grids[key]
+        grid.set_heads(res.heads)
+        getattr(self, f"_draw_{key}")(grid, res, J, xr, a, b, L, windowed)
+
+    @Slot()
+    def _next_plot(self) -> None:
+        """Update the next queued plot; the one after it on the next event-loop pass."""
+        if not self._queued:
+            return
+        t0 = time.perf_counter()
+        self._queued.pop(0)()
+        self.draw_ms += 1000 * (time.perf_counter() - t0)
+        if self._queued:
+            self._next.start()
+
+    def finish_drawing(self) -> None:
+        """Update every plot still queued by draw() now."""
+        self._next.stop()
+        while self._queued:
+            self._next_plot()
+        self._next.stop()
 
     def _draw_tp(self, grid, res, J, xr, a, b, L, windowed) -> None:
         raw = self.options.value.raw

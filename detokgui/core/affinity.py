@@ -29,6 +29,7 @@ from detokgui.core.conventions import (
     token_sigmas_of,
 )
 from detokgui.core.errors import InputError
+from detokgui.core.progress import Job, Progress
 
 #: The token sigma of the token views unless one is given: the mean over positions.
 DEFAULT_SIGMA = SigmaChoice()
@@ -90,6 +91,38 @@ def topk_queries(
 ) -> TopK:
     """Queries u with the highest T_ee(u, key), per head."""
     return _topk_against(layer, key, "queries", k, sigma, heads)
+
+
+def iter_topk_keys_of(layer, queries, k: int = 10, sigma: SigmaChoice = DEFAULT_SIGMA,
+                      heads=None, chunk_rows: int = 64) -> Job:
+    """Generator job: the ids of the k keys with the highest T_ee(u, v) over all V keys for
+    each query token u of `queries` (many at once; `topk_keys` per query gives the same),
+    an int64 array [len(heads), len(queries), k], best first. One head at a time, query
+    rows in chunks of `chunk_rows`: the largest score block is [chunk_rows, V]; the query's
+    own sigma is a common factor of its row and does not change the ranking."""
+    import numpy as np
+
+    from detokgui.core.vocab_pass import column_factor, row_factor
+
+    hs = check_heads(layer, heads)
+    ids = token_tensor(layer, queries, "query tokens")
+    if ids.numel() == 0:
+        raise InputError("No query tokens were given.")
+    for t in (int(ids.min()), int(ids.max())):
+        check_token(layer, t)
+    k = min(check_count(k, "k"), layer.n_vocab)
+    step = check_count(chunk_rows, "rows per chunk")
+    S = ids.numel()
+    out = np.empty((len(hs), S, k), dtype=np.int64)
+    for r, h in enumerate(hs):
+        with torch.inference_mode():
+            Ct = column_factor(layer, sigma, "keys", [h])  # [1, d', V]
+            for a in range(0, S, step):
+                R = row_factor(layer, sigma, "keys", [h], ids[a : a + step])  # [1, c, d']
+                out[r, a : a + step] = torch.topk(torch.bmm(R, Ct)[0], k, dim=-1).indices.cpu().numpy()
+            del Ct
+        yield Progress((r + 1) / len(hs), f"top-{k} keys of {S} query tokens, head {h}")
+    return out
 
 
 def affinity_block(

@@ -486,6 +486,21 @@ def _pattern_batch(layer, tokens: torch.Tensor, n: int, hs: list[int]) -> torch.
 
 
 @torch.no_grad()
+def mean_pattern(layer, tokens, n: int, heads=None) -> np.ndarray:
+    """The B4 pattern at query position n averaged over the query tokens `tokens`,
+    [len(heads), n+1] float64: mean_u softmax_{j<=n}((T_ep + T_pp + T_p) / tau) with key
+    sigma = vocabulary mean (the classification's `mean_pattern`, for any token sample)."""
+    n = check_position(layer, n)
+    hs = check_heads(layer, heads)
+    ids = token_tensor(layer, tokens, "query tokens")
+    if ids.numel() == 0:
+        raise InputError("No query tokens were given.")
+    for t in (int(ids.min()), int(ids.max())):
+        check_token(layer, t)
+    return _np(_pattern_batch(layer, ids, n, hs).double().mean(1))
+
+
+@torch.no_grad()
 def iter_self_ranks(layer, tokens, heads=None, chunk_rows: int | None = None) -> Job:
     """Generator job: rank of each query token u among ALL V keys by T_ee(u, .) per head,
     1 = best, ties not counted against u; returns a LongTensor [len(heads), len(tokens)].

@@ -11,7 +11,7 @@ functions of `detokgui.core`), with its conventions in `DataFrame.attrs`. Long p
 show a progress bar (`tqdm.auto`) and stop cleanly on Ctrl+C / a notebook interrupt.
 
 The functions live in modules named after what they hold (`tokens`, `position`,
-`corpus`, `text`, `circuits`, `plots`); `detokgui` re-exports them lazily, so that
+`corpus`, `text`, `circuits`, `plots`, `series`); `detokgui` re-exports them lazily, so that
 `import detokgui` loads neither torch, pandas nor Qt.
 """
 
@@ -30,6 +30,7 @@ NAMES = {
     "sentence": "text", "empirical": "text", "kl": "text",
     "neuron": "circuits", "ov": "circuits",
     "plot": "plots", "figure": "plots",
+    "series": "series",
 }
 
 #: the analyses, each returning a DataFrame
@@ -40,7 +41,8 @@ ANALYSES = ("terms", "sigma", "topk", "heatmap", "neighbours", "bias", "neurons"
 __all__ = [
     "ANALYSES", "NAMES", "auroc", "bias", "counts", "empirical", "figure", "frequency",
     "head_classes", "heatmap", "kl", "load", "neighbours", "neuron", "neurons", "ov",
-    "pattern", "plot", "resolve", "sentence", "sigma", "slopes", "stats", "terms", "topk",
+    "pattern", "plot", "resolve", "sentence", "series", "sigma", "slopes", "stats", "terms",
+    "topk",
 ]
 
 

@@ -18,7 +18,7 @@ import sys
 
 from detokgui.cli.common import EXPORTS, CliError, load_layer, prepare
 
-COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text")
+COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text", "series")
 
 
 def _register_commands() -> None:
@@ -35,12 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
     for name, command in EXPORTS.items():
         p = sub.add_parser(name, help=command.help, description=command.help)
-        p.add_argument("--model", default="gpt2",
-                       help="hub name or local folder of a GPT-2, GPT-Neo or OPT model, 'demo' "
-                       "(the trained demo model shipped with detokgui) or 'random-demo' "
-                       "(default gpt2)")
-        p.add_argument("--device", choices=("cpu", "cuda"), default=None,
-                       help="default: CUDA when available, else CPU")
+        if command.one_model:
+            p.add_argument("--model", default="gpt2",
+                           help="hub name or local folder of a GPT-2, GPT-Neo or OPT model, "
+                           "'demo' (the trained demo model shipped with detokgui) or "
+                           "'random-demo' (default gpt2)")
+            p.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                           help="default: CUDA when available, else CPU")
         command.arguments(p)
     return parser
 
@@ -60,12 +61,15 @@ def _run(args, command) -> int:
 
     try:
         prepare(args, command)  # bad options, paths and texts fail before the model loads
-        if args.device == "cuda":
-            import torch
+        layer = None
+        if command.one_model:
+            if args.device == "cuda":
+                import torch
 
-            if not torch.cuda.is_available():
-                raise CliError("--device cuda was asked for but no CUDA device is available")
-        layer = load_layer(args)
+                if not torch.cuda.is_available():
+                    raise CliError("--device cuda was asked for but no CUDA device is "
+                                   "available")
+            layer = load_layer(args)
         n = command.run(args, layer)
     except (DetokError, CliError) as exc:
         print(f"detokgui export {args.what}: error: {exc}", file=sys.stderr)

@@ -141,6 +141,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=2.5e-3)
     p.add_argument("--pos-lr-mult", type=float, default=5.0)
     p.add_argument("--warmup", type=int, default=50)
+    p.add_argument("--schedule", choices=("cosine", "constant"), default="cosine",
+                   help="learning rate after the warm-up: cosine decay to 0.1x over the run "
+                        "(--steps or --minutes, whichever ends first), or constant")
     p.add_argument("--sampled", type=int, default=2048, help="random negatives per step")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-chars", type=int, default=None, help="read only this much text")
@@ -200,7 +203,9 @@ def train(args: argparse.Namespace) -> dict:
         if elapsed >= budget:
             break
         progress = max(step / limit, elapsed / budget)
-        lr = args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
+        decay = (0.1 + 0.45 * (1 + math.cos(math.pi * min(progress, 1.0)))
+                 if args.schedule == "cosine" else 1.0)
+        lr = args.lr * min(1.0, (step + 1) / args.warmup) * decay
         for g in opt.param_groups:
             g["lr"] = lr * g["mult"]
         starts = rng.integers(0, len(train_tok) - args.ctx - 1, size=args.batch)
@@ -223,7 +228,7 @@ def train(args: argparse.Namespace) -> dict:
         checkpoint(step, round(loss_avg, 4) if loss_avg is not None else None)
     record = {"d": args.d, "heads": args.heads, "layers": args.layers, "ctx": args.ctx,
               "batch": args.batch, "lr": args.lr, "pos_lr_mult": args.pos_lr_mult,
-              "warmup": args.warmup, "sampled": args.sampled, "seed": args.seed,
+              "warmup": args.warmup, "schedule": args.schedule, "sampled": args.sampled, "seed": args.seed,
               "steps": step, "train_tokens": int(len(train_tok)), "val_tokens": int(len(val_tok)),
               "train_seconds": round(time.time() - t0, 1), "log": log}
     with atomic_open(out / "train_log.json") as f:

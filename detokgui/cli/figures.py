@@ -33,6 +33,12 @@ def _figures_args(p):
                    help="write no CSV data files (e.g. for a gallery of images)")
     p.add_argument("--only", nargs="+", metavar="KEY",
                    help="export only these figures (file stems as listed in index.md)")
+    p.add_argument("--series", nargs="+", default=[], metavar="CKPT",
+                   help="checkpoints of a training series (folders, NAME@REV, or a folder of "
+                        "step-* checkpoints) for the series figure (as export series)")
+    p.add_argument("--steps", nargs="+", type=int, metavar="S",
+                   help="the training step of each --series checkpoint (default: from the "
+                        "names, e.g. step-000128, else 0..n-1)")
 
 
 class _StderrProgress:
@@ -53,9 +59,21 @@ class _StderrProgress:
         print(f"{p.fraction:4.0%} {p.message}", file=sys.stderr, flush=True)
 
 
+def _check_figures(args, shape):
+    from detokgui.cli.common import CliError
+
+    if args.steps and not args.series:
+        raise CliError("--steps needs --series")
+    if args.series:
+        from detokgui.core.series import expand_checkpoints, series_steps
+
+        names, folder_steps = expand_checkpoints(args.series)
+        series_steps(names, args.steps if args.steps is not None else folder_steps)
+
+
 @export_command(
     "figures", "the paper's figures and the layer-0 studies' figures (PNG/SVG/PDF + CSV + "
-    "index.md) into a folder", _figures_args, outputs=(),
+    "index.md) into a folder", _figures_args, outputs=(), check=_check_figures,
 )
 def export_figures_command(args, layer):
     from detokgui.figures.export import export_figures
@@ -64,6 +82,7 @@ def export_figures_command(args, layer):
     max_texts = DEFAULT_MAX_TEXTS if args.max_texts is None else args.max_texts
     report = export_figures(layer, args.out, args.format, args.corpus, args.heads, args.only,
                             on_progress=_StderrProgress(), max_texts=max_texts,
-                            dpi=args.dpi, data=not args.no_data)
+                            dpi=args.dpi, data=not args.no_data, series=args.series,
+                            series_steps=args.steps)
     print(f"{len(report.built)} figures, {len(report.skipped)} skipped "
           f"(see {report.out / 'index.md'})")

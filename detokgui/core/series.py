@@ -118,11 +118,34 @@ def expand_checkpoints(checkpoints: Sequence[str]) -> tuple[list[str], list[int]
     return out, (steps if all_folders else None)
 
 
+#: The linear part of the step axis: steps 0..1 take LINEAR_DECADES of a decade.
+LINEAR_DECADES = 0.5
+
+
+def step_position(step):
+    """Where a step sits on the series' step axis (matplotlib's symlog with linthresh 1,
+    linscale LINEAR_DECADES): x = LINEAR_DECADES * s for s <= 1, LINEAR_DECADES +
+    log10(s) above; so step 0 sits at the left and 1, 10, 100, ... are equally spaced."""
+    s = np.asarray(step, dtype=np.float64)
+    return np.where(s <= 1, LINEAR_DECADES * s, LINEAR_DECADES + np.log10(np.maximum(s, 1)))
+
+
+def step_ticks(max_step: int) -> list[tuple[float, str]]:
+    """(position, label) ticks of the step axis up to `max_step`: 0, 1, 10, 100, ..."""
+    ticks = [(0.0, "0"), (float(step_position(1)), "1")]
+    p = 10
+    while p <= max(10, max_step):
+        ticks.append((float(step_position(p)), f"{p:,}"))
+        p *= 10
+    return ticks
+
+
 @dataclass
 class SeriesResult:
     """Per-head metrics per checkpoint: `values[i][metric]` is an array [H_i] for the
     checkpoint `checkpoints[i]` at `steps[i]`; `labels[i]` the head-class labels;
-    `cached[i]` whether it came from the disk cache."""
+    `cached[i]` whether it came from the disk cache; `worker_rss[i]` the resident memory
+    of the worker process that computed it, after it freed the model."""
 
     checkpoints: list[str]
     steps: list[int]
@@ -132,6 +155,8 @@ class SeriesResult:
     n_queries: int = DEFAULT_QUERIES
     seed: int = 0
     corpus_key: str | None = None
+    worker_rss: list[int] = field(default_factory=list)  # bytes, after each checkpoint
+    finish_order: list[int] = field(default_factory=list)  # checkpoint indices as they ended
 
     @property
     def n_heads(self) -> int:
@@ -349,6 +374,7 @@ def iter_series(checkpoints: Sequence[str], steps: Sequence[int] | None = None, 
     pending: dict = {}
     next_i = 0
     done = 0
+    finish_order: list[int] = []
     finished = False
     yield Progress(0.0, f"0/{total} checkpoints")
     try:
@@ -372,6 +398,7 @@ def iter_series(checkpoints: Sequence[str], steps: Sequence[int] | None = None, 
                         raise
                     raise type(exc)(f"{names[i]}: {exc}") from None
                 done += 1
+                finish_order.append(i)
                 yield Progress(done / total, f"{done}/{total} checkpoints: {names[i]} "
                                f"(step {step_list[i]}{', cached' if results[i]['cached'] else ''})")
         finished = True
@@ -384,4 +411,5 @@ def iter_series(checkpoints: Sequence[str], steps: Sequence[int] | None = None, 
         checkpoints=names, steps=step_list,
         values=[r["values"] for r in results], labels=[r["labels"] for r in results],
         cached=[bool(r["cached"]) for r in results], n_queries=n_queries, seed=int(seed),
-        corpus_key=keys.pop() if len(keys) == 1 else None)
+        corpus_key=keys.pop() if len(keys) == 1 else None,
+        worker_rss=[int(r["rss"]) for r in results], finish_order=finish_order)

@@ -109,12 +109,14 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
                         corpus: Sequence[str | Path] = (), heads: Sequence[int] | None = None,
                         keys: Sequence[str] | None = None,
                         max_texts: int = DEFAULT_MAX_TEXTS, *, dpi: int | None = None,
-                        data: bool = True) -> Job[ExportReport]:
+                        data: bool = True, series: Sequence[str] = (),
+                        series_steps: Sequence[int] | None = None) -> Job[ExportReport]:
     """Generator job: draw and write every registered figure (or only `keys`) into `out`;
     yields Progress per figure (and within long figures); returns an `ExportReport`.
     The text figures read at most `max_texts` corpus windows; the counts, AUROC and
     frequency figures use the whole corpus. `dpi`: PNG resolution (default
-    style.RC["savefig.dpi"]); `data=False` writes no CSV files (a gallery)."""
+    style.RC["savefig.dpi"]); `data=False` writes no CSV files (a gallery). `series`: the
+    checkpoints of a training series (with `series_steps`) for the series figure."""
     from detokgui.core.checks import as_int, check_heads
 
     max_texts = as_int(max_texts, "maximum number of texts")
@@ -137,7 +139,9 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
             raise InputError(f"Unknown figure {unknown[0]!r}: choose from {', '.join(sorted(FIGURES))}.")
         specs = [s for s in specs if s.key in set(keys)]
     ctx = FigureContext(layer, files, tuple(check_heads(layer, heads)) if heads else None,
-                        max_texts=max_texts)
+                        max_texts=max_texts, series=tuple(str(c) for c in series),
+                        series_steps=tuple(int(s) for s in series_steps)
+                        if series_steps else None)
     records: list[FigureRecord] = []
     n = len(specs)
     with _staging(out) as stage:
@@ -154,10 +158,11 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
 
 def export_figures(layer, out, formats=FORMATS, corpus=(), heads=None, keys=None,
                    on_progress=None, max_texts=DEFAULT_MAX_TEXTS, dpi=None,
-                   data=True) -> ExportReport:
+                   data=True, series=(), series_steps=None) -> ExportReport:
     """`iter_export_figures` run to completion."""
     return run(iter_export_figures(layer, out, formats, corpus, heads, keys, max_texts,
-                                   dpi=dpi, data=data), on_progress)
+                                   dpi=dpi, data=data, series=series,
+                                   series_steps=series_steps), on_progress)
 
 
 def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: float,

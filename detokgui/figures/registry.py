@@ -38,7 +38,7 @@ from matplotlib.figure import Figure
 from detokgui.core.progress import Job
 from detokgui.core.tables import Table
 
-FIGURE_MODULES = ("paper", "studies", "corpus", "text")
+FIGURE_MODULES = ("paper", "studies", "corpus", "text", "series")
 
 #: How many corpus windows the text figures (observed attention, KL contributions) read
 #: by default: enough for smooth means, seconds per figure on a CPU.
@@ -111,14 +111,17 @@ def load_figures() -> list[FigureSpec]:
 @dataclass
 class FigureContext:
     """What a builder gets: the model, the corpus files (empty: none given), an optional
-    override of the paper's heads, the most corpus windows the text figures read, and a
-    cache shared by the figures of one export."""
+    override of the paper's heads, the most corpus windows the text figures read, a
+    cache shared by the figures of one export, and the checkpoints (and steps) of a
+    training series (empty: none given)."""
 
     layer: Any
     corpus: tuple[Path, ...] = ()
     heads: tuple[int, ...] | None = None
     cache: dict = field(default_factory=dict)
     max_texts: int = DEFAULT_MAX_TEXTS
+    series: tuple[str, ...] = ()  # checkpoints of a training series (figures.series)
+    series_steps: tuple[int, ...] | None = None
 
     def texts(self):
         """The first `max_texts` windows of the corpus (`core.empirical.TextSource`)."""

@@ -136,6 +136,7 @@ class MainWindow(QMainWindow):
         self.notices = LogNotices(self)
         self.notices.line.connect(self._on_notice)
         self.state.modelChanged.connect(self._on_model)
+        self.state.modelRequested.connect(self.load_model)  # e.g. a training-series point
         self.state.headChanged.connect(self.head_spin.setValue)
         self.state.queryTokenChanged.connect(self._show_selection)
         self.state.keyTokenChanged.connect(self._show_selection)

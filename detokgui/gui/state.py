@@ -19,6 +19,7 @@ class AppState(QObject):
     sigmaChanged = Signal(object)  # affinity.SigmaChoice
     corpusChanged = Signal(tuple)  # the corpus paths (str), () when none
     corpusRequested = Signal(tuple)  # paths to open as a chosen corpus (request_corpus)
+    modelRequested = Signal(str)  # a model to open as the main model (request_model)
 
     def __init__(self, parent=None):
         from detokgui.core.affinity import SigmaChoice
@@ -145,6 +146,11 @@ class AppState(QObject):
             self.corpusRequested.emit(paths)
         else:
             self.set_corpus(paths)
+
+    def request_model(self, name: str) -> None:
+        """Open `name` (a folder, hub name or demo name) as the main model: the window,
+        connected to `modelRequested`, loads it in the background like Model > Open."""
+        self.modelRequested.emit(str(name))
 
     def _valid_token(self, token: int) -> bool:
         if token < 0:

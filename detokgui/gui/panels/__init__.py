@@ -16,6 +16,7 @@ from detokgui.gui.panels.position_stats import PositionStatsPanel
 from detokgui.gui.panels.positional_bias import PositionalBiasPanel
 from detokgui.gui.panels.positional_pattern import PositionalPatternPanel
 from detokgui.gui.panels.sentence_view import SentenceViewPanel
+from detokgui.gui.panels.series_view import SeriesPanel
 from detokgui.gui.panels.token_search import TokenSearchPanel
 from detokgui.gui.panels.topk import TopKPanel
 
@@ -27,5 +28,6 @@ PANEL_GROUPS = [
     ("Texts", [SentenceViewPanel, EmpiricalPanel, KLPanel, ContextualPanel,
                OVCircuitPanel]),
     ("Vocabulary", [HeadStatsPanel, AUROCPanel, FrequencyPanel, NeighboursPanel]),
+    ("Training", [SeriesPanel]),
 ]
 PANEL_CLASSES = [cls for _, group in PANEL_GROUPS for cls in group]

@@ -168,3 +168,57 @@ def test_export_series_cli_and_api(series_dir, tmp_path):
     assert list(frame.columns) == list(COLUMNS)
     assert len(frame) == len(lines) - 1
     assert main(["series", "--models", *ckpts[:2], "--steps", "1", "--out", str(out)]) == 2
+
+
+def test_series_panel_draws_lines_and_opens_a_clicked_checkpoint(qtbot, series_dir):
+    from detokgui.gui.jobs import JobRunner
+    from detokgui.gui.panels.series_view import SeriesPanel
+    from detokgui.gui.state import AppState
+
+    state, jobs = AppState(), JobRunner()
+    panel = SeriesPanel(state, jobs)
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.choose_folder(str(series_dir))
+    assert panel.list.count() == 4
+    panel.queries.setValue(N_QUERIES)
+    state.set_head(2)
+    panel.start()
+    assert panel.cancel_button.isEnabled()
+    qtbot.waitUntil(lambda: panel.series is not None, timeout=240000)
+    assert not panel.cancel_button.isEnabled() and panel.run_button.isEnabled()
+    items = panel.plot.listDataItems()
+    assert len(items) == 4
+    expected = run(iter_series([str(series_dir)], n_queries=N_QUERIES, workers=1))
+    for h, item in enumerate(items):
+        x, y = item.getData()
+        assert len(x) == 4
+        np.testing.assert_allclose(y, expected.metric("prev_token_mass")[:, h], rtol=1e-6)
+        assert item.opts["pen"].width() == (3 if h == 2 else 1)
+    panel.metric_box.setCurrentIndex(panel.metric_box.findData("bqk_norm"))
+    _, y = panel.plot.listDataItems()[0].getData()
+    np.testing.assert_allclose(y, expected.metric("bqk_norm")[:, 0], rtol=1e-6)
+    opened = []
+    state.modelRequested.connect(opened.append)
+    item = panel.plot.listDataItems()[1]
+    last = item.scatter.points()[-1]
+    panel._points_clicked(item, [last])
+    assert opened == [str(series_dir / "step-000004")]
+    assert state.head == 1
+
+
+def test_series_panel_cancel(qtbot, series_dir):
+    from detokgui.gui.jobs import JobRunner
+    from detokgui.gui.panels.series_view import SeriesPanel
+    from detokgui.gui.state import AppState
+
+    state, jobs = AppState(), JobRunner()
+    panel = SeriesPanel(state, jobs)
+    qtbot.addWidget(panel)
+    panel.choose_folder(str(series_dir))
+    panel.queries.setValue(N_QUERIES + 1)  # not cached
+    panel.start()
+    panel.cancel()
+    qtbot.waitUntil(lambda: panel.run_button.isEnabled(), timeout=60000)
+    assert "cancelled" in panel.status.text()
+    assert panel.series is None

@@ -171,6 +171,9 @@ def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: flo
     if spec.needs_corpus and not ctx.corpus:
         rec.skipped = "needs a corpus: give --corpus FILE"
         return rec
+    if spec.needs_series and not ctx.series:
+        rec.skipped = "needs a training series: give --series CKPT ..."
+        return rec
     if not spec.implemented:
         rec.skipped = f"not in this version yet: {spec.pending}"
         return rec

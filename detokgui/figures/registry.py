@@ -75,6 +75,7 @@ class FigureSpec:
     needs_corpus: bool
     build: Builder | None  # None: planned, not implemented yet
     pending: str = ""  # why a planned figure is not there yet
+    needs_series: bool = False  # drawn only for a training series (`--series`)
 
     @property
     def implemented(self) -> bool:
@@ -84,11 +85,13 @@ class FigureSpec:
 FIGURES: dict[str, FigureSpec] = {}
 
 
-def figure(key: str, *, paper: str, title: str, convention: str, needs_corpus: bool = False):
+def figure(key: str, *, paper: str, title: str, convention: str, needs_corpus: bool = False,
+           needs_series: bool = False):
     """Register the decorated builder under `key` (replacing a planned entry)."""
 
     def register(fn: Builder) -> Builder:
-        FIGURES[key] = FigureSpec(key, paper, title, convention, needs_corpus, fn)
+        FIGURES[key] = FigureSpec(key, paper, title, convention, needs_corpus, fn,
+                                  needs_series=needs_series)
         return fn
 
     return register

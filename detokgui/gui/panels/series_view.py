@@ -87,12 +87,12 @@ class SeriesPanel(Panel):
 
         row = QHBoxLayout()
         row.addWidget(QLabel("metric"))
-        self.metric = QComboBox()
+        self.metric_box = QComboBox()
         for m in HEAD_METRICS:
-            self.metric.addItem(m, m)
-            self.metric.setItemData(self.metric.count() - 1, METRIC_LABELS[m], Qt.ToolTipRole)
-        self.metric.currentIndexChanged.connect(lambda _: self.draw_series())
-        row.addWidget(self.metric)
+            self.metric_box.addItem(m, m)
+            self.metric_box.setItemData(self.metric_box.count() - 1, METRIC_LABELS[m], Qt.ToolTipRole)
+        self.metric_box.currentIndexChanged.connect(lambda _: self.draw_series())
+        row.addWidget(self.metric_box)
         row.addSpacing(12)
         row.addWidget(QLabel("query tokens"))
         self.queries = QSpinBox()
@@ -121,6 +121,7 @@ class SeriesPanel(Panel):
         lay.addWidget(self.status)
 
         jobs.progress.connect(self._progress)
+        self.status.retry.connect(lambda name: self.start() if name == JOB_KEY else None)
         state.headChanged.connect(self.when_visible(self.draw_series))
         self.pointClicked.connect(self._open_point)
         self.status.setText("Choose a series folder (step-* checkpoints) or add checkpoints, "
@@ -222,7 +223,7 @@ class SeriesPanel(Panel):
         res = self.series
         if res is None:
             return
-        m = self.metric.currentData()
+        m = self.metric_box.currentData()
         order = res.order()
         steps = [res.steps[i] for i in order]
         x = step_position(steps)

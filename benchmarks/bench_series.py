@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         ax.set_ylim(bottom=0)
         ax.set_title(f"Training series, {len(worker)} checkpoints (d = {args.d}): RSS",
                      fontsize=9)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="lower right")
         fig.savefig(args.figure, dpi=120)
         print(f"wrote {args.figure}")
     return 0 if ok else 1

@@ -140,6 +140,8 @@ CASES = {
            lambda L: dg.kl(L, "sample", definition="code", max_texts=6), None),
     "neuron": (["neuron", "--neuron", "3", "--k", "6", "--heads", "0", "1"],
                lambda L: dg.neuron(L, 3, k=6, heads=[0, 1]), None),
+    "compare": (["compare", "--compare", "demo", "--queries", "16", "--seed", "1"],
+                lambda L: dg.compare(L, L, queries=16, seed=1), None),
 }
 
 
@@ -336,7 +338,10 @@ frames = [dg.terms(layer, text), dg.sigma(layer), dg.topk(layer, " Korea", k=3),
           dg.empirical(layer, "sample", 10, max_texts=4, progress=False),
           dg.kl(layer, "sample", max_texts=2, heads=[0], progress=False),
           dg.neuron(layer, 3, k=3, heads=[0], progress=False),
-          dg.ov(layer, " Korea", k=3)]
+          dg.ov(layer, " Korea", k=3),
+          dg.compare(layer, layer, queries=8, progress=False),
+          dg.compare_metrics(layer, layer, queries=8, progress=False),
+          dg.head_metrics(layer, queries=8, progress=False)]
 for df in frames:
     df.dg.plot()
     df.dg._repr_html_()

@@ -73,13 +73,13 @@ def test_every_figure_is_written_with_the_corpus(corpus_export, layer32):
     assert set(CORPUS_KEYS) <= {s.key for s in specs if s.needs_corpus}
     assert all(s.implemented for s in specs)  # nothing is left as a placeholder
     assert "contextual" not in classify_heads(layer32).labels
-    built = [s for s in specs if s.key != C5 and not s.needs_series]
+    built = [s for s in specs if s.key != C5]
     for s in built:
         check_files(out, s.key)
     expected = {f"{s.key}.{x}" for s in built for x in SUFFIXES} | {"index.md"}
     assert {p.name for p in out.iterdir()} == expected
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]
-    assert f"{len(built)} figures, {len(specs) - len(built)} skipped" in r.stdout
+    assert f"{len(built)} figures, 1 skipped" in r.stdout
     assert "no head of this model is classified contextual" in index_rows(out)[C5][4]
     for k, s in enumerate(specs, start=1):  # progress on stderr, one line per figure
         assert f"[{k}/{len(specs)}] {s.key}" in r.stderr
@@ -92,7 +92,7 @@ def test_index_names_the_corpus_the_conventions_and_the_cap(corpus_export):
     assert f"read its first {MAX_TEXTS} windows of at most 64 tokens (`--max-texts`)" in text
     rows = index_rows(out)
     for s in load_figures():
-        if s.key == C5 or s.needs_series:
+        if s.key == C5:
             continue  # skipped here (see above)
         cells = rows[s.key]  # paper | figure | files | conventions | corpus | notes
         assert cells[0] == s.paper

@@ -71,7 +71,7 @@ def random_export(tiny_ckpt, tmp_path_factory):
 def test_every_weight_figure_is_written_for_a_random_checkpoint(random_export):
     out, r = random_export
     specs = load_figures()
-    built = [s for s in specs if s.implemented and not s.needs_corpus and not s.needs_series]
+    built = [s for s in specs if s.implemented and not s.needs_corpus]
     assert len(built) >= 15
     for s in built:
         check_files(out, s.key)
@@ -95,16 +95,13 @@ def test_index_lists_every_figure_with_its_convention(random_export, tiny_layer)
     for s in specs:
         cells = rows[s.key]
         assert cells[0] == s.paper.replace("|", "\\|")
-        if s.implemented and not s.needs_corpus and not s.needs_series:
-            # paper | figure | files | conventions | corpus
+        if s.implemented and not s.needs_corpus:  # paper | figure | files | conventions | corpus
             assert all(f"[{x}]({s.key}.{x})" in cells[2] for x in SUFFIXES)
             assert cells[3], s.key
             assert cells[4] == "— (weights only)"
         else:  # paper | figure | stem | conventions | reason
             assert cells[3] == s.convention.replace("|", "\\|")
-            assert (("needs a corpus" in cells[4]) if s.needs_corpus else
-                    ("needs a training series" in cells[4]) if s.needs_series else
-                    ("not in this" in cells[4]))
+            assert ("needs a corpus" in cells[4]) if s.needs_corpus else ("not in this" in cells[4])
     paper_position = rows["fig03b_tpp"]
     assert "paper convention" in paper_position[3] and "95% percentile" in paper_position[3]
     assert "i = 62 (the paper's 500 scaled to 128 positions)" in paper_position[5]

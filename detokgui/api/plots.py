@@ -60,10 +60,11 @@ def plot(df: pd.DataFrame, *, heads=None) -> Figure:
 
 
 def figure(layer, key: str, *, heads=None, corpus=(), max_texts: int | None = None,
-           progress: ProgressArg = True) -> Figure:
+           compare=None, progress: ProgressArg = True) -> Figure:
     """The figure `key` of `detokgui export figures` (a file stem of its index.md, e.g.
     "fig03_position_bias", "fig02d_auroc") for this layer, drawn by the same builder:
-    the paper's heads unless `heads`, the corpus figures on `corpus` ("sample" or paths).
+    the paper's heads unless `heads`, the corpus figures on `corpus` ("sample" or paths),
+    the comparison figure ("study_compare_heads") against the layer `compare`.
     InputError when the key is unknown or the figure cannot be drawn here (the reason the
     index would give)."""
     from detokgui.figures.export import check_corpus
@@ -83,7 +84,8 @@ def figure(layer, key: str, *, heads=None, corpus=(), max_texts: int | None = No
     paths = [corpus] if isinstance(corpus, str) else list(corpus or ())
     ctx = FigureContext(layer, check_corpus(paths),
                         tuple(int(h) for h in np.atleast_1d(heads)) if heads is not None else None,
-                        max_texts=DEFAULT_MAX_TEXTS if max_texts is None else max_texts)
+                        max_texts=DEFAULT_MAX_TEXTS if max_texts is None else max_texts,
+                        compare=compare)
     if spec.needs_corpus and not ctx.corpus:
         raise InputError(f"The figure {key} needs a corpus: corpus=\"sample\" or paths.")
     try:
@@ -461,10 +463,55 @@ def _ov(df):
     return fig
 
 
+# --------------------------------------------------------------------------- comparison
+
+
+def _compare(df):
+    from detokgui.figures.compare import draw_similarity
+
+    Ha, Hb = int(df["head_a"].max()) + 1, int(df["head_b"].max()) + 1
+    sim = np.full((Ha, Hb), np.nan)
+    sim[df["head_a"].to_numpy(int), df["head_b"].to_numpy(int)] = df["similarity"].to_numpy(float)
+    chosen = df[df["assigned"] == 1]
+    pairs = list(zip(chosen["head_a"].astype(int), chosen["head_b"].astype(int)))
+    with style.style():
+        fig, axes = style.new_figure(COLUMN_IN, 0.8 * COLUMN_IN, footer=_footer(
+            df, f"B: {df.attrs.get('model_b', '')}", "red squares: the assignment"))
+        draw_similarity(axes[0, 0], fig, sim, pairs, "A", "B")
+    return fig
+
+
+def _compare_metrics(df):
+    from detokgui.figures.compare import draw_metric_pairs
+
+    metrics = list(pd.unique(df["metric"]))
+    rows = list(df[["head_a", "head_b", "metric", "value_a", "value_b", "difference"]]
+                .itertuples(index=False, name=None))
+    with style.style():
+        fig, axes = _grid(df, len(metrics), 4, 0.22 * TEXT_IN,
+                          f"B: {df.attrs.get('model_b', '')}", "matched heads a→b, A against B")
+        draw_metric_pairs(axes.flat, rows, metrics)
+    return fig
+
+
+def _head_metrics(df):
+    metrics = list(pd.unique(df["metric"]))
+    with style.style():
+        fig, axes = _grid(df, len(metrics), 4, 0.2 * TEXT_IN, "per head")
+        for ax, m in zip(axes.flat, metrics):
+            rows = df[df["metric"] == m]
+            ax.bar(rows["head"].astype(int), rows["value"].astype(float), color="C0")
+            ax.set_title(m, pad=2, fontsize=style.SMALL_PT)
+            ax.set_xticks(rows["head"].astype(int))
+            ax.tick_params(labelsize=style.FOOTER_PT + 0.5)
+    return fig
+
+
 DRAWERS: dict[str, Callable[[pd.DataFrame], Figure]] = {
     "terms": _terms, "sentence": _sentence, "sigma": _sigma, "topk": _topk,
     "heatmap": _heatmap, "neighbours": _neighbours, "bias": _bias, "neurons": _neurons,
     "pattern": _pattern, "head_classes": _head_classes, "slopes": _slopes,
     "counts": _counts, "stats": _stats, "auroc": _auroc, "frequency": _frequency,
     "empirical": _empirical, "kl": _kl, "neuron": _neuron, "ov": _ov,
+    "compare": _compare, "compare_metrics": _compare_metrics, "head_metrics": _head_metrics,
 }

@@ -18,7 +18,7 @@ import sys
 
 from detokgui.cli.common import EXPORTS, CliError, load_layer, prepare
 
-COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text", "series")
+COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text", "compare", "series")
 
 
 def _register_commands() -> None:

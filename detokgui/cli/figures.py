@@ -33,6 +33,9 @@ def _figures_args(p):
                    help="write no CSV data files (e.g. for a gallery of images)")
     p.add_argument("--only", nargs="+", metavar="KEY",
                    help="export only these figures (file stems as listed in index.md)")
+    p.add_argument("--compare", metavar="MODEL",
+                   help="a second model B (hub name, folder, 'demo'): adds the comparison "
+                        "figure (head similarity with the matching, matched heads' metrics)")
     p.add_argument("--series", nargs="+", default=[], metavar="CKPT",
                    help="checkpoints of a training series (folders, NAME@REV, or a folder of "
                         "step-* checkpoints) for the series figure (as export series)")
@@ -80,9 +83,14 @@ def export_figures_command(args, layer):
     from detokgui.figures.registry import DEFAULT_MAX_TEXTS
 
     max_texts = DEFAULT_MAX_TEXTS if args.max_texts is None else args.max_texts
+    other = None
+    if args.compare is not None:
+        from detokgui.cli.compare import load_b
+
+        other = load_b(args)
     report = export_figures(layer, args.out, args.format, args.corpus, args.heads, args.only,
                             on_progress=_StderrProgress(), max_texts=max_texts,
-                            dpi=args.dpi, data=not args.no_data, series=args.series,
-                            series_steps=args.steps)
+                            dpi=args.dpi, data=not args.no_data, compare=other,
+                            series=args.series, series_steps=args.steps)
     print(f"{len(report.built)} figures, {len(report.skipped)} skipped "
           f"(see {report.out / 'index.md'})")

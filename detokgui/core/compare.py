@@ -44,6 +44,7 @@ POSITIONAL_WEIGHT = 0.5
 #: The query position of the pattern comparison (clipped to both models' L - 1), as the
 #: head classification's.
 COMPARE_POSITION = 399
+_MATCHINGS_KEY = "compare.matchings"
 
 
 class SharedTokens(NamedTuple):
@@ -224,7 +225,31 @@ def iter_match_heads(pair: Pair, *, n_queries: int = DEFAULT_QUERIES, seed: int 
                      k: int = DEFAULT_K, positional_weight: float = POSITIONAL_WEIGHT
                      ) -> Job[HeadMatching]:
     """Generator job: the `HeadMatching` of A's heads to B's (module docstring).
-    Cancellable between yields (one per model step and per head)."""
+    Cancellable between yields (one per model step and per head). Kept on layer A per
+    layer B (weakly: B is not held) and parameters."""
+    import weakref
+
+    n_queries = check_count(n_queries, "number of sampled query tokens")
+    seed, k = as_int(seed, "seed"), check_count(k, "k")
+    try:
+        w = float(positional_weight)
+    except (TypeError, ValueError):
+        w = float("nan")
+    if not 0.0 <= w <= 1.0:
+        raise InputError(f"The positional weight must be in 0..1, not {positional_weight!r}.")
+    key = (n_queries, seed, k, w)
+    per_b = pair.a.cached(_MATCHINGS_KEY, weakref.WeakKeyDictionary)
+    known = per_b.setdefault(pair.b, {})
+    if key not in known:
+        known[key] = yield from _iter_match_heads(pair, n_queries=n_queries, seed=seed, k=k,
+                                                  positional_weight=positional_weight)
+    else:
+        yield Progress(1.0, "matched heads")
+    return known[key]
+
+
+def _iter_match_heads(pair: Pair, *, n_queries: int, seed: int, k: int,
+                      positional_weight: float) -> Job[HeadMatching]:
     import torch
     from scipy.optimize import linear_sum_assignment
 
@@ -232,10 +257,7 @@ def iter_match_heads(pair: Pair, *, n_queries: int = DEFAULT_QUERIES, seed: int 
     from detokgui.core.conventions import sigma_stats_job
     from detokgui.core.positional import mean_pattern
 
-    k = check_count(k, "k")
-    w = float(positional_weight)
-    if not 0.0 <= w <= 1.0:
-        raise InputError(f"The positional weight must be in 0..1, not {positional_weight!r}.")
+    w = positional_weight
     a, b = pair.a, pair.b
     yield Progress(0.0, "mapping the vocabularies")
     queries = pair.shared_query_sample(n_queries, seed)

@@ -12,8 +12,8 @@ equals what that analysis's view shows (docs/math/notation.md for the symbols):
     head_class         the B4 class as a code: HEAD_CLASS_CODES (0 duplicate-token,
                        1 detokenization, 2 contextual, 3 other); labels in `HeadMetrics.labels`
     median_self_rank   median over the sampled u of 1 + #{v != u: T_ee(u,v) > T_ee(u,u)}
-                       (key sigma = mean over positions): the classification's
-                       self_rank_median
+                       (key sigma = mean over positions; the lower middle value of an even
+                       sample): the classification's self_rank_median
     mean_bigram_auroc  mean over a seeded sample of query tokens u with at least one bigram
                        of AUROC(u, h) (A5; `auroc.iter_sampled_auroc`); needs a corpus
     spearman_te_count  Spearman rho(count(v), T_e(v)) over the tokens the corpus contains,
@@ -44,6 +44,7 @@ CORPUS_METRICS = ("mean_bigram_auroc", "spearman_te_count")
 HEAD_CLASS_CODES = {label: code for code, label in enumerate(HEAD_LABELS)}
 #: Default number of sampled query tokens.
 DEFAULT_QUERIES = 256
+_METRICS_KEY = "head_metrics"
 
 METRIC_LABELS = {
     "prev_token_mass": "previous-token mass of the positional pattern",
@@ -79,17 +80,31 @@ class HeadMetrics(dict):
     def n_heads(self) -> int:
         return len(self.labels)
 
+    def copy(self) -> HeadMetrics:
+        """A copy whose arrays and labels can be changed without touching this one."""
+        return HeadMetrics({m: v.copy() for m, v in self.items()}, list(self.labels), self.n,
+                           self.n_queries, self.n_auroc_queries)
+
 
 def iter_head_metrics(layer, *, counts=None, n_queries: int = DEFAULT_QUERIES, seed: int = 0
                       ) -> Job[HeadMetrics]:
     """Generator job: every metric of HEAD_METRICS for every head of `layer` (arrays of
     shape (H,), float64). `counts`: the `corpus.CorpusCounts` of a corpus with this
     model's tokenizer, or None (then the corpus metrics are NaN). Cancellable between
-    yields; nothing is cached but what the analyses cache themselves."""
-    from detokgui.core.checks import check_count
-    from detokgui.core.positional import iter_classify_heads
+    yields; kept on the layer per corpus (its counts' key), n_queries and seed."""
+    from detokgui.core.checks import as_int, check_count
 
     n_queries = check_count(n_queries, "number of sampled query tokens")
+    seed = as_int(seed, "seed")
+    key = (_METRICS_KEY, None if counts is None else counts.key, n_queries, seed)
+    kept = yield from layer.cached_job(key, lambda: _iter_head_metrics(
+        layer, counts=counts, n_queries=n_queries, seed=seed))
+    return kept.copy()
+
+
+def _iter_head_metrics(layer, *, counts, n_queries: int, seed: int) -> Job[HeadMetrics]:
+    from detokgui.core.positional import iter_classify_heads
+
     H = layer.n_heads
     with_corpus = counts is not None
     cls = yield from rescaled(iter_classify_heads(layer, sample=n_queries, seed=seed),

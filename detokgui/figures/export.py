@@ -109,14 +109,15 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
                         corpus: Sequence[str | Path] = (), heads: Sequence[int] | None = None,
                         keys: Sequence[str] | None = None,
                         max_texts: int = DEFAULT_MAX_TEXTS, *, dpi: int | None = None,
-                        data: bool = True, series: Sequence[str] = (),
+                        data: bool = True, compare=None, series: Sequence[str] = (),
                         series_steps: Sequence[int] | None = None) -> Job[ExportReport]:
     """Generator job: draw and write every registered figure (or only `keys`) into `out`;
     yields Progress per figure (and within long figures); returns an `ExportReport`.
     The text figures read at most `max_texts` corpus windows; the counts, AUROC and
     frequency figures use the whole corpus. `dpi`: PNG resolution (default
-    style.RC["savefig.dpi"]); `data=False` writes no CSV files (a gallery). `series`: the
-    checkpoints of a training series (with `series_steps`) for the series figure."""
+    style.RC["savefig.dpi"]); `data=False` writes no CSV files (a gallery). `compare`: a
+    second model B (a Layer0): the comparison figures join the set. `series`: the
+    checkpoints of a training series (with `series_steps`): the series figure joins it."""
     from detokgui.core.checks import as_int, check_heads
 
     max_texts = as_int(max_texts, "maximum number of texts")
@@ -132,16 +133,22 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out} exists and is not a folder.")
-    specs = load_figures()
-    if keys:
-        unknown = [k for k in keys if k not in FIGURES]
-        if unknown:
-            raise InputError(f"Unknown figure {unknown[0]!r}: choose from {', '.join(sorted(FIGURES))}.")
-        specs = [s for s in specs if s.key in set(keys)]
     ctx = FigureContext(layer, files, tuple(check_heads(layer, heads)) if heads else None,
-                        max_texts=max_texts, series=tuple(str(c) for c in series),
+                        max_texts=max_texts, compare=compare,
+                        series=tuple(str(c) for c in series),
                         series_steps=tuple(int(s) for s in series_steps)
                         if series_steps else None)
+    specs = load_figures(ctx.given())
+    if keys:
+        known = {s.key for s in specs}
+        unknown = [k for k in keys if k not in known]
+        if unknown:
+            if unknown[0] in FIGURES:
+                need = FIGURES[unknown[0]].only_with
+                what = "CKPT ..." if need == "series" else "MODEL"
+                raise InputError(f"The figure {unknown[0]!r} needs --{need} {what}.")
+            raise InputError(f"Unknown figure {unknown[0]!r}: choose from {', '.join(sorted(FIGURES))}.")
+        specs = [s for s in specs if s.key in set(keys)]
     records: list[FigureRecord] = []
     n = len(specs)
     with _staging(out) as stage:
@@ -151,17 +158,17 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
             rec = yield from _export_one(spec, ctx, stage, fmts, lo, hi, dpi, data)
             records.append(rec)
         with open(stage / INDEX, "w", encoding="utf-8", newline="\n") as f:
-            f.write(index_markdown(layer, files, fmts, records, max_texts, data))
+            f.write(index_markdown(layer, files, fmts, records, max_texts, data, compare))
         yield Progress(1.0, f"[{n}/{n}] writing {INDEX}")
     return ExportReport(out, records)
 
 
 def export_figures(layer, out, formats=FORMATS, corpus=(), heads=None, keys=None,
                    on_progress=None, max_texts=DEFAULT_MAX_TEXTS, dpi=None,
-                   data=True, series=(), series_steps=None) -> ExportReport:
+                   data=True, compare=None, series=(), series_steps=None) -> ExportReport:
     """`iter_export_figures` run to completion."""
     return run(iter_export_figures(layer, out, formats, corpus, heads, keys, max_texts,
-                                   dpi=dpi, data=data, series=series,
+                                   dpi=dpi, data=data, compare=compare, series=series,
                                    series_steps=series_steps), on_progress)
 
 
@@ -170,9 +177,6 @@ def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: flo
     rec = FigureRecord(spec, convention=spec.convention)
     if spec.needs_corpus and not ctx.corpus:
         rec.skipped = "needs a corpus: give --corpus FILE"
-        return rec
-    if spec.needs_series and not ctx.series:
-        rec.skipped = "needs a training series: give --series CKPT ..."
         return rec
     if not spec.implemented:
         rec.skipped = f"not in this version yet: {spec.pending}"
@@ -208,7 +212,8 @@ def _md(text: str) -> str:
 
 
 def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureRecord],
-                   max_texts: int = DEFAULT_MAX_TEXTS, data: bool = True) -> str:
+                   max_texts: int = DEFAULT_MAX_TEXTS, data: bool = True,
+                   compare=None) -> str:
     from detokgui import __version__
 
     corpus_text = ", ".join(f"`{p.name}`" for p in corpus) if corpus else "none"
@@ -219,6 +224,8 @@ def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureReco
          f"L = {layer.n_positions}, d = {layer.d}, {layer.n_heads} heads, d' = {layer.d_head}; "
          f"softmax temperature {temperature_label(layer)})"),
         f"- corpus: {corpus_text}",
+        *([(f"- compared with: `{model_name(compare)}`, {compare.summary} (model B of the "
+            "comparison figures)")] if compare is not None else []),
         (f"- texts: the corpus figures count tokens and bigrams over the whole corpus; the "
          f"text figures (observed attention, KL contributions) read its first {max_texts} "
          f"windows of at most {layer.n_positions} tokens (`--max-texts`)"),

@@ -38,7 +38,7 @@ from matplotlib.figure import Figure
 from detokgui.core.progress import Job
 from detokgui.core.tables import Table
 
-FIGURE_MODULES = ("paper", "studies", "corpus", "text", "series")
+FIGURE_MODULES = ("paper", "studies", "corpus", "text", "compare", "series")
 
 #: How many corpus windows the text figures (observed attention, KL contributions) read
 #: by default: enough for smooth means, seconds per figure on a CPU.
@@ -75,7 +75,9 @@ class FigureSpec:
     needs_corpus: bool
     build: Builder | None  # None: planned, not implemented yet
     pending: str = ""  # why a planned figure is not there yet
-    needs_series: bool = False  # drawn only for a training series (`--series`)
+    #: A FigureContext field ("compare", "series") the figure needs: the figure is part of an
+    #: export only when that field is given (not listed, not even as skipped, otherwise).
+    only_with: str = ""
 
     @property
     def implemented(self) -> bool:
@@ -86,12 +88,13 @@ FIGURES: dict[str, FigureSpec] = {}
 
 
 def figure(key: str, *, paper: str, title: str, convention: str, needs_corpus: bool = False,
-           needs_series: bool = False):
-    """Register the decorated builder under `key` (replacing a planned entry)."""
+           only_with: str = ""):
+    """Register the decorated builder under `key` (replacing a planned entry).
+    `only_with`: see `FigureSpec.only_with`."""
 
     def register(fn: Builder) -> Builder:
         FIGURES[key] = FigureSpec(key, paper, title, convention, needs_corpus, fn,
-                                  needs_series=needs_series)
+                                  only_with=only_with)
         return fn
 
     return register
@@ -104,27 +107,37 @@ def planned(key: str, *, paper: str, title: str, convention: str, needs_corpus: 
         FIGURES[key] = FigureSpec(key, paper, title, convention, needs_corpus, None, pending)
 
 
-def load_figures() -> list[FigureSpec]:
-    """Import every figure module; all registered figures in index order."""
+def load_figures(given: Sequence[str] = ()) -> list[FigureSpec]:
+    """Import every figure module; the registered figures in index order, those that
+    need an optional input (`FigureSpec.only_with`) only when it is among `given`
+    (e.g. ("compare",))."""
     for name in FIGURE_MODULES:
         importlib.import_module(f"detokgui.figures.{name}")
-    return [FIGURES[k] for k in sorted(FIGURES)]
+    return [FIGURES[k] for k in sorted(FIGURES)
+            if not FIGURES[k].only_with or FIGURES[k].only_with in given]
 
 
 @dataclass
 class FigureContext:
     """What a builder gets: the model, the corpus files (empty: none given), an optional
     override of the paper's heads, the most corpus windows the text figures read, a
-    cache shared by the figures of one export, and the checkpoints (and steps) of a
-    training series (empty: none given)."""
+    cache shared by the figures of one export, an optional second model B to compare
+    with (`compare`, a Layer0), and the checkpoints (and steps) of a training series
+    (`series`; empty: none given)."""
 
     layer: Any
     corpus: tuple[Path, ...] = ()
     heads: tuple[int, ...] | None = None
     cache: dict = field(default_factory=dict)
     max_texts: int = DEFAULT_MAX_TEXTS
+    compare: Any = None
     series: tuple[str, ...] = ()  # checkpoints of a training series (figures.series)
     series_steps: tuple[int, ...] | None = None
+
+    def given(self) -> tuple[str, ...]:
+        """The optional inputs present (for `load_figures`)."""
+        return (("compare",) if self.compare is not None else ()) + (
+            ("series",) if self.series else ())
 
     def texts(self):
         """The first `max_texts` windows of the corpus (`core.empirical.TextSource`)."""

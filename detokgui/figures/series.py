@@ -76,11 +76,11 @@ def draw_series(result, metrics: Sequence[str] = HEAD_METRICS, *, highlight: int
 
 @figure("study_series_head_metrics", paper="issue 20 (training series)",
         title="Per-head metrics against the training step, a line per head",
-        convention=SERIES_CONVENTION, needs_series=True)
+        convention=SERIES_CONVENTION, only_with="series")
 def series_figure(ctx: FigureContext) -> Job[Drawn]:
     from detokgui.core.series import iter_series
 
-    if not ctx.series:  # (export skips it before: needs_series)
+    if not ctx.series:  # (an export lists it only with a series: only_with)
         raise FigureSkipped("needs a training series: give --series CKPT ...")
     result = yield from ctx.memo("series", lambda: iter_series(
         list(ctx.series), list(ctx.series_steps) if ctx.series_steps else None,

@@ -222,3 +222,20 @@ def test_series_panel_cancel(qtbot, series_dir):
     qtbot.waitUntil(lambda: panel.run_button.isEnabled(), timeout=60000)
     assert "cancelled" in panel.status.text()
     assert panel.series is None
+
+
+def test_export_figures_with_series_adds_the_series_figure(series_dir, tmp_path):
+    from detokgui.cli import main
+
+    out = tmp_path / "figs"
+    key = "study_series_head_metrics"
+    assert main(["figures", "--model", "demo", "--out", str(out), "--only", key,
+                 "--format", "png", "--series", str(series_dir)]) == 0
+    assert (out / f"{key}.png").read_bytes()[:4] == b"\x89PNG"
+    lines = (out / f"{key}.csv").read_text().splitlines()
+    assert lines[0] == ",".join(COLUMNS) and len(lines) == 1 + 4 * 4 * len(HEAD_METRICS)
+    assert key in (out / "index.md").read_text()
+    # without --series the figure is not part of the set; --steps alone is refused
+    assert main(["figures", "--model", "demo", "--out", str(tmp_path / "f2"), "--only", key]) == 2
+    assert main(["figures", "--model", "demo", "--out", str(tmp_path / "f3"),
+                 "--steps", "1"]) == 2

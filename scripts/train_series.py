@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from detokgui.core.atomic import atomic_folder, atomic_open  # noqa: E402
-from detokgui.core.demo import sample_corpus  # noqa: E402
-from detokgui.core.tokens import gpt2_tokenizer  # noqa: E402
+from detokgui.core.atomic import atomic_folder, atomic_open
+from detokgui.core.demo import sample_corpus
+from detokgui.core.tokens import gpt2_tokenizer
 
 
 def save_steps(limit: int) -> list[int]:
@@ -229,7 +229,7 @@ def train(args: argparse.Namespace) -> dict:
     record = {"d": args.d, "heads": args.heads, "layers": args.layers, "ctx": args.ctx,
               "batch": args.batch, "lr": args.lr, "pos_lr_mult": args.pos_lr_mult,
               "warmup": args.warmup, "schedule": args.schedule, "sampled": args.sampled, "seed": args.seed,
-              "steps": step, "train_tokens": int(len(train_tok)), "val_tokens": int(len(val_tok)),
+              "steps": step, "train_tokens": len(train_tok), "val_tokens": len(val_tok),
               "train_seconds": round(time.time() - t0, 1), "log": log}
     with atomic_open(out / "train_log.json") as f:
         json.dump(record, f, indent=1)

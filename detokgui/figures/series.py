@@ -87,10 +87,9 @@ def series_figure(ctx: FigureContext) -> Job[Drawn]:
         corpus=[str(p) for p in ctx.corpus] or None))
     metrics = [m for m in HEAD_METRICS if ctx.corpus or m not in CORPUS_METRICS]
     with style.style():
-        fig = draw_series(result, metrics, footer=[
-            f"{len(result.checkpoints)} checkpoints, steps {min(result.steps)}-"
-            f"{max(result.steps)}", f"{result.n_queries} sampled query tokens, seed "
-            f"{result.seed}", *([] if ctx.corpus else ["corpus metrics left out (no --corpus)"])])
-    notes = "; ".join(f"{METRIC_LABELS[m]}" for m in metrics[:2])
-    return Drawn(fig, result.table(), notes=f"{len(result.checkpoints)} checkpoints; {notes}",
-                 uses_corpus=bool(ctx.corpus))
+        span = f"{len(result.checkpoints)} checkpoints, steps {min(result.steps)}-{max(result.steps)}"
+        sample = f"{result.n_queries} sampled query tokens, seed {result.seed}"
+        left_out = [] if ctx.corpus else ["corpus metrics left out (no --corpus)"]
+        fig = draw_series(result, metrics, footer=[span, sample, *left_out])
+    notes = "; ".join(METRIC_LABELS[m] for m in metrics[:2])
+    return Drawn(fig, result.table(), notes=f"{span}; {notes}", uses_corpus=bool(ctx.corpus))

@@ -11,7 +11,7 @@ functions of `detokgui.core`), with its conventions in `DataFrame.attrs`. Long p
 show a progress bar (`tqdm.auto`) and stop cleanly on Ctrl+C / a notebook interrupt.
 
 The functions live in modules named after what they hold (`tokens`, `position`,
-`corpus`, `text`, `circuits`, `compare`, `plots`); `detokgui` re-exports them lazily, so that
+`corpus`, `text`, `circuits`, `compare`, `plots`, `series`); `detokgui` re-exports them lazily, so that
 `import detokgui` loads neither torch, pandas nor Qt.
 """
 
@@ -31,6 +31,7 @@ NAMES = {
     "neuron": "circuits", "ov": "circuits",
     "compare": "compare", "compare_metrics": "compare", "head_metrics": "compare",
     "plot": "plots", "figure": "plots",
+    "series": "series",
 }
 
 #: the analyses, each returning a DataFrame
@@ -40,8 +41,9 @@ ANALYSES = ("terms", "sigma", "topk", "heatmap", "neighbours", "bias", "neurons"
 
 __all__ = [
     "ANALYSES", "NAMES", "auroc", "bias", "compare", "compare_metrics", "counts", "empirical",
-    "figure", "frequency", "head_classes", "head_metrics", "heatmap", "kl", "load", "neighbours", "neuron", "neurons", "ov",
-    "pattern", "plot", "resolve", "sentence", "sigma", "slopes", "stats", "terms", "topk",
+    "figure", "frequency", "head_classes", "head_metrics", "heatmap", "kl", "load",
+    "neighbours", "neuron", "neurons", "ov", "pattern", "plot", "resolve", "sentence",
+    "series", "sigma", "slopes", "stats", "terms", "topk",
 ]
 
 

@@ -19,7 +19,7 @@ import sys
 from detokgui.cli.common import EXPORTS, CliError, load_layer, prepare
 from detokgui.core.default_model import DEFAULT_MODEL, cli_default_problem
 
-COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text", "compare")
+COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text", "compare", "series")
 
 
 def _register_commands() -> None:
@@ -36,12 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
     for name, command in EXPORTS.items():
         p = sub.add_parser(name, help=command.help, description=command.help)
-        p.add_argument("--model", default=None,
-                       help="hub name or local folder of a GPT-2, GPT-Neo or OPT model, 'demo' "
-                       "(the trained demo model shipped with detokgui) or 'random-demo' "
-                       "(default gpt2)")
-        p.add_argument("--device", choices=("cpu", "cuda"), default=None,
-                       help="default: CUDA when available, else CPU")
+        if command.one_model:
+            p.add_argument("--model", default=None,
+                           help="hub name (NAME or NAME@REVISION) or local folder of a GPT-2, "
+                           "GPT-Neo or OPT model, 'demo' (the trained demo model shipped with "
+                           "detokgui) or 'random-demo' (default gpt2)")
+            p.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                           help="default: CUDA when available, else CPU")
         command.arguments(p)
     return parser
 
@@ -51,10 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     _quiet_libraries()
     args = build_parser().parse_args(argv)
-    args.model_given = args.model is not None
-    if not args.model_given:
-        args.model = DEFAULT_MODEL
     command = EXPORTS[args.what]
+    args.model_given = getattr(args, "model", None) is not None
+    if command.one_model and not args.model_given:
+        args.model = DEFAULT_MODEL
     with _log_lines(f"detokgui export {args.what}"):
         return _run(args, command)
 
@@ -64,16 +65,19 @@ def _run(args, command) -> int:
 
     try:
         prepare(args, command)  # bad options, paths and texts fail before the model loads
-        if args.device == "cuda":
-            import torch
+        layer = None
+        if command.one_model:
+            if args.device == "cuda":
+                import torch
 
-            if not torch.cuda.is_available():
-                raise CliError("--device cuda was asked for but no CUDA device is available")
-        if not args.model_given:
-            problem = cli_default_problem(args.model)
-            if problem is not None:
-                raise CliError(problem)
-        layer = load_layer(args)
+                if not torch.cuda.is_available():
+                    raise CliError("--device cuda was asked for but no CUDA device is "
+                                   "available")
+            if not args.model_given:
+                problem = cli_default_problem(args.model)
+                if problem is not None:
+                    raise CliError(problem)
+            layer = load_layer(args)
         n = command.run(args, layer)
     except (DetokError, CliError) as exc:
         print(f"detokgui export {args.what}: error: {exc}", file=sys.stderr)

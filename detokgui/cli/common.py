@@ -21,21 +21,26 @@ class ExportCommand:
     run: Callable  # (args, layer) -> rows written or None
     outputs: tuple[str, ...]  # allowed --out suffixes; () = --out is a folder
     check: Callable | None  # (args, shape) -> None; shape None when config.json is unknown
+    one_model: bool = True  # False: the command loads its models itself (no --model)
 
 
 EXPORTS: dict[str, ExportCommand] = {}
 
 
 def export_command(name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None],
-                   outputs: tuple[str, ...] = (".csv",), check: Callable | None = None):
+                   outputs: tuple[str, ...] = (".csv",), check: Callable | None = None,
+                   one_model: bool = True):
     """Register `detokgui export NAME`; the decorated function takes (args, layer).
 
     `check(args, shape)` runs before the model loads: it validates option values (against
     `shape`, the model's config.json when it can be read cheaply, else None) and reads
-    texts, so that bad input fails at once, not after a minute of loading."""
+    texts, so that bad input fails at once, not after a minute of loading.
+
+    `one_model=False`: the command takes no --model/--device and is called with layer
+    None (e.g. `export series`, which loads each checkpoint in a worker process)."""
 
     def register(fn):
-        EXPORTS[name] = ExportCommand(help, arguments, fn, outputs, check)
+        EXPORTS[name] = ExportCommand(help, arguments, fn, outputs, check, one_model)
         return fn
 
     return register
@@ -114,7 +119,7 @@ def prepare(args, command: ExportCommand) -> None:
     if getattr(args, "corpus", None):
         check_corpus(args)
     if command.check is not None:
-        command.check(args, model_shape(args))
+        command.check(args, model_shape(args) if command.one_model else None)
 
 
 def check_corpus(args) -> None:

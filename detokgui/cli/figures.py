@@ -36,6 +36,12 @@ def _figures_args(p):
     p.add_argument("--compare", metavar="MODEL",
                    help="a second model B (hub name, folder, 'demo'): adds the comparison "
                         "figure (head similarity with the matching, matched heads' metrics)")
+    p.add_argument("--series", nargs="+", default=[], metavar="CKPT",
+                   help="checkpoints of a training series (folders, NAME@REV, or a folder of "
+                        "step-* checkpoints) for the series figure (as export series)")
+    p.add_argument("--steps", nargs="+", type=int, metavar="S",
+                   help="the training step of each --series checkpoint (default: from the "
+                        "names, e.g. step-000128, else 0..n-1)")
 
 
 class _StderrProgress:
@@ -56,9 +62,21 @@ class _StderrProgress:
         print(f"{p.fraction:4.0%} {p.message}", file=sys.stderr, flush=True)
 
 
+def _check_figures(args, shape):
+    from detokgui.cli.common import CliError
+
+    if args.steps and not args.series:
+        raise CliError("--steps needs --series")
+    if args.series:
+        from detokgui.core.series import expand_checkpoints, series_steps
+
+        names, folder_steps = expand_checkpoints(args.series)
+        series_steps(names, args.steps if args.steps is not None else folder_steps)
+
+
 @export_command(
     "figures", "the paper's figures and the layer-0 studies' figures (PNG/SVG/PDF + CSV + "
-    "index.md) into a folder", _figures_args, outputs=(),
+    "index.md) into a folder", _figures_args, outputs=(), check=_check_figures,
 )
 def export_figures_command(args, layer):
     from detokgui.figures.export import export_figures
@@ -72,6 +90,7 @@ def export_figures_command(args, layer):
         other = load_b(args)
     report = export_figures(layer, args.out, args.format, args.corpus, args.heads, args.only,
                             on_progress=_StderrProgress(), max_texts=max_texts,
-                            dpi=args.dpi, data=not args.no_data, compare=other)
+                            dpi=args.dpi, data=not args.no_data, compare=other,
+                            series=args.series, series_steps=args.steps)
     print(f"{len(report.built)} figures, {len(report.skipped)} skipped "
           f"(see {report.out / 'index.md'})")

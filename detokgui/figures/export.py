@@ -109,13 +109,15 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
                         corpus: Sequence[str | Path] = (), heads: Sequence[int] | None = None,
                         keys: Sequence[str] | None = None,
                         max_texts: int = DEFAULT_MAX_TEXTS, *, dpi: int | None = None,
-                        data: bool = True, compare=None) -> Job[ExportReport]:
+                        data: bool = True, compare=None, series: Sequence[str] = (),
+                        series_steps: Sequence[int] | None = None) -> Job[ExportReport]:
     """Generator job: draw and write every registered figure (or only `keys`) into `out`;
     yields Progress per figure (and within long figures); returns an `ExportReport`.
     The text figures read at most `max_texts` corpus windows; the counts, AUROC and
     frequency figures use the whole corpus. `dpi`: PNG resolution (default
     style.RC["savefig.dpi"]); `data=False` writes no CSV files (a gallery). `compare`: a
-    second model B (a Layer0): the comparison figures join the set."""
+    second model B (a Layer0): the comparison figures join the set. `series`: the
+    checkpoints of a training series (with `series_steps`): the series figure joins it."""
     from detokgui.core.checks import as_int, check_heads
 
     max_texts = as_int(max_texts, "maximum number of texts")
@@ -132,7 +134,10 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
     if out.exists() and not out.is_dir():
         raise InputError(f"{out} exists and is not a folder.")
     ctx = FigureContext(layer, files, tuple(check_heads(layer, heads)) if heads else None,
-                        max_texts=max_texts, compare=compare)
+                        max_texts=max_texts, compare=compare,
+                        series=tuple(str(c) for c in series),
+                        series_steps=tuple(int(s) for s in series_steps)
+                        if series_steps else None)
     specs = load_figures(ctx.given())
     if keys:
         known = {s.key for s in specs}
@@ -140,7 +145,8 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
         if unknown:
             if unknown[0] in FIGURES:
                 need = FIGURES[unknown[0]].only_with
-                raise InputError(f"The figure {unknown[0]!r} needs --{need} MODEL.")
+                what = "CKPT ..." if need == "series" else "MODEL"
+                raise InputError(f"The figure {unknown[0]!r} needs --{need} {what}.")
             raise InputError(f"Unknown figure {unknown[0]!r}: choose from {', '.join(sorted(FIGURES))}.")
         specs = [s for s in specs if s.key in set(keys)]
     records: list[FigureRecord] = []
@@ -159,10 +165,11 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
 
 def export_figures(layer, out, formats=FORMATS, corpus=(), heads=None, keys=None,
                    on_progress=None, max_texts=DEFAULT_MAX_TEXTS, dpi=None,
-                   data=True, compare=None) -> ExportReport:
+                   data=True, compare=None, series=(), series_steps=None) -> ExportReport:
     """`iter_export_figures` run to completion."""
     return run(iter_export_figures(layer, out, formats, corpus, heads, keys, max_texts,
-                                   dpi=dpi, data=data, compare=compare), on_progress)
+                                   dpi=dpi, data=data, compare=compare, series=series,
+                                   series_steps=series_steps), on_progress)
 
 
 def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: float,

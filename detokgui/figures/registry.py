@@ -38,7 +38,7 @@ from matplotlib.figure import Figure
 from detokgui.core.progress import Job
 from detokgui.core.tables import Table
 
-FIGURE_MODULES = ("paper", "studies", "corpus", "text", "compare")
+FIGURE_MODULES = ("paper", "studies", "corpus", "text", "compare", "series")
 
 #: How many corpus windows the text figures (observed attention, KL contributions) read
 #: by default: enough for smooth means, seconds per figure on a CPU.
@@ -75,7 +75,7 @@ class FigureSpec:
     needs_corpus: bool
     build: Builder | None  # None: planned, not implemented yet
     pending: str = ""  # why a planned figure is not there yet
-    #: A FigureContext field ("compare") the figure needs: the figure is part of an
+    #: A FigureContext field ("compare", "series") the figure needs: the figure is part of an
     #: export only when that field is given (not listed, not even as skipped, otherwise).
     only_with: str = ""
 
@@ -121,8 +121,9 @@ def load_figures(given: Sequence[str] = ()) -> list[FigureSpec]:
 class FigureContext:
     """What a builder gets: the model, the corpus files (empty: none given), an optional
     override of the paper's heads, the most corpus windows the text figures read, a
-    cache shared by the figures of one export, and an optional second model B to
-    compare with (`compare`, a Layer0)."""
+    cache shared by the figures of one export, an optional second model B to compare
+    with (`compare`, a Layer0), and the checkpoints (and steps) of a training series
+    (`series`; empty: none given)."""
 
     layer: Any
     corpus: tuple[Path, ...] = ()
@@ -130,10 +131,13 @@ class FigureContext:
     cache: dict = field(default_factory=dict)
     max_texts: int = DEFAULT_MAX_TEXTS
     compare: Any = None
+    series: tuple[str, ...] = ()  # checkpoints of a training series (figures.series)
+    series_steps: tuple[int, ...] | None = None
 
     def given(self) -> tuple[str, ...]:
         """The optional inputs present (for `load_figures`)."""
-        return ("compare",) if self.compare is not None else ()
+        return (("compare",) if self.compare is not None else ()) + (
+            ("series",) if self.series else ())
 
     def texts(self):
         """The first `max_texts` windows of the corpus (`core.empirical.TextSource`)."""

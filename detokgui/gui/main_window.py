@@ -234,6 +234,7 @@ class MainWindow(QMainWindow):
         self.state.matchingChanged.connect(self._compare_actions)
         self.state.headBChanged.connect(self._show_selection)
         self.state.compareRequested.connect(self.ask_compare)
+        self.state.modelRequested.connect(self.load_model)  # e.g. a training-series point
         self.state.headChanged.connect(self.head_spin.setValue)
         self.state.queryTokenChanged.connect(self._show_selection)
         self.state.keyTokenChanged.connect(self._show_selection)

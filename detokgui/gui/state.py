@@ -29,6 +29,7 @@ class AppState(QObject):
     matchingChanged = Signal(object)  # core.compare.HeadMatching or None
     headBChanged = Signal(int)  # B's head matched to A's selected one, -1 when none
     compareRequested = Signal()  # a panel asks for Model > Compare with… (request_compare)
+    modelRequested = Signal(str)  # a model to open as the main model (request_model)
 
     def __init__(self, parent=None):
         from detokgui.core.affinity import SigmaChoice
@@ -295,6 +296,11 @@ class AppState(QObject):
             self.corpusRequested.emit(paths)
         else:
             self.set_corpus(paths)
+
+    def request_model(self, name: str) -> None:
+        """Open `name` (a folder, hub name or demo name) as the main model: the window,
+        connected to `modelRequested`, loads it in the background like Model > Open."""
+        self.modelRequested.emit(str(name))
 
     def _valid_token(self, token: int) -> bool:
         if token < 0:

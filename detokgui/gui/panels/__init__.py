@@ -21,6 +21,7 @@ from detokgui.gui.panels.position_stats import PositionStatsPanel
 from detokgui.gui.panels.positional_bias import PositionalBiasPanel
 from detokgui.gui.panels.positional_pattern import PositionalPatternPanel
 from detokgui.gui.panels.sentence_view import SentenceViewPanel
+from detokgui.gui.panels.series_view import SeriesPanel
 from detokgui.gui.panels.token_search import TokenSearchPanel
 from detokgui.gui.panels.topk import TopKPanel
 
@@ -34,5 +35,6 @@ PANEL_GROUPS = [
     ("Vocabulary", [HeadStatsPanel, AUROCPanel, FrequencyPanel, NeighboursPanel]),
     ("Compare", [HeadMatchingPanel, CompareTopKPanel, ComparePatternPanel,
                  CompareClassesPanel, CompareStatsPanel]),
+    ("Training", [SeriesPanel]),
 ]
 PANEL_CLASSES = [cls for _, group in PANEL_GROUPS for cls in group]

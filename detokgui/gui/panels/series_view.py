@@ -1,0 +1,268 @@
+"""Training series (issue 20): a per-head metric against the training step, a line per
+head, for the checkpoints of a training series; the selected head is drawn thick, and a
+click on a point opens that checkpoint as the main model.
+
+The computation is `core.series.iter_series` (one checkpoint per worker process, cached
+per checkpoint), started by "Compute" as a job with progress and Cancel; it needs no main
+model. The step axis is the figure's symlog axis (`core.series.step_position`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+)
+
+from detokgui.core.head_metrics import CORPUS_METRICS, HEAD_METRICS, METRIC_LABELS
+from detokgui.gui.panels.base import Panel
+from detokgui.gui.plots import PlotFrame, add_plot, head_color
+
+JOB_KEY = "series"
+CLASS_TICKS = ((0, "duplicate-token"), (1, "detokenization"), (2, "contextual"), (3, "other"))
+
+
+@dataclass(frozen=True)
+class SeriesRequest:
+    checkpoints: tuple[str, ...]
+    steps: tuple[int, ...]
+    corpus: tuple[str, ...]
+    n_queries: int
+
+
+def compute_series(request: SeriesRequest):
+    """The job (worker thread): `core.series.iter_series` of the request."""
+    from detokgui.core.series import iter_series
+
+    return iter_series(list(request.checkpoints), list(request.steps),
+                       corpus=list(request.corpus) or None, n_queries=request.n_queries)
+
+
+class SeriesPanel(Panel):
+    title = "Training series"
+    view_name = "series"
+    tooltip = ("Per-head metrics against the training step for the checkpoints of a training "
+               "series; click a point to open that checkpoint")
+
+    pointClicked = Signal(str, int)  # checkpoint, head
+
+    def __init__(self, state, jobs, parent=None):
+        super().__init__(state, jobs, parent)
+        self.checkpoints: list[tuple[str, int]] = []
+        self.series = None  # the drawn core.series.SeriesResult
+        lay = QVBoxLayout(self)
+
+        pick = QHBoxLayout()
+        folder = QPushButton("Series folder…")
+        folder.setToolTip("A folder of step-* checkpoint folders (as scripts/train_series.py "
+                          "writes): its checkpoints, by step")
+        folder.clicked.connect(lambda: self.choose_folder())
+        add = QPushButton("Add checkpoint…")
+        add.setToolTip("Add one checkpoint folder (its step read from the name, e.g. "
+                       "step-000128, else its place in the list)")
+        add.clicked.connect(lambda: self.add_checkpoint())
+        clear = QPushButton("Clear")
+        clear.clicked.connect(lambda: self.set_checkpoints([]))
+        for w in (folder, add, clear):
+            pick.addWidget(w)
+        pick.addStretch(1)
+        lay.addLayout(pick)
+        self.list = QListWidget()
+        self.list.setMaximumHeight(72)
+        self.list.setToolTip("The checkpoints of the series and their steps")
+        lay.addWidget(self.list)
+
+        row = QHBoxLayout()
+        row.addWidget(QLabel("metric"))
+        self.metric_box = QComboBox()
+        for m in HEAD_METRICS:
+            self.metric_box.addItem(m, m)
+            self.metric_box.setItemData(self.metric_box.count() - 1, METRIC_LABELS[m], Qt.ToolTipRole)
+        self.metric_box.currentIndexChanged.connect(lambda _: self.draw_series())
+        row.addWidget(self.metric_box)
+        row.addSpacing(12)
+        row.addWidget(QLabel("query tokens"))
+        self.queries = QSpinBox()
+        self.queries.setRange(1, 50257)
+        self.queries.setValue(256)
+        self.queries.setToolTip("Seeded sample of query tokens per checkpoint")
+        row.addWidget(self.queries)
+        self.use_corpus = QCheckBox("with corpus")
+        self.use_corpus.setToolTip("Compute the corpus metrics (mean bigram AUROC, Spearman "
+                                   "ρ(T_e, count)) with the chosen corpus")
+        row.addWidget(self.use_corpus)
+        row.addStretch(1)
+        self.run_button = QPushButton("Compute")
+        self.run_button.clicked.connect(lambda: self.start())
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(lambda: self.cancel())
+        row.addWidget(self.run_button)
+        row.addWidget(self.cancel_button)
+        lay.addLayout(row)
+
+        self.frame = PlotFrame("Training series", self.table)
+        self.plot = add_plot(self.frame, bottom="training step", grid="xy")
+        self.plot.addLegend(offset=(-10, 10), labelTextSize="8pt")
+        lay.addWidget(self.frame, 1)
+        lay.addWidget(self.status)
+
+        jobs.progress.connect(self._progress)
+        self.status.retry.connect(lambda name: self.start() if name == JOB_KEY else None)
+        state.headChanged.connect(self.when_visible(self.draw_series))
+        self.pointClicked.connect(self._open_point)
+        self.status.setText("Choose a series folder (step-* checkpoints) or add checkpoints, "
+                            "then Compute.")
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def choose_folder(self, folder: str | None = None) -> None:
+        from detokgui.core.errors import InputError
+        from detokgui.core.series import series_folder
+
+        if folder is None:
+            folder = QFileDialog.getExistingDirectory(self, "Series folder")
+            if not folder:
+                return
+        try:
+            self.set_checkpoints(series_folder(folder))
+        except InputError as exc:
+            self.status.setText(str(exc))
+
+    def add_checkpoint(self, folder: str | None = None) -> None:
+        from detokgui.core.series import series_steps
+
+        if folder is None:
+            folder = QFileDialog.getExistingDirectory(self, "Checkpoint folder")
+            if not folder:
+                return
+        names = [c for c, _ in self.checkpoints] + [str(folder)]
+        self.set_checkpoints(list(zip(names, series_steps(names))))
+
+    def set_checkpoints(self, checkpoints) -> None:
+        self.checkpoints = [(str(c), int(s)) for c, s in checkpoints]
+        self.list.clear()
+        for c, s in self.checkpoints:
+            self.list.addItem(f"step {s}: {c}")
+        self.run_button.setEnabled(bool(self.checkpoints))
+        self.status.setText(f"{len(self.checkpoints)} checkpoints" if self.checkpoints
+                            else "No checkpoints chosen.")
+
+    # ------------------------------------------------------------------ the job
+
+    def request_now(self) -> SeriesRequest | None:
+        if not self.checkpoints:
+            return None
+        corpus = self.state.corpus if self.use_corpus.isChecked() else ()
+        return SeriesRequest(tuple(c for c, _ in self.checkpoints),
+                             tuple(s for _, s in self.checkpoints), tuple(corpus),
+                             self.queries.value())
+
+    def start(self) -> None:
+        req = self.request_now()
+        if req is None:
+            return
+        if self.use_corpus.isChecked() and not req.corpus:
+            self.status.setText("No corpus is chosen (File > Corpus); computing without.")
+        self.run_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.status.begin(JOB_KEY)
+        self.jobs.submit(JOB_KEY, lambda: compute_series(req), self._done,
+                         label="Training series", on_error=self._failed,
+                         on_cancel=self._cancelled)
+
+    def cancel(self) -> None:
+        self.jobs.cancel(JOB_KEY)
+
+    def _finish(self) -> None:
+        self.run_button.setEnabled(bool(self.checkpoints))
+        self.cancel_button.setEnabled(False)
+        self.status.end(JOB_KEY)
+
+    @Slot(str, float, str)
+    def _progress(self, key: str, fraction: float, message: str) -> None:
+        if key == JOB_KEY:
+            self.status.setText(f"{fraction:.0%} {message}")
+
+    def _done(self, result) -> None:
+        self._finish()
+        self.series = result
+        cached = sum(result.cached)
+        self.status.setText(f"{len(result.checkpoints)} checkpoints, steps "
+                            f"{min(result.steps)}-{max(result.steps)} ({cached} from the cache); "
+                            "click a point to open that checkpoint")
+        self.draw_series()
+
+    def _failed(self, _exc, message: str) -> None:
+        self._finish()
+        self.status.stopped(JOB_KEY, message.strip().splitlines()[-1])
+
+    def _cancelled(self) -> None:
+        self._finish()
+        self.status.stopped(JOB_KEY, "Training series cancelled")
+
+    # ------------------------------------------------------------------ drawing
+
+    def draw_series(self) -> None:
+        from detokgui.core.series import step_position, step_ticks
+
+        self.plot.clear()
+        res = self.series
+        if res is None:
+            return
+        m = self.metric_box.currentData()
+        order = res.order()
+        steps = [res.steps[i] for i in order]
+        x = step_position(steps)
+        values = res.metric(m)[order]
+        sel = self.state.head
+        for h in range(values.shape[1]):
+            thick = h == sel
+            item = pg.PlotDataItem(
+                x, values[:, h], pen=pg.mkPen(head_color(h), width=3 if thick else 1),
+                symbol="o", symbolSize=8 if thick else 5, symbolBrush=head_color(h),
+                symbolPen=None, name=f"head {h}", data=[(order[k], h) for k in range(len(x))])
+            item.setZValue(2 if thick else 1)
+            item.setCurveClickable(False)
+            item.sigPointsClicked.connect(self._points_clicked)
+            self.plot.addItem(item)
+        self.plot.getAxis("bottom").setTicks([step_ticks(max(steps))])
+        if m == "head_class":
+            self.plot.getAxis("left").setTicks([list(CLASS_TICKS)])
+        else:
+            self.plot.getAxis("left").setTicks(None)
+        label = METRIC_LABELS[m]
+        if m in CORPUS_METRICS and not np.isfinite(values).any():
+            label += " (needs a corpus: tick 'with corpus')"
+        self.plot.setLabel("left", m)
+        self.plot.setTitle(label, size="9pt")
+
+    def _points_clicked(self, _item, points, _ev=None) -> None:
+        if len(points):
+            i, h = points[0].data()
+            self.pointClicked.emit(self.series.checkpoints[i], int(h))
+
+    @Slot(str, int)
+    def _open_point(self, checkpoint: str, head: int) -> None:
+        self.state.set_head(head)
+        self.status.setText(f"Opening {Path(checkpoint).name} as the main model…")
+        self.state.request_model(checkpoint)
+
+    def table(self):
+        return self.series.table() if self.series is not None else None
+
+    def plot_frames(self) -> list:
+        return [self.frame]

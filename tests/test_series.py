@@ -164,7 +164,7 @@ def test_export_series_cli_and_api(series_dir, tmp_path):
     assert lines[0] == ",".join(COLUMNS)
     assert len(lines) == 1 + 2 * 4 * len(HEAD_METRICS)
     assert {line.split(",")[1] for line in lines[1:]} == {"10", "20"}
-    frame = dg.series(ckpts[:2], steps=[10, 20], n_queries=N_QUERIES, workers=1)
+    frame = dg.series(ckpts[:2], steps=[10, 20], queries=N_QUERIES, workers=1)
     assert list(frame.columns) == list(COLUMNS)
     assert len(frame) == len(lines) - 1
     assert main(["series", "--models", *ckpts[:2], "--steps", "1", "--out", str(out)]) == 2

@@ -307,3 +307,21 @@ def small_corpus(tmp_path_factory):
     path = tmp_path_factory.mktemp("corpus") / "small.jsonl"
     path.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
     return path
+
+
+@pytest.fixture
+def empty_hf_cache(monkeypatch, tmp_path):
+    """An empty Hugging Face cache: gpt2 is not in it."""
+    cache = tmp_path / "hf-cache"
+    cache.mkdir()
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(cache))
+    return cache
+
+
+def closed_port() -> int:
+    """A 127.0.0.1 port nothing listens on (bound, then let go)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

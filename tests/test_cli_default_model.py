@@ -4,31 +4,15 @@ in seconds (issue 19). When gpt2 is cached the default works as before."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
 
-import pytest
-from conftest import SUBPROCESS_ENV
+from conftest import SUBPROCESS_ENV, closed_port
 
 from detokgui.cli import main as cli_main
 
 SHA = "0" * 40
-
-
-@pytest.fixture
-def empty_hf_cache(monkeypatch, tmp_path):
-    cache = tmp_path / "hf-cache"
-    cache.mkdir()
-    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(cache))
-    return cache
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def export_topk(tmp_path, capsys, *extra):

@@ -7,12 +7,11 @@ commit in the status bar and title, Esc cancelling a slow load."""
 from __future__ import annotations
 
 import http.server
-import socket
 import threading
 import time
 
 import pytest
-from conftest import close_jobs, wait_idle
+from conftest import close_jobs, closed_port, wait_idle
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
@@ -22,22 +21,6 @@ from detokgui.gui.main_window import MainWindow, hub_request
 from detokgui.gui.options import flush_settings
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
-
-
-@pytest.fixture
-def empty_hf_cache(monkeypatch, tmp_path):
-    """An empty Hugging Face cache: gpt2 is not in it."""
-    cache = tmp_path / "hf-cache"
-    cache.mkdir()
-    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(cache))
-    return cache
-
-
-def closed_port() -> int:
-    """A 127.0.0.1 port nothing listens on (bound, then let go)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

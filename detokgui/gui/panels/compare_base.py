@@ -39,7 +39,7 @@ class NoComparison(QWidget):
 
 class ComparePanel(Panel):
     """Base of the comparison panels: subclasses put their widgets in `self.body_layout`
-    and write request / compute / draw as any panel, with `compute(pair, request)` given
+    (`self.pair_text`, the head pair's line, among them) and write request / compute / draw as any panel, with `compute(pair, request)` given
     the core.compare.Pair; `request()` may rely on `self.state.pair` and
     `self.state.head_b` (it is asked only when both are there, see `ready`)."""
 
@@ -52,6 +52,8 @@ class ComparePanel(Panel):
         self.stack.addWidget(self.empty)
         self.body = QWidget()
         self.body_layout = QVBoxLayout(self.body)
+        self.pair_text = QLabel()  # `pair_label()`; each panel places it
+        self.pair_text.setTextFormat(Qt.RichText)
         self.stack.addWidget(self.body)
         outer.addWidget(self.stack)
         state.compareChanged.connect(self._compare_changed)

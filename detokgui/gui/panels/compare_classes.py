@@ -30,8 +30,6 @@ class CompareClassesPanel(ComparePanel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         lay = self.body_layout
-        self.pair_text = QLabel()
-        self.pair_text.setTextFormat(Qt.RichText)
         lay.addWidget(self.pair_text)
         split = QSplitter(Qt.Vertical)  # nine columns each: one above the other
         self.tables = {}

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
 
 from detokgui.core import compare_views as cv
 from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
@@ -56,8 +55,6 @@ class ComparePatternPanel(ComparePanel):
         super().__init__(state, jobs, parent)
         lay = self.body_layout
         row = FlowLayout()
-        self.pair_text = QLabel()
-        self.pair_text.setTextFormat(Qt.RichText)
         row.addWidget(self.pair_text)
         row.addSpacing(12)
         row.addWidget(QueryPositionControl(state, "position n"))

@@ -6,9 +6,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
-
 from detokgui.core import compare_views as cv
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.compare_base import ComparePanel
@@ -36,8 +33,6 @@ class CompareStatsPanel(ComparePanel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         lay = self.body_layout
-        self.pair_text = QLabel()
-        self.pair_text.setTextFormat(Qt.RichText)
         lay.addWidget(self.pair_text)
         from detokgui.core.head_metrics import METRIC_LABELS, class_label
 

@@ -70,8 +70,6 @@ class CompareTopKPanel(ComparePanel):
         super().__init__(state, jobs, parent)
         lay = self.body_layout
         row = FlowLayout()
-        self.pair_text = QLabel()
-        self.pair_text.setTextFormat(Qt.RichText)
         row.addWidget(self.pair_text)
         row.addStretch(1)
         self.options = OptionRow("comparetopk", Options, self)

@@ -10,7 +10,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPen
-from PySide6.QtWidgets import QLabel
 
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.compare_base import ComparePanel
@@ -29,8 +28,6 @@ class HeadMatchingPanel(ComparePanel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         lay = self.body_layout
-        self.pair_text = QLabel()
-        self.pair_text.setTextFormat(Qt.RichText)
         lay.addWidget(self.pair_text)
         self.frame = PlotFrame("Head matching", self._table)
         self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True,

@@ -1,3 +1,4 @@
+import contextlib
 import gzip
 import json
 import os
@@ -325,3 +326,18 @@ def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def ctrl_c_raises():
+    """Within: SIGINT raises KeyboardInterrupt, even in a process started as a shell's
+    background job (which ignores SIGINT), and a subprocess started here begins with
+    SIGINT's default disposition (an ignored signal stays ignored across exec, a handled
+    one does not)."""
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)

@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 import torch
 from approx import assert_rows_close
-from conftest import SUBPROCESS_ENV
+from conftest import SUBPROCESS_ENV, ctrl_c_raises
 from matplotlib.figure import Figure
 from test_cli import run_cli
 
@@ -90,7 +90,7 @@ def test_interrupt_stops_a_long_pass_cleanly(layer, shared_cache):
         if 0.0 < p.fraction < 1.0:
             signal.raise_signal(signal.SIGINT)
 
-    with pytest.raises(KeyboardInterrupt):
+    with ctrl_c_raises(), pytest.raises(KeyboardInterrupt):
         dg.auroc(layer, "sample", heads=7, progress=ctrl_c)
     assert seen and 0.0 < seen[-1].fraction < 1.0
     assert seen[-1].message.startswith("whole-vocabulary pass")

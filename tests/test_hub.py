@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 import torch
 from approx import FLOAT32_RTOL
+from conftest import ctrl_c_raises
 from hub_server import HubServer, write_sparse_gpt2
 
-from detokgui.core import Layer0, checkpoint, hub
+from detokgui.core import Layer0, checkpoint, checkpoint_files, hub
 from detokgui.core.demo import write_random_checkpoint
 from detokgui.core.errors import Cancelled, ModelLoadError
 
@@ -138,7 +139,7 @@ def test_hub_model_equals_the_folder_and_is_cached(server, tiny_main, tmp_path):
     (folder,) = finished_folders(tmp_path / "cache")
     assert folder.name.startswith(server.commit_a)
     with open(folder / "model.safetensors", "rb") as f:
-        header = checkpoint._read_safetensors_header(f, folder, 1 << 40)[0]
+        header = checkpoint_files.read_safetensors_header(f, folder, 1 << 40)[0]
     assert not any(k.startswith(("transformer.h.1.", "transformer.h.2.")) for k in header)
     assert (folder / "tokenizer.json").is_file() and (folder / "config.json").is_file()
 
@@ -390,9 +391,10 @@ def test_cli_ctrl_c_leaves_nothing_trusted(server, tmp_path, isolated_env):
            "DETOKGUI_CACHE_DIR": str(tmp_path / "cache"), "HF_HOME": str(tmp_path / "hf")}
     env.pop("HF_HUB_OFFLINE", None)
     server.delay = 0.05
-    p = subprocess.Popen([sys.executable, "-m", "detokgui", "export", "sigma", "--model",
-                          "test/tiny", "--out", str(tmp_path / "s.csv"), "--device", "cpu"],
-                         env=env, stderr=subprocess.PIPE, text=True)
+    with ctrl_c_raises():  # the child starts with SIGINT's default disposition
+        p = subprocess.Popen([sys.executable, "-m", "detokgui", "export", "sigma", "--model",
+                              "test/tiny", "--out", str(tmp_path / "s.csv"), "--device", "cpu"],
+                             env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not weight_requests(server):
         time.sleep(0.1)

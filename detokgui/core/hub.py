@@ -272,7 +272,7 @@ def _fetch_commit(repo: str, commit: str, files: set[str], report: Report,
     from huggingface_hub import errors as hf_errors
 
     from detokgui.core.atomic import atomic_folder, sweep_stale_parts
-    from detokgui.core.checkpoint import TOKENIZER_FILES
+    from detokgui.core.checkpoint_files import TOKENIZER_FILES
     from detokgui.core.families import read_config
 
     if "model.safetensors" in files or not files:

@@ -425,11 +425,11 @@ class Client:
         import torch
         from safetensors.torch import save_file
 
-        from detokgui.core.checkpoint import _load_bin
+        from detokgui.core.checkpoint_files import load_bin
         from detokgui.core.families import get as get_family
 
         path = self._whole(filename, meta.location or self.url(filename), meta.size)
-        state = _load_bin(path, self.label)
+        state = load_bin(path, self.label)
         names = get_family(shape.family).resolve(state, shape, self.label)
         keep = {v: state[v].contiguous().clone() for v in names.values()
                 if isinstance(state.get(v), torch.Tensor)}

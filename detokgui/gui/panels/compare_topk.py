@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QSplitter
+from PySide6.QtWidgets import QLabel, QSizePolicy, QSplitter
 
 from detokgui.core import compare_views as cv
 from detokgui.core.affinity import SigmaChoice
@@ -100,7 +100,8 @@ class CompareTopKPanel(ComparePanel):
         self.grid_pairs: list[tuple[int, int]] = []  # the pair of each grid column
         split = QSplitter(Qt.Horizontal)
         left, ll = bare_column()
-        ll.addWidget(QLabel("<b>Every matched pair</b> — click a column to select its pair"))
+        grid_label = QLabel("<b>Every matched pair</b> — click a column to select its pair")
+        ll.addWidget(grid_label)
         self.grid = TokenTableView(RecordsModel([]), stretch=None,
                                    tip="Top-k keys of A's head and of its match in B, "
                                        "side by side. Click a cell to select that pair")
@@ -112,6 +113,9 @@ class CompareTopKPanel(ComparePanel):
         self.detail_label = QLabel("<b>The selected pair</b>, each key ranked in the other "
                                    "model")
         rl.addWidget(self.detail_label)
+        for label in (grid_label, self.detail_label):  # wrapped, not widening the window
+            label.setWordWrap(True)
+            label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         rl.addWidget(self.table, 1)
         split.addWidget(right)
         split.setSizes([560, 560])

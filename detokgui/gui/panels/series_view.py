@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFileDialog,
-    QHBoxLayout,
     QLabel,
     QListWidget,
     QPushButton,
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.core.head_metrics import CORPUS_METRICS, HEAD_METRICS, METRIC_LABELS
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, head_color
 
@@ -65,7 +65,7 @@ class SeriesPanel(Panel):
         self.series = None  # the drawn core.series.SeriesResult
         lay = QVBoxLayout(self)
 
-        pick = QHBoxLayout()
+        pick = FlowLayout()  # rows wrap: the window's minimum width is not theirs
         folder = QPushButton("Series folder…")
         folder.setToolTip("A folder of step-* checkpoint folders (as scripts/train_series.py "
                           "writes): its checkpoints, by step")
@@ -78,14 +78,13 @@ class SeriesPanel(Panel):
         clear.clicked.connect(lambda: self.set_checkpoints([]))
         for w in (folder, add, clear):
             pick.addWidget(w)
-        pick.addStretch(1)
         lay.addLayout(pick)
         self.list = QListWidget()
         self.list.setMaximumHeight(72)
         self.list.setToolTip("The checkpoints of the series and their steps")
         lay.addWidget(self.list)
 
-        row = QHBoxLayout()
+        row = FlowLayout()
         row.addWidget(QLabel("metric"))
         self.metric_box = QComboBox()
         for m in HEAD_METRICS:
@@ -93,7 +92,6 @@ class SeriesPanel(Panel):
             self.metric_box.setItemData(self.metric_box.count() - 1, METRIC_LABELS[m], Qt.ToolTipRole)
         self.metric_box.currentIndexChanged.connect(lambda _: self.draw_series())
         row.addWidget(self.metric_box)
-        row.addSpacing(12)
         row.addWidget(QLabel("query tokens"))
         self.queries = QSpinBox()
         self.queries.setRange(1, 50257)
@@ -104,7 +102,6 @@ class SeriesPanel(Panel):
         self.use_corpus.setToolTip("Compute the corpus metrics (mean bigram AUROC, Spearman "
                                    "ρ(T_e, count)) with the chosen corpus")
         row.addWidget(self.use_corpus)
-        row.addStretch(1)
         self.run_button = QPushButton("Compute")
         self.run_button.clicked.connect(lambda: self.start())
         self.cancel_button = QPushButton("Cancel")

@@ -7,7 +7,7 @@ import pytest
 from conftest import SAMPLE_CORPUS, wait_idle
 from svgcheck import RSVG, assert_renders_like, png_array, render_svg
 from test_cli import run_cli
-from test_panels import VOCAB_VIEWS
+from test_panels import BUTTON_VIEWS, VOCAB_VIEWS
 
 
 def _show(win, qtbot, panel):
@@ -37,9 +37,14 @@ def _check_exports(win, qtbot, tmp_path, panels):
         pytest.skip("checked with Qt's renderer only: rsvg-convert (librsvg2-bin) is missing")
 
 
-def test_every_plot_of_every_view_exports_svg_like_png(window, qtbot, tmp_path):
+def test_every_plot_of_every_view_exports_svg_like_png(window, qtbot, tmp_path, tiny_ckpt):
+    """The comparison views with the same checkpoint as model B; the training series'
+    plot (drawn after its Compute button) is checked in test_series."""
+    window.compare_with(str(tiny_ckpt))
+    qtbot.waitUntil(lambda: window.state.matching is not None, timeout=120000)
     _check_exports(window, qtbot, tmp_path,
-                   [p for p in window.panels if p.view_name not in VOCAB_VIEWS])
+                   [p for p in window.panels
+                    if p.view_name not in VOCAB_VIEWS | BUTTON_VIEWS])
 
 
 def test_every_plot_of_the_vocabulary_views_exports_svg_like_png(vocab_window, qtbot,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from svgcheck import assert_renders_like
 
 from detokgui.core.demo import sample_corpus
 from detokgui.core.head_metrics import HEAD_METRICS, iter_head_metrics
@@ -170,7 +171,8 @@ def test_export_series_cli_and_api(series_dir, tmp_path):
     assert main(["series", "--models", *ckpts[:2], "--steps", "1", "--out", str(out)]) == 2
 
 
-def test_series_panel_draws_lines_and_opens_a_clicked_checkpoint(qtbot, series_dir):
+def test_series_panel_draws_lines_and_opens_a_clicked_checkpoint(qtbot, series_dir,
+                                                                 tmp_path):
     from detokgui.gui.jobs import JobRunner
     from detokgui.gui.panels.series_view import SeriesPanel
     from detokgui.gui.state import AppState
@@ -198,6 +200,10 @@ def test_series_panel_draws_lines_and_opens_a_clicked_checkpoint(qtbot, series_d
     panel.metric_box.setCurrentIndex(panel.metric_box.findData("bqk_norm"))
     _, y = panel.plot.listDataItems()[0].getData()
     np.testing.assert_allclose(y, expected.metric("bqk_norm")[:, 0], rtol=1e-6)
+    (frame,) = panel.plot_frames()  # its export draws as the view does, SVG like PNG
+    frame.export(tmp_path / "series.png")
+    frame.export(tmp_path / "series.svg")
+    assert_renders_like(tmp_path / "series.png", tmp_path / "series.svg")
     opened = []
     state.modelRequested.connect(opened.append)
     item = panel.plot.listDataItems()[1]

@@ -20,6 +20,17 @@ each written to a temporary folder and renamed, at steps 0, 1, 2, 4, 8, 12, 16, 
 step, the training loss, the held-out loss (full softmax) and each layer-0 head's
 attention share on the previous token and on the last 4 positions, measured on held-out
 windows. Seeded: the same arguments give the same checkpoints.
+
+    python3 scripts/train_series.py --out /tmp/series-run --resume --minutes 30
+
+`--resume` continues from the newest OUT/step-XXXXXX: the weights (and the architecture)
+come from that checkpoint and the step numbering continues; the optimizer is a FRESH
+AdamW (its moments were not saved) with a short linear warm-up (`--warmup` steps, from
+1/warmup of the learning rate); batch, learning rate, schedule, etc. default to the
+previous run's values in train_log.json. `--steps` and `--minutes` count this run only.
+Checkpoints keep their log spacing, every ~1.25x steps (5,000, 6,250, ... after 4,000),
+and the last step is always saved. train_log.json keeps the earlier entries and records
+each resume under "resumes" (start step, fresh optimizer, warm-up, hyper-parameters).
 """
 
 from __future__ import annotations
@@ -53,6 +64,28 @@ def save_steps(limit: int) -> list[int]:
         steps.add(3 * 2 ** (k - 1))
         k += 1
     return sorted(s for s in steps if s <= limit)
+
+
+def resume_save_steps(start: int, limit: int, ratio: float = 1.25) -> list[int]:
+    """Log-spaced steps after `start` for a resumed run: round(start * ratio^k), k >= 1,
+    up to `limit` (start 0 falls back to `save_steps`)."""
+    if start <= 0:
+        return save_steps(limit)
+    steps, k = set(), 1
+    while round(start * ratio**k) <= limit:
+        steps.add(round(start * ratio**k))
+        k += 1
+    return sorted(steps)
+
+
+def newest_checkpoint(out: Path) -> tuple[int, Path] | None:
+    """(step, folder) of the highest complete OUT/step-XXXXXX, or None."""
+    found = []
+    for f in out.glob("step-*"):
+        tail = f.name[len("step-"):]
+        if f.is_dir() and tail.isdigit() and (f / "config.json").is_file():
+            found.append((int(tail), f))
+    return max(found) if found else None
 
 
 def step_folder(out: Path, step: int) -> Path:
@@ -137,31 +170,56 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--ctx", type=int, default=128)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--lr", type=float, default=2.5e-3)
-    p.add_argument("--pos-lr-mult", type=float, default=5.0)
-    p.add_argument("--warmup", type=int, default=50)
-    p.add_argument("--schedule", choices=("cosine", "constant"), default="cosine",
+    p.add_argument("--batch", type=int, default=None, help="default 16")
+    p.add_argument("--lr", type=float, default=None, help="default 2.5e-3")
+    p.add_argument("--pos-lr-mult", type=float, default=None, help="default 5")
+    p.add_argument("--warmup", type=int, default=50,
+                   help="linear warm-up steps (also after --resume, for the fresh optimizer)")
+    p.add_argument("--schedule", choices=("cosine", "constant"), default=None,
                    help="learning rate after the warm-up: cosine decay to 0.1x over the run "
-                        "(--steps or --minutes, whichever ends first), or constant")
-    p.add_argument("--sampled", type=int, default=2048, help="random negatives per step")
+                        "(--steps or --minutes, whichever ends first), or constant; default cosine")
+    p.add_argument("--sampled", type=int, default=None, help="random negatives per step (default 2048)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-chars", type=int, default=None, help="read only this much text")
     p.add_argument("--threads", type=int, default=None, help="torch threads")
     p.add_argument("--half", action="store_true", help="save float16 weights")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the newest OUT/step-* (its weights; steps continue; a "
+                        "fresh AdamW with --warmup steps of warm-up; other settings default "
+                        "to OUT/train_log.json's)")
     args = p.parse_args(argv)
     if args.minutes is None and args.steps is None:
         p.error("give --minutes or --steps (or both)")
     return args
 
 
+TRAIN_DEFAULTS = {"batch": 16, "lr": 2.5e-3, "pos_lr_mult": 5.0, "schedule": "cosine",
+                  "sampled": 2048}
+
+
 def train(args: argparse.Namespace) -> dict:
     from transformers import GPT2Config, GPT2LMHeadModel
 
+    out: Path = args.out
+    previous: dict = {}
+    start = 0
+    resume_from = None
+    if args.resume:
+        newest = newest_checkpoint(out)
+        if newest is None:
+            raise SystemExit(f"--resume: no step-* checkpoint in {out}")
+        start, resume_from = newest
+        if (out / "train_log.json").is_file():
+            previous = json.loads((out / "train_log.json").read_text())
+    for key, default in TRAIN_DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, previous.get(key, default))
+
     if args.threads:
         torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    rng = np.random.default_rng(args.seed)
+    # a resumed run draws new batches: the generators are seeded with (seed, start step)
+    torch.manual_seed(args.seed if start == 0 else args.seed * 1_000_003 + start)
+    rng = np.random.default_rng(args.seed if start == 0 else [args.seed, start])
     tokenizer = gpt2_tokenizer()
     tokens = read_tokens(sample_corpus(), tokenizer, args.max_chars)
     n_val = max(len(tokens) // 20, args.ctx * 20)
@@ -169,7 +227,13 @@ def train(args: argparse.Namespace) -> dict:
     config = GPT2Config(n_embd=args.d, n_head=args.heads, n_layer=args.layers,
                         n_positions=args.ctx, vocab_size=len(tokenizer),
                         bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id)
-    model = GPT2LMHeadModel(config)
+    if resume_from is not None:
+        model = GPT2LMHeadModel.from_pretrained(resume_from, dtype=torch.float32)
+        config = model.config
+        args.d, args.heads, args.layers = config.n_embd, config.n_head, config.n_layer
+        args.ctx = min(args.ctx, config.n_positions)
+    else:
+        model = GPT2LMHeadModel(config)
     model.train()
     tr = model.transformer
     pos = [tr.wpe.weight]
@@ -183,29 +247,32 @@ def train(args: argparse.Namespace) -> dict:
     opt = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.98))
     limit = args.steps if args.steps is not None else 10**9
     budget = args.minutes * 60 if args.minutes is not None else float("inf")
-    planned = set(save_steps(limit))
-    log: list[dict] = []
-    out: Path = args.out
+    planned = {start + s for s in save_steps(limit)} if start == 0 else \
+        set(resume_save_steps(start, start + limit))
+    log: list[dict] = [e for e in previous.get("log", []) if e["step"] <= start]
+    seconds0 = float(previous.get("train_seconds", 0.0)) if start else 0.0
     out.mkdir(parents=True, exist_ok=True)
 
     def checkpoint(step: int, train_loss: float | None) -> None:
-        entry = {"step": step, "train_loss": train_loss, "s": round(time.time() - t0, 1)}
+        entry = {"step": step, "train_loss": train_loss,
+                 "s": round(seconds0 + time.time() - t0, 1)}
         entry.update(measure(model, val_tok, args.ctx))
         save(model, tokenizer, step_folder(out, step), step, args.half)
         log.append(entry)
         print(json.dumps(entry), flush=True)
 
     t0 = time.time()
-    step, loss_avg = 0, None
-    checkpoint(0, None)
-    while step < limit:
+    step, loss_avg = start, None
+    if start == 0:
+        checkpoint(0, None)
+    while step < start + limit:
         elapsed = time.time() - t0
         if elapsed >= budget:
             break
-        progress = max(step / limit, elapsed / budget)
+        progress = max((step - start) / limit, elapsed / budget)
         decay = (0.1 + 0.45 * (1 + math.cos(math.pi * min(progress, 1.0)))
                  if args.schedule == "cosine" else 1.0)
-        lr = args.lr * min(1.0, (step + 1) / args.warmup) * decay
+        lr = args.lr * min(1.0, (step - start + 1) / max(args.warmup, 1)) * decay
         for g in opt.param_groups:
             g["lr"] = lr * g["mult"]
         starts = rng.integers(0, len(train_tok) - args.ctx - 1, size=args.batch)
@@ -224,13 +291,20 @@ def train(args: argparse.Namespace) -> dict:
         loss_avg = loss.item() if loss_avg is None else 0.95 * loss_avg + 0.05 * loss.item()
         if step in planned:
             checkpoint(step, round(loss_avg, 4))
-    if step not in planned:
+    if step not in planned and step != start:
         checkpoint(step, round(loss_avg, 4) if loss_avg is not None else None)
     record = {"d": args.d, "heads": args.heads, "layers": args.layers, "ctx": args.ctx,
               "batch": args.batch, "lr": args.lr, "pos_lr_mult": args.pos_lr_mult,
               "warmup": args.warmup, "schedule": args.schedule, "sampled": args.sampled, "seed": args.seed,
               "steps": step, "train_tokens": len(train_tok), "val_tokens": len(val_tok),
-              "train_seconds": round(time.time() - t0, 1), "log": log}
+              "train_seconds": round(seconds0 + time.time() - t0, 1), "log": log}
+    resumes = list(previous.get("resumes", [])) if start else []
+    if start:
+        resumes.append({"from_step": start, "to_step": step, "optimizer": "fresh AdamW",
+                        "warmup": args.warmup, "batch": args.batch, "lr": args.lr,
+                        "pos_lr_mult": args.pos_lr_mult, "schedule": args.schedule,
+                        "seconds": round(time.time() - t0, 1)})
+        record["resumes"] = resumes
     with atomic_open(out / "train_log.json") as f:
         json.dump(record, f, indent=1)
     return record

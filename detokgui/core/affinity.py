@@ -21,6 +21,7 @@ from detokgui.core.checks import (
     check_count,
     check_heads,
     check_token,
+    query_tensor,
     token_tensor,
 )
 from detokgui.core.conventions import (
@@ -105,11 +106,7 @@ def iter_topk_keys_of(layer, queries, k: int = 10, sigma: SigmaChoice = DEFAULT_
     from detokgui.core.vocab_pass import column_factor, row_factor
 
     hs = check_heads(layer, heads)
-    ids = token_tensor(layer, queries, "query tokens")
-    if ids.numel() == 0:
-        raise InputError("No query tokens were given.")
-    for t in (int(ids.min()), int(ids.max())):
-        check_token(layer, t)
+    ids = query_tensor(layer, queries)
     k = min(check_count(k, "k"), layer.n_vocab)
     step = check_count(chunk_rows, "rows per chunk")
     S = ids.numel()

@@ -115,3 +115,13 @@ def token_tensor(layer, token_ids, what: str = "tokens"):
     if np.issubdtype(arr.dtype, np.floating) and not np.all(np.mod(arr, 1) == 0):
         raise InputError(f"The {what} must be whole numbers (token ids).")
     return torch.as_tensor(arr.astype(np.int64), device=layer.device).reshape(-1)
+
+
+def query_tensor(layer, token_ids, what: str = "query tokens"):
+    """`token_tensor` of at least one token id, each inside the vocabulary (0..V-1)."""
+    ids = token_tensor(layer, token_ids, what)
+    if ids.numel() == 0:
+        raise InputError(f"No {what} were given.")
+    for t in (int(ids.min()), int(ids.max())):
+        check_token(layer, t)
+    return ids

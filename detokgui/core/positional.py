@@ -53,7 +53,7 @@ from detokgui.core.checks import (
     check_heads,
     check_position,
     check_token,
-    token_tensor,
+    query_tensor,
 )
 from detokgui.core.conventions import (
     DEFAULT_POSITION_CONVENTION,
@@ -492,11 +492,7 @@ def mean_pattern(layer, tokens, n: int, heads=None) -> np.ndarray:
     sigma = vocabulary mean (the classification's `mean_pattern`, for any token sample)."""
     n = check_position(layer, n)
     hs = check_heads(layer, heads)
-    ids = token_tensor(layer, tokens, "query tokens")
-    if ids.numel() == 0:
-        raise InputError("No query tokens were given.")
-    for t in (int(ids.min()), int(ids.max())):
-        check_token(layer, t)
+    ids = query_tensor(layer, tokens)
     return _np(_pattern_batch(layer, ids, n, hs).double().mean(1))
 
 
@@ -509,11 +505,7 @@ def iter_self_ranks(layer, tokens, heads=None, chunk_rows: int | None = None) ->
     common factor and does not change ranks. Streams the vocabulary in row chunks
     through the rank-d' factors: cost ~ V d (H d') + V H S d'."""
     hs = check_heads(layer, heads)
-    ids = token_tensor(layer, tokens, "query tokens")
-    if ids.numel() == 0:
-        raise InputError("No query tokens were given.")
-    for t in (int(ids.min()), int(ids.max())):
-        check_token(layer, t)
+    ids = query_tensor(layer, tokens)
     st = yield from _rescaled(sigma_stats_job(layer), 0.0, 0.5)
     s_key = st.tok_mean
     h, S, V, dh = len(hs), ids.numel(), layer.n_vocab, layer.d_head

@@ -201,9 +201,13 @@ def test_top_keys_of_a_sample_equal_the_top_k_view(demo):
     tokens = random_token_sample(demo, 6, seed=3)
     top = run(iter_topk_keys_of(demo, tokens, 10, chunk_rows=4))
     for s, u in enumerate(tokens):
-        ref = topk_keys(demo, u, 10)
+        ref = topk_keys(demo, u, 12)  # two more: keys tied with the 10th may swap in
         for h in range(demo.n_heads):
-            assert set(top[h, s]) == set(ref.ids[h].tolist())
+            ids, scores = ref.ids[h].tolist(), ref.scores[h].tolist()
+            swapped = set(top[h, s]) ^ set(ids[:10])
+            tenth = scores[9]
+            assert all(k in ids and abs(scores[ids.index(k)] - tenth) <= 1e-5 * max(1.0, abs(tenth))
+                       for k in swapped), (u, h, swapped)
 
 
 # --------------------------------------------------------------------------- head metrics

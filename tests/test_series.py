@@ -99,12 +99,15 @@ def test_rows_equal_direct_head_metrics(series_dir, small_corpus, tmp_path):
 def test_local_pool_and_dask_cluster_give_identical_csvs(series_dir, small_corpus, tmp_path):
     distributed = pytest.importorskip("distributed")
     ckpts = _checkpoints(series_dir)
+    # one torch thread per task in both (a pool on a many-core machine would get more,
+    # and BLAS sums in another order with more threads)
     local = run(iter_series(ckpts, corpus=[str(small_corpus)], n_queries=N_QUERIES, workers=2,
-                            use_cache=False))
+                            threads=1, use_cache=False))
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                   dashboard_address=None) as cluster:
         dask = run(iter_series(ckpts, corpus=[str(small_corpus)], n_queries=N_QUERIES,
-                               scheduler=cluster.scheduler_address, use_cache=False))
+                               scheduler=cluster.scheduler_address, threads=1,
+                               use_cache=False))
     write_csv(tmp_path / "local.csv", local.table())
     write_csv(tmp_path / "dask.csv", dask.table())
     a, b = (tmp_path / "local.csv").read_bytes(), (tmp_path / "dask.csv").read_bytes()

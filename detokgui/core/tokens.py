@@ -299,7 +299,7 @@ def _detect(tokenizer, special: set[int]) -> str:
         return BYTE_LEVEL
     if kinds & {"Metaspace", "ByteFallback"}:
         return SENTENCEPIECE
-    pieces = [p for i, p in enumerate(tokenizer.convert_ids_to_tokens(range(len(tokenizer))))
+    pieces = [p for i, p in enumerate(all_pieces(tokenizer))
               if i not in special and isinstance(p, str) and p]
     spiece = sum(SPIECE_MARK in p or bool(_BYTE_PIECE.match(p)) for p in pieces)
     byte_level = sum(_byte_level_raw(p) is not None for p in pieces)
@@ -316,9 +316,14 @@ def _decoder_kinds(tokenizer) -> set[str]:
     if backend is None or backend.decoder is None:
         return set()
     try:
-        tree = json.loads(backend.to_str()).get("decoder")
-    except (ValueError, AttributeError):
-        return set()
+        # the decoder's own JSON: serialising the whole tokenizer and parsing it back
+        # held the GIL ~65 ms (GPT-2), stalling the window while a model loads
+        tree = json.loads(backend.decoder.__getstate__())
+    except (ValueError, AttributeError, TypeError):
+        try:
+            tree = json.loads(backend.to_str()).get("decoder")
+        except (ValueError, AttributeError):
+            return set()
     kinds: set[str] = set()
 
     def walk(node):
@@ -334,9 +339,23 @@ def _decoder_kinds(tokenizer) -> set[str]:
     return kinds
 
 
+_PIECES_CHUNK = 4096
+
+
+def all_pieces(tokenizer) -> list:
+    """convert_ids_to_tokens(0 .. len(tokenizer) - 1), in chunks: a fast tokenizer holds the
+    GIL for the whole call (~30 ms for 50k ids), which stalls the window when it runs in
+    a worker thread."""
+    n = len(tokenizer)
+    out: list = []
+    for a in range(0, n, _PIECES_CHUNK):
+        out.extend(tokenizer.convert_ids_to_tokens(list(range(a, min(n, a + _PIECES_CHUNK)))))
+    return out
+
+
 def _raw(tokenizer, info: _Info) -> list[bytes | None]:
     if info.raw is None:
-        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+        pieces = all_pieces(tokenizer)
         out: list[bytes | None] = []
         for i, piece in enumerate(pieces):
             if i in info.literal or not isinstance(piece, str):

@@ -44,6 +44,7 @@ from detokgui.gui.elided_label import ElidedLabel, StatusBar
 from detokgui.gui.jobs import JobRunner, dismantle, release_memory
 from detokgui.gui.notices import LogNotices
 from detokgui.gui.options import flush_settings, remember, remembered
+from detokgui.gui.page_tabs import PageTabs
 from detokgui.gui.state import AppState
 
 DEMO_LABELS = {
@@ -193,7 +194,7 @@ class MainWindow(QMainWindow):
         lay.setContentsMargins(4, 4, 4, 4)
         self.banner = Banner()
         lay.addWidget(self.banner)
-        self.tabs = QTabWidget()  # one tab per group of panels, each a QTabWidget of panels
+        self.tabs = PageTabs()  # one tab per group of panels, each a QTabWidget of panels
         self.tabs.setDocumentMode(True)
         lay.addWidget(self.tabs)
         self.setCentralWidget(central)
@@ -208,7 +209,7 @@ class MainWindow(QMainWindow):
             self.addDockWidget(Qt.LeftDockWidgetArea, dock)
             self.panels.append(panel)
         for group, classes in PANEL_GROUPS:
-            inner = QTabWidget()
+            inner = PageTabs()
             inner.setDocumentMode(True)
             self.tabs.addTab(inner, group)
             for cls in classes:

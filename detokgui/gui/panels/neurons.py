@@ -170,6 +170,7 @@ class NeuronBrowserPanel(Panel):
         self.top_button.clicked.connect(
             lambda: self.table.select_dims(self.table.default_dims(DEFAULT_SELECTION)))
         self.export_table_button.clicked.connect(self._export_table_dialog)
+        self._draw_curves_when_visible = self.when_visible(self._draw_curves)
         self.table.dimsSelected.connect(self._dims_selected)
         connect_position_clicks(self.curve_frame.view.scene(), self._curve_position,
                                 state.set_query_position)
@@ -246,11 +247,14 @@ class NeuronBrowserPanel(Panel):
     @Slot(list)
     def _dims_selected(self, dims: list[int]) -> None:
         self.selected = dims
-        self._draw_curves()
+        # a model switch empties the table of a hidden panel too: clearing its curves and
+        # legend (~250 ms of relayout) waits until the panel is shown
+        self._draw_curves_when_visible()
 
     # ------------------------------------------------------------------ draw: curves
 
     def _draw_curves(self) -> None:
+        self._on_show.pop(self._draw_curves, None)  # drawn now, not again when shown
         plot = self.curve_plot
         for item in [*self.curve_items.values(), *self.fit_items]:
             plot.removeItem(item)

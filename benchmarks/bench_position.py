@@ -66,11 +66,13 @@ class PaintCounter:
 
 
 def bench_slider(app, win, steps: int):
+    from detokgui.gui.panels.positional_bias import FRAMES
+
     panel = win.panel("bias")
     win.show_view("bias")
-    panel.window_box.setChecked(False)
-    for b in panel.show_buttons.values():
-        b.setChecked(True)
+    panel.options.widget("window").setChecked(False)
+    for key, *_ in FRAMES:
+        panel.options.widget(f"show_{key}").setChecked(True)
     panel.heads_box.set_mode("all")
     L = win.state.layer.n_positions
     H = win.state.layer.n_heads

@@ -263,6 +263,20 @@ def test_byte_level_bpe_is_unchanged_and_bos_comes_before_eos():
     assert window[0] == bos and window[1:] == next(corpus_windows(sample_corpus(), tok, 63))
 
 
+
+def test_pieces_in_chunks_and_the_decoders_own_kinds(spm_layer):
+    """all_pieces converts ids in chunks (the GIL is let go in between) and gives what one
+    call gives; the decoder's kinds are read from the decoder alone, nested ones too."""
+    for tok in (tokens.gpt2_tokenizer(), spm_layer.tokenizer):
+        n = len(tok)
+        assert n > tokens._PIECES_CHUNK or tok is spm_layer.tokenizer
+        assert tokens.all_pieces(tok) == tok.convert_ids_to_tokens(list(range(n)))
+    assert tokens._decoder_kinds(tokens.gpt2_tokenizer()) == {"ByteLevel"}
+    backend = getattr(spm_layer.tokenizer, "backend_tokenizer", None)
+    if backend is not None and backend.decoder is not None:
+        whole = json.loads(backend.to_str())["decoder"]
+        assert whole["type"] in tokens._decoder_kinds(spm_layer.tokenizer)
+
 @pytest.mark.gui
 def test_gui_prepend_option_and_special_token_tooltip(qtbot, spm_layer):
     from PySide6.QtCore import Qt

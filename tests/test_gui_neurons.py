@@ -330,3 +330,34 @@ def test_export_each_format(pe_window, qtbot, tmp_path):
     st = neurons.neuron_stats(layer)
     np.testing.assert_allclose([float(r["norm"]) for r in got], st.norm, rtol=1e-7)
     assert [r["group"] for r in got] == st.group
+
+
+def test_the_legend_moves_under_a_narrow_plot_and_back(pe_window, qtbot):
+    """Beside the plot it would leave a narrow window's curves no width (an 800-pixel window
+    showed the legend and no curves): there it goes under the plot, in as many columns as
+    fit, and back beside it when the window is wide again."""
+    win = pe_window
+    panel = win.panel("neurons")
+    grid = panel.curve_frame.view.ci.layout
+    vb = panel.curve_plot.getViewBox()
+
+    def legend_cell():
+        for r in range(grid.rowCount()):
+            for c in range(grid.columnCount()):
+                if grid.itemAt(r, c) is panel.legend:
+                    return r, c
+        return None
+
+    assert legend_cell() == (0, 1)
+    for width in (800, 1000):
+        win.resize(width, 800)
+        qtbot.waitUntil(lambda w=width: win.width() == w)
+        wait_idle(qtbot, win)
+        assert legend_cell() == (1, 0), width
+        assert vb.width() >= 60, width  # the curves have room (beside the legend: none)
+        assert len(panel.legend.items) == DEFAULT_SELECTION
+    assert panel.legend.columnCount >= 2  # at 1000 pixels two columns fit
+    win.resize(1400, 900)
+    qtbot.waitUntil(lambda: win.width() == 1400)
+    wait_idle(qtbot, win)
+    assert legend_cell() == (0, 1) and panel.legend.columnCount == 1

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtCore import QEvent, Qt, QTimer, Slot
 from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
@@ -39,6 +39,7 @@ from detokgui.gui.position import PositionMarker, connect_position_clicks, posit
 DEFAULT_SELECTION = 5  # top dims by norm shown when nothing is selected
 MAX_CURVES = 64  # drawn at most; the rest of a larger selection is listed as left out
 MAX_LEGEND = 12
+LEGEND_BESIDE_MIN_PLOT = 260  # pixels the curves keep beside a legend column
 OVERLAP_DEBOUNCE_MS = 250
 @dataclass(frozen=True)
 class Options:
@@ -128,6 +129,8 @@ class NeuronBrowserPanel(Panel):
         self.legend = legend()
         self.curve_frame.view.addItem(self.legend, row=0, col=1)
         self.curve_frame.view.ci.layout.setAlignment(self.legend, Qt.AlignTop | Qt.AlignLeft)
+        self._legend_beside = True
+        self.curve_frame.view.installEventFilter(self)  # the legend moves under a narrow plot
         self.curve_frame.view.ci.layout.setColumnStretchFactor(0, 1)
         self.marker = PositionMarker(
             state, movable=True, live=False, pen=pg.mkPen("#444", width=1, style=Qt.DashLine),
@@ -296,15 +299,35 @@ class NeuronBrowserPanel(Panel):
         plot.enableAutoRange()
 
     def _fit_legend(self) -> None:
-        """Size the legend column to its entries (a grid layout would squeeze it)."""
+        """Size the legend to its entries (a grid layout would squeeze it): a column beside
+        the plot, or, when that would leave the curves under LEGEND_BESIDE_MIN_PLOT pixels,
+        rows under it (a narrow window showed the legend and no curves)."""
         leg = self.legend
-        width = max((s.boundingRect().width() + lab.item.boundingRect().width() + 12
+        entry = max((s.boundingRect().width() + lab.item.boundingRect().width() + 12
                      for s, lab in leg.items), default=0)
-        height = sum(max(s.boundingRect().height(), lab.item.boundingRect().height())
-                     for s, lab in leg.items)
-        leg.setFixedWidth(width)
-        leg.setMaximumHeight(max(height, 1))
+        row = max((max(s.boundingRect().height(), lab.item.boundingRect().height())
+                   for s, lab in leg.items), default=0)
+        n = len(leg.items)
+        width = self.curve_frame.view.width()
+        beside = width - entry >= LEGEND_BESIDE_MIN_PLOT
+        columns = 1 if beside else max(1, min(n, int((width - 16) // max(entry, 1))))
+        grid = self.curve_frame.view.ci
+        if beside != self._legend_beside:
+            self._legend_beside = beside
+            grid.removeItem(leg)
+            grid.addItem(leg, row=0, col=1) if beside else grid.addItem(leg, row=1, col=0)
+            grid.layout.setAlignment(leg, Qt.AlignTop | Qt.AlignLeft)
+        if leg.columnCount != columns:
+            leg.setColumnCount(columns)
+        rows = -(-n // columns)
+        leg.setFixedWidth(entry * columns)
+        leg.setFixedHeight(max(rows * row, 1))
         leg.setVisible(bool(leg.items))
+
+    def eventFilter(self, obj, event) -> bool:
+        if obj is self.curve_frame.view and event.type() == QEvent.Resize:
+            self._fit_legend()
+        return False
 
     def _curve_position(self, scene_pos) -> int | None:
         if self.layer is None:

@@ -315,7 +315,10 @@ class NeuronBrowserPanel(Panel):
         if beside != self._legend_beside:
             self._legend_beside = beside
             grid.removeItem(leg)
-            grid.addItem(leg, row=0, col=1) if beside else grid.addItem(leg, row=1, col=0)
+            if beside:
+                grid.addItem(leg, row=0, col=1)
+            else:
+                grid.addItem(leg, row=1, col=0)
             grid.layout.setAlignment(leg, Qt.AlignTop | Qt.AlignLeft)
         if leg.columnCount != columns:
             leg.setColumnCount(columns)

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from detokgui.core.atomic import write_bytes
 from detokgui.core.tables import Table, write_csv
+from detokgui.gui.paint_prep import prepare_before_paint
 
 pg.setConfigOptions(imageAxisOrder="row-major", background="w", foreground="k", antialias=True)
 
@@ -331,6 +332,10 @@ class PlotFrame(QWidget):
         self.export_actions = actions
         self.view.setContextMenuPolicy(Qt.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        prepare_before_paint(self.view)
 
     def _context_menu(self, pos) -> None:
         if QApplication.activePopupWidget() is not None:

@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMessageBox,
-    QProgressBar,
     QSpinBox,
     QTabWidget,
     QToolButton,
@@ -45,6 +44,7 @@ from detokgui.gui.jobs import JobRunner, dismantle, release_memory
 from detokgui.gui.notices import LogNotices
 from detokgui.gui.options import flush_settings, remember, remembered
 from detokgui.gui.page_tabs import PageTabs
+from detokgui.gui.progress_bar import ProgressBar
 from detokgui.gui.state import AppState
 
 DEMO_LABELS = {
@@ -271,8 +271,7 @@ class MainWindow(QMainWindow):
         self.model_label = ElidedLabel("no model", max_hint=560)
         self.model_label.setObjectName("model_label")
         sb.addPermanentWidget(self.model_label)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
+        self.progress = ProgressBar()
         self.progress.setMaximumWidth(220)
         self.progress.setTextVisible(False)
         self.progress.hide()
@@ -794,7 +793,7 @@ class MainWindow(QMainWindow):
 
     @Slot(str, float, str)
     def _on_progress(self, key: str, fraction: float, message: str) -> None:
-        self.progress.setValue(int(1000 * max(0.0, min(1.0, fraction))))
+        self.progress.set_fraction(fraction)
         if message:
             self._progress_message = message
             self.statusBar().showMessage(message)
@@ -808,7 +807,7 @@ class MainWindow(QMainWindow):
         if not self.progress.isHidden():
             self.progress.hide()
             self.cancel_button.hide()
-        self.progress.setValue(0)
+        self.progress.set_fraction(0.0)
         if self._notice:  # progress messages covered it: show it again
             self.show_message(self._notice, NOTICE_MS)
             self._notice = ""

@@ -1,0 +1,69 @@
+"""A job's progress report does not paint the window there and then (issue 16: each report
+painted the plots and tables waiting for their update in the middle of the GUI thread's
+work)."""
+
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QProgressBar, QVBoxLayout, QWidget
+
+from detokgui.gui.progress_bar import ProgressBar
+
+
+class CountingWidget(QWidget):
+    def __init__(self):
+        super().__init__()
+        self.setMinimumSize(200, 100)
+        self.painted = 0
+
+    def paintEvent(self, event):
+        self.painted += 1
+
+
+class PaintCounter(QObject):
+    def __init__(self, widget):
+        super().__init__()
+        self.painted = 0
+        widget.installEventFilter(self)
+
+    def eventFilter(self, obj, event):
+        if event.type() == QEvent.Type.Paint:
+            self.painted += 1
+        return False
+
+
+def shown(qtbot, bar):
+    root = QWidget()
+    lay = QVBoxLayout(root)
+    other = CountingWidget()
+    lay.addWidget(other)
+    lay.addWidget(bar)
+    bar.setRange(0, 1000)
+    qtbot.addWidget(root)
+    root.show()
+    qtbot.waitExposed(root)
+    qtbot.wait(30)
+    return root, other
+
+
+def test_a_progress_report_paints_with_the_window(qtbot):
+    bar = ProgressBar()
+    _root, other = shown(qtbot, bar)
+    bar_paints = PaintCounter(bar)
+    other.update()  # a view waiting for its repaint
+    before = other.painted
+    bar.set_fraction(0.5)
+    assert other.painted == before and bar_paints.painted == 0  # nothing painted yet
+    qtbot.waitUntil(lambda: bar_paints.painted > 0)
+    assert other.painted == before + 1
+    assert bar.value() == 500
+    bar.set_fraction(2.0)
+    assert bar.value() == 1000
+
+
+def test_a_plain_progress_bar_paints_everything_at_once(qtbot):
+    """What ProgressBar avoids is real in this Qt."""
+    bar = QProgressBar()
+    _root, other = shown(qtbot, bar)
+    other.update()
+    before = other.painted
+    bar.setValue(500)
+    assert other.painted == before + 1

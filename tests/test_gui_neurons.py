@@ -349,15 +349,36 @@ def test_the_legend_moves_under_a_narrow_plot_and_back(pe_window, qtbot):
         return None
 
     assert legend_cell() == (0, 1)
-    for width in (800, 1000):
+    for width in (800, 900):
         win.resize(width, 800)
         qtbot.waitUntil(lambda w=width: win.width() == w)
         wait_idle(qtbot, win)
         assert legend_cell() == (1, 0), width
         assert vb.width() >= 60, width  # the curves have room (beside the legend: none)
         assert len(panel.legend.items) == DEFAULT_SELECTION
-    assert panel.legend.columnCount >= 2  # at 1000 pixels two columns fit
+    assert panel.legend.columnCount >= 2  # at 900 pixels two columns fit
     win.resize(1400, 900)
     qtbot.waitUntil(lambda: win.width() == 1400)
     wait_idle(qtbot, win)
     assert legend_cell() == (0, 1) and panel.legend.columnCount == 1
+
+
+def test_the_plots_go_under_the_table_in_a_narrow_window(pe_window, qtbot):
+    """Beside the table, an 800-pixel window left the plots a sliver: there they go under it,
+    side by side, and back beside it in a wide window."""
+    win = pe_window
+    panel = win.panel("neurons")
+    for width, beside in ((800, False), (1400, True), (800, False)):
+        win.resize(width, 850)
+        qtbot.waitUntil(lambda w=width: win.width() == w)
+        wait_idle(qtbot, win)
+        table = panel.table.mapTo(panel, panel.table.rect().topLeft())
+        curves = panel.curve_frame.mapTo(panel, panel.curve_frame.rect().topLeft())
+        overlap = panel.overlap_view.mapTo(panel, panel.overlap_view.rect().topLeft())
+        if beside:
+            assert curves.x() > table.x() + panel.table.width() - 5
+            assert overlap.y() > curves.y()  # one above the other
+        else:
+            assert curves.y() > table.y() + panel.table.height() - 5
+            assert overlap.x() > curves.x()  # side by side
+        assert panel.curve_plot.getViewBox().width() >= 100, width

@@ -26,6 +26,7 @@ from superqt.utils import signals_blocked
 from detokgui.core import neurons
 from detokgui.core.neurons import NEURON_GROUPS
 from detokgui.core.tables import neuron_curves_table, neurons_table, write_csv
+from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
@@ -40,6 +41,7 @@ DEFAULT_SELECTION = 5  # top dims by norm shown when nothing is selected
 MAX_CURVES = 64  # drawn at most; the rest of a larger selection is listed as left out
 MAX_LEGEND = 12
 LEGEND_BESIDE_MIN_PLOT = 260  # pixels the curves keep beside a legend column
+SIDE_BY_SIDE_MIN_WIDTH = 900  # pixels the panel needs for the plots beside the table
 OVERLAP_DEBOUNCE_MS = 250
 @dataclass(frozen=True)
 class Options:
@@ -108,7 +110,8 @@ class NeuronBrowserPanel(Panel):
         row.addStretch(1)
         lay.addLayout(row)
 
-        split = QSplitter(Qt.Horizontal)
+        # the table beside the plots; above them, side by side, in a narrow panel
+        split = AdaptiveSplitter(SIDE_BY_SIDE_MIN_WIDTH)
         # ---- left: the table
         self.table = NeuronTable()
         self.records = self.table.records
@@ -153,6 +156,8 @@ class NeuronBrowserPanel(Panel):
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 1)
         split.setSizes([400, 1000])
+        split.turned.connect(self._split_turned)
+        self.split, self.plots_split = split, right
         lay.addWidget(split, 1)
 
         ov = self.overlap_view
@@ -326,6 +331,14 @@ class NeuronBrowserPanel(Panel):
         leg.setFixedWidth(entry * columns)
         leg.setFixedHeight(max(rows * row, 1))
         leg.setVisible(bool(leg.items))
+
+    @Slot(Qt.Orientation)
+    def _split_turned(self, orientation) -> None:
+        """Under the table the two plots go side by side; beside it, one above the other."""
+        beside = orientation == Qt.Orientation.Horizontal
+        self.plots_split.setOrientation(Qt.Orientation.Vertical if beside
+                                        else Qt.Orientation.Horizontal)
+        self.split.setSizes([400, 1000] if beside else [300, 400])
 
     def eventFilter(self, obj, event) -> bool:
         if obj is self.curve_frame.view and event.type() == QEvent.Resize:

@@ -2,7 +2,7 @@
 each tab switch laid out the word-wrapped labels of every panel), and a relayout inside a
 page repaints what changed, not the whole tab widget."""
 
-from PySide6.QtCore import QEvent, QObject
+from paint_counting import CountingWidget, PaintCounter
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QAbstractScrollArea,
@@ -71,18 +71,6 @@ def test_a_plain_tab_widget_does(qtbot):
 def test_the_window_uses_page_tabs(window):
     tabs = [window.tabs] + [window.tabs.widget(k) for k in range(window.tabs.count())]
     assert tabs and all(isinstance(t, PageTabs) for t in tabs)
-
-
-class CountingWidget(QWidget):
-    """A widget that counts its paint events."""
-
-    def __init__(self):
-        super().__init__()
-        self.setMinimumSize(200, 150)
-        self.painted = 0
-
-    def paintEvent(self, event):
-        self.painted += 1
 
 
 def shown_tabs(qtbot, tabs_class):
@@ -154,21 +142,6 @@ def test_page_tabs_still_place_a_changed_tab_bar_and_corner(qtbot):
 
 
 
-class PaintCounter(QObject):
-    """Counts the paint events of the widgets it watches."""
-
-    def __init__(self, widgets):
-        super().__init__()
-        self.painted = {w: 0 for w in widgets}
-        for w in widgets:
-            w.installEventFilter(self)
-
-    def eventFilter(self, obj, event):
-        if event.type() == QEvent.Type.Paint and obj in self.painted:
-            self.painted[obj] += 1
-        return False
-
-
 def test_a_view_brought_to_the_front_is_painted_once(window, qtbot):
     """Choosing a view's tab paints its tables and plots once. Qt painted them again for
     the widgets it had just shown, and pyqtgraph once more for the view matrix it had
@@ -186,7 +159,7 @@ def test_a_view_brought_to_the_front_is_painted_once(window, qtbot):
                    if v.isVisibleTo(panel) and v.viewport().width() > 50
                    and v.viewport().height() > 50]
         assert watched
-        counter = PaintCounter(watched)
+        counter = PaintCounter(*watched)
         window.show_view(name)
         qtbot.wait(300)
         assert not window.jobs.busy

@@ -3,23 +3,11 @@ twice, the second time for the view matrix its first paint had moved)."""
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject
+from paint_counting import PaintCounter
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from detokgui.gui.paint_prep import PaintPreparer, prepare_before_paint
 from detokgui.gui.plots import PlotFrame
-
-
-class PaintCounter(QObject):
-    def __init__(self, widget):
-        super().__init__()
-        self.painted = 0
-        widget.installEventFilter(self)
-
-    def eventFilter(self, obj, event):
-        if event.type() == QEvent.Type.Paint:
-            self.painted += 1
-        return False
 
 
 def paints_per_change(qtbot, view: pg.GraphicsLayoutWidget, window: QWidget) -> list[int]:
@@ -36,10 +24,10 @@ def paints_per_change(qtbot, view: pg.GraphicsLayoutWidget, window: QWidget) -> 
     counter = PaintCounter(view.viewport())
     out = []
     for k in range(1, 6):
-        before = counter.painted
+        before = counter.total
         curve.setData(np.arange(10.0) + 10 * k, np.arange(10.0))
         qtbot.wait(60)
-        out.append(counter.painted - before)
+        out.append(counter.total - before)
     return out
 
 

@@ -2,38 +2,16 @@
 painted the plots and tables waiting for their update in the middle of the GUI thread's
 work)."""
 
-from PySide6.QtCore import QEvent, QObject
+from paint_counting import CountingWidget, PaintCounter
 from PySide6.QtWidgets import QProgressBar, QVBoxLayout, QWidget
 
 from detokgui.gui.progress_bar import ProgressBar
 
 
-class CountingWidget(QWidget):
-    def __init__(self):
-        super().__init__()
-        self.setMinimumSize(200, 100)
-        self.painted = 0
-
-    def paintEvent(self, event):
-        self.painted += 1
-
-
-class PaintCounter(QObject):
-    def __init__(self, widget):
-        super().__init__()
-        self.painted = 0
-        widget.installEventFilter(self)
-
-    def eventFilter(self, obj, event):
-        if event.type() == QEvent.Type.Paint:
-            self.painted += 1
-        return False
-
-
 def shown(qtbot, bar):
     root = QWidget()
     lay = QVBoxLayout(root)
-    other = CountingWidget()
+    other = CountingWidget(200, 100)
     lay.addWidget(other)
     lay.addWidget(bar)
     bar.setRange(0, 1000)
@@ -51,8 +29,8 @@ def test_a_progress_report_paints_with_the_window(qtbot):
     other.update()  # a view waiting for its repaint
     before = other.painted
     bar.set_fraction(0.5)
-    assert other.painted == before and bar_paints.painted == 0  # nothing painted yet
-    qtbot.waitUntil(lambda: bar_paints.painted > 0)
+    assert other.painted == before and bar_paints.total == 0  # nothing painted yet
+    qtbot.waitUntil(lambda: bar_paints.total > 0)
     assert other.painted == before + 1
     assert bar.value() == 500
     bar.set_fraction(2.0)

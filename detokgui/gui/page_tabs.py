@@ -13,10 +13,6 @@ from PySide6.QtWidgets import (
 
 _LAYOUT_REQUEST = QEvent.Type.LayoutRequest
 _UPDATE_LATER = QEvent.Type.UpdateLater
-_PARTS = ((QStyle.SubElement.SE_TabWidgetTabBar, "bar"),
-          (QStyle.SubElement.SE_TabWidgetTabContents, "stack"),
-          (QStyle.SubElement.SE_TabWidgetLeftCorner, Qt.Corner.TopLeftCorner),
-          (QStyle.SubElement.SE_TabWidgetRightCorner, Qt.Corner.TopRightCorner))
 
 
 class PageTabs(QTabWidget):
@@ -67,9 +63,10 @@ class PageTabs(QTabWidget):
         opt = QStyleOptionTabWidgetFrame()
         self.initStyleOption(opt)
         style = self.style()
-        for element, part in _PARTS:
-            widget = (self.tabBar() if part == "bar" else self._stack() if part == "stack"
-                      else self.cornerWidget(part))
-            if widget is not None and style.subElementRect(element, opt, self) != widget.geometry():
-                return False
-        return True
+        se, corner = QStyle.SubElement, Qt.Corner
+        parts = ((se.SE_TabWidgetTabBar, self.tabBar()),
+                 (se.SE_TabWidgetTabContents, self._stack()),
+                 (se.SE_TabWidgetLeftCorner, self.cornerWidget(corner.TopLeftCorner)),
+                 (se.SE_TabWidgetRightCorner, self.cornerWidget(corner.TopRightCorner)))
+        return all(widget is None or style.subElementRect(element, opt, self) == widget.geometry()
+                   for element, widget in parts)

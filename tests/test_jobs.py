@@ -59,6 +59,31 @@ def test_result_and_progress_arrive_on_gui_thread(qtbot, runner):
     assert [e for e in rec.events if e[0] == "progress"][-1] == ("progress", "a", 1.0)
 
 
+def test_results_arriving_together_are_handed_over_one_pass_each(qtbot, runner):
+    """Two results that reach the GUI thread together are drawn in two passes of the event
+    loop, with the window's other work (a posted event here; a paint, input) between them,
+    and each job counts as running until its result was handed over (issue 16)."""
+    from PySide6.QtCore import QTimer
+
+    r, _rec = runner
+    order = []
+
+    def done(name):
+        def on_done(_result):
+            order.append(name)
+            QTimer.singleShot(0, lambda: order.append(f"after {name}"))
+        return on_done
+
+    r.submit("a", lambda: 1, done("a"))
+    r.submit("b", lambda: 2, done("b"))
+    assert r.wait(5000)  # both results are waiting for the GUI thread
+    time.sleep(0.05)
+    assert r.busy
+    qtbot.waitUntil(lambda: len(order) == 4, timeout=5000)
+    assert order.index("after a") < order.index("b") or order.index("after b") < order.index("a")
+    assert not r.busy
+
+
 def test_cancel_stops_a_running_generator(qtbot, runner):
     r, rec = runner
     results = []

@@ -30,6 +30,7 @@ import threading
 import time
 import traceback
 import weakref
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -198,7 +199,7 @@ class Job(QObject):
         self.shown_at = 0.0  # perf_counter() of the last progress passed on
         self.signals = _Signals(self)
         self.signals.progress.connect(self._progress)
-        self.signals.done.connect(self._done)
+        self.signals.done.connect(self._arrived)
         self.signals.failed.connect(self._failed)
         self.signals.cancelled.connect(self._cancelled)
         self.task: _Task | None = _Task(task_fn, self.signals, self.cancel_event)
@@ -229,6 +230,9 @@ class Job(QObject):
             self.runner.progress.emit(self.key, fraction, message or self.label)
 
     @Slot(object)
+    def _arrived(self, result: Any) -> None:
+        _hand_over_later(self, result)
+
     def _done(self, result: Any) -> None:
         on_done, on_cancel = self.on_done, self.on_cancel
         if not self._finish() or self.stale:
@@ -284,6 +288,37 @@ class Job(QObject):
         self.signals.deleteLater()
         self.deleteLater()
         return alive
+
+
+_handovers: deque[tuple[Job, Any]] = deque()
+_handover_timer: QTimer | None = None
+
+
+def _hand_over_later(job: Job, result: Any) -> None:
+    """Hand a finished job's result over in a pass of the event loop of its own, one
+    result per pass: results that reach the GUI thread together used to be drawn one after
+    the other, in one pass, before the window could paint or handle input. The job runs
+    until then (a Cancel in between is reported as before). A 0 ms timer would not do: Qt
+    runs it in the same pass, as a posted event."""
+    global _handover_timer
+    _handovers.append((job, result))
+    if _handover_timer is None:
+        _handover_timer = QTimer(QCoreApplication.instance())
+        _handover_timer.setSingleShot(True)
+        _handover_timer.setInterval(1)
+        _handover_timer.timeout.connect(_hand_over_one)
+    if not _handover_timer.isActive():
+        _handover_timer.start()
+
+
+def _hand_over_one() -> None:
+    try:
+        if _handovers:
+            job, result = _handovers.popleft()
+            job._done(result)
+    finally:
+        if _handovers:  # the next one in the next pass, whatever this one did
+            _handover_timer.start()
 
 
 _gc_timer: QTimer | None = None

@@ -30,14 +30,15 @@ import threading
 import time
 import traceback
 import weakref
-from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QThreadPool, QTimer, Signal, Slot
 
 from detokgui.core.errors import Cancelled, DetokError
 from detokgui.core.progress import Progress
+from detokgui.gui.later_pass import in_a_later_pass
 
 PROGRESS_INTERVAL_S = 0.1
 
@@ -231,7 +232,10 @@ class Job(QObject):
 
     @Slot(object)
     def _arrived(self, result: Any) -> None:
-        _hand_over_later(self, result)
+        # Handed over in a pass of its own: results that reach the GUI thread together
+        # used to be drawn one after the other before the window could paint or handle
+        # input. The job runs until then (a Cancel in between is reported as before).
+        in_a_later_pass(partial(self._done, result))
 
     def _done(self, result: Any) -> None:
         on_done, on_cancel = self.on_done, self.on_cancel
@@ -288,37 +292,6 @@ class Job(QObject):
         self.signals.deleteLater()
         self.deleteLater()
         return alive
-
-
-_handovers: deque[tuple[Job, Any]] = deque()
-_handover_timer: QTimer | None = None
-
-
-def _hand_over_later(job: Job, result: Any) -> None:
-    """Hand a finished job's result over in a pass of the event loop of its own, one
-    result per pass: results that reach the GUI thread together used to be drawn one after
-    the other, in one pass, before the window could paint or handle input. The job runs
-    until then (a Cancel in between is reported as before). A 0 ms timer would not do: Qt
-    runs it in the same pass, as a posted event."""
-    global _handover_timer
-    _handovers.append((job, result))
-    if _handover_timer is None:
-        _handover_timer = QTimer(QCoreApplication.instance())
-        _handover_timer.setSingleShot(True)
-        _handover_timer.setInterval(1)
-        _handover_timer.timeout.connect(_hand_over_one)
-    if not _handover_timer.isActive():
-        _handover_timer.start()
-
-
-def _hand_over_one() -> None:
-    try:
-        if _handovers:
-            job, result = _handovers.popleft()
-            job._done(result)
-    finally:
-        if _handovers:  # the next one in the next pass, whatever this one did
-            _handover_timer.start()
 
 
 _gc_timer: QTimer | None = None

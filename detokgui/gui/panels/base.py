@@ -29,8 +29,10 @@ from functools import partial
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+from shiboken6 import isValid
 
 from detokgui.gui.jobs import JobRunner
+from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.state import AppState
 
 BUSY_TEXT = "computing…"
@@ -341,9 +343,17 @@ class Panel(QWidget):
     def showEvent(self, event):
         super().showEvent(event)
         self.refresh()
-        pending, self._on_show = self._on_show, {}
-        for fn in pending:
-            fn()
+        if self._on_show:
+            # after the page is painted as it was last drawn: redrawing first made showing
+            # a page after a change one long pass (the redraw and the whole page's paint)
+            in_a_later_pass(partial(_catch_up, self))
+
+    def _catch_up(self) -> None:
+        """Do the redraws put off while hidden (if still shown)."""
+        if self.isVisible():
+            pending, self._on_show = self._on_show, {}
+            for fn in pending:
+                fn()
 
     @property
     def layer(self):
@@ -355,3 +365,8 @@ class Panel(QWidget):
 
     def job_key(self, what: str = "") -> str:
         return f"{self.view_name}:{what}" if what else self.view_name
+
+
+def _catch_up(panel: Panel) -> None:
+    if isValid(panel):  # not closed meanwhile
+        panel._catch_up()

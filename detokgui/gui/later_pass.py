@@ -1,0 +1,41 @@
+"""Work done in passes of the event loop of its own, one piece per pass, so that the
+window paints and takes input in between."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+from PySide6.QtCore import QCoreApplication, QTimer
+
+_queue: deque[Callable[[], None]] = deque()
+_timer: QTimer | None = None
+
+
+def in_a_later_pass(fn: Callable[[], None]) -> None:
+    """Call fn() in a later pass of the GUI thread's event loop, after what is queued
+    before it, one call per pass. A 0 ms timer would not do: Qt runs it in the same pass,
+    as a posted event, before the window paints; a 1 ms one waits for the next pass."""
+    global _timer
+    _queue.append(fn)
+    if _timer is None:
+        _timer = QTimer(QCoreApplication.instance())
+        _timer.setSingleShot(True)
+        _timer.setInterval(1)
+        _timer.timeout.connect(_run_one)
+    if not _timer.isActive():
+        _timer.start()
+
+
+def waiting() -> int:
+    """How many calls are waiting for their pass."""
+    return len(_queue)
+
+
+def _run_one() -> None:
+    try:
+        if _queue:
+            _queue.popleft()()
+    finally:
+        if _queue:  # the next one in the next pass, whatever this one did
+            _timer.start()

@@ -127,10 +127,14 @@ def category_ticks(labels: Sequence[str], step: int, offset: float = 0.0,
 
 def set_log_y(plot: pg.PlotItem, log: bool, label: str) -> None:
     """A logarithmic (or linear) y axis whose label says which: ticks show the values
-    themselves (1, 10, 100), never exponents with a multiplier."""
+    themselves (1, 10, 100), never exponents with a multiplier. No-op when already so."""
+    text = f"{label} (log scale)" if log else label
+    axis = plot.getAxis("left")
+    if axis.logMode == log and axis.labelText == text:
+        return
     plot.setLogMode(y=log)
     plain_axes(plot)
-    plot.setLabel("left", f"{label} (log scale)" if log else label)
+    plot.setLabel("left", text)
 
 
 def add_plot(frame: PlotFrame, *args, bottom: str = "", left: str = "", grid: str = "",

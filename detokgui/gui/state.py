@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QMetaMethod, QObject, Signal
 
+from detokgui.core.tokens import display_token
+
 
 class AppState(QObject):
     """Model, head, query/key token, query position, token set, token sigma convention,
@@ -310,16 +312,12 @@ class AppState(QObject):
     # -------------------------------------------------------------- display
 
     def token_text(self, token: int) -> str:
-        from detokgui.core.tokens import display_token
-
         if token < 0:
             return "(none)"
         return display_token(self._layer.tokenizer if self._layer else None, token)
 
     def token_text_b(self, token: int | None) -> str:
         """A token of B as B's tokenizer shows it."""
-        from detokgui.core.tokens import display_token
-
         if token is None or token < 0:
             return "(none)"
         return display_token(self._layer_b.tokenizer if self._layer_b else None, token)

@@ -67,6 +67,8 @@ class KeyPositionPanel(Panel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         self.marker: pg.InfiniteLine | None = None  # the query token's slope, on the histogram
+        self.hist_curve: pg.PlotDataItem | None = None
+        self.curves: tuple[pg.PlotDataItem, pg.PlotDataItem] | None = None  # raw, fit
         lay = QVBoxLayout(self)
 
         controls = FlowLayout()
@@ -180,7 +182,8 @@ class KeyPositionPanel(Panel):
         self._head_text()
         self._draw_hist()
         self._fill_tables()
-        self._draw_curve(self.curve)
+        if self.channel("curve").pending is None:  # else drawn when it arrives
+            self._draw_curve(self.curve)
         if data is not None:
             V = data["slopes"].slopes.shape[0]
             self.status.setText(f"slopes of {V:,} query tokens x {len(data['slopes'].heads)} "
@@ -204,12 +207,15 @@ class KeyPositionPanel(Panel):
     @Slot()
     def _draw_hist(self, *_) -> None:
         plot = self.hist_plot
-        plot.clear()
         hist = self.histogram()
         log = self.options.value.log
         set_log_y(plot, log, "tokens")
         if hist is None:
+            if self.hist_curve is not None:
+                self.hist_curve.setData([], [])
             plot.setTitle("")
+            if self.marker is not None:
+                self.marker.setVisible(False)
             return
         counts, edges = hist
         h = self.state.head
@@ -219,13 +225,17 @@ class KeyPositionPanel(Panel):
         color = pg.mkColor(head_color(h))
         fill = pg.mkColor(head_color(h))
         fill.setAlpha(90)
-        plot.plot(edges, y, stepMode="center", fillLevel=np.log10(0.5) if log else 0,
-                  pen=pg.mkPen(color, width=1.5), brush=fill)
-        plot.addItem(pg.InfiniteLine(0, angle=90, pen=pg.mkPen("#888", style=Qt.DashLine)))
-        # the selected token's slope is named in the title: a label box on the line would
-        # hide the histogram's peak
-        self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#d62728", width=2))
-        plot.addItem(self.marker)
+        style = dict(stepMode="center", fillLevel=np.log10(0.5) if log else 0,
+                     pen=pg.mkPen(color, width=1.5), brush=fill)
+        if self.hist_curve is None:  # the items are made once and given new data after
+            self.hist_curve = plot.plot(edges, y, **style)
+            plot.addItem(pg.InfiniteLine(0, angle=90, pen=pg.mkPen("#888", style=Qt.DashLine)))
+            # the selected token's slope is named in the title: a label box on the line
+            # would hide the histogram's peak
+            self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#d62728", width=2))
+            plot.addItem(self.marker)
+        else:
+            self.hist_curve.setData(edges, y, **style)
         self._draw_marker()
 
     def _draw_marker(self) -> None:
@@ -268,18 +278,29 @@ class KeyPositionPanel(Panel):
 
     def _draw_curve(self, curve: dict | None) -> None:
         plot = self.curve_plot
-        plot.clear()
         h = self.state.head
         if curve is None or h >= len(curve["raw"]):
+            if self.curves is not None:
+                for item in self.curves:
+                    item.setData([], [])
+                self.position_line.setVisible(False)
             plot.setTitle("")
             self._draw_marker()
             return
         j = np.arange(curve["raw"].shape[1])
         # hairlines: a 1024-point antialiased curve wider than 1 px takes ~20x longer to stroke
-        plot.plot(j, curve["raw"][h], pen=pg.mkPen(head_color(h), width=1))
-        plot.plot(j, curve["fit"][h], pen=pg.mkPen("k", width=1, style=Qt.DashLine)).setZValue(5)
+        raw_pen = pg.mkPen(head_color(h), width=1)
+        if self.curves is None:  # made once, given new data after
+            fit_pen = pg.mkPen("k", width=1, style=Qt.DashLine)
+            self.curves = (plot.plot(j, curve["raw"][h], pen=raw_pen),
+                           plot.plot(j, curve["fit"][h], pen=fit_pen))
+            self.curves[1].setZValue(5)
+            plot.addItem(self.position_line, ignoreBounds=True)
+        else:
+            self.curves[0].setData(j, curve["raw"][h], pen=raw_pen)
+            self.curves[1].setData(j, curve["fit"][h])
+            self.position_line.setVisible(True)
         slope = (curve["fit"][h][-1] - curve["fit"][h][0]) / max(1, len(j) - 1)
-        plot.addItem(self.position_line, ignoreBounds=True)
         plot.setTitle(f"Raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub><sup>T</sup> for u = "
                       f"{html.escape(self.state.token_text(curve['token']))}, head {h}: slope "
                       f"{num(slope)} per position (dashed: fit)", size="10pt")

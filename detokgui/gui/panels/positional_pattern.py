@@ -215,29 +215,35 @@ class PositionalPatternPanel(Panel):
 
     def _draw_line(self, res) -> None:
         plot = self.line_plot
-        plot.clear()
-        self.legend.clear()
-        self.line_items = {}
         log = self.options.value.log
         set_log_y(plot, log, "attention weight")
+        heads = self.shown_heads() if res is not None else []
+        items = list(self.line_items.values())
+        if len(heads) != len(items) or (len(heads) > 1 and list(self.line_items) != heads):
+            plot.clear()  # other curves (and legend entries): made anew
+            self.legend.clear()
+            items = []
+        self.line_items = dict(zip(heads, items))
         if res is None:
             plot.setTitle("")
             return
         j = np.arange(res.n + 1)
-        heads = self.shown_heads()
         sel = self.state.head
         for h in heads:
             y = res.pattern[res.heads.index(h)]
             # the selected head stands out among many; hairlines otherwise (a 1024-point
             # antialiased curve wider than 1 px takes ~20x longer to stroke)
             width = 2.5 if (h == sel and len(heads) > 1) else 1
-            sym = "o" if res.n < 60 else None
-            item = plot.plot(j, y, pen=pg.mkPen(head_color(h), width=width), symbol=sym,
-                             symbolSize=5, symbolBrush=head_color(h), symbolPen=None,
-                             name=f"head {h}" if len(heads) > 1 else None)
-            if h == sel:
-                item.setZValue(10)
-            self.line_items[h] = item
+            style = dict(pen=pg.mkPen(head_color(h), width=width),
+                         symbol="o" if res.n < 60 else None, symbolSize=5,
+                         symbolBrush=head_color(h), symbolPen=None)
+            item = self.line_items.get(h)
+            if item is None:
+                item = plot.plot(j, y, name=f"head {h}" if len(heads) > 1 else None, **style)
+                self.line_items[h] = item
+            else:
+                item.setData(j, y, **style)
+            item.setZValue(10 if h == sel else 0)
         self.legend.setVisible(len(heads) > 1)
         plot.setXRange(-0.5, res.n + 0.5, padding=0.02)
         plot.enableAutoRange(axis="y")

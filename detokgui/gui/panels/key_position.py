@@ -225,8 +225,8 @@ class KeyPositionPanel(Panel):
         color = pg.mkColor(head_color(h))
         fill = pg.mkColor(head_color(h))
         fill.setAlpha(90)
-        style = dict(stepMode="center", fillLevel=np.log10(0.5) if log else 0,
-                     pen=pg.mkPen(color, width=1.5), brush=fill)
+        style = {"stepMode": "center", "fillLevel": np.log10(0.5) if log else 0,
+                 "pen": pg.mkPen(color, width=1.5), "brush": fill}
         if self.hist_curve is None:  # the items are made once and given new data after
             self.hist_curve = plot.plot(edges, y, **style)
             plot.addItem(pg.InfiniteLine(0, angle=90, pen=pg.mkPen("#888", style=Qt.DashLine)))

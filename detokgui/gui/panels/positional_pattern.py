@@ -234,9 +234,9 @@ class PositionalPatternPanel(Panel):
             # the selected head stands out among many; hairlines otherwise (a 1024-point
             # antialiased curve wider than 1 px takes ~20x longer to stroke)
             width = 2.5 if (h == sel and len(heads) > 1) else 1
-            style = dict(pen=pg.mkPen(head_color(h), width=width),
-                         symbol="o" if res.n < 60 else None, symbolSize=5,
-                         symbolBrush=head_color(h), symbolPen=None)
+            style = {"pen": pg.mkPen(head_color(h), width=width),
+                     "symbol": "o" if res.n < 60 else None, "symbolSize": 5,
+                     "symbolBrush": head_color(h), "symbolPen": None}
             item = self.line_items.get(h)
             if item is None:
                 item = plot.plot(j, y, name=f"head {h}" if len(heads) > 1 else None, **style)

@@ -115,10 +115,12 @@ def test_sigma_raw_window_and_head_choice(window, qtbot):
 
     panel.options.widget("window_size").setValue(10)
     panel.options.widget("window").setChecked(True)
+    qtbot.waitUntil(panel.settled, timeout=5000)  # a plot per pass
     for key in ("tp", "tpp", "total", "softmax"):
         (x0, x1), _ = panel.grids[key].cells[2].vb.viewRange()
         assert x0 == pytest.approx(50.5) and 60 < x1 <= 62  # keys 51..60 and the mask past i
     panel.options.widget("window").setChecked(False)
+    qtbot.waitUntil(panel.settled, timeout=5000)
     (x0, x1), _ = panel.grids["tpp"].cells[2].vb.viewRange()
     assert x0 < 0 and 60 < x1
 
@@ -400,6 +402,7 @@ def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
         qtbot.waitUntil(drawn(panel, 255), timeout=10000)
         assert_bias_plots(panel, layer, 255)
         panel.options.widget("window").setChecked(True)  # window at the last position
+        qtbot.waitUntil(panel.settled, timeout=5000)
         (x0, _x1), _ = panel.grids["softmax"].cells[0].vb.viewRange()
         assert x0 == pytest.approx(255 - panel.options.widget("window_size").value() + 0.5)
         frame = panel.plot_frames()[1]

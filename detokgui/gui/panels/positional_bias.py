@@ -232,9 +232,9 @@ class PositionalBiasPanel(Panel):
     @Slot(object)
     def _options_changed(self, _opts) -> None:
         self._apply_shown()
-        self.refresh()  # heads or σ: recompute; the rest only redraws
-        self.redraw()
-        self.finish_drawing()  # a redraw of what is shown: every plot at once
+        self.refresh()  # heads or σ: recompute (drawn when it arrives); the rest only redraws
+        if self.channel().pending is None:
+            self.redraw()
 
     def _apply_shown(self) -> None:
         opts = self.options.value

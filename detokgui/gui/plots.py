@@ -125,6 +125,13 @@ def category_ticks(labels: Sequence[str], step: int, offset: float = 0.0,
     return ticks
 
 
+def set_label(plot: pg.PlotItem, side: str, text: str) -> None:
+    """plot.setLabel(side, text), skipped when the axis already says so (a new label
+    costs a relayout of the plot)."""
+    if plot.getAxis(side).labelText != text:
+        plot.setLabel(side, text)
+
+
 def set_log_y(plot: pg.PlotItem, log: bool, label: str) -> None:
     """A logarithmic (or linear) y axis whose label says which: ticks show the values
     themselves (1, 10, 100), never exponents with a multiplier. No-op when already so."""

@@ -34,7 +34,14 @@ from detokgui.gui.options import EXPORT_FOLDER, remember, remembered
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.neuron_overlap import OverlapView, legend
 from detokgui.gui.panels.neuron_table import GROUP_RULES, NeuronTable
-from detokgui.gui.plots import PlotFrame, add_plot, failure_message, head_color, notify
+from detokgui.gui.plots import (
+    PlotFrame,
+    add_plot,
+    failure_message,
+    head_color,
+    notify,
+    set_label,
+)
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 
 DEFAULT_SELECTION = 5  # top dims by norm shown when nothing is selected
@@ -93,6 +100,8 @@ class NeuronBrowserPanel(Panel):
         self.plotted: list[int] = []  # dims whose curves are on the plot
         self.curve_items: dict[int, pg.PlotDataItem] = {}
         self.fit_items: list[pg.PlotDataItem] = []
+        self._pool: list[tuple[pg.PlotDataItem, pg.PlotDataItem]] = []  # (curve, fit)
+        self._more_item = pg.PlotDataItem([], [], pen=pg.mkPen(None))  # "… and n more"
         lay = QVBoxLayout(self)
 
         row = FlowLayout()
@@ -264,44 +273,71 @@ class NeuronBrowserPanel(Panel):
     def _draw_curves(self) -> None:
         self._on_show.pop(self._draw_curves, None)  # drawn now, not again when shown
         plot = self.curve_plot
-        for item in [*self.curve_items.values(), *self.fit_items]:
-            plot.removeItem(item)
-        self.fit_items, self.curve_items, self.plotted = [], {}, []
-        self.legend.clear()
         st, curves = self.stats, self.curves
         scaled = bool(st.scaled) if st is not None else self.options.value.scaled
-        plot.setLabel("left", "P[j, k] / σ̄_j" if scaled else "P[j, k]")
+        set_label(plot, "left", "P[j, k] / σ̄_j" if scaled else "P[j, k]")
+        dims = self.selected[:MAX_CURVES] if st is not None and curves is not None else []
+        fits = self.options.value.fits
+        x = np.arange(curves.shape[0], dtype=np.float64) if dims else None
+        self.curve_items, self.fit_items = {}, []
+        # the n-th curve is always the n-th item of a pool, in the n-th colour: a new
+        # selection gives the items new data (adding and removing items cost ~35 ms)
+        for n, k in enumerate(dims):
+            curve, fit = self._pool_items(n)
+            curve.setData(x, curves[:, k])
+            curve.setVisible(True)
+            self.curve_items[k] = curve
+            fit.setVisible(fits)
+            if fits:
+                fit.setData(x, st.intercept[k] + st.slope[k] * x)
+                self.fit_items.append(fit)
+        for curve, fit in self._pool[len(dims):]:
+            curve.setVisible(False)
+            fit.setVisible(False)
+        entries = [(self._pool[n][0], f"dim {k} · {st.group[k]}")
+                   for n, k in enumerate(dims[:MAX_LEGEND])]
+        if dims and len(self.selected) > MAX_LEGEND:
+            more = len(self.selected) - MAX_LEGEND
+            entries.append((self._more_item, f"… and {more} more" + (
+                f" ({len(self.selected) - MAX_CURVES} not drawn)"
+                if len(self.selected) > MAX_CURVES else "")))
+        self._set_legend(entries)
+        self.plotted = list(dims)
         if st is None or curves is None:
             plot.setTitle("Position-embedding curves" if self.layer is None else "")
             return
-        dims = self.selected[:MAX_CURVES]
-        x = np.arange(curves.shape[0], dtype=np.float64)
-        for n, k in enumerate(dims):
-            color = head_color(n)
-            # hairlines: Qt strokes a 1024-point antialiased curve of width 1.5 some 20x
-            # slower (~45 ms per curve), which froze the first showing
-            item = pg.PlotDataItem(x, curves[:, k], pen=pg.mkPen(color, width=1))
-            plot.addItem(item)
-            self.curve_items[k] = item
-            if n < MAX_LEGEND:
-                self.legend.addItem(item, f"dim {k} · {st.group[k]}")
-            if self.options.value.fits:
-                fit = pg.PlotDataItem(x, st.intercept[k] + st.slope[k] * x,
-                                      pen=pg.mkPen(color, width=1, style=Qt.DashLine))
-                plot.addItem(fit)
-                self.fit_items.append(fit)
-        if len(self.selected) > MAX_LEGEND:
-            more = len(self.selected) - MAX_LEGEND
-            extra = pg.PlotDataItem([], [], pen=pg.mkPen(None))
-            self.legend.addItem(extra, f"… and {more} more"
-                                + (f" ({len(self.selected) - MAX_CURVES} not drawn)"
-                                   if len(self.selected) > MAX_CURVES else ""))
-        self._fit_legend()
-        self.plotted = list(dims)
         what = "scaled by σ̄_j" if scaled else "raw"
         plot.setTitle(f"Position embedding ({what})" if dims else "Select dimensions in the table",
                       size="10pt")
         plot.enableAutoRange()
+
+    def _pool_items(self, n: int) -> tuple[pg.PlotDataItem, pg.PlotDataItem]:
+        """The n-th (curve, fitted line) pair of the plot, made when first needed."""
+        while len(self._pool) <= n:
+            color = head_color(len(self._pool))
+            # hairlines: Qt strokes a 1024-point antialiased curve of width 1.5 some 20x
+            # slower (~45 ms per curve), which froze the first showing
+            curve = pg.PlotDataItem(pen=pg.mkPen(color, width=1))
+            fit = pg.PlotDataItem(pen=pg.mkPen(color, width=1, style=Qt.DashLine))
+            for item in (curve, fit):
+                item.setVisible(False)
+                self.curve_plot.addItem(item)
+            self._pool.append((curve, fit))
+        return self._pool[n]
+
+    def _set_legend(self, entries: list[tuple[pg.PlotDataItem, str]]) -> None:
+        """The legend lists `entries` (item, text): only the texts change when the items
+        are those it lists."""
+        leg = self.legend
+        if [sample.item for sample, _ in leg.items] != [item for item, _ in entries]:
+            leg.clear()
+            for item, text in entries:
+                leg.addItem(item, text)
+        else:
+            for (_, label), (_, text) in zip(leg.items, entries):
+                if label.text != text:
+                    label.setText(text)
+        self._fit_legend()
 
     def _fit_legend(self) -> None:
         """Size the legend to its entries (a grid layout would squeeze it): a column beside

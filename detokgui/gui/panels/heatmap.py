@@ -19,7 +19,7 @@ from detokgui.core.tokens import display_token
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame, connect_hover
+from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame, connect_hover, laid_out_once
 
 SOURCES = (("text", "Tokens of the typed text"), ("sample", "Random sample"),
            ("topk", "Query + its top-k keys"))
@@ -190,9 +190,10 @@ class HeatmapPanel(Panel):
         maps = self._grid_tiles(n_maps) if n_maps > 1 else [self._single_map()]
         if maps != self.maps:  # lay them out; the same items stay where they are
             view.clear()
-            for k, hm in enumerate(maps):
-                view.addItem(hm, row=k // cols, col=k % cols)
-            maps[0].attach_colorbar(view.ci, 0, cols)
+            with laid_out_once(view.ci):
+                for k, hm in enumerate(maps):
+                    view.addItem(hm, row=k // cols, col=k % cols)
+                maps[0].attach_colorbar(view.ci, 0, cols)
             self.maps = maps
         maps[0].set_colorbar_label(kind if raw else f"T_ee ({res.sigma.label()})")
         for k, (h, hm) in enumerate(zip(res.heads, maps)):

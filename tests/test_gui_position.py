@@ -237,6 +237,25 @@ def test_dragging_never_queues_work(window, qtbot, monkeypatch):
     assert_bias_plots(panel, win.state.layer, 119)
 
 
+def test_new_head_cells_are_built_one_per_pass(window, qtbot):
+    """Showing all heads the first time builds each new cell (~7 ms) in a pass of its own,
+    then draws the plot (issue 16: four plots of new cells were four 100 ms passes)."""
+    win = window
+    panel = show_bias(win, qtbot)
+    grid = panel.grids["tp"]
+    before = len(grid.cells)
+    n_heads = win.state.layer.n_heads
+    assert before < n_heads
+    at_draw = []
+    panel.drawn.connect(lambda _name: at_draw.append(len(grid.cells)))
+    panel.heads_box.set_mode("all")
+    qtbot.waitUntil(lambda: bool(at_draw), timeout=10000)
+    assert at_draw[0] == before + 1  # the result's own pass built one cell
+    qtbot.waitUntil(drawn(panel), timeout=10000)
+    assert grid.heads == list(range(n_heads)) and len(grid.cells) == n_heads
+    assert_bias_plots(panel, win.state.layer, win.state.query_position)
+
+
 def test_click_on_a_plot_chooses_the_query_position(window, qtbot):
     win = window
     panel = show_bias(win, qtbot)

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QGraphicsSimpleTextItem,
 )
 
-from detokgui.gui.plots import PlotFrame, head_color
+from detokgui.gui.plots import PlotFrame, head_color, laid_out_once
 from detokgui.gui.position import position_at
 from detokgui.gui.view_ranges import nice_step, smaller_nice_step
 
@@ -115,9 +115,10 @@ class HeadCell(pg.GraphicsLayout):
         self.left.setWidth(LEFT_AXIS_WIDTH)
         for ax in (self.left, self.bottom):
             ax.enableAutoSIPrefix(False)  # else every range change re-renders its label
-        self.addItem(self.left, row=0, col=0)
-        self.addItem(self.vb, row=0, col=1)
-        self.addItem(self.bottom, row=1, col=1)
+        with laid_out_once(self):
+            self.addItem(self.left, row=0, col=0)
+            self.addItem(self.vb, row=0, col=1)
+            self.addItem(self.bottom, row=1, col=1)
         self.name = QGraphicsSimpleTextItem(f"head {head}", self.vb)
         self.name.setBrush(QBrush(QColor(head_color(head))))
         font = QFont()
@@ -286,25 +287,26 @@ class HeadGrid:
         heads = list(heads)
         if heads == self.heads:
             return False
-        for item in list(self.layout.items):
-            self.layout.removeItem(item)
         n = len(heads)
         cols = grid_columns(n)
         rows = math.ceil(n / cols) if n else 0
-        self.layout.addItem(self.title, row=0, col=0, colspan=max(1, cols))
-        for k, h in enumerate(heads):
-            cell = self.cell(h)
-            r, c = divmod(k, cols)
-            below = k + cols < n
-            cell.show_axes(left=c == 0, bottom=not below)
-            cell.set_small(n > 1)
-            self.layout.addItem(cell, row=1 + r, col=c)
-        grid = self.layout.layout
-        grid.setRowStretchFactor(0, 0)
-        for r in range(1, grid.rowCount()):
-            grid.setRowStretchFactor(r, 1 if r <= rows else 0)
-        for c in range(grid.columnCount()):
-            grid.setColumnStretchFactor(c, 1 if c < cols else 0)
+        with laid_out_once(self.layout):
+            for item in list(self.layout.items):
+                self.layout.removeItem(item)
+            self.layout.addItem(self.title, row=0, col=0, colspan=max(1, cols))
+            for k, h in enumerate(heads):
+                cell = self.cell(h)
+                r, c = divmod(k, cols)
+                below = k + cols < n
+                cell.show_axes(left=c == 0, bottom=not below)
+                cell.set_small(n > 1)
+                self.layout.addItem(cell, row=1 + r, col=c)
+            grid = self.layout.layout
+            grid.setRowStretchFactor(0, 0)
+            for r in range(1, grid.rowCount()):
+                grid.setRowStretchFactor(r, 1 if r <= rows else 0)
+            for c in range(grid.columnCount()):
+                grid.setColumnStretchFactor(c, 1 if c < cols else 0)
         # While only the (height-limited) title was in it, activating the layout shrank the
         # top-level item to the title's height; give it the view's area back.
         self.layout.setGeometry(self.frame.view.range)

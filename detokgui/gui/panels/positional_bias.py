@@ -329,10 +329,15 @@ class PositionalBiasPanel(Panel):
         self.draw_ms = 1000 * (time.perf_counter() - t0)
         self._next_plot()
 
-    def _draw_plot(self, key: str, res, J, xr, a, b, L, windowed) -> None:
+    def _draw_plot(self, key: str, res, *args) -> None:
         grid = self.grids[key]
+        missing = [h for h in res.heads if h not in grid.cells]
+        if missing:  # a new cell costs ~7 ms: one per pass, then the plot
+            grid.cell(missing[0])
+            self._queued.insert(0, partial(self._draw_plot, key, res, *args))
+            return
         grid.set_heads(res.heads)
-        getattr(self, f"_draw_{key}")(grid, res, J, xr, a, b, L, windowed)
+        getattr(self, f"_draw_{key}")(grid, res, *args)
 
     @Slot()
     def _next_plot(self) -> None:

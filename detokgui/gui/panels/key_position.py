@@ -67,7 +67,8 @@ class KeyPositionPanel(Panel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         self.marker: pg.InfiniteLine | None = None  # the query token's slope, on the histogram
-        self.hist_curve: pg.PlotDataItem | None = None
+        self.hist_curve: pg.PlotDataItem | None = None  # with zero_line, made at the first draw
+        self.zero_line: pg.InfiniteLine | None = None
         self.curves: tuple[pg.PlotDataItem, pg.PlotDataItem] | None = None  # raw, fit
         lay = QVBoxLayout(self)
 
@@ -213,9 +214,9 @@ class KeyPositionPanel(Panel):
         if hist is None:
             if self.hist_curve is not None:
                 self.hist_curve.setData([], [])
-            plot.setTitle("")
-            if self.marker is not None:
+                self.zero_line.setVisible(False)
                 self.marker.setVisible(False)
+            plot.setTitle("")
             return
         counts, edges = hist
         h = self.state.head
@@ -229,13 +230,15 @@ class KeyPositionPanel(Panel):
                  "pen": pg.mkPen(color, width=1.5), "brush": fill}
         if self.hist_curve is None:  # the items are made once and given new data after
             self.hist_curve = plot.plot(edges, y, **style)
-            plot.addItem(pg.InfiniteLine(0, angle=90, pen=pg.mkPen("#888", style=Qt.DashLine)))
+            self.zero_line = pg.InfiniteLine(0, angle=90, pen=pg.mkPen("#888", style=Qt.DashLine))
+            plot.addItem(self.zero_line)
             # the selected token's slope is named in the title: a label box on the line
             # would hide the histogram's peak
             self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#d62728", width=2))
             plot.addItem(self.marker)
         else:
             self.hist_curve.setData(edges, y, **style)
+            self.zero_line.setVisible(True)
         self._draw_marker()
 
     def _draw_marker(self) -> None:

@@ -245,11 +245,11 @@ class KeyPositionPanel(Panel):
         marker = self.marker
         slopes = self.head_slopes()
         token = self.state.query_token
-        if marker is None or marker.scene() is None:
-            return
         hist = self.histogram()
+        if marker is None or hist is None:  # no histogram: no marker, no title
+            return
         title = (f"Slopes over j of raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub><sup>T</sup>,"
-                 f" head {self.state.head}, {int(hist[0].sum()) if hist is not None else 0:,}"
+                 f" head {self.state.head}, {int(hist[0].sum()):,}"
                  " tokens u")
         if slopes is None or not 0 <= token < len(slopes):
             marker.setVisible(False)

@@ -276,6 +276,30 @@ def test_slopes_histogram_extremes_and_click(window, qtbot):
     assert win.panel("pattern").n_spin.value() == 30
 
 
+def test_slopes_plots_go_above_the_tables_in_a_narrow_window(window, qtbot):
+    """Beside the plots, an 800-pixel window cut the extremes tables to ~110 pixels each:
+    there the plots go above the tables, side by side, and back beside them when wide
+    (this window is at least ~900 pixels wide: its panel is then ~600)."""
+    win = window
+    win.show_view("slopes")
+    sl = win.panel("slopes")
+    for width, beside in ((920, False), (1400, True), (920, False)):
+        win.resize(width, 850)
+        qtbot.waitUntil(lambda w=width: win.width() == w)
+        wait_idle(qtbot, win)
+        hist = sl.hist_frame.mapTo(sl, sl.hist_frame.rect().topLeft())
+        curve = sl.curve_frame.mapTo(sl, sl.curve_frame.rect().topLeft())
+        top = sl.tables["top"].mapTo(sl, sl.tables["top"].rect().topLeft())
+        if beside:
+            assert top.x() > hist.x() + sl.hist_frame.width() - 5
+            assert curve.y() > hist.y()  # one above the other
+        else:
+            assert top.y() > hist.y() + sl.hist_frame.height() - 5
+            assert curve.x() > hist.x() and curve.y() == hist.y()  # side by side
+            assert sl.tables["top"].width() >= 200, width
+        assert sl.hist_frame.width() >= 150 and sl.curve_frame.width() >= 150
+
+
 def _rows(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))

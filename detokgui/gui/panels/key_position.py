@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from detokgui.core import positional
 from detokgui.core.tables import slope_histogram_table, token_position_curve_table
 from detokgui.core.tokens import display_token
+from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
@@ -32,6 +33,7 @@ from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 
+SIDE_BY_SIDE_MIN_WIDTH = 900  # pixels the panel needs for the plots beside the tables
 SIDES = (("top", "Most positive slopes (prefer recent keys)"),
          ("bottom", "Most negative slopes (prefer early keys)"))
 
@@ -81,8 +83,9 @@ class KeyPositionPanel(Panel):
         self.options.add_to(controls)
         lay.addLayout(controls)
 
-        split = QSplitter(Qt.Horizontal)
-        plots = QSplitter(Qt.Vertical)
+        # the plots beside the extremes tables; above them, side by side, in a narrow panel
+        split = self.split = AdaptiveSplitter(SIDE_BY_SIDE_MIN_WIDTH)
+        plots = self.plots_split = QSplitter(Qt.Vertical)
         self.hist_frame = PlotFrame("Token-position slopes histogram", self._hist_table)
         self.hist_plot = add_plot(self.hist_frame, grid="xy", left="tokens",
                                   bottom="slope of e_u W^QK p_j^T over j (per position)")
@@ -121,6 +124,7 @@ class KeyPositionPanel(Panel):
             tl.addWidget(box)
         split.addWidget(tables)
         split.setSizes([640, 600])
+        split.turned.connect(self._split_turned)
         lay.addWidget(split, 1)
         lay.addWidget(self.status)
 
@@ -135,6 +139,16 @@ class KeyPositionPanel(Panel):
 
     def plot_frames(self):
         return [self.hist_frame, self.curve_frame]
+
+    @Slot(Qt.Orientation)
+    def _split_turned(self, orientation) -> None:
+        """Above the tables the two plots go side by side; beside them, one above the
+        other."""
+        beside = orientation == Qt.Orientation.Horizontal
+        self.plots_split.setOrientation(Qt.Orientation.Vertical if beside
+                                        else Qt.Orientation.Horizontal)
+        self.plots_split.setSizes([420, 320] if beside else [500, 500])
+        self.split.setSizes([640, 600] if beside else [400, 400])
 
     # ------------------------------------------------------------------ compute
 

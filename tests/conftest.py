@@ -213,6 +213,18 @@ def wait_idle(qtbot, win, timeout=30000):
     qtbot.wait(20)
 
 
+
+def resize_window(qtbot, win, width, height):
+    """Resize the window; until it has that width and is idle."""
+    win.resize(width, height)
+    qtbot.waitUntil(lambda: win.width() == width)
+    wait_idle(qtbot, win)
+
+
+def top_left(widget, panel):
+    """Where `widget`'s top-left corner is in `panel`."""
+    return widget.mapTo(panel, widget.rect().topLeft())
+
 # --------------------------------------------------------------------------- modal dialogs
 
 _MODAL = {

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from conftest import wait_idle
+from conftest import resize_window, top_left, wait_idle
 from exported import non_background_pixels
 from PySide6.QtCore import (
     QCoreApplication,
@@ -350,16 +350,12 @@ def test_the_legend_moves_under_a_narrow_plot_and_back(pe_window, qtbot):
 
     assert legend_cell() == (0, 1)
     for width in (800, 900):
-        win.resize(width, 800)
-        qtbot.waitUntil(lambda w=width: win.width() == w)
-        wait_idle(qtbot, win)
+        resize_window(qtbot, win, width, 800)
         assert legend_cell() == (1, 0), width
         assert vb.width() >= 60, width  # the curves have room (beside the legend: none)
         assert len(panel.legend.items) == DEFAULT_SELECTION
     assert panel.legend.columnCount >= 2  # at 900 pixels two columns fit
-    win.resize(1400, 900)
-    qtbot.waitUntil(lambda: win.width() == 1400)
-    wait_idle(qtbot, win)
+    resize_window(qtbot, win, 1400, 900)
     assert legend_cell() == (0, 1) and panel.legend.columnCount == 1
 
 
@@ -369,12 +365,9 @@ def test_the_plots_go_under_the_table_in_a_narrow_window(pe_window, qtbot):
     win = pe_window
     panel = win.panel("neurons")
     for width, beside in ((800, False), (1400, True), (800, False)):
-        win.resize(width, 850)
-        qtbot.waitUntil(lambda w=width: win.width() == w)
-        wait_idle(qtbot, win)
-        table = panel.table.mapTo(panel, panel.table.rect().topLeft())
-        curves = panel.curve_frame.mapTo(panel, panel.curve_frame.rect().topLeft())
-        overlap = panel.overlap_view.mapTo(panel, panel.overlap_view.rect().topLeft())
+        resize_window(qtbot, win, width, 850)
+        table, curves, overlap = (top_left(w, panel) for w in
+                                  (panel.table, panel.curve_frame, panel.overlap_view))
         if beside:
             assert curves.x() > table.x() + panel.table.width() - 5
             assert overlap.y() > curves.y()  # one above the other

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import torch
-from conftest import wait_idle
+from conftest import resize_window, top_left, wait_idle
 from exported import non_background_pixels
 from PySide6.QtCore import QPointF, Qt
 from tables import cell_text, click_cell
@@ -284,12 +284,9 @@ def test_slopes_plots_go_above_the_tables_in_a_narrow_window(window, qtbot):
     win.show_view("slopes")
     sl = win.panel("slopes")
     for width, beside in ((920, False), (1400, True), (920, False)):
-        win.resize(width, 850)
-        qtbot.waitUntil(lambda w=width: win.width() == w)
-        wait_idle(qtbot, win)
-        hist = sl.hist_frame.mapTo(sl, sl.hist_frame.rect().topLeft())
-        curve = sl.curve_frame.mapTo(sl, sl.curve_frame.rect().topLeft())
-        top = sl.tables["top"].mapTo(sl, sl.tables["top"].rect().topLeft())
+        resize_window(qtbot, win, width, 850)
+        hist, curve, top = (top_left(w, sl) for w in
+                            (sl.hist_frame, sl.curve_frame, sl.tables["top"]))
         if beside:
             assert top.x() > hist.x() + sl.hist_frame.width() - 5
             assert curve.y() > hist.y()  # one above the other

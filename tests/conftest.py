@@ -213,7 +213,6 @@ def wait_idle(qtbot, win, timeout=30000):
     qtbot.wait(20)
 
 
-
 def resize_window(qtbot, win, width, height):
     """Resize the window; until it has that width and is idle."""
     win.resize(width, height)
@@ -224,6 +223,7 @@ def resize_window(qtbot, win, width, height):
 def top_left(widget, panel):
     """Where `widget`'s top-left corner is in `panel`."""
     return widget.mapTo(panel, widget.rect().topLeft())
+
 
 # --------------------------------------------------------------------------- modal dialogs
 

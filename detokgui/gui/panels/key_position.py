@@ -84,8 +84,8 @@ class KeyPositionPanel(Panel):
         lay.addLayout(controls)
 
         # the plots beside the extremes tables; above them, side by side, in a narrow panel
-        split = self.split = AdaptiveSplitter(SIDE_BY_SIDE_MIN_WIDTH)
-        plots = self.plots_split = QSplitter(Qt.Vertical)
+        split = AdaptiveSplitter(SIDE_BY_SIDE_MIN_WIDTH)
+        plots = QSplitter(Qt.Vertical)
         self.hist_frame = PlotFrame("Token-position slopes histogram", self._hist_table)
         self.hist_plot = add_plot(self.hist_frame, grid="xy", left="tokens",
                                   bottom="slope of e_u W^QK p_j^T over j (per position)")
@@ -124,7 +124,7 @@ class KeyPositionPanel(Panel):
             tl.addWidget(box)
         split.addWidget(tables)
         split.setSizes([640, 600])
-        split.turned.connect(self._split_turned)
+        split.turn_crosswise(plots, beside=([640, 600], [420, 320]), above=([400, 400], [500, 500]))
         lay.addWidget(split, 1)
         lay.addWidget(self.status)
 
@@ -139,16 +139,6 @@ class KeyPositionPanel(Panel):
 
     def plot_frames(self):
         return [self.hist_frame, self.curve_frame]
-
-    @Slot(Qt.Orientation)
-    def _split_turned(self, orientation) -> None:
-        """Above the tables the two plots go side by side; beside them, one above the
-        other."""
-        beside = orientation == Qt.Orientation.Horizontal
-        self.plots_split.setOrientation(Qt.Orientation.Vertical if beside
-                                        else Qt.Orientation.Horizontal)
-        self.plots_split.setSizes([420, 320] if beside else [500, 500])
-        self.split.setSizes([640, 600] if beside else [400, 400])
 
     # ------------------------------------------------------------------ compute
 

@@ -165,8 +165,7 @@ class NeuronBrowserPanel(Panel):
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 1)
         split.setSizes([400, 1000])
-        split.turned.connect(self._split_turned)
-        self.split, self.plots_split = split, right
+        split.turn_crosswise(right, beside=([400, 1000], None), above=([300, 400], None))
         lay.addWidget(split, 1)
 
         ov = self.overlap_view
@@ -367,14 +366,6 @@ class NeuronBrowserPanel(Panel):
         leg.setFixedWidth(entry * columns)
         leg.setFixedHeight(max(rows * row, 1))
         leg.setVisible(bool(leg.items))
-
-    @Slot(Qt.Orientation)
-    def _split_turned(self, orientation) -> None:
-        """Under the table the two plots go side by side; beside it, one above the other."""
-        beside = orientation == Qt.Orientation.Horizontal
-        self.plots_split.setOrientation(Qt.Orientation.Vertical if beside
-                                        else Qt.Orientation.Horizontal)
-        self.split.setSizes([400, 1000] if beside else [300, 400])
 
     def eventFilter(self, obj, event) -> bool:
         if obj is self.curve_frame.view and event.type() == QEvent.Resize:

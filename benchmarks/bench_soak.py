@@ -1,6 +1,6 @@
 """Soak benchmark (not a test): a long session through the real window.
 
-    python benchmarks/bench_soak.py [--ops 1000] [--switches 10] [--seed 0]
+    python benchmarks/bench_soak.py [--ops 1000] [--switches 10] [--seed 0] [--events]
 
 Loads a random checkpoint with GPT-2-small dimensions (d=768, 12 heads, 1024 positions,
 the real GPT-2 vocabulary), then runs --ops mixed operations at a user's pace (one every
@@ -25,7 +25,9 @@ checkpoint, d=64, as a person comparing two models would). Prints
   malloc_trim, which the app also does after each switch); and how many Layer0 objects
   and job objects are alive at the end.
 
-It also prints the longest stalls with what the GUI thread was running (eventloop.StallWatch).
+It also prints the longest stalls with what the GUI thread was running (eventloop.StallWatch),
+and with --events every Qt event, panel draw and garbage collection in them that took
+more than 2 ms of the GUI thread's CPU (eventloop.EventLog; it slows the run a little).
 
 Goals (issues #8, #16): longest stall after warm-up < 50 ms outside model switches and
 < 150 ms during one; RSS growth < 50 MB after the first
@@ -49,7 +51,7 @@ import time
 import weakref
 from pathlib import Path
 
-from eventloop import StallMeter, StallWatch, format_stack, pause, settle, wait_until
+from eventloop import EventLog, StallMeter, StallWatch, format_stack, pause, settle, wait_until
 
 STALL_GOAL_MS = 50.0
 SWITCH_STALL_GOAL_MS = 150.0
@@ -87,8 +89,9 @@ def idle_rss(win) -> tuple[float, float]:
 
 
 class Session:
-    def __init__(self, win, big: str, small: str, rng: random.Random):
-        self.win, self.big, self.small, self.rng = win, big, small, rng
+    def __init__(self, win, big: str, small: str, rng: random.Random,
+                 log: EventLog | None = None):
+        self.win, self.big, self.small, self.rng, self.log = win, big, small, rng, log
         self.on_big = True
         self.layers: list[weakref.ref] = []
         self.switch_windows: list[tuple[float, float]] = []
@@ -105,6 +108,9 @@ class Session:
         self.counts[name] = self.counts.get(name, 0) + 1
         t0, c0 = time.perf_counter(), time.thread_time()
         detail = getattr(self, f"op_{name}")()
+        if self.log is not None:
+            self.log.note(time.perf_counter(), time.thread_time() - c0,
+                          f"operation {name} {detail or ''}")
         pause(pace)
         self.windows.append((t0, time.perf_counter(), f"{name} {detail}" if detail else name))
         cpu = 1000 * (time.thread_time() - c0)
@@ -246,7 +252,11 @@ def run(args) -> dict:
     QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(Path(tmp.name) / "settings"))
     QCoreApplication.setOrganizationName("detokgui-bench")
     QCoreApplication.setApplicationName("detokgui-soak")
-    _app = QApplication.instance() or QApplication([])  # alive for the whole run
+    log = EventLog() if args.events else None
+    _app = QApplication.instance() or (log.application_class() if log else QApplication)([])
+    if log is not None:
+        log_draws(log)
+        log.watch_garbage_collection()
     quiet_qt_messages()
     print("writing the checkpoints …", flush=True)
     big = str(write_random_checkpoint(Path(tmp.name) / "big", n_embd=768, n_head=12,
@@ -264,7 +274,7 @@ def run(args) -> dict:
         win.show_view(name)
         settle(win, 100)
     rng = random.Random(args.seed)
-    session = Session(win, big, small, rng)
+    session = Session(win, big, small, rng, log)
     session.layers.append(weakref.ref(win.state.layer))
     out = {"rss_first": idle_rss(win), "V": win.state.layer.n_vocab}
 
@@ -334,10 +344,15 @@ def run(args) -> dict:
     def op_at(end):
         return next((name for a, b, name in session.windows if a <= end <= b), "switch")
 
-    out["top_ops"] = [(gap, cpu, op_at(end), stack, share, watch.native_in(end, gap))
+    def events(end, gap):
+        return log.during(end, gap) if log is not None else []
+
+    out["top_ops"] = [(gap, cpu, op_at(end), stack, share, watch.native_in(end, gap),
+                       events(end, gap))
                       for gap, end, cpu, stack, share
                       in watch.top(t_warm, n=args.top, skip=in_switch)]
-    out["top_switch"] = [(gap, cpu, "switch", stack, share, watch.native_in(end, gap))
+    out["top_switch"] = [(gap, cpu, "switch", stack, share, watch.native_in(end, gap),
+                          events(end, gap))
                          for gap, end, cpu, stack, share
                          in watch.top(t_warm, n=3, skip=lambda e, g: not in_switch(e, g))]
     out["cpu"] = session.cpu
@@ -346,6 +361,33 @@ def run(args) -> dict:
     win.jobs.wait(10000)
     win.close()
     return out
+
+
+def log_draws(log: EventLog) -> None:
+    """Note each panel's draw of a result and each catch-up of a panel shown after a change
+    (the app's own code, wrapped for this run)."""
+    from detokgui.gui import later_pass
+    from detokgui.gui.panels import base
+
+    base.Channel._done = log.timed(
+        base.Channel._done,
+        lambda ch, *_: f"draw {type(ch.panel).__name__}{f' {ch.name}' if ch.name else ''}")
+    base.Panel._catch_up = log.timed(base.Panel._catch_up,
+                                     lambda panel: f"catch up {type(panel).__name__}")
+    run_one = later_pass._run_one
+
+    def run_one_noted():
+        fn = later_pass._queue[0] if later_pass._queue else None
+        log.timed(run_one, lambda: f"later pass: {_called(fn)}")()
+
+    later_pass._run_one = run_one_noted  # read when its timer is made, at the first call
+
+
+def _called(fn) -> str:
+    """What a queued call calls: "Job._done topk.keys", "_catch_up"."""
+    fn = getattr(fn, "func", fn)
+    key = getattr(getattr(fn, "__self__", None), "key", None)
+    return f"{getattr(fn, '__qualname__', type(fn).__name__)}{f' {key}' if key else ''}"
 
 
 def percentile(values, q: float) -> float:
@@ -364,6 +406,9 @@ def main() -> None:
     p.add_argument("--native", type=int, default=0, metavar="N",
                    help="take up to N `py-spy dump --native` stacks of the GUI thread during "
                    "stalls over 150 ms (each pauses the process; for finding C++ time)")
+    p.add_argument("--events", action="store_true",
+                   help="list the Qt events, panel draws and garbage collections in each of "
+                   "the longest stalls that took over 2 ms of the GUI thread's CPU")
     args = p.parse_args()
     r = run(args)
     after = r.get("rss_after_switch", r["rss_end"])
@@ -387,11 +432,13 @@ def main() -> None:
         print(f"{title}: length (the GUI thread's CPU time in it), operation, the GUI "
               "thread's Python stack seen most often in it (its share of the samples; "
               "innermost first):")
-        for gap, cpu, op, stack, share, native in rows:
+        for gap, cpu, op, stack, share, native, events in rows:
             print(f"  {1000 * gap:6.1f} ms (GUI CPU {1000 * cpu:5.1f}) {op}: "
                   f"[{share:4.0%}] {format_stack(stack)}")
             if native:
                 print("      native: " + " <- ".join(native[:14]))
+            for line in events:
+                print("      " + line)
     for how, (stall, cpu, seconds) in r["big_text"].items():
         print(f"a {r['big_chars'] / 1e6:.1f}M-character text, "
               f"{'opened as a file' if how == 'file' else 'pasted':16}: longest "

@@ -190,3 +190,89 @@ def format_stack(stack: tuple[str, ...], depth: int = 8) -> str:
     the benchmark's own frames dropped."""
     keep = [f for f in stack if not f.startswith(("benchmarks/", "eventloop.py"))][:depth]
     return " <- ".join(keep) if keep else "(event loop: C++)"
+
+
+class EventLog:
+    """Every Qt event the GUI thread handles that costs more than `min_ms` of its CPU
+    time, with its receiver, nested as Qt dispatched them; and any other `note`d work
+    (a panel's draw, a garbage collection). Unlike StallWatch's stack samples, which need
+    the GIL and so mostly see code that has just let it go, this names the work a stall
+    was made of.
+
+    `application_class()` is a QApplication subclass whose `notify` does the logging:
+    create the application from it, before anything else makes one."""
+
+    def __init__(self, min_ms: float = 2.0):
+        self.min = min_ms / 1000
+        self.entries: list[tuple[float, int, float, str]] = []  # (end, depth, CPU s, what)
+        self.depth = 0
+
+    def note(self, end: float, cpu: float, what: str) -> None:
+        if cpu > self.min:
+            self.entries.append((end, self.depth, cpu, what))
+
+    def application_class(self):
+        from PySide6.QtWidgets import QApplication
+
+        log = self
+
+        class LoggingApplication(QApplication):
+            def notify(self, receiver, event):
+                kind = event.type()
+                log.depth += 1
+                c0 = time.thread_time()
+                try:
+                    return super().notify(receiver, event)
+                finally:
+                    log.depth -= 1
+                    cpu = time.thread_time() - c0
+                    if cpu > log.min:
+                        log.entries.append((time.perf_counter(), log.depth, cpu,
+                                            f"{kind.name} -> {_receiver(receiver)}"))
+
+        return LoggingApplication
+
+    def watch_garbage_collection(self) -> None:
+        import gc
+
+        started = {}
+
+        def on_gc(phase, info):
+            if phase == "start":
+                started["cpu"] = time.thread_time()
+            elif "cpu" in started:
+                self.note(time.perf_counter(), time.thread_time() - started.pop("cpu"),
+                          f"garbage collection, generation {info['generation']}")
+
+        gc.callbacks.append(on_gc)
+
+    def timed(self, fn, describe):
+        """`fn` wrapped to note its CPU time as `describe(*args)`."""
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            c0 = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.note(time.perf_counter(), time.thread_time() - c0, describe(*args))
+
+        return wrapper
+
+    def during(self, end: float, gap: float) -> list[str]:
+        """The entries of the gap that ended at `end`, as indented lines (outermost
+        least indented; an entry is listed when it ends, after what it contains)."""
+        return [f"{'  ' * depth}{1000 * cpu:6.1f} ms  {what}"
+                for t, depth, cpu, what in self.entries if end - gap <= t <= end]
+
+
+def _receiver(obj) -> str:
+    """Its class and object name, and the innermost of detokgui's widgets it is part of
+    ("QWidget 'qt_scrollarea_viewport' in TopKPanel")."""
+    name = obj.objectName() if hasattr(obj, "objectName") else ""
+    text = f"{type(obj).__name__}{f' {name!r}' if name else ''}"
+    parent = obj.parent() if hasattr(obj, "parent") else None
+    while parent is not None and not type(parent).__module__.startswith("detokgui."):
+        parent = parent.parent() if hasattr(parent, "parent") else None
+    return f"{text} in {type(parent).__name__}" if parent is not None else text

@@ -256,6 +256,33 @@ def test_new_head_cells_are_built_one_per_pass(window, qtbot):
     assert_bias_plots(panel, win.state.layer, win.state.query_position)
 
 
+def test_plots_left_to_update_wait_while_the_panel_is_hidden(window, qtbot):
+    """A result's plots after the first are updated one per pass while the panel is shown;
+    a tab switched to in between does not pay for them (issue 16: they ran in its passes),
+    and they are updated when the panel is shown again."""
+    win = window
+    panel = show_bias(win, qtbot)
+    old_i = win.state.query_position
+    switched = []
+
+    def away(_name):
+        if not switched:
+            switched.append(True)
+            win.show_view("topk")
+
+    panel.drawn.connect(away)
+    win.state.set_query_position(90)
+    qtbot.waitUntil(lambda: bool(switched), timeout=10000)
+    qtbot.wait(200)
+    assert not panel.isVisible() and not panel.settled()  # plots are left to update
+    tpp = panel.grids["tpp"].cells[win.state.head]
+    assert len(curve_y(tpp, "mean")) == old_i + 1  # not updated while hidden
+    panel.drawn.disconnect(away)
+    win.show_view("bias")
+    qtbot.waitUntil(drawn(panel, 90), timeout=10000)
+    assert_bias_plots(panel, win.state.layer, 90)
+
+
 def test_click_on_a_plot_chooses_the_query_position(window, qtbot):
     win = window
     panel = show_bias(win, qtbot)

@@ -150,12 +150,14 @@ class PositionalBiasPanel(Panel):
         self.draw_ms = 0.0  # GUI-thread time of the last draw, all its plots together
         # draw() updates one plot now and the others one per event-loop pass (_next_plot):
         # the window repaints in between, so a slider step or a change of heads blocks the
-        # GUI for one plot's update and paint at a time, not for all four together.
+        # GUI for one plot's update and paint at a time, not for all four together. A 0 ms
+        # timer would run in the same pass as the paint (a posted event); 1 ms waits for
+        # the next one.
         self._queued: list = []
         self._next = QTimer(self)
         self._next.setSingleShot(True)
-        self._next.setInterval(0)
-        self._next.timeout.connect(self._next_plot)
+        self._next.setInterval(1)
+        self._next.timeout.connect(self._next_plot_when_shown)
         self._b1_keys: dict[int, tuple] = {}  # head -> what its B1 curves hold
         self._x_range = None  # x range of the T_pp / total / softmax plots
         lay = QVBoxLayout(self)
@@ -349,6 +351,15 @@ class PositionalBiasPanel(Panel):
         self.draw_ms += 1000 * (time.perf_counter() - t0)
         if self._queued:
             self._next.start()
+
+    @Slot()
+    def _next_plot_when_shown(self) -> None:
+        """The next queued plot now if the panel is shown, else once it is shown again (a
+        tab switched away from went on updating its plots in the passes of the new tab)."""
+        if self.isVisible():
+            self._next_plot()
+        elif self._queued:
+            self._on_show[self._next_plot] = None
 
     def finish_drawing(self) -> None:
         """Update every plot still queued by draw() now."""

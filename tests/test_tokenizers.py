@@ -330,3 +330,46 @@ def test_prepare_reads_every_piece_once_off_the_gui_thread(tiny_ckpt, monkeypatc
     assert tokens.display_token(tok, 4969) == "\u2423Korea"
     assert tokens.token_string(tok, 4969) == " Korea"
     assert calls == []
+
+
+def _with_config(folder, **config):
+    """`folder`'s tokenizer_config.json with `config` added."""
+    path = folder / "tokenizer_config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **config}))
+    return folder
+
+
+def test_a_tokenizer_read_before_from_the_same_files_is_taken_again(tmp_path):
+    """Switching back to a model, or opening another with the same tokenizer files, takes
+    the tokenizer already read (reading GPT-2's holds the GIL in 35-60 ms pieces, which
+    stalled the window's switches, issue 16); other files, another tokenizer; the checks
+    against the model's embedding still apply."""
+    a = _with_config(write_random_checkpoint(tmp_path / "a", seed=1), model_max_length=901)
+    b = _with_config(write_random_checkpoint(tmp_path / "b", seed=2), model_max_length=901)
+    first = Layer0.from_pretrained(str(a)).tokenizer
+    assert Layer0.from_pretrained(str(a)).tokenizer is first
+    assert Layer0.from_pretrained(str(b)).tokenizer is first  # other weights, same files
+    assert first.model_max_length == 901
+
+    c = _with_config(write_random_checkpoint(tmp_path / "c", seed=3), model_max_length=902)
+    other = Layer0.from_pretrained(str(c)).tokenizer
+    assert other is not first and other.model_max_length == 902
+
+    small = _with_config(write_random_checkpoint(tmp_path / "small", vocab_size=1000),
+                         model_max_length=901)
+    with pytest.raises(ModelLoadError, match="does not belong to these weights"):
+        Layer0.from_pretrained(str(small))
+
+
+def test_only_the_last_few_tokenizers_are_kept(tmp_path):
+    import gc
+    import weakref
+
+    folder = write_random_checkpoint(tmp_path / "m", seed=1)
+    _with_config(folder, model_max_length=911)
+    kept = weakref.ref(Layer0.from_pretrained(str(folder)).tokenizer)
+    for k in range(tokens.RECENT_TOKENIZERS):
+        _with_config(folder, model_max_length=912 + k)
+        Layer0.from_pretrained(str(folder))
+        gc.collect()
+        assert (kept() is None) == (k == tokens.RECENT_TOKENIZERS - 1)

@@ -22,12 +22,14 @@ literal form in both.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 import os
 import re
 import threading
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +78,8 @@ def load_tokenizer(folder: Path, name: str, n_vocab: int):
     library itself (`SentencePieceTokenizer`), which needs no protobuf and encodes exactly
     as the model's authors did.
 
+    A tokenizer loaded before from the same files is taken again (`recent_tokenizer`).
+
     Raises ModelLoadError when it has more tokens than the embedding has rows (those ids
     would have no embedding). Fewer is allowed: embedding matrices are often padded."""
     folder = Path(folder)
@@ -83,6 +87,80 @@ def load_tokenizer(folder: Path, name: str, n_vocab: int):
     spm_file = next((folder / f for f in SENTENCEPIECE_FILES if (folder / f).is_file()), None)
     if not has and spm_file is None:
         return None
+    key = _files_key(folder)
+    tok = recent_tokenizer(key)
+    if tok is None:
+        tok = _read_tokenizer(folder, name, has, spm_file)
+        _keep_recent(key, tok)
+    n = len(tok)
+    if n == 0:
+        raise ModelLoadError(f"{name}: the tokenizer files hold no tokens.")
+    if n > n_vocab:
+        raise ModelLoadError(
+            f"{name}: the tokenizer has {n} tokens but the token embedding only {n_vocab} rows; "
+            "the tokenizer does not belong to these weights."
+        )
+    return tok
+
+
+#: How many tokenizers `load_tokenizer` keeps. Loading one holds the GIL in long C calls
+#: (transformers' json.load of tokenizer.json and the Rust BPE's construction, 35-60 ms
+#: each for GPT-2's), during which the GUI thread cannot run; switching back and forth
+#: between two models, or opening another with the same tokenizer files, then costs nothing.
+RECENT_TOKENIZERS = 2
+_RECENT: OrderedDict[str, object] = OrderedDict()
+
+
+def recent_tokenizer(key: str | None):
+    """The kept tokenizer loaded from files with digest `key` (`_files_key`), or None."""
+    if key is None:
+        return None
+    with _LOCK:
+        tok = _RECENT.get(key)
+        if tok is not None:
+            _RECENT.move_to_end(key)
+        return tok
+
+
+def _keep_recent(key: str | None, tok) -> None:
+    if key is None:
+        return
+    with _LOCK:
+        _RECENT[key] = tok
+        _RECENT.move_to_end(key)
+        while len(_RECENT) > RECENT_TOKENIZERS:
+            _RECENT.popitem(last=False)
+
+
+def _files_key(folder: Path) -> str | None:
+    """A digest of what transformers builds a folder's tokenizer from: the names and
+    contents of its tokenizer files, and the two fields of config.json that can choose the
+    tokenizer's class. None when a file cannot be read (the tokenizer is then not kept)."""
+    from detokgui.core.checkpoint_files import TOKENIZER_FILES
+
+    digest = hashlib.sha256()
+    for name in sorted({*TOKENIZER_FILES, *SENTENCEPIECE_FILES}):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        digest.update(f"{name}\0{len(data)}\0".encode())
+        digest.update(data)
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = None
+    if isinstance(config, dict):
+        digest.update(repr((config.get("model_type"), config.get("tokenizer_class"))).encode())
+    return digest.hexdigest()
+
+
+def _read_tokenizer(folder: Path, name: str, has: bool, spm_file: Path | None):
+    """The tokenizer read from `folder`'s files (`has`: tokenizer.json or vocab.json;
+    else the sentencepiece model `spm_file`)."""
     from transformers import AutoTokenizer, GPT2TokenizerFast
 
     logging.getLogger("transformers").setLevel(logging.ERROR)
@@ -102,14 +180,6 @@ def load_tokenizer(folder: Path, name: str, n_vocab: int):
             raise ModelLoadError(f"{name}: config.json has a value of the wrong type "
                                  f"({' '.join(str(exc).split())}).") from exc
         raise ModelLoadError(f"{name}: the tokenizer files cannot be read ({exc}).") from exc
-    n = len(tok)
-    if n == 0:
-        raise ModelLoadError(f"{name}: the tokenizer files hold no tokens.")
-    if n > n_vocab:
-        raise ModelLoadError(
-            f"{name}: the tokenizer has {n} tokens but the token embedding only {n_vocab} rows; "
-            "the tokenizer does not belong to these weights."
-        )
     return tok
 
 

@@ -377,7 +377,7 @@ def log_draws(log: EventLog) -> None:
     run_one = later_pass._run_one
 
     def run_one_noted():
-        fn = later_pass._queue[0] if later_pass._queue else None
+        fn = later_pass._queue[0][0] if later_pass._queue else None
         log.timed(run_one, lambda: f"later pass: {_called(fn)}")()
 
     later_pass._run_one = run_one_noted  # read when its timer is made, at the first call

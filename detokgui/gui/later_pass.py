@@ -6,18 +6,20 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtCore import QCoreApplication, QObject, QTimer
+from shiboken6 import isValid
 
-_queue: deque[Callable[[], None]] = deque()
+_queue: deque[tuple[Callable[[], None], QObject | None]] = deque()
 _timer: QTimer | None = None
 
 
-def in_a_later_pass(fn: Callable[[], None]) -> None:
+def in_a_later_pass(fn: Callable[[], None], owner: QObject | None = None) -> None:
     """Call fn() in a later pass of the GUI thread's event loop, after what is queued
-    before it, one call per pass. A 0 ms timer would not do: Qt runs it in the same pass,
-    as a posted event, before the window paints; a 1 ms one waits for the next pass."""
+    before it, one call per pass; not if `owner` (the widget whose work it is) has been
+    deleted by then. A 0 ms timer would not do: Qt runs it in the same pass, as a posted
+    event, before the window paints; a 1 ms one waits for the next pass."""
     global _timer
-    _queue.append(fn)
+    _queue.append((fn, owner))
     if _timer is None:
         _timer = QTimer(QCoreApplication.instance())
         _timer.setSingleShot(True)
@@ -35,7 +37,9 @@ def waiting() -> int:
 def _run_one() -> None:
     try:
         if _queue:
-            _queue.popleft()()
+            fn, owner = _queue.popleft()
+            if owner is None or isValid(owner):
+                fn()
     finally:
         if _queue:  # the next one in the next pass, whatever this one did
             _timer.start()

@@ -29,7 +29,6 @@ from functools import partial
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
-from shiboken6 import isValid
 
 from detokgui.gui.jobs import JobRunner
 from detokgui.gui.later_pass import in_a_later_pass
@@ -346,7 +345,7 @@ class Panel(QWidget):
         if self._on_show:
             # after the page is painted as it was last drawn: redrawing first made showing
             # a page after a change one long pass (the redraw and the whole page's paint)
-            in_a_later_pass(partial(_catch_up, self))
+            in_a_later_pass(self._catch_up, owner=self)
 
     def _catch_up(self) -> None:
         """Do the redraws put off while hidden (if still shown)."""
@@ -365,8 +364,3 @@ class Panel(QWidget):
 
     def job_key(self, what: str = "") -> str:
         return f"{self.view_name}:{what}" if what else self.view_name
-
-
-def _catch_up(panel: Panel) -> None:
-    if isValid(panel):  # not closed meanwhile
-        panel._catch_up()

@@ -481,7 +481,7 @@ class _MatrixCells:
             self.colorbar.getAxis("right").setLabel(text)
 
     def make_colorbar(self) -> pg.ColorBarItem:
-        """This map's colour bar, made on first use (~10 ms: it is a PlotItem) and kept."""
+        """This map's colour bar, made on first use (15-30 ms: it is a PlotItem) and kept."""
         if self.colorbar is None:
             self.colorbar = plain_axes(pg.ColorBarItem(
                 colorMap=diverging_colormap(), interactive=False, width=12))

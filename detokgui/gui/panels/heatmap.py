@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
-from PySide6.QtCore import QTimer, Slot
+from PySide6.QtCore import Slot
 from PySide6.QtWidgets import (
     QVBoxLayout,
 )
@@ -17,6 +18,7 @@ from detokgui.core import affinity
 from detokgui.core.tables import heatmap_table
 from detokgui.core.tokens import display_token
 from detokgui.gui.flow_layout import FlowLayout
+from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame, connect_hover, laid_out_once
@@ -97,9 +99,11 @@ class HeatmapPanel(Panel):
         super().__init__(state, jobs, parent)
         self.maps: list[Heatmap | HeatmapTile] = []  # what is shown
         # Plot items are built once and reused: a Heatmap (a PlotItem) or a colour bar costs
-        # ~10 ms to build, a grid tile ~1.5 ms.
+        # 15-30 ms to build, a grid tile ~6 ms.
         self.single: Heatmap | None = None
         self.tiles: list[HeatmapTile] = []  # for the all-heads grid
+        self._building = False  # tiles are being built, one per pass (_build_tiles)
+        self._draw_when_built = False  # a result waits for them
         lay = QVBoxLayout(self)
 
         row = FlowLayout()
@@ -140,7 +144,7 @@ class HeatmapPanel(Panel):
         for name, shown in (("size", opts.source != "text"), ("seed", opts.source == "sample")):
             self.options.label(name).setVisible(shown)
             self.options.widget(name).setVisible(shown)
-        if opts.all_heads and self.layer is not None:
+        if opts.all_heads and self.layer is not None and not self._building:
             self._build_tiles(self.layer.n_heads)  # while the values compute
         self.refresh()
 
@@ -187,6 +191,11 @@ class HeatmapPanel(Panel):
             levels = (-m, m)
         raw = res.sigma.convention == "none"
         kind = "raw e W^QK e^T" if raw else "T_ee"
+        if n_maps > 1 and self.isVisible() and not self._tiles_ready(n_maps):
+            self._draw_when_built = True  # drawn when its tiles are, one built per pass
+            if not self._building:
+                self._build_tiles(n_maps)
+            return
         maps = self._grid_tiles(n_maps) if n_maps > 1 else [self._single_map()]
         if maps != self.maps:  # lay them out; the same items stay where they are
             view.clear()
@@ -219,18 +228,38 @@ class HeatmapPanel(Panel):
         """n tiles for the all-heads grid (light items: no axes, no menus), and the first
         tile's colour bar."""
         while len(self.tiles) < n:
-            k, tile = len(self.tiles), HeatmapTile()
-            tile.cellClicked.connect(lambda r, c, k=k: self._cell_clicked(k, r, c))
-            self.tiles.append(tile)
+            self._add_tile()
         self.tiles[0].make_colorbar()
         return self.tiles[:n]
 
-    def _build_tiles(self, n: int, per_turn: int = 3) -> None:
-        """Build the grid's tiles a few per event-loop turn, so that neither the request
-        nor the result stalls the interface (the result's draw builds any still missing)."""
+    def _add_tile(self) -> None:
+        k, tile = len(self.tiles), HeatmapTile()
+        tile.cellClicked.connect(lambda r, c, k=k: self._cell_clicked(k, r, c))
+        self.tiles.append(tile)
+
+    def _tiles_ready(self, n: int) -> bool:
+        return len(self.tiles) >= n and self.tiles[0].colorbar is not None
+
+    def _build_tiles(self, n: int) -> None:
+        """Build the grid's n tiles (~6 ms each), then the first one's colour bar (15-30 ms:
+        a pyqtgraph PlotItem), one per event-loop pass after the window's paint, so that
+        neither the request nor its result stalls the interface; then draw the result
+        that waited for them, if any."""
         if len(self.tiles) < n:
-            self._grid_tiles(min(n, len(self.tiles) + per_turn))
-            QTimer.singleShot(0, self, lambda: self._build_tiles(n, per_turn))
+            self._add_tile()
+        elif not self._tiles_ready(n):
+            self.tiles[0].make_colorbar()
+        else:
+            self._building = False
+            if self._draw_when_built:
+                self._draw_when_built = False
+                self.draw(self.result)
+            return
+        self._building = True
+        in_a_later_pass(partial(self._build_tiles, n), owner=self)
+
+    def settled(self) -> bool:
+        return not self._draw_when_built and super().settled()
 
     def _cell_clicked(self, k: int, r: int, c: int) -> None:
         self.state.set_head(self.heads[k])

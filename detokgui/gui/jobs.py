@@ -296,6 +296,13 @@ class Job(QObject):
 
 _gc_timer: QTimer | None = None
 
+#: The GIL's switch interval in the application. A worker thread running Python keeps the
+#: GIL for up to this long each time the GUI thread asks for it back, and a repaint asks
+#: hundreds of times (each Python paint method, signal and callback): with 1 ms, the GUI
+#: thread spent 60-150 ms of a model switch's longest stalls waiting for the GIL (its
+#: scheduler statistics, bench_soak), with 0.2 ms 40-60 ms (Python's default is 5 ms).
+GIL_SWITCH_INTERVAL_S = 0.0002
+
 
 def collect_garbage_on_gui_thread(interval_ms: int = 500) -> None:
     """Run Python's cyclic garbage collector only on the GUI thread (once per process).
@@ -304,15 +311,14 @@ def collect_garbage_on_gui_thread(interval_ms: int = 500) -> None:
     crossed. When that is a job's worker thread and the garbage holds GUI-thread Qt objects
     (a closed window's pyqtgraph items), their destructors run there and deadlock against
     the GUI thread or crash PySide. So: automatic collection off, and a GUI-thread timer
-    that collects a generation whenever its count has passed its threshold."""
+    that collects a generation whenever its count has passed its threshold. Also lowers
+    the GIL's switch interval to GIL_SWITCH_INTERVAL_S."""
     global _gc_timer
     app = QCoreApplication.instance()
     if _gc_timer is not None or app is None:
         return
     gc.disable()
-    # A worker thread running Python holds the GIL for up to the switch interval (5 ms by
-    # default) each time the GUI thread wants it back; many such waits add up to a stall.
-    sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
+    sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_S))
     _gc_timer = QTimer(app)
     _gc_timer.timeout.connect(_collect_due_generation)
     _gc_timer.start(interval_ms)

@@ -25,7 +25,9 @@ checkpoint, d=64, as a person comparing two models would). Prints
   malloc_trim, which the app also does after each switch); and how many Layer0 objects
   and job objects are alive at the end.
 
-It also prints the longest stalls with what the GUI thread was running (eventloop.StallWatch),
+It also prints the longest stalls with how the GUI thread spent them (running, ready but
+waiting for a core, blocked on the GIL or a lock; Linux scheduler statistics) and what it
+was running (eventloop.StallWatch),
 and with --events every Qt event, panel draw and garbage collection in them that took
 more than 2 ms of the GUI thread's CPU (eventloop.EventLog; it slows the run a little).
 
@@ -347,13 +349,13 @@ def run(args) -> dict:
     def events(end, gap):
         return log.during(end, gap) if log is not None else []
 
-    out["top_ops"] = [(gap, cpu, op_at(end), stack, share, watch.native_in(end, gap),
-                       events(end, gap))
-                      for gap, end, cpu, stack, share
+    out["top_ops"] = [(gap, cpu, queued, op_at(end), stack, share,
+                       watch.native_in(end, gap), events(end, gap))
+                      for gap, end, cpu, queued, stack, share
                       in watch.top(t_warm, n=args.top, skip=in_switch)]
-    out["top_switch"] = [(gap, cpu, "switch", stack, share, watch.native_in(end, gap),
-                          events(end, gap))
-                         for gap, end, cpu, stack, share
+    out["top_switch"] = [(gap, cpu, queued, "switch", stack, share,
+                          watch.native_in(end, gap), events(end, gap))
+                         for gap, end, cpu, queued, stack, share
                          in watch.top(t_warm, n=3, skip=lambda e, g: not in_switch(e, g))]
     out["cpu"] = session.cpu
     out["switches"] = len(session.switch_windows)
@@ -429,12 +431,13 @@ def main() -> None:
         f"{k} {v:.0f} ms" for k, v in sorted(r["cpu"].items(), key=lambda kv: -kv[1])))
     for title, rows in (("longest stalls outside switches", r["top_ops"]),
                         ("longest stalls during switches", r["top_switch"])):
-        print(f"{title}: length (the GUI thread's CPU time in it), operation, the GUI "
-              "thread's Python stack seen most often in it (its share of the samples; "
-              "innermost first):")
-        for gap, cpu, op, stack, share, native, events in rows:
-            print(f"  {1000 * gap:6.1f} ms (GUI CPU {1000 * cpu:5.1f}) {op}: "
-                  f"[{share:4.0%}] {format_stack(stack)}")
+        print(f"{title}: length (the GUI thread's time in it: running, ready but waiting "
+              "for a core, blocked on the GIL or a lock), operation, the GUI thread's Python "
+              "stack seen most often in it (its share of the samples; innermost first):")
+        for gap, cpu, queued, op, stack, share, native, events in rows:
+            print(f"  {1000 * gap:6.1f} ms (ran {1000 * cpu:5.1f}, waited for a core "
+                  f"{1000 * queued:5.1f}, blocked {1000 * max(0.0, gap - cpu - queued):5.1f}) "
+                  f"{op}: [{share:4.0%}] {format_stack(stack)}")
             if native:
                 print("      native: " + " <- ".join(native[:14]))
             for line in events:

@@ -37,7 +37,11 @@ def wait_until(predicate, timeout: float = 120.0) -> float:
 
 class StallMeter:
     """A QTimer ticking every few ms on the GUI thread; the largest gap between two ticks is
-    the longest the event loop was blocked (reported as is, tick interval included)."""
+    the longest the event loop was blocked (reported as is, tick interval included).
+
+    For each gap it also keeps the GUI thread's CPU time and, on Linux, how long the thread
+    was ready to run but waiting for a core (its scheduler statistics); the rest of the gap
+    it was blocked: waiting for the GIL, a lock or other threads."""
 
     def __init__(self, interval_ms: int = TICK_MS):
         from PySide6.QtCore import Qt, QTimer
@@ -49,20 +53,35 @@ class StallMeter:
         self.gaps: list[float] = []  # seconds between ticks
         self.ends: list[float] = []  # perf_counter() at the end of each gap
         self.cpu: list[float] = []  # the GUI thread's CPU seconds during each gap
+        self.queued: list[float] = []  # seconds it waited for a core during each gap
         self.last = None
         self.last_cpu = 0.0
+        self.last_queued = 0.0
+        try:  # opened on the GUI thread, which ticks
+            self._schedstat = open("/proc/thread-self/schedstat", "rb", buffering=0)  # noqa: SIM115 - read at every tick
+        except OSError:  # not Linux
+            self._schedstat = None
+
+    def _queued_s(self) -> float:
+        """The GUI thread's total time waiting for a core (0 where unknown)."""
+        if self._schedstat is None:
+            return 0.0
+        self._schedstat.seek(0)
+        return int(self._schedstat.read().split()[1]) / 1e9
 
     def _tick(self) -> None:
-        now, cpu = time.perf_counter(), time.thread_time()
+        now, cpu, queued = time.perf_counter(), time.thread_time(), self._queued_s()
         if self.last is not None:
             self.gaps.append(now - self.last)
             self.ends.append(now)
             self.cpu.append(cpu - self.last_cpu)
-        self.last, self.last_cpu = now, cpu
+            self.queued.append(queued - self.last_queued)
+        self.last, self.last_cpu, self.last_queued = now, cpu, queued
 
     def start(self) -> None:
-        self.gaps, self.ends, self.cpu = [], [], []
+        self.gaps, self.ends, self.cpu, self.queued = [], [], [], []
         self.last, self.last_cpu = time.perf_counter(), time.thread_time()
+        self.last_queued = self._queued_s()
         self.timer.start()
 
     def stop(self) -> None:
@@ -139,17 +158,18 @@ class StallWatch:
 
     def top(self, t_from: float, n: int = 10, skip=lambda end, gap: False):
         """The n longest gaps ending after t_from (and not skipped) as (gap s, end, GUI
-        thread's CPU s, most frequent stack, its share of the samples)."""
+        thread's CPU s, its wait for a core s, most frequent stack, its share of the
+        samples)."""
         from collections import Counter
 
         m = self.meter
-        chosen = sorted((g, e, c) for g, e, c in zip(m.gaps, m.ends, m.cpu)
+        chosen = sorted((g, e, c, q) for g, e, c, q in zip(m.gaps, m.ends, m.cpu, m.queued)
                         if e > t_from and not skip(e, g))[-n:][::-1]
         out = []
-        for gap, end, cpu in chosen:
+        for gap, end, cpu, queued in chosen:
             seen = Counter(s for t, s in self.samples if end - gap <= t <= end)
             stack, k = seen.most_common(1)[0] if seen else ((), 0)
-            out.append((gap, end, cpu, stack, k / max(1, sum(seen.values()))))
+            out.append((gap, end, cpu, queued, stack, k / max(1, sum(seen.values()))))
         return out
 
     def native_in(self, end: float, gap: float) -> list[str]:

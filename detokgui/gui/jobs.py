@@ -311,14 +311,12 @@ def collect_garbage_on_gui_thread(interval_ms: int = 500) -> None:
     crossed. When that is a job's worker thread and the garbage holds GUI-thread Qt objects
     (a closed window's pyqtgraph items), their destructors run there and deadlock against
     the GUI thread or crash PySide. So: automatic collection off, and a GUI-thread timer
-    that collects a generation whenever its count has passed its threshold. Also lowers
-    the GIL's switch interval to GIL_SWITCH_INTERVAL_S."""
+    that collects a generation whenever its count has passed its threshold."""
     global _gc_timer
     app = QCoreApplication.instance()
     if _gc_timer is not None or app is None:
         return
     gc.disable()
-    sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_S))
     _gc_timer = QTimer(app)
     _gc_timer.timeout.connect(_collect_due_generation)
     _gc_timer.start(interval_ms)
@@ -421,6 +419,7 @@ class JobRunner(QObject):
     def __init__(self, parent=None, max_threads: int = 2):
         super().__init__(parent)
         collect_garbage_on_gui_thread()
+        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_S))
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max_threads)
         self._latest: dict[str, int] = {}  # key -> serial of the newest job (not the job)

@@ -35,10 +35,13 @@ def test_records_model_sorts_by_value_and_keeps_ids_in_roles(qapp):
     assert m.texts(0) == ["2", "0", "3", "1"]
     assert m.index(0, 0).data(ID_ROLE) == 9 and m.index(0, 3).data(ID_ROLE) == 109
     assert m.row_of_token(3) == 2 and m.row_of_token(42) == -1
+    assert [m.row_of_record(i) for i in range(4)] == [1, 3, 0, 2]
     m.set_filter(lambda r: r[1] == 3)
     assert m.texts(0) == ["3", "1"]  # still sorted
+    assert [m.row_of_record(i) for i in (-1, 0, 1, 2, 3, 4)] == [-1, -1, 1, -1, 0, -1]
     m.set_records(RECORDS[:2])
     assert m.texts(0) == ["1"]
+    assert [m.row_of_record(i) for i in range(4)] == [-1, 0, -1, -1]
 
 
 def test_lazy_model_formats_only_what_is_asked(qapp):

@@ -84,6 +84,7 @@ class RecordsModel(QAbstractTableModel):
         self.records: Sequence = ()
         self.order: np.ndarray = np.zeros(0, dtype=np.int64)  # view row -> record index
         self._order: list[int] = []  # the same as a list: faster to index one at a time
+        self._rows: np.ndarray | None = None  # record index -> view row (-1: filtered out)
         self.sorted_by: tuple[int, Qt.SortOrder] | None = None
         self.keep: Callable[[Any], bool] | None = None
         self._brushes: dict[str, QColor] = {}
@@ -116,9 +117,11 @@ class RecordsModel(QAbstractTableModel):
         return self.records[self._order[row]]
 
     def row_of_record(self, index: int) -> int:
-        """The view row of records[index], -1 when it is filtered out."""
-        hits = np.flatnonzero(self.order == index)
-        return int(hits[0]) if hits.size else -1
+        """The view row of records[index], -1 when it is filtered out (or out of range)."""
+        if self._rows is None:  # once per arrangement: callers ask for many records
+            self._rows = np.full(len(self.records), -1, dtype=np.int64)
+            self._rows[self.order] = np.arange(len(self.order), dtype=np.int64)
+        return int(self._rows[index]) if 0 <= index < len(self._rows) else -1
 
     def token_at(self, row: int, column: int | None = None) -> int:
         """The token id of a cell (of the row when `column` is None); -1 when none."""
@@ -157,6 +160,7 @@ class RecordsModel(QAbstractTableModel):
             idx = idx[perm]
         self.order = idx
         self._order = idx.tolist()
+        self._rows = None
 
     def _persistent_records(self):
         return [(p, int(self.order[p.row()]) if 0 <= p.row() < len(self.order) else -1)

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from detokgui.core.atomic import write_bytes
 from detokgui.core.tables import Table, write_csv
+from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.paint_prep import prepare_before_paint
 
 pg.setConfigOptions(imageAxisOrder="row-major", background="w", foreground="k", antialias=True)
@@ -61,7 +62,7 @@ def symmetric_levels(values: np.ndarray) -> tuple[float, float]:
 
 def plain_axes(item):
     """Turn off pyqtgraph's SI multipliers ("(x0.001)" in an axis label, ticks scaled to
-    match) on every axis of a PlotItem, ColorBarItem or AxisItem: ticks show the real
+    match) on every axis of a PlotItem or AxisItem: ticks show the real
     values, as everywhere else in detokgui. Returns `item`.
 
     The axes are also painted from a pixmap kept between their changes: replaying an
@@ -72,7 +73,7 @@ def plain_axes(item):
     for ax in axes:
         ax.enableAutoSIPrefix(False)
         ax.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
-    if not isinstance(item, pg.AxisItem):  # a PlotItem, and so a ColorBarItem
+    if not isinstance(item, pg.AxisItem):
         wrap_title(item)
     return item
 
@@ -462,7 +463,7 @@ class _MatrixCells:
         self.values = np.zeros((0, 0))
         self.row_labels: list[str] = []
         self.col_labels: list[str] = []
-        self.colorbar: pg.ColorBarItem | None = None
+        self.colorbar: ColorBar | None = None
         self.highlight = pg.QtWidgets.QGraphicsRectItem()
         pen = QPen(QColor("black"), 2)
         pen.setCosmetic(True)
@@ -480,17 +481,16 @@ class _MatrixCells:
         if self.colorbar is not None:
             self.colorbar.getAxis("right").setLabel(text)
 
-    def make_colorbar(self) -> pg.ColorBarItem:
-        """This map's colour bar, made on first use (15-30 ms: it is a PlotItem) and kept."""
+    def make_colorbar(self) -> ColorBar:
+        """This map's colour bar, made on first use and kept."""
         if self.colorbar is None:
-            self.colorbar = plain_axes(pg.ColorBarItem(
-                colorMap=diverging_colormap(), interactive=False, width=12))
+            self.colorbar = ColorBar(diverging_colormap(), label=self.colorbar_label)
             self.colorbar.setImageItem(self.image)
-            self.colorbar.getAxis("right").setLabel(self.colorbar_label)
         return self.colorbar
 
-    def attach_colorbar(self, layout: pg.GraphicsLayout, row: int, col: int) -> None:
-        layout.addItem(self.make_colorbar(), row, col)
+    def attach_colorbar(self, layout: pg.GraphicsLayout, row: int, col: int,
+                        rowspan: int = 1) -> None:
+        layout.addItem(self.make_colorbar(), row, col, rowspan=rowspan)
 
     def _set_image(self, values: np.ndarray, row_labels: Sequence[str],
                    col_labels: Sequence[str], levels: tuple[float, float] | None):

@@ -11,9 +11,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPen
 
+from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.compare_base import ComparePanel
-from detokgui.gui.plots import PlotFrame, add_plot, plain_axes
+from detokgui.gui.plots import PlotFrame, add_plot
 
 MAX_TICKS = 32
 
@@ -46,11 +47,8 @@ class HeadMatchingPanel(ComparePanel):
         self.selected.setZValue(10)
         self.selected.setVisible(False)
         self.plot.addItem(self.selected)
-        self.colorbar = plain_axes(pg.ColorBarItem(colorMap=pg.colormap.get("viridis"),
-                                                   interactive=False, width=12,
-                                                   values=(0.0, 1.0)))
+        self.colorbar = ColorBar("viridis", values=(0.0, 1.0), label="similarity")
         self.colorbar.setImageItem(self.image)
-        self.colorbar.getAxis("right").setLabel("similarity")
         self.frame.view.addItem(self.colorbar)
         self.frame.setToolTip("White squares: the assignment. Red: the selected pair. "
                               "Click a cell to select that pair of heads.")

@@ -19,13 +19,14 @@ from PySide6.QtWidgets import (
 
 from detokgui.core import vocab_stats as VS
 from detokgui.core.affinity import SigmaChoice
+from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.plots import PlotFrame, add_plot, plain_axes
+from detokgui.gui.plots import PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
 from detokgui.gui.sigma_controls import SigmaControls
 
@@ -113,8 +114,7 @@ class HeadStatsPanel(Panel):
         self.image = pg.ImageItem()
         self.image.setColorMap(pg.colormap.get("viridis"))
         self.plot.addItem(self.image)
-        self.colorbar = plain_axes(pg.ColorBarItem(colorMap=pg.colormap.get("viridis"),
-                                                   interactive=False, width=12))
+        self.colorbar = ColorBar("viridis")
         self.colorbar.setImageItem(self.image)
         self.frame.view.addItem(self.colorbar)
         rl.addWidget(self.frame, 1)

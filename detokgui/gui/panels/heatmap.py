@@ -98,7 +98,7 @@ class HeatmapPanel(Panel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         self.maps: list[Heatmap | HeatmapTile] = []  # what is shown
-        # Plot items are built once and reused: a Heatmap (a PlotItem) or a colour bar costs
+        # Plot items are built once and reused: a Heatmap (a PlotItem) costs
         # 15-30 ms to build, a grid tile ~6 ms.
         self.single: Heatmap | None = None
         self.tiles: list[HeatmapTile] = []  # for the all-heads grid
@@ -202,7 +202,7 @@ class HeatmapPanel(Panel):
             with laid_out_once(view.ci):
                 for k, hm in enumerate(maps):
                     view.addItem(hm, row=k // cols, col=k % cols)
-                maps[0].attach_colorbar(view.ci, 0, cols)
+                maps[0].attach_colorbar(view.ci, 0, cols, rowspan=math.ceil(len(maps) / cols))
             self.maps = maps
         maps[0].set_colorbar_label(kind if raw else f"T_ee ({res.sigma.label()})")
         for k, (h, hm) in enumerate(zip(res.heads, maps)):
@@ -241,10 +241,9 @@ class HeatmapPanel(Panel):
         return len(self.tiles) >= n and self.tiles[0].colorbar is not None
 
     def _build_tiles(self, n: int) -> None:
-        """Build the grid's n tiles (~6 ms each), then the first one's colour bar (15-30 ms:
-        a pyqtgraph PlotItem), one per event-loop pass after the window's paint, so that
-        neither the request nor its result stalls the interface; then draw the result
-        that waited for them, if any."""
+        """Build the grid's n tiles (~6 ms each), then the first one's colour bar, one per
+        event-loop pass after the window's paint, so that neither the request nor its
+        result stalls the interface; then draw the result that waited for them, if any."""
         if len(self.tiles) < n:
             self._add_tile()
         elif not self._tiles_ready(n):

@@ -24,13 +24,14 @@ from PySide6.QtWidgets import (
 from detokgui.core import positional
 from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION, temperature_label
 from detokgui.core.tables import pattern_table
+from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.controls import bare_column
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, combo, custom, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.head_classes import HeadClassesTable
-from detokgui.gui.plots import PlotFrame, add_plot, head_color, plain_axes, set_log_y
+from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y
 from detokgui.gui.position import CONVENTION_NAMES as CONVENTION_SHORT
 from detokgui.gui.position import (
     ConventionBox,
@@ -122,8 +123,7 @@ class PositionalPatternPanel(Panel):
         self.grid_mark.setPen(QPen(QColor("#d62728"), 0))
         self.grid_mark.setVisible(False)
         self.grid_plot.addItem(self.grid_mark)
-        self.colorbar = plain_axes(pg.ColorBarItem(colorMap=pg.colormap.get("viridis"),
-                                                   interactive=False, width=12))
+        self.colorbar = ColorBar("viridis")
         self.colorbar.setImageItem(self.grid_image)
         self.colorbar.axis.setWidth(58)
         self.grid_frame.view.addItem(self.colorbar, 0, 1)

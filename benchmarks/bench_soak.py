@@ -20,10 +20,10 @@ checkpoint, d=64, as a person comparing two models would). Prints
 - a 10 MB text opened with *Open text file…* (until its tokens are listed) and pasted
   into the Tokens view (3 s): the longest stall, and how long until the tokens are listed;
 - the process's RSS when the big model is first loaded, after the first switch back to
-  it, and at the end, each taken idle with the big model loaded and after a garbage
-  collection, as is and with the freed heap handed back to the system (glibc
-  malloc_trim, which the app also does after each switch); and how many Layer0 objects
-  and job objects are alive at the end.
+  it, and at the end, each taken idle with the big model loaded, every panel drawn for
+  it and after a garbage collection, as is and with the freed heap handed back to the
+  system (glibc malloc_trim, which the app also does after each switch); and how many
+  Layer0 objects and job objects are alive at the end.
 
 It also prints the longest stalls with how the GUI thread spent them (running, ready but
 waiting for a core, blocked on the GIL or a lock; Linux scheduler statistics) and what it
@@ -71,14 +71,29 @@ def rss_mb() -> float:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def idle_rss(win) -> tuple[float, float]:
-    """(RSS, RSS once the freed heap is handed back) when idle after a garbage collection.
-    The first includes memory freed but kept by the allocator; the second is closer to
-    what is alive (the app hands the heap back itself after each model switch)."""
+def draw_every_panel(win) -> None:
+    """Show each panel until it has drawn the current model, then the one shown before."""
+    shown = win.current_panel()
+    for name in TABS[1:]:
+        win.show_view(name)
+        settle(win, 100)
+    if shown is not None:
+        win.show_view(shown.view_name)
+
+
+def idle_rss(win, draw: bool = False) -> tuple[float, float]:
+    """(RSS, RSS once the freed heap is handed back) when idle after a garbage collection,
+    with `draw` once every panel has drawn the current model (so that two readings hold
+    the same results: one taken just after a switch, when only the panel in view had
+    computed, left the others' out and counted them as growth at the end). The first
+    includes memory freed but kept by the allocator; the second is closer to what is
+    alive (the app hands the heap back itself after each model switch)."""
     from PySide6.QtCore import QCoreApplication, QEvent
 
     from detokgui.gui.jobs import release_memory
 
+    if draw:
+        draw_every_panel(win)
     settle(win, 200)
     QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
     gc.collect()
@@ -272,9 +287,7 @@ def run(args) -> dict:
     win.resize(1400, 900)
     win.show()
     wait_until(lambda: win.state.layer is not None, timeout=300)
-    for name in TABS[1:]:  # every panel drawn once
-        win.show_view(name)
-        settle(win, 100)
+    draw_every_panel(win)
     rng = random.Random(args.seed)
     session = Session(win, big, small, rng, log)
     session.layers.append(weakref.ref(win.state.layer))
@@ -296,7 +309,7 @@ def run(args) -> dict:
         if n in switch_at:
             session.switch()
             if session.on_big and "rss_after_switch" not in out:
-                out["rss_after_switch"] = idle_rss(win)
+                out["rss_after_switch"] = idle_rss(win, draw=True)
                 # its collection and trim (joined) are the benchmark's, not an operation's
                 a, _b = session.switch_windows[-1]
                 session.switch_windows[-1] = (a, time.perf_counter())
@@ -307,7 +320,7 @@ def run(args) -> dict:
     meter.stop()
     watch.stop()
     out["seconds"] = time.perf_counter() - t_start
-    out["rss_end"] = idle_rss(win)
+    out["rss_end"] = idle_rss(win, draw=True)
     out["big_text"] = big_text(win, Path(tmp.name))
     out["big_chars"] = out["big_text"].pop("chars")
     out["layers_alive"] = sum(ref() is not None for ref in session.layers)

@@ -120,6 +120,9 @@ class StallWatch:
         self.meter, self.after, self.every = meter, after_ms / 1000, every_ms / 1000
         self.gui = threading.get_ident()
         self.samples: list[tuple[float, tuple[str, ...]]] = []  # (time, innermost-first)
+        # each stack seen is formatted and kept once: a new copy per sample grew the
+        # benchmark's own memory by ~15 MB over a run, which counted in its RSS figures
+        self._stacks: dict[tuple, tuple[str, ...]] = {}
         # `py-spy dump --native` of the GUI thread, at most once per stall that passes
         # native_after_ms, native_dumps in all: (time, frames innermost first)
         self.native_left, self.native_after = native_dumps, native_after_ms / 1000
@@ -144,12 +147,16 @@ class StallWatch:
             if last is None or now - last < self.after:
                 continue
             frame = sys._current_frames().get(self.gui)
-            stack = []
-            while frame is not None and len(stack) < 40:
-                code = frame.f_code
-                stack.append(f"{_short(code.co_filename)}:{frame.f_lineno} {code.co_name}")
+            where = []
+            while frame is not None and len(where) < 40:
+                where.append((frame.f_code, frame.f_lineno))
                 frame = frame.f_back
-            self.samples.append((now, tuple(stack)))
+            key = tuple(where)
+            stack = self._stacks.get(key)
+            if stack is None:
+                stack = self._stacks[key] = tuple(
+                    f"{_short(code.co_filename)}:{line} {code.co_name}" for code, line in key)
+            self.samples.append((now, stack))
             if self.native_left > 0 and now - last > self.native_after and \
                     self._dumped_for != last:
                 self._dumped_for = last

@@ -55,10 +55,14 @@ def assert_bias_plots(panel, layer, i, sigma="mean", convention="paper"):
         _j, lower, upper = tp.band_data
         np.testing.assert_allclose(lower, band.lower[r], rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(upper, band.upper[r], rtol=1e-6, atol=1e-6)
-        outline = tp.band.path().toFillPolygon()  # drawn along lower, back along upper
-        assert outline.size() >= 2 * lower.shape[0]
-        assert outline.at(0).y() == pytest.approx(lower[0], rel=1e-6, abs=1e-6)
-        assert outline.at(lower.shape[0]).y() == pytest.approx(upper[-1], rel=1e-6, abs=1e-6)
+        # drawn along lower and back along upper, thinned to the cell's pixels
+        outline = tp.band.path().toFillPolygon()
+        xs = np.array([outline.at(k).x() for k in range(outline.size())])
+        ys = np.array([outline.at(k).y() for k in range(outline.size())])
+        assert outline.size() <= 2 * lower.shape[0] + 1
+        assert (xs.min(), xs.max()) == (_j[0], _j[-1])
+        assert ys.min() == pytest.approx(lower.min(), rel=1e-6, abs=1e-6)
+        assert ys.max() == pytest.approx(upper.max(), rel=1e-6, abs=1e-6)
         for key in ("tp", "tpp", "total", "softmax"):
             marker = panel.grids[key].cells[h].marker
             assert marker.isVisible() and marker.line().x1() == i  # j = i
@@ -466,6 +470,30 @@ def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
                                    (k[:, h] @ q[255, h]).numpy(), rtol=1e-4, atol=1e-5)
     finally:
         close_jobs(win)
+
+
+def test_a_thinned_band_is_never_thinner_than_the_data():
+    from detokgui.gui.head_grid import envelope_decimate
+
+    rng = np.random.default_rng(1)
+    x = np.arange(1024, dtype=np.float64)
+    lower = np.cumsum(rng.normal(size=1024))
+    upper = lower + rng.random(1024)
+    xs, lo, hi = envelope_decimate(x, lower, upper, 130)
+    assert len(xs) <= 2 * 131 and np.all(np.diff(xs) >= 0)
+    assert (xs[0], xs[-1]) == (0, 1023)
+    # each bin runs from its first x to its last at its points' least lower / greatest upper
+    for a, b, low, high in zip(xs[::2], xs[1::2], lo[::2], hi[::2]):
+        inside = (x >= a) & (x <= b)
+        assert low == lower[inside].min() and high == upper[inside].max()
+    covered = np.zeros(1024, dtype=bool)
+    for a, b in zip(xs[::2], xs[1::2]):
+        covered[int(a):int(b) + 1] = True
+    assert covered.all()  # every point falls in a bin
+    # few points for the pixels: drawn as they are
+    few = lower[:200]
+    assert envelope_decimate(x[:200], few, upper[:200], 130)[1] is few
+    assert envelope_decimate(x, lower, upper, None)[2] is upper
 
 
 def test_decimation_keeps_every_spike():

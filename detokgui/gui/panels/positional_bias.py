@@ -42,7 +42,7 @@ from detokgui.core.positional import (
 from detokgui.core.tables import bias_lines_table, position_band_table
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadChooser, state_heads
-from detokgui.gui.head_grid import HeadCell, HeadGrid
+from detokgui.gui.head_grid import HeadCell, HeadGrid, envelope_decimate
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, combo, custom, option, spin, toggle
 from detokgui.gui.panels.base import Panel
@@ -387,7 +387,8 @@ class PositionalBiasPanel(Panel):
                 continue  # unchanged: only the marker moved
             self._b1_keys[h] = key
             cell.band_data = (js, band.lower[r, s0:s1], band.upper[r, s0:s1])
-            cell.band.setPath(band_path(*cell.band_data))
+            cell.band.setPath(band_path(*envelope_decimate(*cell.band_data,
+                                                           cell.pixels_across(js))))
             cell.set_curve("mean", js, band.mean[r, s0:s1])
             cell.set_curve("raw", js, band.raw[r, s0:s1])
             cell.band.setVisible(not raw)

@@ -359,6 +359,26 @@ def test_the_legend_moves_under_a_narrow_plot_and_back(pe_window, qtbot):
     assert legend_cell() == (0, 1) and panel.legend.columnCount == 1
 
 
+def test_the_overlap_plot_fits_its_view_in_a_narrow_window(pe_window, qtbot):
+    """Under the table of an 800-pixel window the overlap view is ~200 pixels wide: its
+    options wrap onto three rows and its legend takes one column, so the plot keeps its
+    height (the text line under it covered the legend) and is no wider than its view (the
+    two-column legend widened it, cutting off its bars)."""
+    win = pe_window
+    panel = win.panel("neurons")
+    ov = panel.overlap_view
+    qtbot.waitUntil(lambda: ov.overlap is not None and len(ov.legend.items) == 2,
+                    timeout=20000)
+    for width in (800, 1400):
+        resize_window(qtbot, win, width, 800)
+        view = ov.frame.view
+        assert ov.frame.geometry().bottom() < ov.info.geometry().top(), width
+        assert ov.frame.height() >= ov.frame.minimumHeight(), width
+        for item in (ov.legend, ov.plot):
+            assert item.sceneBoundingRect().right() <= view.width() + 1, (width, item)
+        assert ov.legend.columnCount == (1 if width == 800 else 2)
+
+
 def test_the_plots_go_under_the_table_in_a_narrow_window(pe_window, qtbot):
     """Beside the table, an 800-pixel window left the plots a sliver: there they go under it,
     side by side, and back beside it in a wide window."""

@@ -28,6 +28,30 @@ def legend(columns: int = 1) -> pg.LegendItem:
     return leg
 
 
+def entry_size(leg: pg.LegendItem) -> tuple[float, float]:
+    """The width of the legend's widest entry (sample and text) and the height of its
+    tallest; (0, 0) when it is empty."""
+    width = max((s.boundingRect().width() + lab.item.boundingRect().width() + 12
+                 for s, lab in leg.items), default=0)
+    height = max((max(s.boundingRect().height(), lab.item.boundingRect().height())
+                  for s, lab in leg.items), default=0)
+    return width, height
+
+
+def fit_legend(leg: pg.LegendItem, columns: int) -> None:
+    """Lay the entries out in `columns` columns as wide as the widest entry, and fix the
+    legend's size to that (a grid layout would otherwise squeeze it, or widen the plot
+    past its view); hidden when empty."""
+    width, height = entry_size(leg)
+    columns = max(1, min(columns, len(leg.items)))
+    if leg.columnCount != columns:
+        leg.setColumnCount(columns)
+    rows = -(-len(leg.items) // columns)
+    leg.setFixedWidth(max(width * columns, 1))
+    leg.setFixedHeight(max(rows * height, 1))
+    leg.setVisible(bool(leg.items))
+
+
 class OverlapView(QWidget):
     """The r / m / centre options of the panel's `options` (an OptionRow), the overlap bars
     with the m/d baseline, and a line of text (`info`, the channel's StatusLine)."""
@@ -44,7 +68,7 @@ class OverlapView(QWidget):
         bl.addLayout(orow)
         self.frame = PlotFrame("PE-token SVD overlap", self._table)
         self.plot = add_plot(self.frame, grid="y", mouse=False, left="share on heavy dims",
-                             bottom="SVD direction of E (0 = largest singular value)")
+                             bottom="SVD direction of E (0 = largest)")
         self.legend = legend(columns=2)
         self.frame.view.addItem(self.legend, row=1, col=0)
         self.frame.setMinimumHeight(200)
@@ -60,7 +84,25 @@ class OverlapView(QWidget):
         self.info.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
         self.info.setFixedHeight(2 * self.info.fontMetrics().lineSpacing() + 4)
         bl.addWidget(self.info)
+        self.options_row = orow
         self.frame.view.scene().sigMouseMoved.connect(self._hover)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        # the options wrap onto more rows in a narrow view: ask for the height that
+        # leaves the plot its minimum (a splitter does not ask the layout for it, and
+        # gave the plot too little: the text line covered its legend)
+        lay = self.layout()
+        need = (self.options_row.heightForWidth(self.width()) + self.frame.minimumHeight()
+                + self.info.height() + 2 * lay.spacing())
+        if self.minimumHeight() != need:
+            self.setMinimumHeight(need)
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """Two columns when both entries fit the view's width, else one."""
+        width, _ = entry_size(self.legend)
+        fit_legend(self.legend, 2 if 2 * width <= self.frame.view.width() - 16 else 1)
 
     def set_dims(self, d: int) -> None:
         for spin in (self.r_spin, self.m_spin):
@@ -84,7 +126,8 @@ class OverlapView(QWidget):
         plot.addItem(pg.InfiniteLine(pos=res.baseline, angle=0, pen=base_pen))
         self.legend.addItem(bars, "overlap")
         self.legend.addItem(pg.PlotDataItem([], [], pen=base_pen),
-                            f"random direction (m/d = {res.baseline:.3f})")
+                            f"random: m/d = {res.baseline:.3f}")
+        self._fit_legend()
         top = max(float(res.overlap.max()), res.baseline) * 1.15 or 1.0
         plot.setRange(xRange=(-0.6, r - 0.4), yRange=(0, top), padding=0)
         axis = plot.getAxis("bottom")

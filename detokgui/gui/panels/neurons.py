@@ -32,7 +32,7 @@ from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
 from detokgui.gui.options import EXPORT_FOLDER, remember, remembered
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.panels.neuron_overlap import OverlapView, legend
+from detokgui.gui.panels.neuron_overlap import OverlapView, entry_size, fit_legend, legend
 from detokgui.gui.panels.neuron_table import GROUP_RULES, NeuronTable
 from detokgui.gui.plots import (
     PlotFrame,
@@ -343,14 +343,10 @@ class NeuronBrowserPanel(Panel):
         the plot, or, when that would leave the curves under LEGEND_BESIDE_MIN_PLOT pixels,
         rows under it (a narrow window showed the legend and no curves)."""
         leg = self.legend
-        entry = max((s.boundingRect().width() + lab.item.boundingRect().width() + 12
-                     for s, lab in leg.items), default=0)
-        row = max((max(s.boundingRect().height(), lab.item.boundingRect().height())
-                   for s, lab in leg.items), default=0)
-        n = len(leg.items)
+        entry, _ = entry_size(leg)
         width = self.curve_frame.view.width()
         beside = width - entry >= LEGEND_BESIDE_MIN_PLOT
-        columns = 1 if beside else max(1, min(n, int((width - 16) // max(entry, 1))))
+        columns = 1 if beside else int((width - 16) // max(entry, 1))
         grid = self.curve_frame.view.ci
         if beside != self._legend_beside:
             self._legend_beside = beside
@@ -360,12 +356,7 @@ class NeuronBrowserPanel(Panel):
             else:
                 grid.addItem(leg, row=1, col=0)
             grid.layout.setAlignment(leg, Qt.AlignTop | Qt.AlignLeft)
-        if leg.columnCount != columns:
-            leg.setColumnCount(columns)
-        rows = -(-n // columns)
-        leg.setFixedWidth(entry * columns)
-        leg.setFixedHeight(max(rows * row, 1))
-        leg.setVisible(bool(leg.items))
+        fit_legend(leg, columns)
 
     def eventFilter(self, obj, event) -> bool:
         if obj is self.curve_frame.view and event.type() == QEvent.Resize:

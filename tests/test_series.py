@@ -233,7 +233,7 @@ def test_series_panel_cancel(qtbot, series_dir):
     assert panel.series is None
 
 
-def test_export_figures_with_series_adds_the_series_figure(series_dir, tmp_path):
+def test_export_figures_with_series_adds_the_series_figure(series_dir, tmp_path, capsys):
     from detokgui.cli import main
 
     out = tmp_path / "figs"
@@ -244,6 +244,16 @@ def test_export_figures_with_series_adds_the_series_figure(series_dir, tmp_path)
     lines = (out / f"{key}.csv").read_text().splitlines()
     assert lines[0] == ",".join(COLUMNS) and len(lines) == 1 + 4 * 4 * len(HEAD_METRICS)
     assert key in (out / "index.md").read_text()
+    # without --model, the figures are of the series' last checkpoint (not gpt2, which
+    # may not be downloaded)
+    last = max(series_folder(series_dir), key=lambda c: c[1])[0]
+    out4 = tmp_path / "f4"
+    assert main(["figures", "--out", str(out4), "--only", key, "--format", "png",
+                 "--series", str(series_dir)]) == 0
+    assert "last checkpoint" in capsys.readouterr().err
+    model_line = next(line for line in (out4 / "index.md").read_text().splitlines()
+                      if line.startswith("- model:"))
+    assert Path(last).name in model_line
     # without --series the figure is not part of the set; --steps alone is refused
     assert main(["figures", "--model", "demo", "--out", str(tmp_path / "f2"), "--only", key]) == 2
     assert main(["figures", "--model", "demo", "--out", str(tmp_path / "f3"),

@@ -64,6 +64,10 @@ def _run(args, command) -> int:
     from detokgui.core.errors import DetokError
 
     try:
+        if command.default_model is not None and not args.model_given:
+            chosen = command.default_model(args)
+            if chosen is not None:
+                args.model, args.model_given = chosen, True
         prepare(args, command)  # bad options, paths and texts fail before the model loads
         layer = None
         if command.one_model:

@@ -22,6 +22,7 @@ class ExportCommand:
     outputs: tuple[str, ...]  # allowed --out suffixes; () = --out is a folder
     check: Callable | None  # (args, shape) -> None; shape None when config.json is unknown
     one_model: bool = True  # False: the command loads its models itself (no --model)
+    default_model: Callable | None = None  # (args) -> the model without --model, or None
 
 
 EXPORTS: dict[str, ExportCommand] = {}
@@ -29,7 +30,7 @@ EXPORTS: dict[str, ExportCommand] = {}
 
 def export_command(name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None],
                    outputs: tuple[str, ...] = (".csv",), check: Callable | None = None,
-                   one_model: bool = True):
+                   one_model: bool = True, default_model: Callable | None = None):
     """Register `detokgui export NAME`; the decorated function takes (args, layer).
 
     `check(args, shape)` runs before the model loads: it validates option values (against
@@ -37,10 +38,14 @@ def export_command(name: str, help: str, arguments: Callable[[argparse.ArgumentP
     texts, so that bad input fails at once, not after a minute of loading.
 
     `one_model=False`: the command takes no --model/--device and is called with layer
-    None (e.g. `export series`, which loads each checkpoint in a worker process)."""
+    None (e.g. `export series`, which loads each checkpoint in a worker process).
+
+    `default_model(args)`: the model to use when --model is not given (None: gpt2, the
+    default of every command); it runs before anything else is checked."""
 
     def register(fn):
-        EXPORTS[name] = ExportCommand(help, arguments, fn, outputs, check, one_model)
+        EXPORTS[name] = ExportCommand(help, arguments, fn, outputs, check, one_model,
+                                      default_model)
         return fn
 
     return register

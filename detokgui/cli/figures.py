@@ -38,7 +38,8 @@ def _figures_args(p):
                         "figure (head similarity with the matching, matched heads' metrics)")
     p.add_argument("--series", nargs="+", default=[], metavar="CKPT",
                    help="checkpoints of a training series (folders, NAME@REV, or a folder of "
-                        "step-* checkpoints) for the series figure (as export series)")
+                        "step-* checkpoints) for the series figure (as export series); "
+                        "without --model the other figures are of its last checkpoint")
     p.add_argument("--steps", nargs="+", type=int, metavar="S",
                    help="the training step of each --series checkpoint (default: from the "
                         "names, e.g. step-000128, else 0..n-1)")
@@ -62,6 +63,21 @@ class _StderrProgress:
         print(f"{p.fraction:4.0%} {p.message}", file=sys.stderr, flush=True)
 
 
+def _series_end(args) -> str | None:
+    """Without --model, the figures of a --series are of its last checkpoint (the trained
+    model), not of gpt2."""
+    if not args.series:
+        return None
+    from detokgui.core.series import expand_checkpoints, series_steps
+
+    names, folder_steps = expand_checkpoints(args.series)
+    steps = series_steps(names, args.steps if args.steps is not None else folder_steps)
+    last = names[max(range(len(names)), key=steps.__getitem__)]
+    print(f"note: no --model: the figures other than the series are of its last checkpoint, "
+          f"{last}", file=sys.stderr)
+    return last
+
+
 def _check_figures(args, shape):
     from detokgui.cli.common import CliError
 
@@ -77,6 +93,7 @@ def _check_figures(args, shape):
 @export_command(
     "figures", "the paper's figures and the layer-0 studies' figures (PNG/SVG/PDF + CSV + "
     "index.md) into a folder", _figures_args, outputs=(), check=_check_figures,
+    default_model=_series_end,
 )
 def export_figures_command(args, layer):
     from detokgui.figures.export import export_figures

@@ -367,6 +367,7 @@ def test_selected_head_framed_in_position_grids(window, qtbot):
     assert cell.vb.border is None or cell.vb.border.style() == Qt.NoPen  # alone: no frame
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no overflow from the old range
 def test_log_axes_say_so_and_show_real_values(window, qtbot):
     win = window
     for view, box, plot in (("slopes", "log", "hist_plot"),

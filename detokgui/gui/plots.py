@@ -160,9 +160,12 @@ def set_log_y(plot: pg.PlotItem, log: bool, label: str) -> None:
     axis = plot.getAxis("left")
     if axis.logMode == log and axis.labelText == text:
         return
-    plot.setLogMode(y=log)
-    plain_axes(plot)
-    plot.setLabel("left", text)
+    # pyqtgraph works out an SI prefix (unused here) from 10**range while the range is
+    # still the linear one: 10**5000 overflowed, with a RuntimeWarning
+    with np.errstate(over="ignore"):
+        plot.setLogMode(y=log)
+        plain_axes(plot)
+        plot.setLabel("left", text)
 
 
 def add_plot(frame: PlotFrame, *args, bottom: str = "", left: str = "", grid: str = "",

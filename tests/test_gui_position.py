@@ -417,6 +417,14 @@ def test_position_stats_against_direct_computation(window, qtbot, tiny_ckpt):
     np.testing.assert_array_equal(x, np.arange(L))
     np.testing.assert_allclose(y, var, rtol=1e-5)
     assert np.argmax(var) == 0  # the demo checkpoint's position 0 is scaled up, like GPT-2's
+    vb = stats.var_plot.getViewBox()
+
+    def labels_inside():  # the ends' labels are inside the plot, not cut off
+        area = vb.sceneBoundingRect()
+        return all(area.contains(t.mapRectToScene(t.boundingRect())) for t in stats.end_labels)
+
+    stats.var_frame.view.repaint()  # pyqtgraph ranges the view when it paints
+    qtbot.waitUntil(labels_inside, timeout=3000)
     # the panel's value, shown to 3 digits; the direct one may round to the other side
     assert any(f"Var(p_0) = {s}" in stats.status.text() for s in roundings(var[0], "{:.3g}", 1e-5))
     colors = stats.grid.title.text

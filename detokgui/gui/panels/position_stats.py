@@ -101,6 +101,8 @@ class PositionStatsPanel(Panel):
         self.end_labels = [pg.TextItem(color="k", anchor=(0, 1)), pg.TextItem(color="k", anchor=(1, 1))]
         for t in self.end_labels:
             self.var_plot.addItem(t, ignoreBounds=True)
+        # room above the highest point for its label (with the default 2% it ran off the top)
+        self.var_plot.getViewBox().setDefaultPadding(0.25)
         self.marker = PositionMarker(state, movable=True, hoverPen=pg.mkPen("k", width=2))
         self.marker.setToolTip("Query position i: drag it, or click the plot")
         self.var_plot.addItem(self.marker, ignoreBounds=True)

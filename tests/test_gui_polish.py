@@ -292,6 +292,36 @@ def test_topk_bars_at_k50_labels_apart_and_selected_key_marked(window, qtbot):
     assert "Fig 2-A" in bars.titleLabel.text
 
 
+def test_neighbours_in_a_1024_pixel_window_tables_above_the_bars(window, qtbot):
+    """Beside the bar chart, the two tables of a 1024-pixel window had their token column
+    cut to two letters: the chart goes under them, its labels thinned to fit."""
+    from PySide6.QtGui import QFontMetrics
+
+    win = window
+    win.resize(1024, 700)
+    panel = win.panel("neighbours")
+    win.show_view("neighbours")
+    panel.options.widget("k").setValue(20)
+    wait_idle(qtbot, win)
+    qtbot.wait(50)
+    assert panel.near.model().rowCount() == 20
+    table_bottom = panel.near.mapTo(panel, panel.near.rect().bottomLeft()).y()
+    assert panel.frame.mapTo(panel, panel.frame.rect().topLeft()).y() >= table_bottom
+    for table in (panel.near, panel.analogy):
+        assert table.columnWidth(1) >= 80  # the token column
+    axis = panel.plot.getAxis("left")
+    vb = panel.plot.getViewBox()
+    fm = QFontMetrics(axis.style.get("tickFont") or panel.plot.font())
+    (y0, y1) = vb.viewRange()[1]
+    assert 1 < len(axis._tickLevels[0]) < 20
+    assert spaced(axis, vb.height() / (y1 - y0), lambda a, b: fm.height())
+    win.resize(1400, 900)
+    wait_idle(qtbot, win)
+    qtbot.wait(50)
+    assert panel.frame.mapTo(panel, panel.frame.rect().topLeft()).x() > \
+        panel.analogy.mapTo(panel, panel.analogy.rect().topRight()).x()  # beside them again
+
+
 def drawn_tick_texts(axis) -> list[tuple[float, str]]:
     """(width in px, text) of the tick labels the axis would draw now."""
     from PySide6.QtGui import QImage, QPainter

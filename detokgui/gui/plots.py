@@ -14,7 +14,18 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QBuffer, QIODevice, QPointF, QRectF, QSettings, QSize, Qt, Signal
+from PySide6.QtCore import (
+    QBuffer,
+    QIODevice,
+    QObject,
+    QPointF,
+    QRectF,
+    QSettings,
+    QSize,
+    Qt,
+    Signal,
+    Slot,
+)
 from PySide6.QtGui import QAction, QColor, QFontMetrics, QImage, QPainter, QPen, QTextOption
 from PySide6.QtWidgets import (
     QApplication,
@@ -125,6 +136,32 @@ def category_ticks(labels: Sequence[str], step: int, offset: float = 0.0,
         near = [t for t in ticks if abs(t[0] - offset - keep) >= step / 2]  # room for it
         ticks = sorted(near + [(keep + offset, labels[keep])])
     return ticks
+
+
+class BarLabels(QObject):
+    """The token labels of a horizontal bar chart's bars (one per row y = 0, 1, ...) on
+    its left axis, thinned to one per text line of the plot's height (the `keep`-th always
+    shown), again whenever the plot is resized: twenty bars in a short plot wrote their
+    labels over one another."""
+
+    def __init__(self, plot: pg.PlotItem):
+        super().__init__(plot)
+        self.plot = plot
+        self.labels: list[str] = []
+        self.keep: int | None = None
+        plot.getViewBox().sigResized.connect(self._update)
+
+    def set(self, labels: Sequence[str], keep: int | None = None) -> None:
+        self.labels, self.keep = list(labels), keep
+        self._update()
+
+    @Slot()
+    def _update(self, *_) -> None:
+        axis = self.plot.getAxis("left")
+        metrics = QFontMetrics(axis.style.get("tickFont") or QApplication.font())
+        step = label_step(len(self.labels), self.plot.getViewBox().height() or 300,
+                          metrics.height() + 1)
+        axis.setTicks([category_ticks(self.labels, step, 0.0, self.keep), []])
 
 
 @contextmanager

@@ -18,12 +18,13 @@ from PySide6.QtWidgets import (
 from detokgui.core import neighbours as N
 from detokgui.core.errors import InputError
 from detokgui.core.tokens import SPACE_MARK, encode_text
+from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, line_edit, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.plots import PlotFrame, add_plot
+from detokgui.gui.plots import BarLabels, PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
 
 ONE_TOKEN = "One token (a leading space belongs to the token: ' king')"
@@ -78,6 +79,9 @@ def _columns(text) -> list[Column]:
                    tip="cosine similarity in the token embedding")]
 
 
+SIDE_BY_SIDE_MIN_WIDTH = 1000  # pixels the panel needs for the plot beside the two tables
+
+
 class NeighboursPanel(Panel):
     title = "Neighbours"
     view_name = "neighbours"
@@ -96,14 +100,19 @@ class NeighboursPanel(Panel):
         lay.addLayout(row)
         self.options.changed.connect(self.refresh)
 
-        split = QSplitter(Qt.Horizontal)
-        self.near_label, self.near = self._table_box(split)
-        self.analogy_label, self.analogy = self._table_box(split)
+        # the tables beside the plot; above it in a narrow panel (beside it, a 1024-pixel
+        # window cut the tokens to two letters)
+        split = AdaptiveSplitter(SIDE_BY_SIDE_MIN_WIDTH)
+        tables = QSplitter(Qt.Horizontal)
+        self.near_label, self.near = self._table_box(tables)
+        self.analogy_label, self.analogy = self._table_box(tables)
+        split.addWidget(tables)
         self.frame = PlotFrame("Nearest tokens by cosine", self._table)
         self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True, grid="x",
                              alpha=0.3, bottom="cosine similarity")
+        self.bar_labels = BarLabels(self.plot)
         split.addWidget(self.frame)
-        split.setSizes([360, 360, 600])
+        split.setSizes([720, 600])
         lay.addWidget(split, 1)
         self.analogy_status = StatusLine()
         lay.addWidget(self.analogy_status)
@@ -144,6 +153,7 @@ class NeighboursPanel(Panel):
             self.near.records().set_records(())
             self.near_label.setText("Select a query token to see its neighbours"
                                     if self.layer is not None else " ")
+            self.bar_labels.set([])
             self.plot.setTitle(" ")
             self.status.setText(" ")
             return
@@ -155,8 +165,7 @@ class NeighboursPanel(Panel):
         y = np.arange(len(rows))
         self.plot.addItem(pg.BarGraphItem(x0=0, y=y, height=0.7, width=np.asarray(nb.cosines),
                                           brush="#4c72b0"))
-        self.plot.getAxis("left").setTicks(
-            [[(i, self.state.token_text(t)) for i, t in enumerate(nb.ids)]])
+        self.bar_labels.set([self.state.token_text(t) for t in nb.ids])
         top = max([abs(c) for c in nb.cosines] + [1e-9])
         self.plot.setRange(xRange=(min(0.0, min(nb.cosines)), top * 1.05),
                            yRange=(-0.6, len(rows) - 0.4), padding=0)

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, Qt, Slot
-from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QLabel,
     QSplitter,
@@ -23,7 +22,7 @@ from detokgui.gui.controls import bare_column
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.option_rows import OptionRow, combo, option, spin
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import PlotFrame, add_plot, category_ticks, label_step
+from detokgui.gui.plots import BarLabels, PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 from detokgui.gui.sigma_controls import SigmaControls
 
@@ -100,8 +99,7 @@ class TopKPanel(Panel):
         self.bars.invertY(True)
         self.bars.setMenuEnabled(False)
         self.bars.showGrid(x=True, alpha=0.3)
-        self._bar_labels: tuple[list[str], int | None] = ([], None)
-        self.bars.getViewBox().sigResized.connect(self._bar_ticks)
+        self.bar_labels = BarLabels(self.bars)
         self.frame.setMinimumHeight(220)
         rl.addWidget(self.frame, 1)
         split.addWidget(right)
@@ -208,22 +206,11 @@ class TopKPanel(Panel):
         brushes = [SELECTED_BAR if t == picked else BAR for t in ids]
         self.bars.addItem(pg.BarGraphItem(x0=0, y=y, height=0.7, width=np.asarray(scores),
                                           brushes=brushes))
-        self._bar_labels = ([self.state.token_text(t) for t in ids],
+        self.bar_labels.set([self.state.token_text(t) for t in ids],
                             ids.index(picked) if picked in ids else None)
-        self._bar_ticks()
         self.bars.setLabel("bottom", f"T_ee score ({res.sigma.label()})")
         self.bars.setTitle(f"Top {what} for {self.state.token_text(res.anchor)}, head {head} "
                            f"(Table 1, Fig 2-A)", size="10pt")
-
-    @Slot()
-    def _bar_ticks(self, *_) -> None:
-        """The bars' token labels, thinned to one per text line (the selected token's
-        always shown)."""
-        labels, keep = self._bar_labels
-        metrics = QFontMetrics(self.bars.getAxis("left").style.get("tickFont") or self.font())
-        step = label_step(len(labels), self.bars.getViewBox().height() or 300,
-                          metrics.height() + 1)
-        self.bars.getAxis("left").setTicks([category_ticks(labels, step, 0.0, keep), []])
 
     @Slot(int, bool)
     def _select(self, tid: int, _as_key: bool = False) -> None:

@@ -169,6 +169,13 @@ def test_head_classification_table(window, qtbot):
                 1 if key.endswith("fraction") or key == "recent_weight" else 0)), (key, r, e)
     # the reason is the row's tooltip; a click selects the head, also after sorting
     t = pat.classes.table
+    size = win.size()
+    resize_window(qtbot, win, 1024, 700)
+    metrics = t.horizontalHeader().fontMetrics()
+    for c in range(t.model().columnCount()):  # each header whole (equal widths cut them)
+        title = t.model().headerData(c, Qt.Horizontal)
+        assert t.columnWidth(c) >= metrics.horizontalAdvance(title), title
+    resize_window(qtbot, win, size.width(), size.height())
     assert expected[int(cell_text(t, 0, 0))]["reason"] in t.model().index(0, 1).data(
         Qt.ToolTipRole)
     t.sortByColumn(2, Qt.DescendingOrder)  # by span

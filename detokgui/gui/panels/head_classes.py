@@ -8,7 +8,6 @@ from PySide6.QtCore import QModelIndex, Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
-    QHeaderView,
     QPushButton,
     QTableView,
     QVBoxLayout,
@@ -19,7 +18,7 @@ from superqt.utils import signals_blocked
 from detokgui.core import positional as m
 from detokgui.gui.controls import wrapping_label
 from detokgui.gui.panels.base import StatusLine
-from detokgui.gui.records import Column, RecordsModel
+from detokgui.gui.records import Column, RecordsModel, fit_columns_on_reset
 
 LABEL_COLORS = {
     "duplicate-token": "#e8d5f5",
@@ -100,7 +99,11 @@ class HeadClassesTable(QWidget):
         self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        # each column as wide as its header and values (nine equal stretched columns cut
+        # "mean distance" to "ean distanc" in a 1024-pixel window); the last one fills
+        # what is left, and a narrow table scrolls
+        fit_columns_on_reset(self.table)
+        self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setToolTip("Measured per head; click a row to select the head, a header "
                               "to sort")
         self.table.clicked.connect(self._clicked)

@@ -266,21 +266,33 @@ def test_heatmap_labels_thinned_colour_bar_labelled_selection_marked(window, qtb
     assert bold == [h == 2 for h in range(layer.n_heads)]
 
 
-def test_topk_bars_at_k50_labels_apart_and_selected_key_marked(window, qtbot):
-    from PySide6.QtGui import QFontMetrics
-
-    win = window
+def bars_at_1024(win, qtbot, view: str, k: int):
+    """`view`'s panel, shown with k bars in a 1024 x 700 window."""
     win.resize(1024, 700)
-    topk = win.panel("topk")
-    win.show_view("topk")
-    topk.options.widget("k").setValue(50)
+    panel = win.panel(view)
+    win.show_view(view)
+    panel.options.widget("k").setValue(k)
     wait_idle(qtbot, win)
     qtbot.wait(50)
+    return panel
+
+
+def bar_labels_apart(plot) -> bool:
+    """The bar chart's labels on its left axis are at least a text line apart."""
+    from PySide6.QtGui import QFontMetrics
+
+    axis = plot.getAxis("left")
+    fm = QFontMetrics(axis.style.get("tickFont") or plot.font())
+    (y0, y1) = plot.getViewBox().viewRange()[1]
+    return spaced(axis, plot.getViewBox().height() / (y1 - y0), lambda a, b: fm.height())
+
+
+def test_topk_bars_at_k50_labels_apart_and_selected_key_marked(window, qtbot):
+    win = window
+    topk = bars_at_1024(win, qtbot, "topk", 50)
     bars = topk.bars
     axis = bars.getAxis("left")
-    fm = QFontMetrics(axis.style.get("tickFont") or bars.font())
-    (y0, y1) = bars.getViewBox().viewRange()[1]
-    assert spaced(axis, bars.getViewBox().height() / (y1 - y0), lambda a, b: fm.height())
+    assert bar_labels_apart(bars)
     res = topk.result
     col = res.heads.index(win.state.head)
     key = int(res.ids[col, 17])
@@ -295,26 +307,15 @@ def test_topk_bars_at_k50_labels_apart_and_selected_key_marked(window, qtbot):
 def test_neighbours_in_a_1024_pixel_window_tables_above_the_bars(window, qtbot):
     """Beside the bar chart, the two tables of a 1024-pixel window had their token column
     cut to two letters: the chart goes under them, its labels thinned to fit."""
-    from PySide6.QtGui import QFontMetrics
-
     win = window
-    win.resize(1024, 700)
-    panel = win.panel("neighbours")
-    win.show_view("neighbours")
-    panel.options.widget("k").setValue(20)
-    wait_idle(qtbot, win)
-    qtbot.wait(50)
+    panel = bars_at_1024(win, qtbot, "neighbours", 20)
     assert panel.near.model().rowCount() == 20
     table_bottom = panel.near.mapTo(panel, panel.near.rect().bottomLeft()).y()
     assert panel.frame.mapTo(panel, panel.frame.rect().topLeft()).y() >= table_bottom
     for table in (panel.near, panel.analogy):
         assert table.columnWidth(1) >= 80  # the token column
-    axis = panel.plot.getAxis("left")
-    vb = panel.plot.getViewBox()
-    fm = QFontMetrics(axis.style.get("tickFont") or panel.plot.font())
-    (y0, y1) = vb.viewRange()[1]
-    assert 1 < len(axis._tickLevels[0]) < 20
-    assert spaced(axis, vb.height() / (y1 - y0), lambda a, b: fm.height())
+    assert 1 < len(panel.plot.getAxis("left")._tickLevels[0]) < 20
+    assert bar_labels_apart(panel.plot)
     win.resize(1400, 900)
     wait_idle(qtbot, win)
     qtbot.wait(50)

@@ -377,6 +377,19 @@ def test_the_overlap_plot_fits_its_view_in_a_narrow_window(pe_window, qtbot):
         for item in (ov.legend, ov.plot):
             assert item.sceneBoundingRect().right() <= view.width() + 1, (width, item)
         assert ov.legend.columnCount == (1 if width == 800 else 2)
+        label = ov.plot.getAxis("bottom").label  # the axis title, not cut at either end
+        title = label.mapRectToScene(label.boundingRect())
+        assert title.left() >= 0 and title.right() <= view.width() + 1, (width, title)
+        # the text line, as drawn and while the mouse is over a bar, fits its width
+        vb = ov.plot.getViewBox()
+        for text in (ov.info.text(), "hover"):
+            if text == "hover":
+                ov._hover(vb.mapViewToScene(QPointF(0, float(ov.overlap.overlap[0]) / 2)))
+                text = ov.info.text()
+                assert text.startswith("direction 0"), text
+            for line in text.split("\n"):
+                assert (ov.info.fontMetrics().horizontalAdvance(line)
+                        <= ov.info.contentsRect().width()), (width, line)
 
 
 def test_the_plots_go_under_the_table_in_a_narrow_window(pe_window, qtbot):

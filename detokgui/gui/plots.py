@@ -26,7 +26,16 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
-from PySide6.QtGui import QAction, QColor, QFontMetrics, QImage, QPainter, QPen, QTextOption
+from PySide6.QtGui import (
+    QAction,
+    QColor,
+    QFontMetrics,
+    QFontMetricsF,
+    QImage,
+    QPainter,
+    QPen,
+    QTextOption,
+)
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -188,6 +197,17 @@ def set_label(plot: pg.PlotItem, side: str, text: str) -> None:
     costs a relayout of the plot)."""
     if plot.getAxis(side).labelText != text:
         plot.setLabel(side, text)
+
+
+def fit_label(plot: pg.PlotItem, side: str, texts: Sequence[str]) -> None:
+    """Label an axis with the first of `texts` (longest first) that fits its length, the
+    last when none does: a narrow plot gets a short title instead of one cut at both ends."""
+    axis = plot.getAxis(side)
+    length = axis.width() if side in ("top", "bottom") else axis.height()
+    metrics = QFontMetricsF(axis.label.font())
+    margin = 2 * axis.label.document().documentMargin()
+    text = next((t for t in texts if metrics.horizontalAdvance(t) + margin <= length), texts[-1])
+    set_label(plot, side, text)
 
 
 def set_log_y(plot: pg.PlotItem, log: bool, label: str) -> None:

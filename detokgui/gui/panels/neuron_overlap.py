@@ -17,7 +17,11 @@ from detokgui.core.tables import embedding_overlap_table
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.base import StatusLine
-from detokgui.gui.plots import PlotFrame, add_plot
+from detokgui.gui.plots import PlotFrame, add_plot, fit_label
+
+#: The x axis's title, longest first: the first that fits the plot's width is shown.
+AXIS_TITLES = ("SVD direction of E (0 = largest)", "SVD direction (0 = largest)",
+               "SVD direction")
 
 
 def legend(columns: int = 1) -> pg.LegendItem:
@@ -68,7 +72,7 @@ class OverlapView(QWidget):
         bl.addLayout(orow)
         self.frame = PlotFrame("PE-token SVD overlap", self._table)
         self.plot = add_plot(self.frame, grid="y", mouse=False, left="share on heavy dims",
-                             bottom="SVD direction of E (0 = largest)")
+                             bottom=AXIS_TITLES[0])
         self.legend = legend(columns=2)
         self.frame.view.addItem(self.legend, row=1, col=0)
         self.frame.setMinimumHeight(200)
@@ -86,6 +90,7 @@ class OverlapView(QWidget):
         bl.addWidget(self.info)
         self.options_row = orow
         self.frame.view.scene().sigMouseMoved.connect(self._hover)
+        self.plot.getAxis("bottom").geometryChanged.connect(self._fit_axis_title)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -98,6 +103,9 @@ class OverlapView(QWidget):
         if self.minimumHeight() != need:
             self.setMinimumHeight(need)
         self._fit_legend()
+
+    def _fit_axis_title(self) -> None:
+        fit_label(self.plot, "bottom", AXIS_TITLES)
 
     def _fit_legend(self) -> None:
         """Two columns when both entries fit the view's width, else one."""
@@ -142,9 +150,13 @@ class OverlapView(QWidget):
                       f"heaviest dims of P ({what})", size="10pt")
         shown = 4  # the rest in the tooltip: one short line keeps the plot its room
         dims = ", ".join(str(int(k)) for k in res.dims[:shown]) + (", …" if m > shown else "")
-        self.info.setText(f"mean overlap {num(float(res.overlap.mean()))} (random: "
-                          f"{num(res.baseline)})\nheaviest dims {dims}")
-        self.info.setToolTip("All position-heavy dims: " + ", ".join(str(int(k)) for k in res.dims))
+        # two short lines: the view is ~200 pixels wide under the table of a small window
+        # two short lines (random, m/d, is in the legend): the view is ~200 pixels wide
+        # under the table of a small window
+        self.info.setText(f"mean overlap {num(float(res.overlap.mean()))}\nheavy dims {dims}")
+        self.info.setToolTip(
+            f"The mean overlap of the {r} directions (random: m/d = {num(res.baseline)}).\n"
+            "All position-heavy dims: " + ", ".join(str(int(k)) for k in res.dims))
 
     def _hover(self, pos) -> None:
         res = self.overlap
@@ -154,8 +166,8 @@ class OverlapView(QWidget):
         i = round(vb.mapSceneToView(pos).x())
         if 0 <= i < len(res.overlap):
             self.info.setText(
-                f"direction {i}: singular value {num(res.singular_values[i])}\noverlap "
-                f"{num(res.overlap[i])} (random: m/d = {num(res.baseline)})")
+                f"direction {i}: overlap {num(res.overlap[i])}\n"
+                f"singular value {num(res.singular_values[i])}")
 
     def _table(self):
         return None if self.overlap is None else embedding_overlap_table(self.overlap)

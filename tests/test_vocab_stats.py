@@ -206,3 +206,20 @@ def test_model_identity_follows_the_tensors(v300, tmp_path):
                                     n_positions=48, seed=12, tokenizer=False)
     other_layer = Layer0.from_pretrained(str(other), device="cpu", dtype=torch.float64)
     assert model_identity(other_layer) != model_identity(layer)
+
+
+def test_model_identity_is_the_sha256_of_the_tensors_bytes(v300):
+    """The identity (the key of every on-disk cache) is defined on the tensors' bytes:
+    hashing their buffers in place must give what hashing copies of them gives."""
+    import hashlib
+
+    from detokgui.core.identity import model_identity
+
+    _folder, layer = v300
+    h = hashlib.sha256(b"detokgui-layer0-v1|")
+    h.update(f"{layer.n_heads}|{layer.eps!r}|{layer.dtype}|".encode())
+    for t in (layer.E, layer.P, layer.ln1_weight, layer.ln1_bias, layer.qkv_weight,
+              layer.qkv_bias):
+        h.update(f"{tuple(t.shape)}|{t.dtype}|".encode())
+        h.update(t.detach().contiguous().cpu().numpy().tobytes())
+    assert model_identity(layer) == h.hexdigest()

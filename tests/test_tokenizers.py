@@ -126,6 +126,19 @@ def test_display_forms_and_real_strings(spm_layer, spm_ckpt):
     assert tokens.vocabulary(tok, V + 2)[V:] == [f"<{V}>", f"<{V + 1}>"]
 
 
+def test_the_vocabulary_is_built_once_and_handed_out_as_copies(spm_layer):
+    """The display forms are kept per tokenizer: each call gets its own list, the same
+    forms, cut or padded to the model's vocabulary size."""
+    tok, V = spm_layer.tokenizer, spm_layer.n_vocab
+    first = tokens.vocabulary(tok, V)
+    first[0] = "changed by a caller"
+    again = tokens.vocabulary(tok, V)
+    assert again[0] == tokens.display_token(tok, 0) != "changed by a caller"
+    assert again[1:] == first[1:] == [tokens.display_token(tok, i) for i in range(1, V)]
+    assert tokens.vocabulary(tok, 5) == again[:5]
+    assert tokens.vocabulary(tok, V + 1) == again + [f"<{V}>"]
+
+
 def test_real_strings_concatenate_to_the_decoded_text(spm_layer):
     """Mid-text, a token adds exactly its real string to the tokenizer's own decoding (at
     a text's very start sentencepiece drops the word-start space)."""

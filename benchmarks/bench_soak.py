@@ -420,7 +420,9 @@ def main() -> None:
     p.add_argument("--top", type=int, default=8, help="how many of the longest stalls to show")
     p.add_argument("--native", type=int, default=0, metavar="N",
                    help="take up to N `py-spy dump --native` stacks of the GUI thread during "
-                   "stalls over 150 ms (each pauses the process; for finding C++ time)")
+                   "stalls over 150 ms, with the thread then holding the GIL (py-spy starts "
+                   "in ~0.2 s and then pauses the process: for finding C++ time and the "
+                   "work that makes the GUI thread wait in long stalls)")
     p.add_argument("--events", action="store_true",
                    help="list the Qt events, panel draws and garbage collections in each of "
                    "the longest stalls that took over 2 ms of the GUI thread's CPU")
@@ -451,8 +453,11 @@ def main() -> None:
             print(f"  {1000 * gap:6.1f} ms (ran {1000 * cpu:5.1f}, waited for a core "
                   f"{1000 * queued:5.1f}, blocked {1000 * max(0.0, gap - cpu - queued):5.1f}) "
                   f"{op}: [{share:4.0%}] {format_stack(stack)}")
-            if native:
-                print("      native: " + " <- ".join(native[:14]))
+            frames, holder = native
+            if frames:
+                print("      native: " + " <- ".join(frames[:14]))
+            if holder:
+                print("      the GIL held by " + holder)
             for line in events:
                 print("      " + line)
     for how, (stall, cpu, seconds) in r["big_text"].items():

@@ -111,7 +111,11 @@ class StallWatch:
     samples the GUI thread's Python stack (sys._current_frames). `top()` names, for the
     longest gaps, the stack seen most often while each lasted. A stack ending in an event
     loop (exec, processEvents) means the time went to C++ (layout, painting, a Qt call
-    that holds the GIL): `py-spy dump --native` tells which."""
+    that holds the GIL): `py-spy dump --native` tells which, and which other thread held
+    the GIL at that moment (a worker running Python makes every GIL hand-over to the GUI
+    thread wait; the watchdog itself needs the GIL to start the dump, so a long hold in
+    one C call is seen only after it). py-spy takes ~0.2 s to start: a dump falls inside
+    a stall that lasts longer than that, and pauses the process, stalling it again."""
 
     def __init__(self, meter: StallMeter, after_ms: float = 20.0, every_ms: float = 3.0,
                  native_dumps: int = 0, native_after_ms: float = 150.0):
@@ -123,10 +127,11 @@ class StallWatch:
         # each stack seen is formatted and kept once: a new copy per sample grew the
         # benchmark's own memory by ~15 MB over a run, which counted in its RSS figures
         self._stacks: dict[tuple, tuple[str, ...]] = {}
-        # `py-spy dump --native` of the GUI thread, at most once per stall that passes
-        # native_after_ms, native_dumps in all: (time, frames innermost first)
+        # `py-spy dump --native`, at most once per stall that passes native_after_ms,
+        # native_dumps in all: (time, the GUI thread's frames innermost first, the
+        # thread then holding the GIL if another: "name: frames")
         self.native_left, self.native_after = native_dumps, native_after_ms / 1000
-        self.native: list[tuple[float, list[str]]] = []
+        self.native: list[tuple[float, list[str], str]] = []
         self._dumped_for = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="stall-watch", daemon=True)
@@ -161,7 +166,7 @@ class StallWatch:
                     self._dumped_for != last:
                 self._dumped_for = last
                 self.native_left -= 1
-                self.native.append((now, _native_stack()))
+                self.native.append((now, *_native_dump()))
 
     def top(self, t_from: float, n: int = 10, skip=lambda end, gap: False):
         """The n longest gaps ending after t_from (and not skipped) as (gap s, end, GUI
@@ -179,15 +184,19 @@ class StallWatch:
             out.append((gap, end, cpu, queued, stack, k / max(1, sum(seen.values()))))
         return out
 
-    def native_in(self, end: float, gap: float) -> list[str]:
-        """The native dump taken during the gap that ended at `end`, if any."""
-        return next((frames for t, frames in self.native if end - gap <= t <= end), [])
+    def native_in(self, end: float, gap: float) -> tuple[list[str], str]:
+        """The native dump taken during the gap that ended at `end`, if any: the GUI
+        thread's frames and the other thread holding the GIL ("" when none)."""
+        return next(((frames, holder) for t, frames, holder in self.native
+                     if end - gap <= t <= end), ([], ""))
 
 
-def _native_stack(depth: int = 30) -> list[str]:
-    """The GUI (main) thread's stack, C++ frames included, from `py-spy dump --native`
-    (the process is paused while it reads; empty if py-spy is missing or not allowed)."""
+def _native_dump(depth: int = 30) -> tuple[list[str], str]:
+    """The GUI (main) thread's stack, C++ frames included, from `py-spy dump --native`,
+    and the other thread that held the GIL ("name: innermost frames", "" when none).
+    The process is paused while py-spy reads; empty if py-spy is missing or not allowed."""
     import os
+    import re
     import subprocess
 
     try:
@@ -195,14 +204,22 @@ def _native_stack(depth: int = 30) -> list[str]:
                              check=False, capture_output=True, text=True,
                              timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
-        return []
-    frames, inside = [], False
+        return [], ""
+    threads: list[tuple[str, list[str]]] = []  # (py-spy's line for it, frames)
     for line in out.splitlines():
         if line.startswith("Thread "):
-            inside = '"MainThread"' in line
-        elif inside and line.strip():
-            frames.append(line.strip())
-    return frames[:depth]
+            threads.append((line, []))
+        elif threads and line.strip():
+            threads[-1][1].append(line.strip())
+    gui = next((frames for head, frames in threads if '"MainThread"' in head), [])
+    holder = next(((head, frames) for head, frames in threads
+                   if "gil)" in head and '"MainThread"' not in head), None)
+    if holder is None:
+        return gui[:depth], ""
+    head, frames = holder
+    name = head.split('"')[1] if head.count('"') >= 2 else head.split()[1]
+    python = [f for f in frames if re.search(r":\d+\)$", f)] or frames  # file:line frames
+    return gui[:depth], f"{name}: " + " <- ".join(python[:6])
 
 def _short(path: str) -> str:
     for marker in ("detokgui/", "pyqtgraph/", "benchmarks/", "site-packages/"):

@@ -150,7 +150,6 @@ class OverlapView(QWidget):
                       f"heaviest dims of P ({what})", size="10pt")
         shown = 4  # the rest in the tooltip: one short line keeps the plot its room
         dims = ", ".join(str(int(k)) for k in res.dims[:shown]) + (", …" if m > shown else "")
-        # two short lines: the view is ~200 pixels wide under the table of a small window
         # two short lines (random, m/d, is in the legend): the view is ~200 pixels wide
         # under the table of a small window
         self.info.setText(f"mean overlap {num(float(res.overlap.mean()))}\nheavy dims {dims}")

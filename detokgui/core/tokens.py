@@ -104,9 +104,10 @@ def load_tokenizer(folder: Path, name: str, n_vocab: int):
 
 
 #: How many tokenizers `load_tokenizer` keeps. Loading one holds the GIL in long C calls
-#: (transformers' json.load of tokenizer.json and the Rust BPE's construction, 35-60 ms
-#: each for GPT-2's), during which the GUI thread cannot run; switching back and forth
-#: between two models, or opening another with the same tokenizer files, then costs nothing.
+#: (transformers' json.load of tokenizer.json and the Rust BPE's construction, 50-270 ms
+#: each for GPT-2's on a 2-core machine), during which the GUI thread cannot run;
+#: switching back and forth between two models, or opening another with the same
+#: tokenizer files, then costs nothing.
 RECENT_TOKENIZERS = 2
 _RECENT: OrderedDict[str, object] = OrderedDict()
 

@@ -1,12 +1,23 @@
 """A pyqtgraph plot is painted once per change (issue 16: each change painted every plot
-twice, the second time for the view matrix its first paint had moved)."""
+twice, the second time for the view matrix its first paint had moved); a long paint of
+the window is split between event-loop passes."""
+
+import time
 
 import numpy as np
 import pyqtgraph as pg
 from paint_counting import PaintCounter
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtCore import QCoreApplication, QEvent
+from PySide6.QtGui import QColor, QPainter
+from PySide6.QtWidgets import QAbstractScrollArea, QHBoxLayout, QVBoxLayout, QWidget
 
-from detokgui.gui.paint_prep import PaintPreparer, prepare_before_paint
+from detokgui.gui.paint_prep import (
+    PAINT_BUDGET_S,
+    PaintPreparer,
+    pace_paints,
+    paints_put_off,
+    prepare_before_paint,
+)
 from detokgui.gui.plots import PlotFrame
 
 
@@ -57,3 +68,98 @@ def test_one_preparer_per_window(qtbot):
         prepare_before_paint(v)
     preparers = window.findChildren(PaintPreparer)
     assert len(preparers) == 1 and set(preparers[0].views) == set(views)
+
+
+class SlowView(QAbstractScrollArea):
+    """A scroll area whose viewport's paint takes twice the paint budget of CPU time and
+    fills it with its colour of the moment; `drawn` counts its paints."""
+
+    def __init__(self, color: str):
+        super().__init__()
+        self.color, self.drawn = QColor(color), 0
+        self.setMinimumSize(120, 90)
+        pace_paints(self.viewport())
+
+    def paintEvent(self, event):
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < 2 * PAINT_BUDGET_S:
+            pass
+        self.drawn += 1
+        painter = QPainter(self.viewport())
+        painter.fillRect(self.viewport().rect(), self.color)
+        painter.end()
+
+
+def window_with_slow_views(qtbot, colors):
+    window = QWidget()
+    lay = QHBoxLayout(window)
+    views = [SlowView(c) for c in colors]
+    for v in views:
+        lay.addWidget(v)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    qtbot.waitUntil(lambda: all(v.drawn for v in views))
+    qtbot.wait(50)
+    return window, views
+
+
+def center_color(window, view) -> str:
+    """The colour on the window's backing store (what the screen shows) at the view's
+    centre."""
+    image = window.screen().grabWindow(window.winId()).toImage()
+    vp = view.viewport()
+    return image.pixelColor(vp.mapTo(window, vp.rect().center())).name()
+
+
+def test_a_long_window_paint_is_split_between_passes(qtbot):
+    """Once a paint of the window has run past the budget, the paced viewports still to
+    paint wait for the next pass and show what they showed until then (no blank); each
+    is painted once, one per pass here, as each takes longer than the budget."""
+    window, views = window_with_slow_views(qtbot, ["#ff0000", "#00ff00", "#0000ff"])
+    assert [center_color(window, v) for v in views] == ["#ff0000", "#00ff00", "#0000ff"]
+    before = [v.drawn for v in views]
+    put_off = [paints_put_off(v.viewport()) for v in views]
+    for v in views:
+        v.color = QColor("#ffff00")
+        v.viewport().update()
+    QCoreApplication.sendPostedEvents(window, QEvent.Type.UpdateRequest)  # one window paint
+    drawn = [v.drawn - b for v, b in zip(views, before)]
+    assert sorted(drawn) == [0, 0, 1], drawn
+    waiting = [v for v, d in zip(views, drawn) if d == 0]
+    assert [center_color(window, v) for v in waiting] == \
+        [c for v, c in zip(views, ["#ff0000", "#00ff00", "#0000ff"]) if v in waiting]
+    passes = 1
+    while any(v.drawn == b for v, b in zip(views, before)):
+        n = sum(v.drawn for v in views)
+        qtbot.waitUntil(lambda n=n: sum(v.drawn for v in views) > n, timeout=2000)
+        passes += 1
+    assert passes == 3
+    assert [v.drawn - b for v, b in zip(views, before)] == [1, 1, 1]
+    assert sum(paints_put_off(v.viewport()) - p for v, p in zip(views, put_off)) == 3  # 2 + 1
+    assert [center_color(window, v) for v in views] == ["#ffff00"] * 3
+
+
+def test_a_view_just_shown_waits_blank_and_a_grab_paints_at_once(qtbot):
+    """A paced viewport shown anew has nothing of it on the screen: put off, it shows its
+    background, not another page's pixels. A grab of the window is not paced."""
+    window, views = window_with_slow_views(qtbot, ["#ff0000", "#00ff00"])
+    for v in views:
+        v.hide()
+    qtbot.wait(50)
+    for v in views:
+        v.color = QColor("#0000ff")
+        v.show()
+    before = [v.drawn for v in views]
+    QCoreApplication.sendPostedEvents(window, QEvent.Type.UpdateRequest)
+    drawn = [v.drawn - b for v, b in zip(views, before)]
+    assert sorted(drawn) == [0, 1], drawn
+    waiting = views[drawn.index(0)]
+    background = waiting.viewport().palette().color(waiting.viewport().backgroundRole())
+    assert center_color(window, waiting) == background.name() != "#0000ff"
+    qtbot.waitUntil(lambda: waiting.drawn > 0 + before[views.index(waiting)])
+    before = [v.drawn for v in views]
+    image = window.grab().toImage()
+    assert [v.drawn - b for v, b in zip(views, before)] == [1, 1]
+    vp = waiting.viewport()
+    assert image.pixelColor(vp.mapTo(window, vp.rect().center())).name() == "#0000ff"

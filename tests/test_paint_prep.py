@@ -3,11 +3,12 @@ twice, the second time for the view matrix its first paint had moved); a long pa
 the window is split between event-loop passes."""
 
 import time
+from itertools import pairwise
 
 import numpy as np
 import pyqtgraph as pg
 from paint_counting import PaintCounter
-from PySide6.QtCore import QCoreApplication, QEvent
+from PySide6.QtCore import QCoreApplication, QEvent, QObject
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QAbstractScrollArea, QHBoxLayout, QVBoxLayout, QWidget
 
@@ -104,6 +105,24 @@ def window_with_slow_views(qtbot, colors):
     return window, views
 
 
+class PassLog(QObject):
+    """How many paints of `views` each paint of the window made: `per_pass()`."""
+
+    def __init__(self, window, views):
+        super().__init__(window)
+        self.views, self.marks = views, []
+        window.installEventFilter(self)  # after the window's PaintPreparer: runs before it
+
+    def eventFilter(self, obj, event):
+        if event.type() == QEvent.Type.UpdateRequest:
+            self.marks.append(sum(v.drawn for v in self.views))
+        return False
+
+    def per_pass(self) -> list[int]:
+        marks = self.marks + [sum(v.drawn for v in self.views)]
+        return [b - a for a, b in pairwise(marks) if b > a]
+
+
 def center_color(window, view) -> str:
     """The colour on the window's backing store (what the screen shows) at the view's
     centre."""
@@ -120,6 +139,7 @@ def test_a_long_window_paint_is_split_between_passes(qtbot):
     assert [center_color(window, v) for v in views] == ["#ff0000", "#00ff00", "#0000ff"]
     before = [v.drawn for v in views]
     put_off = [paints_put_off(v.viewport()) for v in views]
+    passes = PassLog(window, views)
     for v in views:
         v.color = QColor("#ffff00")
         v.viewport().update()
@@ -129,12 +149,9 @@ def test_a_long_window_paint_is_split_between_passes(qtbot):
     waiting = [v for v, d in zip(views, drawn) if d == 0]
     assert [center_color(window, v) for v in waiting] == \
         [c for v, c in zip(views, ["#ff0000", "#00ff00", "#0000ff"]) if v in waiting]
-    passes = 1
-    while any(v.drawn == b for v, b in zip(views, before)):
-        n = sum(v.drawn for v in views)
-        qtbot.waitUntil(lambda n=n: sum(v.drawn for v in views) > n, timeout=2000)
-        passes += 1
-    assert passes == 3
+    qtbot.waitUntil(lambda: all(v.drawn > b for v, b in zip(views, before)), timeout=2000)
+    qtbot.wait(50)
+    assert passes.per_pass() == [1, 1, 1]
     assert [v.drawn - b for v, b in zip(views, before)] == [1, 1, 1]
     assert sum(paints_put_off(v.viewport()) - p for v, p in zip(views, put_off)) == 3  # 2 + 1
     assert [center_color(window, v) for v in views] == ["#ffff00"] * 3
@@ -157,7 +174,7 @@ def test_a_view_just_shown_waits_blank_and_a_grab_paints_at_once(qtbot):
     waiting = views[drawn.index(0)]
     background = waiting.viewport().palette().color(waiting.viewport().backgroundRole())
     assert center_color(window, waiting) == background.name() != "#0000ff"
-    qtbot.waitUntil(lambda: waiting.drawn > 0 + before[views.index(waiting)])
+    qtbot.waitUntil(lambda: waiting.drawn > before[views.index(waiting)])
     before = [v.drawn for v in views]
     image = window.grab().toImage()
     assert [v.drawn - b for v, b in zip(views, before)] == [1, 1]

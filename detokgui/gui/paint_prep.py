@@ -58,8 +58,10 @@ class PaintPacer(QObject):
     """Splits a window's paint between event-loop passes: once a paint (an update request
     of the window) has taken PAINT_BUDGET_S of CPU time and painted one of the watched
     viewports (plots, tables), the watched viewports still to paint in it are put off to
-    the next pass, where the first of them is painted whatever the time (so each pass
-    paints at least one, and all get painted).
+    the next pass. A viewport is put off at most once in a row (one that changes on every
+    pass, as under a dragged slider, does not keep the others waiting), and not when it
+    is on the screen and its size has changed since its last paint (a window being resized
+    is painted whole).
 
     A watched viewport is marked as painting all its pixels (WA_OpaquePaintEvent) and its
     background is filled here, as Qt filled it before: so a viewport put off keeps what it
@@ -73,6 +75,8 @@ class PaintPacer(QObject):
         self.painted = 0  # watched viewports painted in it
         self.viewports: weakref.WeakSet = weakref.WeakSet()
         self.fresh: weakref.WeakSet = weakref.WeakSet()  # shown, not painted since
+        self.owed: weakref.WeakSet = weakref.WeakSet()  # put off, not painted since
+        self.sizes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # at last paint
         self.put_off: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def watch(self, viewport: QWidget) -> None:
@@ -105,17 +109,28 @@ class PaintPacer(QObject):
             self.fresh.add(viewport)
             preparer_of(viewport.window())  # whose update requests are paced
         elif kind == _PAINT:
+            if self._puts_off(viewport):
+                if viewport in self.fresh:
+                    _fill_background(viewport, event)
+                QTimer.singleShot(0, viewport, viewport.update)
+                self.owed.add(viewport)
+                self.put_off[viewport] = self.put_off.get(viewport, 0) + 1
+                return True
             if self.started is not None:
-                if self.painted and time.thread_time() - self.started > PAINT_BUDGET_S:
-                    if viewport in self.fresh:
-                        _fill_background(viewport, event)
-                    QTimer.singleShot(0, viewport, viewport.update)
-                    self.put_off[viewport] = self.put_off.get(viewport, 0) + 1
-                    return True
                 self.painted += 1
             self.fresh.discard(viewport)
+            self.owed.discard(viewport)
+            self.sizes[viewport] = viewport.size()
             _fill_background(viewport, event)
         return False
+
+    def _puts_off(self, viewport) -> bool:
+        """Whether this paint of `viewport` waits for the next pass."""
+        if self.started is None or not self.painted or viewport in self.owed:
+            return False
+        if viewport not in self.fresh and self.sizes.get(viewport) != viewport.size():
+            return False  # on the screen and resized: what it shows there no longer fits
+        return time.thread_time() - self.started > PAINT_BUDGET_S
 
 
 def _fill_background(widget: QWidget, event) -> None:

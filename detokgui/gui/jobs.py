@@ -24,7 +24,6 @@ from __future__ import annotations
 import gc
 import inspect
 import itertools
-import os
 import sys
 import threading
 import time
@@ -39,6 +38,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QThreadPool, QTimer, Signa
 from detokgui.core.errors import Cancelled, DetokError
 from detokgui.core.progress import Progress
 from detokgui.gui.later_pass import in_a_later_pass
+from detokgui.gui.scheduling import lower_worker_priority, shorten_time_slice
 
 PROGRESS_INTERVAL_S = 0.1
 
@@ -93,7 +93,7 @@ class _Task:
     def run(self) -> None:
         import torch
 
-        _lower_thread_priority()
+        lower_worker_priority()
         with self.lock:
             fn, self.fn = self.fn, None
             self.running = fn is not None
@@ -139,30 +139,6 @@ def _alive(obj: QObject) -> bool:
     from shiboken6 import isValid
 
     return isValid(obj)
-
-
-_thread_state = threading.local()
-WORKER_NICENESS = 5
-
-
-def _lower_thread_priority() -> None:
-    """Give this worker thread (and the threads it starts) a lower CPU priority, once.
-
-    On a machine with few cores the workers' computations would otherwise take the CPU
-    time the GUI thread needs to draw their results (the soak benchmark saw stalls four
-    times the GUI thread's own work). Linux: the niceness of one thread (5: a third of
-    the weight of a normal thread, so background work still gets on when other programs
-    are busy); elsewhere no-op."""
-    if getattr(_thread_state, "niced", False):
-        return
-    _thread_state.niced = True
-    if sys.platform.startswith("linux"):
-        try:
-            tid = threading.get_native_id()
-            os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid),
-                                                     WORKER_NICENESS))
-        except OSError:
-            pass
 
 
 def _drop_frames(exc: BaseException) -> None:
@@ -420,6 +396,7 @@ class JobRunner(QObject):
         super().__init__(parent)
         collect_garbage_on_gui_thread()
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_S))
+        shorten_time_slice()  # the GUI thread's: see gui/scheduling.py
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max_threads)
         self._latest: dict[str, int] = {}  # key -> serial of the newest job (not the job)

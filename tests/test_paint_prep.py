@@ -13,6 +13,7 @@ from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QAbstractScrollArea, QHBoxLayout, QVBoxLayout, QWidget
 
 from detokgui.gui.paint_prep import (
+    MAX_PUT_OFF,
     PAINT_BUDGET_S,
     PaintPreparer,
     pace_paints,
@@ -133,8 +134,8 @@ def center_color(window, view) -> str:
 
 def test_a_long_window_paint_is_split_between_passes(qtbot):
     """Once a paint of the window has run past the budget, the paced viewports still to
-    paint wait for the next pass and show what they showed until then (no blank); there
-    they are painted, as a viewport waits one pass at most; each is painted once."""
+    paint wait for the next pass and show what they showed until then (no blank); each
+    is painted once, one per pass here, as each takes longer than the budget."""
     window, views = window_with_slow_views(qtbot, ["#ff0000", "#00ff00", "#0000ff"])
     assert [center_color(window, v) for v in views] == ["#ff0000", "#00ff00", "#0000ff"]
     before = [v.drawn for v in views]
@@ -151,9 +152,9 @@ def test_a_long_window_paint_is_split_between_passes(qtbot):
         [c for v, c in zip(views, ["#ff0000", "#00ff00", "#0000ff"]) if v in waiting]
     qtbot.waitUntil(lambda: all(v.drawn > b for v, b in zip(views, before)), timeout=2000)
     qtbot.wait(50)
-    assert passes.per_pass() == [1, 2]
+    assert passes.per_pass() == [1, 1, 1]
     assert [v.drawn - b for v, b in zip(views, before)] == [1, 1, 1]
-    assert sum(paints_put_off(v.viewport()) - p for v, p in zip(views, put_off)) == 2
+    assert sum(paints_put_off(v.viewport()) - p for v, p in zip(views, put_off)) == 3  # 2 + 1
     assert [center_color(window, v) for v in views] == ["#ffff00"] * 3
 
 
@@ -182,17 +183,22 @@ def test_a_view_just_shown_waits_blank_and_a_grab_paints_at_once(qtbot):
     assert image.pixelColor(vp.mapTo(window, vp.rect().center())).name() == "#0000ff"
 
 
-def test_views_that_change_on_every_pass_are_each_painted_every_other_pass(qtbot):
+def test_views_that_change_on_every_pass_wait_two_passes_at_most(qtbot):
     """A view that changes on every pass (a dragged slider) and paints first does not keep
-    the others waiting: one put off is painted in the next pass."""
+    the others waiting: one put off twice in a row is painted in the next pass."""
     window, views = window_with_slow_views(qtbot, ["#ff0000", "#00ff00", "#0000ff"])
-    before = [v.drawn for v in views]
-    for _ in range(4):
+    painted = {v: [] for v in views}  # per pass: painted in it
+    for _ in range(7):
+        before = [v.drawn for v in views]
         for v in views:
             v.viewport().update()
         QCoreApplication.sendPostedEvents(window, QEvent.Type.UpdateRequest)
-    drawn = [v.drawn - b for v, b in zip(views, before)]
-    assert max(drawn) == 4 and min(drawn) == 2, drawn
+        for v, b in zip(views, before):
+            painted[v].append(v.drawn > b)
+    runs = {v: max(len(r) for r in "".join("x" if p else "." for p in ps).split("x"))
+            for v, ps in painted.items()}  # longest run of passes without a paint
+    assert max(runs.values()) == MAX_PUT_OFF, painted
+    assert all(any(ps) for ps in painted.values())
 
 
 def test_a_resized_view_on_the_screen_is_painted_at_once(qtbot):

@@ -23,6 +23,7 @@ _SHOW = QEvent.Type.Show
 # paint in it wait for the next event-loop pass. A page of two plots and a table took
 # 15-20 ms on an idle machine, two to three times that on a busy one, in one pass.
 PAINT_BUDGET_S = 0.005
+MAX_PUT_OFF = 2  # times in a row a viewport may wait
 
 
 class PaintPreparer(QObject):
@@ -58,10 +59,11 @@ class PaintPacer(QObject):
     """Splits a window's paint between event-loop passes: once a paint (an update request
     of the window) has taken PAINT_BUDGET_S of CPU time and painted one of the watched
     viewports (plots, tables), the watched viewports still to paint in it are put off to
-    the next pass. A viewport is put off at most once in a row (one that changes on every
-    pass, as under a dragged slider, does not keep the others waiting), and not when it
-    is on the screen and its size has changed since its last paint (a window being resized
-    is painted whole).
+    the next pass. The first of them in a pass is painted whatever the time, and so is one
+    put off MAX_PUT_OFF times in a row: so each pass paints at least one, and one that
+    changes on every pass (as under a dragged slider) does not keep the others waiting
+    more than that. A viewport on the screen whose size has changed since its last paint
+    is painted at once (a window being resized is painted whole).
 
     A watched viewport is marked as painting all its pixels (WA_OpaquePaintEvent) and its
     background is filled here, as Qt filled it before: so a viewport put off keeps what it
@@ -75,7 +77,7 @@ class PaintPacer(QObject):
         self.painted = 0  # watched viewports painted in it
         self.viewports: weakref.WeakSet = weakref.WeakSet()
         self.fresh: weakref.WeakSet = weakref.WeakSet()  # shown, not painted since
-        self.owed: weakref.WeakSet = weakref.WeakSet()  # put off, not painted since
+        self.put_off_in_a_row: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.sizes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # at last paint
         self.put_off: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -113,23 +115,25 @@ class PaintPacer(QObject):
                 if viewport in self.fresh:
                     _fill_background(viewport, event)
                 QTimer.singleShot(0, viewport, viewport.update)
-                self.owed.add(viewport)
+                self.put_off_in_a_row[viewport] = self.put_off_in_a_row.get(viewport, 0) + 1
                 self.put_off[viewport] = self.put_off.get(viewport, 0) + 1
                 return True
             if self.started is not None:
                 self.painted += 1
             self.fresh.discard(viewport)
-            self.owed.discard(viewport)
+            self.put_off_in_a_row.pop(viewport, None)
             self.sizes[viewport] = viewport.size()
             _fill_background(viewport, event)
         return False
 
     def _puts_off(self, viewport) -> bool:
         """Whether this paint of `viewport` waits for the next pass."""
-        if self.started is None or not self.painted or viewport in self.owed:
+        if self.started is None:
             return False
         if viewport not in self.fresh and self.sizes.get(viewport) != viewport.size():
             return False  # on the screen and resized: what it shows there no longer fits
+        if not self.painted or self.put_off_in_a_row.get(viewport, 0) >= MAX_PUT_OFF:
+            return False
         return time.thread_time() - self.started > PAINT_BUDGET_S
 
 

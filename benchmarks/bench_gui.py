@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eventloop import StallMeter, pause, settle, wait_until
+from eventloop import StallMeter, isolated_settings, pause, settle, wait_until
 
 STALL_TARGET_MS = 50.0
 TOPK_TARGET_MS = 150.0
@@ -54,7 +54,6 @@ def heatmap_drawn(panel, n_heads: int) -> bool:
 
 
 def run(n_tokens: int, profile: bool) -> dict:
-    from PySide6.QtCore import QCoreApplication, QSettings
     from PySide6.QtWidgets import QApplication
     from transformers.utils import logging as hf_logging
 
@@ -65,10 +64,7 @@ def run(n_tokens: int, profile: bool) -> dict:
     quiet_qt_messages()
 
     tmp = tempfile.TemporaryDirectory(prefix="detokgui-bench-")
-    QSettings.setDefaultFormat(QSettings.IniFormat)
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(Path(tmp.name) / "settings"))
-    QCoreApplication.setOrganizationName("detokgui-bench")
-    QCoreApplication.setApplicationName("detokgui-bench")
+    isolated_settings(tmp.name, "detokgui-bench")
     _app = QApplication.instance() or QApplication([])  # alive for the whole run
 
     t0 = time.perf_counter()
@@ -108,11 +104,12 @@ def run(n_tokens: int, profile: bool) -> dict:
         profiler.enable()
     t0 = time.perf_counter()
     # One user action per event-loop turn, 30 ms apart (a fast click rate), as in real use.
+    source = heat.options.widget("source")
     actions = [
         lambda: win.state.set_query_token(tokens[0]),
-        lambda: heat.source.setCurrentIndex(heat.source.findData("sample")),
-        lambda: heat.size_spin.setValue(HEATMAP_N),
-        lambda: heat.all_heads.setChecked(True),
+        lambda: source.setCurrentIndex(source.findData("sample")),
+        lambda: heat.options.widget("size").setValue(HEATMAP_N),
+        lambda: heat.options.widget("all_heads").setChecked(True),
     ] + [lambda tok=tok: win.state.set_query_token(tok) for tok in tokens[1:4]]
     for action in actions:
         action()

@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from eventloop import EventLog, settle, wait_until
+from eventloop import EventLog, isolated_settings, settle, wait_until
 
 TARGET = 0.75
 TABS = ("topk", "heatmap", "bias", "pattern", "slopes", "position-stats", "neurons")
@@ -63,7 +63,6 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
 
-    from PySide6.QtCore import QCoreApplication, QSettings
     from transformers.utils import logging as hf_logging
 
     from detokgui.core.demo import write_random_checkpoint
@@ -72,10 +71,7 @@ def main() -> None:
 
     hf_logging.disable_progress_bar()
     tmp = tempfile.TemporaryDirectory(prefix="detokgui-pacing-")
-    QSettings.setDefaultFormat(QSettings.IniFormat)
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(Path(tmp.name) / "settings"))
-    QCoreApplication.setOrganizationName("detokgui-bench")
-    QCoreApplication.setApplicationName("detokgui-pacing")
+    isolated_settings(tmp.name, "detokgui-pacing")
     log = EventLog(min_ms=0.5)
     _app = log.application_class()([])
     quiet_qt_messages()

@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eventloop import wait_until
+from eventloop import isolated_settings, wait_until
 
 STEP_TARGET_MS = 33.0
 WARMUP = 5  # untimed slider steps before the timed ones
@@ -182,15 +182,11 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=40, help="slider steps to time (default 40)")
     args = p.parse_args(argv)
 
-    from PySide6.QtCore import QCoreApplication, QSettings
     from PySide6.QtWidgets import QApplication
 
     tmp = tempfile.TemporaryDirectory(prefix="bench_position_")
-    QSettings.setDefaultFormat(QSettings.IniFormat)
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(Path(tmp.name) / "settings"))
     app = QApplication.instance() or QApplication(["bench_position"])
-    QCoreApplication.setOrganizationName("detokgui-bench")
-    QCoreApplication.setApplicationName("bench_position")
+    isolated_settings(tmp.name, "bench_position")
 
     import torch
 

@@ -53,7 +53,16 @@ import time
 import weakref
 from pathlib import Path
 
-from eventloop import EventLog, StallMeter, StallWatch, format_stack, pause, settle, wait_until
+from eventloop import (
+    EventLog,
+    StallMeter,
+    StallWatch,
+    format_stack,
+    isolated_settings,
+    pause,
+    settle,
+    wait_until,
+)
 
 STALL_GOAL_MS = 50.0
 SWITCH_STALL_GOAL_MS = 150.0
@@ -256,7 +265,6 @@ def big_text(win, folder: Path, megabytes: float = 10.0) -> dict[str, tuple]:
 
 
 def run(args) -> dict:
-    from PySide6.QtCore import QCoreApplication, QSettings
     from PySide6.QtWidgets import QApplication
     from transformers.utils import logging as hf_logging
 
@@ -265,10 +273,7 @@ def run(args) -> dict:
 
     hf_logging.disable_progress_bar()
     tmp = tempfile.TemporaryDirectory(prefix="detokgui-soak-")
-    QSettings.setDefaultFormat(QSettings.IniFormat)
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(Path(tmp.name) / "settings"))
-    QCoreApplication.setOrganizationName("detokgui-bench")
-    QCoreApplication.setApplicationName("detokgui-soak")
+    isolated_settings(tmp.name, "detokgui-soak")
     log = EventLog() if args.events else None
     _app = QApplication.instance() or (log.application_class() if log else QApplication)([])
     if log is not None:

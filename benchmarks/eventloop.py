@@ -2,8 +2,20 @@
 blocked, for the GUI benchmarks."""
 
 import time
+from pathlib import Path
 
 TICK_MS = 2
+
+
+def isolated_settings(folder: str | Path, name: str) -> None:
+    """Keep the app's remembered settings in `folder` (not the user's), as application
+    `name` of organisation "detokgui-bench"."""
+    from PySide6.QtCore import QCoreApplication, QSettings
+
+    QSettings.setDefaultFormat(QSettings.IniFormat)
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(Path(folder) / "settings"))
+    QCoreApplication.setOrganizationName("detokgui-bench")
+    QCoreApplication.setApplicationName(name)
 
 
 def wait_until(predicate, timeout: float = 120.0) -> float:

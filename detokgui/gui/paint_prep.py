@@ -7,10 +7,11 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Callable
+from functools import partial
 
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, QTimer
-from PySide6.QtGui import QPainter
+from PySide6.QtGui import QPainter, QRegion
 from PySide6.QtWidgets import QWidget
 from shiboken6 import isValid
 
@@ -114,7 +115,7 @@ class PaintPacer(QObject):
             if self._puts_off(viewport):
                 if viewport in self.fresh:
                     _fill_background(viewport, event)
-                QTimer.singleShot(0, viewport, viewport.update)
+                QTimer.singleShot(0, viewport, partial(viewport.update, QRegion(event.region())))
                 self.put_off_in_a_row[viewport] = self.put_off_in_a_row.get(viewport, 0) + 1
                 self.put_off[viewport] = self.put_off.get(viewport, 0) + 1
                 return True

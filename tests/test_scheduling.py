@@ -11,12 +11,22 @@ from detokgui.gui import scheduling
 
 
 def in_a_thread(fn):
-    """fn() run in a new thread (this one's scheduling is left alone), its result."""
-    out = []
-    t = threading.Thread(target=lambda: out.append(fn()))
+    """fn() run in a new thread (this one's scheduling is left alone): its result, or what
+    it raised, raised here."""
+    out = {}
+
+    def run():
+        try:
+            out["result"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the calling thread
+            out["error"] = e
+
+    t = threading.Thread(target=run)
     t.start()
     t.join()
-    return out[0]
+    if "error" in out:
+        raise out["error"]
+    return out["result"]
 
 
 needs_slices = pytest.mark.skipif(

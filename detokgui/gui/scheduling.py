@@ -74,10 +74,8 @@ def shorten_time_slice(ns: int = GUI_SLICE_NS) -> bool:
     """Ask for a time slice of `ns` for the calling thread (the threads it starts inherit
     it). True if the kernel took it; one that knows no slices for normal threads, before
     Linux 6.12, takes the call and ignores it."""
-    attr = _get_attr()
-    if attr is None or 0 < attr.sched_runtime <= ns:
-        return False
-    return _set_time_slice(ns)
+    current = time_slice_ns()
+    return current is not None and not 0 < current <= ns and _set_time_slice(ns)
 
 
 def _set_time_slice(ns: int) -> bool:
@@ -87,15 +85,19 @@ def _set_time_slice(ns: int) -> bool:
     if attr is None or attr.sched_policy != _SCHED_OTHER:
         return False
     attr.size, attr.sched_flags, attr.sched_runtime = ctypes.sizeof(attr), 0, ns
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.syscall(_SYSCALLS[platform.machine()][0], 0, ctypes.byref(attr), 0) == 0
+    return _syscall(0, ctypes.byref(attr), 0)
 
 
 def _get_attr() -> _SchedAttr | None:
-    if not sys.platform.startswith("linux") or platform.machine() not in _SYSCALLS:
-        return None
     attr = _SchedAttr()
+    return attr if _syscall(1, ctypes.byref(attr), ctypes.sizeof(attr), 0) else None
+
+
+def _syscall(which: int, *args) -> bool:
+    """sched_setattr (which=0) or sched_getattr (1) for the calling thread; False where
+    Linux lacks it or refuses."""
+    numbers = _SYSCALLS.get(platform.machine())
+    if not sys.platform.startswith("linux") or numbers is None:
+        return False
     libc = ctypes.CDLL(None, use_errno=True)
-    ok = libc.syscall(_SYSCALLS[platform.machine()][1], 0, ctypes.byref(attr),
-                      ctypes.sizeof(attr), 0) == 0
-    return attr if ok else None
+    return libc.syscall(numbers[which], 0, *args) == 0

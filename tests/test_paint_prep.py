@@ -8,10 +8,11 @@ from itertools import pairwise
 import numpy as np
 import pyqtgraph as pg
 from paint_counting import PaintCounter
-from PySide6.QtCore import QCoreApplication, QEvent, QObject
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QAbstractScrollArea, QHBoxLayout, QVBoxLayout, QWidget
 
+from detokgui.gui.event_passes import LONG_PASS_S, clock
 from detokgui.gui.paint_prep import (
     MAX_PUT_OFF,
     PAINT_BUDGET_S,
@@ -74,11 +75,12 @@ def test_one_preparer_per_window(qtbot):
 
 class SlowView(QAbstractScrollArea):
     """A scroll area whose viewport's paint takes twice the paint budget of CPU time and
-    fills it with its colour of the moment; `drawn` counts its paints."""
+    fills it with its colour of the moment; `drawn` counts its paints, `painted_in` lists
+    the event-loop pass of each."""
 
     def __init__(self, color: str):
         super().__init__()
-        self.color, self.drawn = QColor(color), 0
+        self.color, self.drawn, self.painted_in = QColor(color), 0, []
         self.setMinimumSize(120, 90)
         pace_paints(self.viewport())
 
@@ -87,6 +89,7 @@ class SlowView(QAbstractScrollArea):
         while time.thread_time() - t0 < 2 * PAINT_BUDGET_S:
             pass
         self.drawn += 1
+        self.painted_in.append(clock().number)  # the event-loop pass
         painter = QPainter(self.viewport())
         painter.fillRect(self.viewport().rect(), self.color)
         painter.end()
@@ -211,3 +214,29 @@ def test_a_resized_view_on_the_screen_is_painted_at_once(qtbot):
     QCoreApplication.sendPostedEvents()  # the layout and the window's paint; no timers
     assert all(v.drawn > b for v, b in zip(views, before))
     assert [paints_put_off(v.viewport()) for v in views] == put_off
+
+
+def test_a_window_paint_just_after_a_long_pass_waits_for_a_short_one(qtbot):
+    """A result drawn in one pass and painted in the next would keep the window from
+    taking input for both: the paint waits, its one view included, for a pass after a
+    short one, and shows what it showed until then."""
+    window, views = window_with_slow_views(qtbot, ["#ff0000"])
+    view = views[0]
+    c = clock()
+    before, put_off = view.drawn, paints_put_off(view.viewport())
+    marks = {}
+
+    def long_draw():  # as a result's draw: CPU time, then a change to paint
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < 2 * LONG_PASS_S:
+            pass
+        view.color = QColor("#ffff00")
+        view.viewport().update()
+        marks["long"] = c.number
+
+    QTimer.singleShot(5, long_draw)
+    qtbot.waitUntil(lambda: paints_put_off(view.viewport()) > put_off, timeout=2000)
+    assert view.drawn == before and center_color(window, view) == "#ff0000"
+    qtbot.waitUntil(lambda: view.drawn > before, timeout=2000)
+    assert view.painted_in[-1] >= marks["long"] + 2
+    assert center_color(window, view) == "#ffff00"

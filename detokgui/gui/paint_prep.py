@@ -1,6 +1,7 @@
 """Plots that are painted once per change: pyqtgraph's deferred updates done before the
 window paints, not during it; and a long paint of the window split between event-loop
-passes, past a budget a plot or table at a time, so that the window answers in between."""
+passes, past a budget a plot or table at a time, and not begun in a pass just after a
+long one, so that the window answers in between."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from PySide6.QtGui import QPainter, QRegion
 from PySide6.QtWidgets import QWidget
 from shiboken6 import isValid
 
+from detokgui.gui import event_passes
+
 _UPDATE_REQUEST = QEvent.Type.UpdateRequest
 _META_CALL = QEvent.Type.MetaCall
 _PAINT = QEvent.Type.Paint
@@ -24,7 +27,7 @@ _SHOW = QEvent.Type.Show
 # paint in it wait for the next event-loop pass. A page of two plots and a table took
 # 15-20 ms on an idle machine, two to three times that on a busy one, in one pass.
 PAINT_BUDGET_S = 0.005
-MAX_PUT_OFF = 2  # times in a row a viewport may wait
+MAX_PUT_OFF = event_passes.MAX_WAITS  # times in a row a viewport may wait
 
 
 class PaintPreparer(QObject):
@@ -60,11 +63,12 @@ class PaintPacer(QObject):
     """Splits a window's paint between event-loop passes: once a paint (an update request
     of the window) has taken PAINT_BUDGET_S of CPU time and painted one of the watched
     viewports (plots, tables), the watched viewports still to paint in it are put off to
-    the next pass. The first of them in a pass is painted whatever the time, and so is one
-    put off MAX_PUT_OFF times in a row: so each pass paints at least one, and one that
-    changes on every pass (as under a dragged slider) does not keep the others waiting
-    more than that. A viewport on the screen whose size has changed since its last paint
-    is painted at once (a window being resized is painted whole).
+    the next pass. The first of them is put off too where the paint begins in a pass that
+    may not start long work (event_passes: this pass or the one before was long); one
+    put off MAX_PUT_OFF times in a row is painted whatever the time: so one that changes
+    on every pass (as under a dragged slider) does not keep the others waiting more than
+    that. A viewport on the screen whose size has changed since its last paint is
+    painted at once (a window being resized is painted whole).
 
     A watched viewport is marked as painting all its pixels (WA_OpaquePaintEvent) and its
     background is filled here, as Qt filled it before: so a viewport put off keeps what it
@@ -76,6 +80,7 @@ class PaintPacer(QObject):
         super().__init__()
         self.started: float | None = None  # thread CPU time when the paint in progress began
         self.painted = 0  # watched viewports painted in it
+        self.first_waits = False  # whether its first watched viewport waits too
         self.viewports: weakref.WeakSet = weakref.WeakSet()
         self.fresh: weakref.WeakSet = weakref.WeakSet()  # shown, not painted since
         self.put_off_in_a_row: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -99,6 +104,7 @@ class PaintPacer(QObject):
             prepare()
             return False
         self.started, self.painted = time.thread_time(), 0
+        self.first_waits = not event_passes.long_work_may_start(self.started)
         try:
             prepare()
             window.event(event)
@@ -110,6 +116,7 @@ class PaintPacer(QObject):
         kind = event.type()
         if kind == _SHOW:
             self.fresh.add(viewport)
+            self.put_off_in_a_row.pop(viewport, None)  # its waits while hidden are over
             preparer_of(viewport.window())  # whose update requests are paced
         elif kind == _PAINT:
             if self._puts_off(viewport):
@@ -133,8 +140,10 @@ class PaintPacer(QObject):
             return False
         if viewport not in self.fresh and self.sizes.get(viewport) != viewport.size():
             return False  # on the screen and resized: what it shows there no longer fits
-        if not self.painted or self.put_off_in_a_row.get(viewport, 0) >= MAX_PUT_OFF:
+        if self.put_off_in_a_row.get(viewport, 0) >= MAX_PUT_OFF:
             return False
+        if not self.painted:
+            return self.first_waits
         return time.thread_time() - self.started > PAINT_BUDGET_S
 
 

@@ -51,6 +51,7 @@ from PySide6.QtWidgets import (
 from detokgui.core.atomic import write_bytes
 from detokgui.core.tables import Table, write_csv
 from detokgui.gui.colorbar import ColorBar
+from detokgui.gui.grid_axis import GridAxis
 from detokgui.gui.paint_prep import prepare_before_paint
 
 pg.setConfigOptions(imageAxisOrder="row-major", background="w", foreground="k", antialias=True)
@@ -233,7 +234,8 @@ def add_plot(frame: PlotFrame, *args, bottom: str = "", left: str = "", grid: st
     bottom / left: axis labels; grid: the axes with grid lines ("x", "y" or "xy") at
     opacity `alpha`; controls=False: no context menu and no auto-range button; mouse=False:
     no pan or zoom (a view the panel sets itself); invert_y: y grows downwards (rows)."""
-    plot = plain_axes(frame.view.addPlot(*args, **kw))
+    axes = {name: GridAxis(name) for name in ("left", "bottom")}  # those with grid lines
+    plot = plain_axes(frame.view.addPlot(*args, axisItems=axes, **kw))
     if not controls:
         plot.setMenuEnabled(False)
         plot.hideButtons()

@@ -1,0 +1,58 @@
+"""Grid lines painted fast (issue 16: translucent grid lines were a third to a half of a
+plot's paint): the same pixels as pyqtgraph's own axis, and vectors in an SVG export."""
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QGraphicsItem
+
+from detokgui.gui.grid_axis import GridAxis
+from detokgui.gui.plots import PlotFrame, add_plot, render_svg
+
+
+def plot_image(qtbot, axis_class, cached: bool, grid: str) -> np.ndarray:
+    view = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(view)
+    view.resize(600, 400)
+    plot = view.addPlot(axisItems={n: axis_class(n) for n in ("left", "bottom")})
+    x = np.arange(200.0)
+    plot.plot(x, np.sin(x / 9), fillLevel=0, brush=(40, 90, 200, 110))
+    plot.showGrid(x="x" in grid, y="y" in grid, alpha=0.3)
+    if cached:
+        for n in ("left", "bottom"):
+            plot.getAxis(n).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+    view.show()
+    qtbot.waitExposed(view)
+    qtbot.wait(30)
+    image = view.grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
+    return np.frombuffer(image.constBits(), np.uint8).reshape(
+        image.height(), image.width(), 4)[..., :3].astype(int).copy()
+
+
+@pytest.mark.parametrize("cached", [False, True])
+@pytest.mark.parametrize("grid", ["xy", "x", ""])
+def test_the_same_pixels_as_pyqtgraphs_axis(qtbot, cached, grid):
+    ours = plot_image(qtbot, GridAxis, cached, grid)
+    theirs = plot_image(qtbot, pg.AxisItem, cached, grid)
+    diff = np.abs(ours - theirs).max(axis=2)
+    assert diff.max() <= 2  # the rounding of one blend against another's
+    if grid:  # the grid is there: lines over the fill, fainter than the axis
+        lines = (np.abs(theirs - plot_image(qtbot, pg.AxisItem, cached, "")).max(axis=2) > 0)
+        assert lines.sum() > 1000
+        assert (diff[lines] <= 2).all()
+
+
+def test_an_svg_export_keeps_the_grid_in_vectors(qtbot):
+    frame = PlotFrame("grid")
+    qtbot.addWidget(frame)
+    frame.resize(500, 350)
+    plot = add_plot(frame, grid="xy")
+    assert isinstance(plot.getAxis("left"), GridAxis)
+    plot.plot(np.arange(50.0), np.cos(np.arange(50.0) / 5))
+    frame.show()
+    qtbot.waitExposed(frame)
+    svg = render_svg(frame.view).decode()
+    assert "<image" not in svg
+    # pyqtgraph's grid lines at its opacities: stroke-opacity below 1 on several lines
+    assert svg.count('stroke-opacity="0.') >= 5

@@ -18,25 +18,25 @@ def burn(seconds: float) -> None:
 
 def test_a_long_pass_keeps_long_work_out_of_itself_and_the_next_pass(qtbot):
     c = clock()
-    seen = []  # (pass number, may long work start)
+    seen = []  # (pass number, may long work start), from the long pass on
 
-    def note():
+    def note():  # once per pass, a posted call each time, until long work may start
         seen.append((c.number, long_work_may_start()))
-        if len(seen) < 6:
-            QTimer.singleShot(0, note)  # a posted call: the next pass
+        if not seen[-1][1] and len(seen) < 50:
+            QTimer.singleShot(0, note)
 
     def long_one():
-        seen.append((c.number, long_work_may_start()))
         burn(2 * LONG_PASS_S)
         seen.append((c.number, long_work_may_start()))
         QTimer.singleShot(0, note)
 
     QTimer.singleShot(5, long_one)
-    qtbot.waitUntil(lambda: len(seen) == 6, timeout=2000)
+    qtbot.waitUntil(lambda: bool(seen) and seen[-1][1], timeout=2000)
     passes = [n for n, _ in seen]
-    assert passes[0] == passes[1] and passes[2:] == list(range(passes[0] + 1, passes[0] + 5))
-    # before it (a short pass), after it in it, the next pass, then the ones after
-    assert [ok for _, ok in seen] == [True, False, False, True, True, True]
+    assert passes == list(range(passes[0], passes[0] + len(passes)))  # one note a pass
+    # in it and in the next, not (other work of the application may make a later pass
+    # long too: then later)
+    assert [ok for _, ok in seen[:2]] == [False, False]
 
 
 def test_a_long_pass_is_none_where_the_limit_is_infinite(qtbot, monkeypatch):

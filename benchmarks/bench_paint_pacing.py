@@ -49,7 +49,7 @@ def session(win, log: EventLog, ops: int, seed: int) -> dict[str, list[float]]:
     """CPU ms of each top-level event, and of each window paint, over `ops` operations."""
     rng = random.Random(seed)
     log.entries.clear()
-    cpu = time.thread_time()
+    cpu0 = time.thread_time()
     for _ in range(ops):
         r = rng.random()
         if r < 0.4:
@@ -62,7 +62,7 @@ def session(win, log: EventLog, ops: int, seed: int) -> dict[str, list[float]]:
     top = [1000 * cpu for _end, depth, cpu, _what in log.entries if depth == 0]
     paints = [1000 * cpu for _end, _depth, cpu, what in log.entries if "UpdateRequest" in what]
     return {"events": top, "paints": paints, "log": list(log.entries),
-            "cpu": time.thread_time() - cpu}
+            "cpu": time.thread_time() - cpu0}
 
 
 def longest(entries, n: int) -> list[str]:

@@ -128,6 +128,13 @@ class PassLog(QObject):
         return [b - a for a, b in pairwise(marks) if b > a]
 
 
+def after_a_short_pass(qtbot) -> None:
+    """Run the event loop until a long paint may begin (event_passes): a window paint
+    sent straight after it is not put off whole for a long pass before it (the suite's
+    garbage collection, another test's paint)."""
+    qtbot.waitUntil(lambda: clock().long_work_may_start(), timeout=2000)
+
+
 def center_color(window, view) -> str:
     """The colour on the window's backing store (what the screen shows) at the view's
     centre."""
@@ -145,6 +152,7 @@ def test_a_long_window_paint_is_split_between_passes(qtbot):
     before = [v.drawn for v in views]
     put_off = [paints_put_off(v.viewport()) for v in views]
     passes = PassLog(window, views)
+    after_a_short_pass(qtbot)
     for v in views:
         v.color = QColor("#ffff00")
         v.viewport().update()
@@ -158,7 +166,8 @@ def test_a_long_window_paint_is_split_between_passes(qtbot):
     qtbot.wait(50)
     assert passes.per_pass() == [1, 1, 1]
     assert [v.drawn - b for v, b in zip(views, before)] == [1, 1, 1]
-    assert sum(paints_put_off(v.viewport()) - p for v, p in zip(views, put_off)) == 3  # 2 + 1
+    # 2 + 1, and more where a pass of the suite in between was long (event_passes)
+    assert sum(paints_put_off(v.viewport()) - p for v, p in zip(views, put_off)) >= 3
     assert [center_color(window, v) for v in views] == ["#ffff00"] * 3
 
 
@@ -169,6 +178,7 @@ def test_a_view_just_shown_waits_blank_and_a_grab_paints_at_once(qtbot):
     for v in views:
         v.hide()
     qtbot.wait(50)
+    after_a_short_pass(qtbot)
     for v in views:
         v.color = QColor("#0000ff")
         v.show()

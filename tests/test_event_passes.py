@@ -7,7 +7,13 @@ import time
 from PySide6.QtCore import QTimer
 
 from detokgui.gui import event_passes, later_pass
-from detokgui.gui.event_passes import LONG_PASS_S, MAX_WAITS, clock, long_work_may_start
+from detokgui.gui.event_passes import (
+    LONG_PASS_S,
+    MAX_WAITS,
+    MOST_WAITS,
+    clock,
+    long_work_may_start,
+)
 
 
 def burn(seconds: float) -> None:
@@ -66,9 +72,32 @@ def test_work_for_a_later_pass_waits_for_one_after_a_short_pass(qtbot):
     assert marks["work"] >= marks["long"] + 2
 
 
-def test_work_for_a_later_pass_waits_at_most_max_waits_passes(qtbot):
+def test_work_that_has_waited_keeps_out_of_a_long_pass_only(qtbot):
+    """Work that has waited MAX_WAITS passes may start just after a long pass, but not in
+    one that has been long so far (two long pieces in a pass keep the window from taking
+    input for both) until it has waited MOST_WAITS passes."""
+    c = clock()
+    seen = {}
+
+    def short_one():  # the pass after the long one, before any long work in it
+        seen["after"] = [long_work_may_start(waited=w) for w in (0, MAX_WAITS)]
+
+    def long_one():
+        burn(2 * LONG_PASS_S)
+        seen["in"] = [long_work_may_start(waited=w)
+                      for w in (0, MAX_WAITS, MOST_WAITS - 1, MOST_WAITS)]
+        seen["number"] = c.number
+        QTimer.singleShot(0, short_one)
+
+    QTimer.singleShot(5, long_one)
+    qtbot.waitUntil(lambda: "after" in seen, timeout=2000)
+    assert seen["in"] == [False, False, False, True]
+    assert seen["after"] == [False, True]
+
+
+def test_work_for_a_later_pass_waits_at_most_most_waits_passes(qtbot):
     """When every pass is long (a slider dragged on), queued work still runs, after at
-    most MAX_WAITS passes; so does the next in the queue."""
+    most MOST_WAITS passes; so does the next in the queue."""
     c = clock()
     timer = QTimer()
     timer.setInterval(0)
@@ -82,6 +111,7 @@ def test_work_for_a_later_pass_waits_at_most_max_waits_passes(qtbot):
         qtbot.waitUntil(lambda: len(ran) == 2, timeout=3000)
     finally:
         timer.stop()
-    # each waits MAX_WAITS passes, its 1 ms timer firing in each: a pass or two apiece
-    assert ran[0] - start <= 2 * (MAX_WAITS + 1)
-    assert ran[1] - ran[0] <= 2 * (MAX_WAITS + 1)
+    # each waits MOST_WAITS passes at most, its 1 ms timer firing in each: a pass or two
+    # apiece
+    assert ran[0] - start <= 2 * (MOST_WAITS + 1)
+    assert ran[1] - ran[0] <= 2 * (MOST_WAITS + 1)

@@ -4,7 +4,14 @@ draw) run one to a pass, with a short pass between two of them.
 
 In one pass Qt hands out, in turn, the posted events (the window's paints among them),
 the timers that are due and the input. Two long pieces of work in the same pass, or in
-two passes in a row, would keep the input and the timers waiting for both."""
+two passes in a row, would keep the input and the timers waiting for both.
+
+A piece waits for a later pass:
+- always where the pass it would run in has already taken LONG_PASS_S (another long
+  piece ran in it), MOST_WAITS times at most: only a pass that keeps being long before
+  the piece's turn comes (other work that cannot wait) makes it run late;
+- just after a long pass, MAX_WAITS times at most: when every pass is long (a slider
+  dragged on), work waiting for a short one would never run."""
 
 from __future__ import annotations
 
@@ -15,7 +22,8 @@ from shiboken6 import isValid
 
 # A pass that took more of the GUI thread's CPU time than this is a long one.
 LONG_PASS_S = 0.005
-MAX_WAITS = 2  # times in a row one piece of work may wait for a pass
+MAX_WAITS = 2  # times in a row one piece of work may wait for a pass after a long one
+MOST_WAITS = 8  # times in a row one piece may wait, in all
 
 
 class PassClock(QObject):
@@ -56,12 +64,17 @@ class PassClock(QObject):
         self.number += 1
         self.begun_cpu = time.thread_time()
 
-    def long_work_may_start(self, now_cpu: float | None = None) -> bool:
-        """Whether a long piece of work that can wait may start now: neither this pass nor
-        the one before was long, and this one has taken at most LONG_PASS_S so far (until
-        `now_cpu`, the thread's CPU time, if given)."""
+    def long_work_may_start(self, now_cpu: float | None = None, waited: int = 0) -> bool:
+        """Whether a long piece of work that can wait, and has waited `waited` passes in
+        a row, may start now: this pass has taken at most LONG_PASS_S so far (until
+        `now_cpu`, the thread's CPU time, if given) and the one before was not long; the
+        first rule holds until it has waited MOST_WAITS passes, the second MAX_WAITS."""
+        if waited >= MOST_WAITS:
+            return True
         used = (time.thread_time() if now_cpu is None else now_cpu) - self.begun_cpu
-        return self.number - self.last_long >= 2 and used <= LONG_PASS_S
+        if used > LONG_PASS_S:
+            return False
+        return waited >= MAX_WAITS or self.number - self.last_long >= 2
 
 
 _clock: PassClock | None = None
@@ -78,7 +91,7 @@ def clock() -> PassClock | None:
     return _clock
 
 
-def long_work_may_start(now_cpu: float | None = None) -> bool:
+def long_work_may_start(now_cpu: float | None = None, waited: int = 0) -> bool:
     """PassClock.long_work_may_start of the GUI thread's clock (True where there is none)."""
     c = clock()
-    return c is None or c.long_work_may_start(now_cpu)
+    return c is None or c.long_work_may_start(now_cpu, waited)

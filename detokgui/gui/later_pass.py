@@ -10,18 +10,18 @@ from collections.abc import Callable
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
 from shiboken6 import isValid
 
-from detokgui.gui.event_passes import MAX_WAITS, long_work_may_start
+from detokgui.gui.event_passes import long_work_may_start
 
 _queue: deque[tuple[Callable[[], None], QObject | None]] = deque()
 _timer: QTimer | None = None
-_waited = 0  # passes the first in the queue has waited for, after a long one
+_waited = 0  # passes the first in the queue has waited for
 
 
 def in_a_later_pass(fn: Callable[[], None], owner: QObject | None = None) -> None:
     """Call fn() in a later pass of the GUI thread's event loop, after what is queued
     before it, one call per pass; not if `owner` (the widget whose work it is) has been
-    deleted by then. It waits for a pass where long work may start, MAX_WAITS passes at
-    most (event_passes.long_work_may_start). A 0 ms timer would not do: Qt runs it in
+    deleted by then. It waits for a pass where long work may start (one
+    with no long work in it so far, after a short one: event_passes). A 0 ms timer would not do: Qt runs it in
     the same pass, as a posted event, before the window paints; a 1 ms one waits for the
     next pass."""
     global _timer
@@ -44,7 +44,7 @@ def _run_one() -> None:
     global _waited
     try:
         if _queue:
-            if _waited < MAX_WAITS and not long_work_may_start():
+            if not long_work_may_start(waited=_waited):
                 _waited += 1
                 return
             _waited = 0

@@ -27,7 +27,8 @@ _SHOW = QEvent.Type.Show
 # paint in it wait for the next event-loop pass. A page of two plots and a table took
 # 15-20 ms on an idle machine, two to three times that on a busy one, in one pass.
 PAINT_BUDGET_S = 0.005
-MAX_PUT_OFF = event_passes.MAX_WAITS  # times in a row a viewport may wait
+MAX_PUT_OFF = event_passes.MAX_WAITS  # times in a row a viewport waits for a short pass
+MOST_PUT_OFF = event_passes.MOST_WAITS  # times in a row a viewport may wait, in all
 
 
 class PaintPreparer(QObject):
@@ -63,11 +64,12 @@ class PaintPacer(QObject):
     """Splits a window's paint between event-loop passes: once a paint (an update request
     of the window) has taken PAINT_BUDGET_S of CPU time and painted one of the watched
     viewports (plots, tables), the watched viewports still to paint in it are put off to
-    the next pass. The first of them is put off too where the paint begins in a pass that
-    may not start long work (event_passes: this pass or the one before was long); one
-    put off MAX_PUT_OFF times in a row is painted whatever the time: so one that changes
-    on every pass (as under a dragged slider) does not keep the others waiting more than
-    that. A viewport on the screen whose size has changed since its last paint is
+    the next pass. The first of them is put off too where long work may not start
+    (event_passes: this pass has been long already, or the one before was): at most
+    MAX_PUT_OFF times in a row for the one before, MOST_WAITS in all. While a viewport
+    that has waited MAX_PUT_OFF times waits for its turn, the others wait too, so that one
+    that changes on every pass (as under a dragged slider) and comes first does not keep
+    it waiting. A viewport on the screen whose size has changed since its last paint is
     painted at once (a window being resized is painted whole).
 
     A watched viewport is marked as painting all its pixels (WA_OpaquePaintEvent) and its
@@ -80,7 +82,6 @@ class PaintPacer(QObject):
         super().__init__()
         self.started: float | None = None  # thread CPU time when the paint in progress began
         self.painted = 0  # watched viewports painted in it
-        self.first_waits = False  # whether its first watched viewport waits too
         self.viewports: weakref.WeakSet = weakref.WeakSet()
         self.fresh: weakref.WeakSet = weakref.WeakSet()  # shown, not painted since
         self.put_off_in_a_row: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -104,7 +105,6 @@ class PaintPacer(QObject):
             prepare()
             return False
         self.started, self.painted = time.thread_time(), 0
-        self.first_waits = not event_passes.long_work_may_start(self.started)
         try:
             prepare()
             window.event(event)
@@ -140,11 +140,19 @@ class PaintPacer(QObject):
             return False
         if viewport not in self.fresh and self.sizes.get(viewport) != viewport.size():
             return False  # on the screen and resized: what it shows there no longer fits
-        if self.put_off_in_a_row.get(viewport, 0) >= MAX_PUT_OFF:
+        waited = self.put_off_in_a_row.get(viewport, 0)
+        if waited >= MOST_PUT_OFF:
             return False
-        if not self.painted:
-            return self.first_waits
-        return time.thread_time() - self.started > PAINT_BUDGET_S
+        if self.painted:
+            return time.thread_time() - self.started > PAINT_BUDGET_S
+        if waited < MAX_PUT_OFF and self._another_overdue(viewport):
+            return True
+        return not event_passes.long_work_may_start(self.started, waited)
+
+    def _another_overdue(self, viewport) -> bool:
+        """Whether a shown viewport other than `viewport` has waited MAX_PUT_OFF passes."""
+        return any(n >= MAX_PUT_OFF and other is not viewport and isValid(other)
+                   and other.isVisible() for other, n in list(self.put_off_in_a_row.items()))
 
 
 def _fill_background(widget: QWidget, event) -> None:

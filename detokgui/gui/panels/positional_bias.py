@@ -16,7 +16,7 @@ from functools import partial
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtCore import Qt, Slot
 from PySide6.QtGui import QBrush, QColor, QPainterPath, QPen
 from PySide6.QtWidgets import (
     QGraphicsPathItem,
@@ -43,6 +43,7 @@ from detokgui.core.tables import bias_lines_table, position_band_table
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.head_grid import HeadCell, HeadGrid, envelope_decimate
+from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, combo, custom, option, spin, toggle
 from detokgui.gui.panels.base import Panel
@@ -148,16 +149,11 @@ class PositionalBiasPanel(Panel):
         # so that a dragged slider never queues work and redraws as fast as it computes.
         self.channel().coalesce = True
         self.draw_ms = 0.0  # GUI-thread time of the last draw, all its plots together
-        # draw() updates one plot now and the others one per event-loop pass (_next_plot):
-        # the window repaints in between, so a slider step or a change of heads blocks the
-        # GUI for one plot's update and paint at a time, not for all four together. A 0 ms
-        # timer would run in the same pass as the paint (a posted event); 1 ms waits for
-        # the next one.
+        # draw() updates one plot now and the others one per event-loop pass (_next_plot,
+        # later_pass): the window repaints in between, so a slider step or a change of
+        # heads blocks the GUI for one plot's update and paint at a time, not for all four.
         self._queued: list = []
-        self._next = QTimer(self)
-        self._next.setSingleShot(True)
-        self._next.setInterval(1)
-        self._next.timeout.connect(self._next_plot_when_shown)
+        self._next_due = False  # a call of _next_plot_when_shown waits for its pass
         self._b1_keys: dict[int, tuple] = {}  # head -> what its B1 curves hold
         self._x_range = None  # x range of the T_pp / total / softmax plots
         lay = QVBoxLayout(self)
@@ -308,8 +304,7 @@ class PositionalBiasPanel(Panel):
     def draw(self, res: BiasResult | None) -> None:
         """Show `res`: the first shown plot now, the others one per event-loop pass (a
         newer result drops what is left of an older one)."""
-        self._queued = []
-        self._next.stop()
+        self._queued = []  # a call already waiting for its pass draws from the new list
         layer = self.layer
         if res is None or layer is None:
             return
@@ -349,13 +344,14 @@ class PositionalBiasPanel(Panel):
         t0 = time.perf_counter()
         self._queued.pop(0)()
         self.draw_ms += 1000 * (time.perf_counter() - t0)
-        if self._queued:
-            self._next.start()
+        if self._queued and not self._next_due:
+            self._next_due = True
+            in_a_later_pass(self._next_plot_when_shown, owner=self)
 
-    @Slot()
     def _next_plot_when_shown(self) -> None:
         """The next queued plot now if the panel is shown, else once it is shown again (a
         tab switched away from went on updating its plots in the passes of the new tab)."""
+        self._next_due = False
         if self.isVisible():
             self._next_plot()
         elif self._queued:
@@ -363,10 +359,8 @@ class PositionalBiasPanel(Panel):
 
     def finish_drawing(self) -> None:
         """Update every plot still queued by draw() now."""
-        self._next.stop()
         while self._queued:
             self._next_plot()
-        self._next.stop()
 
     def _draw_tp(self, grid, res, J, xr, a, b, L, windowed) -> None:
         raw = self.options.value.raw

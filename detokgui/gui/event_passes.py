@@ -22,7 +22,7 @@ from shiboken6 import isValid
 
 # A pass that took more of the GUI thread's CPU time than this is a long one.
 LONG_PASS_S = 0.005
-MAX_WAITS = 2  # times in a row one piece of work may wait for a pass after a long one
+MAX_WAITS = 3  # times in a row one piece of work may wait for a pass after a long one
 MOST_WAITS = 8  # times in a row one piece may wait, in all
 
 

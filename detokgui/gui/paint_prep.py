@@ -66,11 +66,11 @@ class PaintPacer(QObject):
     viewports (plots, tables), the watched viewports still to paint in it are put off to
     the next pass. The first of them is put off too where long work may not start
     (event_passes: this pass has been long already, or the one before was): at most
-    MAX_PUT_OFF times in a row for the one before, MOST_WAITS in all. While a viewport
-    that has waited MAX_PUT_OFF times waits for its turn, the others wait too, so that one
-    that changes on every pass (as under a dragged slider) and comes first does not keep
-    it waiting. A viewport on the screen whose size has changed since its last paint is
-    painted at once (a window being resized is painted whole).
+    MAX_PUT_OFF times in a row for the one before, MOST_PUT_OFF in all. So viewports
+    that change on every pass (as under a dragged slider) take turns: one just painted
+    waits after its own long pass, and one that has waited MAX_PUT_OFF passes goes. A
+    viewport on the screen whose size has changed since its last paint is painted at
+    once (a window being resized is painted whole).
 
     A watched viewport is marked as painting all its pixels (WA_OpaquePaintEvent) and its
     background is filled here, as Qt filled it before: so a viewport put off keeps what it
@@ -145,14 +145,7 @@ class PaintPacer(QObject):
             return False
         if self.painted:
             return time.thread_time() - self.started > PAINT_BUDGET_S
-        if waited < MAX_PUT_OFF and self._another_overdue(viewport):
-            return True
         return not event_passes.long_work_may_start(self.started, waited)
-
-    def _another_overdue(self, viewport) -> bool:
-        """Whether a shown viewport other than `viewport` has waited MAX_PUT_OFF passes."""
-        return any(n >= MAX_PUT_OFF and other is not viewport and isValid(other)
-                   and other.isVisible() for other, n in list(self.put_off_in_a_row.items()))
 
 
 def _fill_background(widget: QWidget, event) -> None:

@@ -20,10 +20,10 @@ _waited = 0  # passes the first in the queue has waited for
 def in_a_later_pass(fn: Callable[[], None], owner: QObject | None = None) -> None:
     """Call fn() in a later pass of the GUI thread's event loop, after what is queued
     before it, one call per pass; not if `owner` (the widget whose work it is) has been
-    deleted by then. It waits for a pass where long work may start (one
-    with no long work in it so far, after a short one: event_passes). A 0 ms timer would not do: Qt runs it in
-    the same pass, as a posted event, before the window paints; a 1 ms one waits for the
-    next pass."""
+    deleted by then. It waits for a pass where long work may start (one with no long
+    work in it so far, after a short one: event_passes). A 0 ms timer would not do: Qt
+    runs it in the same pass, as a posted event, before the window paints; a 1 ms one
+    waits for the next pass."""
     global _timer
     _queue.append((fn, owner))
     if _timer is None:

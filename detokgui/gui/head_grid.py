@@ -307,30 +307,37 @@ class HeadGrid:
         return [self.cells[h] for h in self.heads]
 
     def set_heads(self, heads: list[int]) -> bool:
-        """Lay out the cells of `heads`; False when they are already shown."""
+        """Lay out the cells of `heads`; False when they are already shown. The other
+        cells stay in the scene, hidden: taking a cell out of the scene and putting it
+        back walked all its items (about half of a change of heads)."""
         heads = list(heads)
         if heads == self.heads:
             return False
         n = len(heads)
         cols = grid_columns(n)
         rows = math.ceil(n / cols) if n else 0
-        with laid_out_once(self.layout):
-            for item in list(self.layout.items):
-                self.layout.removeItem(item)
-            self.layout.addItem(self.title, row=0, col=0, colspan=max(1, cols))
-            for k, h in enumerate(heads):
-                cell = self.cell(h)
-                r, c = divmod(k, cols)
-                below = k + cols < n
-                cell.show_axes(left=c == 0, bottom=not below)
-                cell.set_small(n > 1)
-                self.layout.addItem(cell, row=1 + r, col=c)
-            grid = self.layout.layout
-            grid.setRowStretchFactor(0, 0)
-            for r in range(1, grid.rowCount()):
-                grid.setRowStretchFactor(r, 1 if r <= rows else 0)
-            for c in range(grid.columnCount()):
-                grid.setColumnStretchFactor(c, 1 if c < cols else 0)
+        grid = self.layout.layout
+        for index in reversed(range(grid.count())):
+            grid.removeAt(index)  # out of the grid, not out of the scene
+        grid.addItem(self.title, 0, 0, 1, max(1, cols))
+        shown = set(heads)
+        for h, cell in self.cells.items():
+            if h not in shown:
+                cell.hide()
+        for k, h in enumerate(heads):
+            cell = self.cell(h)
+            r, c = divmod(k, cols)
+            below = k + cols < n
+            cell.show_axes(left=c == 0, bottom=not below)
+            cell.set_small(n > 1)
+            grid.addItem(cell, 1 + r, c)
+            cell.show()
+        grid.setRowStretchFactor(0, 0)
+        for r in range(1, grid.rowCount()):
+            grid.setRowStretchFactor(r, 1 if r <= rows else 0)
+        for c in range(grid.columnCount()):
+            grid.setColumnStretchFactor(c, 1 if c < cols else 0)
+        grid.activate()
         # While only the (height-limited) title was in it, activating the layout shrank the
         # top-level item to the title's height; give it the view's area back.
         self.layout.setGeometry(self.frame.view.range)

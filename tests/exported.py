@@ -13,8 +13,9 @@ def non_background_pixels(path) -> int:
 
     img = QImage(str(path))
     assert not img.isNull(), f"{path} is not a readable image"
-    arr = np.frombuffer(img.convertToFormat(QImage.Format_RGB32).constBits(), np.uint8)
-    arr = arr.reshape(img.height(), img.width(), 4)[..., :3]
+    rgb = img.convertToFormat(QImage.Format_RGB32)  # held: the array below reads its pixels
+    arr = np.frombuffer(rgb.constBits(), np.uint8)
+    arr = arr.reshape(rgb.height(), rgb.bytesPerLine() // 4, 4)[:, : rgb.width(), :3]
     return int((arr < 240).any(axis=-1).sum())
 
 

@@ -37,6 +37,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QThreadPool, QTimer, Signa
 
 from detokgui.core.errors import Cancelled, DetokError
 from detokgui.core.progress import Progress
+from detokgui.gui.allocator import fix_mmap_threshold, trim_in_background
 from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.scheduling import lower_worker_priority, shorten_time_slice
 
@@ -337,16 +338,7 @@ def release_memory(old: weakref.ref | None = None, tries: int = RELEASE_TRIES) -
         gc.unfreeze()
         gc.collect()
         gc.freeze()
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import ctypes.util
-
-        try:
-            trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-        except (OSError, AttributeError):  # not glibc (musl): nothing to trim
-            return
-        # Trimming gigabytes of arenas takes a few hundred ms: not on the GUI thread.
-        threading.Thread(target=trim, args=(0,), name="malloc_trim", daemon=True).start()
+    trim_in_background()
 
 
 def dismantle(box: list) -> None:
@@ -397,6 +389,7 @@ class JobRunner(QObject):
         collect_garbage_on_gui_thread()
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_S))
         shorten_time_slice()  # the GUI thread's: see gui/scheduling.py
+        fix_mmap_threshold()  # see gui/allocator.py
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max_threads)
         self._latest: dict[str, int] = {}  # key -> serial of the newest job (not the job)

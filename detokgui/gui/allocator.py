@@ -11,7 +11,7 @@ free, and the resident size after a switch varied by 40-75 MB from one run to th
 so that it "grew" by up to 74 MB with no more memory alive (heaptrack: what was alive
 after 1000 operations and after 300 differed by under 1 MB). A fixed threshold of
 MMAP_THRESHOLD keeps the arenas to small objects: 150-250 MB less resident, 2-30 MB
-free in the arenas and 5-11 MB of growth over the run, at the same speed
+free in the arenas and 5-26 MB of growth over the run, at the same speed
 (benchmarks/run.py's computations within 1-3 %; with 256 KiB they were 5-10 % slower,
 each temporary's pages faulted in afresh).
 """

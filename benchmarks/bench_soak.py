@@ -26,8 +26,9 @@ checkpoint, d=64, as a person comparing two models would). Prints
   Layer0 objects and job objects are alive at the end.
 
 It also prints the longest stalls with how the GUI thread spent them (running, ready but
-waiting for a core, blocked on the GIL or a lock; Linux scheduler statistics) and what it
-was running (eventloop.StallWatch),
+waiting for a core, blocked on the GIL or a lock; Linux scheduler statistics), the page
+faults it took in them (a virtual machine's host may have taken back the memory they
+touched, which makes them slow) and what it was running (eventloop.StallWatch),
 and with --events every Qt event, panel draw and garbage collection in them that took
 more than 2 ms of the GUI thread's CPU (eventloop.EventLog; it slows the run a little).
 
@@ -332,7 +333,8 @@ def run(args) -> dict:
     out["jobs_alive"] = sum(type(o) in (jobs.Job, jobs._Task, jobs._Signals)
                             for o in gc.get_objects())
     gaps = [(end, g) for end, g in zip(meter.ends, meter.gaps) if end > t_warm]
-    cpus = [(end, g, c) for end, g, c in zip(meter.ends, meter.gaps, meter.cpu) if end > t_warm]
+    cpus = [(end, g, c, f) for end, g, c, f
+            in zip(meter.ends, meter.gaps, meter.cpu, meter.faults) if end > t_warm]
 
     def in_switch(end, gap):
         return any(a <= end and end - gap <= b for a, b in session.switch_windows)
@@ -345,8 +347,10 @@ def run(args) -> dict:
     out["p99_ops"] = 1000 * percentile(outside, 99)
     # The same for the GUI thread's CPU time in each gap: what other processes on the
     # machine do not inflate (they do inflate wall-clock stalls).
-    cpu_out = [c for end, g, c in cpus if not in_switch(end, g)]
-    cpu_all = [c for _end, _g, c in cpus]
+    cpu_out = [(c, f) for end, g, c, f in cpus if not in_switch(end, g)]
+    out["cpu_stall_ops_faults"] = max(cpu_out, default=(0.0, 0))[1]
+    cpu_out = [c for c, _f in cpu_out]
+    cpu_all = [c for _end, _g, c, _f in cpus]
     out["cpu_stall_all"] = 1000 * max(cpu_all, default=0.0)
     out["cpu_p99_all"] = 1000 * percentile(cpu_all, 99)
     out["cpu_stall_ops"] = 1000 * max(cpu_out, default=0.0)
@@ -367,13 +371,13 @@ def run(args) -> dict:
     def events(end, gap):
         return log.during(end, gap) if log is not None else []
 
-    out["top_ops"] = [(gap, cpu, queued, op_at(end), stack, share,
+    out["top_ops"] = [(gap, cpu, queued, faults, op_at(end), stack, share,
                        watch.native_in(end, gap), events(end, gap))
-                      for gap, end, cpu, queued, stack, share
+                      for gap, end, cpu, queued, faults, stack, share
                       in watch.top(t_warm, n=args.top, skip=in_switch)]
-    out["top_switch"] = [(gap, cpu, queued, "switch", stack, share,
+    out["top_switch"] = [(gap, cpu, queued, faults, "switch", stack, share,
                           watch.native_in(end, gap), events(end, gap))
-                         for gap, end, cpu, queued, stack, share
+                         for gap, end, cpu, queued, faults, stack, share
                          in watch.top(t_warm, n=3, skip=lambda e, g: not in_switch(e, g))]
     out["cpu"] = session.cpu
     out["switches"] = len(session.switch_windows)
@@ -443,7 +447,8 @@ def main() -> None:
     print(f"event-loop stall after warm-up, outside switches:  longest {r['stall_ops']:6.1f} ms, "
           f"p99 {r['p99_ops']:5.1f} ms   (goal < {STALL_GOAL_MS:.0f} ms)")
     print(f"GUI-thread CPU time in one event-loop pass, whole run: most {r['cpu_stall_all']:6.1f} ms, "
-          f"p99 {r['cpu_p99_all']:5.1f} ms; outside switches: most {r['cpu_stall_ops']:6.1f} ms, "
+          f"p99 {r['cpu_p99_all']:5.1f} ms; outside switches: most {r['cpu_stall_ops']:6.1f} ms "
+          f"({r['cpu_stall_ops_faults']} page faults), "
           f"p99 {r['cpu_p99_ops']:5.1f} ms")
     print("longest stall by operation: " + ", ".join(
         f"{k} {v:.0f} ms" for k, v in sorted(r["by_op"].items(), key=lambda kv: -kv[1])))
@@ -452,12 +457,13 @@ def main() -> None:
     for title, rows in (("longest stalls outside switches", r["top_ops"]),
                         ("longest stalls during switches", r["top_switch"])):
         print(f"{title}: length (the GUI thread's time in it: running, ready but waiting "
-              "for a core, blocked on the GIL or a lock), operation, the GUI thread's Python "
-              "stack seen most often in it (its share of the samples; innermost first):")
-        for gap, cpu, queued, op, stack, share, native, events in rows:
+              "for a core, blocked on the GIL or a lock; its page faults), operation, the GUI "
+              "thread's Python stack seen most often in it (its share of the samples; "
+              "innermost first):")
+        for gap, cpu, queued, faults, op, stack, share, native, events in rows:
             print(f"  {1000 * gap:6.1f} ms (ran {1000 * cpu:5.1f}, waited for a core "
-                  f"{1000 * queued:5.1f}, blocked {1000 * max(0.0, gap - cpu - queued):5.1f}) "
-                  f"{op}: [{share:4.0%}] {format_stack(stack)}")
+                  f"{1000 * queued:5.1f}, blocked {1000 * max(0.0, gap - cpu - queued):5.1f}; "
+                  f"{faults} faults) {op}: [{share:4.0%}] {format_stack(stack)}")
             frames, holder = native
             if frames:
                 print("      native: " + " <- ".join(frames[:14]))

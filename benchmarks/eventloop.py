@@ -53,7 +53,10 @@ class StallMeter:
 
     For each gap it also keeps the GUI thread's CPU time and, on Linux, how long the thread
     was ready to run but waiting for a core (its scheduler statistics); the rest of the gap
-    it was blocked: waiting for the GIL, a lock or other threads."""
+    it was blocked: waiting for the GIL, a lock or other threads. And the page faults the
+    thread took in it (getrusage): memory touched for the first time since it was mapped,
+    which in a virtual machine whose host takes back the guest's free memory (free page
+    reporting) can cost tens of ms of what counts as the thread's CPU time."""
 
     def __init__(self, interval_ms: int = TICK_MS):
         from PySide6.QtCore import Qt, QTimer
@@ -66,9 +69,11 @@ class StallMeter:
         self.ends: list[float] = []  # perf_counter() at the end of each gap
         self.cpu: list[float] = []  # the GUI thread's CPU seconds during each gap
         self.queued: list[float] = []  # seconds it waited for a core during each gap
+        self.faults: list[int] = []  # page faults the GUI thread took during each gap
         self.last = None
         self.last_cpu = 0.0
         self.last_queued = 0.0
+        self.last_faults = 0
         try:  # opened on the GUI thread, which ticks
             self._schedstat = open("/proc/thread-self/schedstat", "rb", buffering=0)  # noqa: SIM115 - read at every tick
         except OSError:  # not Linux
@@ -81,19 +86,33 @@ class StallMeter:
         self._schedstat.seek(0)
         return int(self._schedstat.read().split()[1]) / 1e9
 
+    @staticmethod
+    def _faults() -> int:
+        """The GUI thread's page faults so far (0 where unknown)."""
+        try:
+            import resource
+
+            usage = resource.getrusage(resource.RUSAGE_THREAD)
+        except (ImportError, AttributeError, OSError):  # not Linux
+            return 0
+        return usage.ru_minflt + usage.ru_majflt
+
     def _tick(self) -> None:
         now, cpu, queued = time.perf_counter(), time.thread_time(), self._queued_s()
+        faults = self._faults()
         if self.last is not None:
             self.gaps.append(now - self.last)
             self.ends.append(now)
             self.cpu.append(cpu - self.last_cpu)
             self.queued.append(queued - self.last_queued)
+            self.faults.append(faults - self.last_faults)
         self.last, self.last_cpu, self.last_queued = now, cpu, queued
+        self.last_faults = faults
 
     def start(self) -> None:
-        self.gaps, self.ends, self.cpu, self.queued = [], [], [], []
+        self.gaps, self.ends, self.cpu, self.queued, self.faults = [], [], [], [], []
         self.last, self.last_cpu = time.perf_counter(), time.thread_time()
-        self.last_queued = self._queued_s()
+        self.last_queued, self.last_faults = self._queued_s(), self._faults()
         self.timer.start()
 
     def stop(self) -> None:
@@ -182,18 +201,19 @@ class StallWatch:
 
     def top(self, t_from: float, n: int = 10, skip=lambda end, gap: False):
         """The n longest gaps ending after t_from (and not skipped) as (gap s, end, GUI
-        thread's CPU s, its wait for a core s, most frequent stack, its share of the
-        samples)."""
+        thread's CPU s, its wait for a core s, its page faults, most frequent stack, its
+        share of the samples)."""
         from collections import Counter
 
         m = self.meter
-        chosen = sorted((g, e, c, q) for g, e, c, q in zip(m.gaps, m.ends, m.cpu, m.queued)
-                        if e > t_from and not skip(e, g))[-n:][::-1]
+        chosen = sorted(row for row in zip(m.gaps, m.ends, m.cpu, m.queued, m.faults)
+                        if row[1] > t_from and not skip(row[1], row[0]))[-n:][::-1]
         out = []
-        for gap, end, cpu, queued in chosen:
+        for gap, end, cpu, queued, faults in chosen:
             seen = Counter(s for t, s in self.samples if end - gap <= t <= end)
             stack, k = seen.most_common(1)[0] if seen else ((), 0)
-            out.append((gap, end, cpu, queued, stack, k / max(1, sum(seen.values()))))
+            out.append((gap, end, cpu, queued, faults, stack,
+                        k / max(1, sum(seen.values()))))
         return out
 
     def native_in(self, end: float, gap: float) -> tuple[list[str], str]:

@@ -56,7 +56,8 @@ class StallMeter:
     it was blocked: waiting for the GIL, a lock or other threads. And the page faults the
     thread took in it (getrusage): memory touched for the first time since it was mapped,
     which in a virtual machine whose host takes back the guest's free memory (free page
-    reporting) can cost tens of ms of what counts as the thread's CPU time."""
+    reporting) can cost many times what it costs elsewhere, counted as the thread's CPU
+    time."""
 
     def __init__(self, interval_ms: int = TICK_MS):
         from PySide6.QtCore import Qt, QTimer

@@ -347,9 +347,9 @@ def run(args) -> dict:
     out["p99_ops"] = 1000 * percentile(outside, 99)
     # The same for the GUI thread's CPU time in each gap: what other processes on the
     # machine do not inflate (they do inflate wall-clock stalls).
-    cpu_out = [(c, f) for end, g, c, f in cpus if not in_switch(end, g)]
-    out["cpu_stall_ops_faults"] = max(cpu_out, default=(0.0, 0))[1]
-    cpu_out = [c for c, _f in cpu_out]
+    cpu_faults_out = [(c, f) for end, g, c, f in cpus if not in_switch(end, g)]
+    out["cpu_stall_ops_faults"] = max(cpu_faults_out, default=(0.0, 0))[1]
+    cpu_out = [c for c, _f in cpu_faults_out]
     cpu_all = [c for _end, _g, c, _f in cpus]
     out["cpu_stall_all"] = 1000 * max(cpu_all, default=0.0)
     out["cpu_p99_all"] = 1000 * percentile(cpu_all, 99)

@@ -11,12 +11,13 @@ from detokgui.gui.grid_axis import GridAxis
 from detokgui.gui.plots import PlotFrame, add_plot, render_svg
 
 
-def plot_image(qtbot, axis_class, cached: bool, grid: str) -> np.ndarray:
+def plot_image(qtbot, axis_class, cached: bool, grid: str, size=(600, 400),
+               points: int = 200) -> np.ndarray:
     view = pg.GraphicsLayoutWidget()
     qtbot.addWidget(view)
-    view.resize(600, 400)
+    view.resize(*size)
     plot = view.addPlot(axisItems={n: axis_class(n) for n in ("left", "bottom")})
-    x = np.arange(200.0)
+    x = np.arange(float(points))
     plot.plot(x, np.sin(x / 9), fillLevel=0, brush=(40, 90, 200, 110))
     plot.showGrid(x="x" in grid, y="y" in grid, alpha=0.3)
     if cached:
@@ -41,6 +42,15 @@ def test_the_same_pixels_as_pyqtgraphs_axis(qtbot, cached, grid):
         lines = (np.abs(theirs - plot_image(qtbot, pg.AxisItem, cached, "")).max(axis=2) > 0)
         assert lines.sum() > 1000
         assert (diff[lines] <= 2).all()
+
+
+def test_the_same_pixels_after_a_bigger_plot_with_other_lines(qtbot):
+    """The lines of every axis are drawn in one image kept between paints: what a bigger
+    plot left in it never shows in a smaller one's."""
+    plot_image(qtbot, GridAxis, False, "xy", size=(900, 700), points=37)
+    ours = plot_image(qtbot, GridAxis, False, "xy")
+    theirs = plot_image(qtbot, pg.AxisItem, False, "xy")
+    assert np.abs(ours - theirs).max() <= 2
 
 
 def test_an_svg_export_keeps_the_grid_in_vectors(qtbot):

@@ -62,10 +62,9 @@ class PaintPreparer(QObject):
 
 class PaintPacer(QObject):
     """Splits a window's paint between event-loop passes: once a paint (an update request
-    of the window) has painted one of the watched viewports (plots, tables), each watched
-    viewport still to paint in it is put off to the next pass where painting it would take
-    the paint past PAINT_BUDGET_S of CPU time, its last paint's time taken as what this one
-    will take. The first of them is put off too where long work may not start
+    of the window) has taken PAINT_BUDGET_S of CPU time and painted one of the watched
+    viewports (plots, tables), the watched viewports still to paint in it are put off to
+    the next pass. The first of them is put off too where long work may not start
     (event_passes: this pass has been long already, or the one before was): at most
     MAX_PUT_OFF times in a row for the one before, MOST_PUT_OFF in all. So viewports
     that change on every pass (as under a dragged slider) take turns: one just painted
@@ -88,8 +87,6 @@ class PaintPacer(QObject):
         self.put_off_in_a_row: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.sizes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # at last paint
         self.put_off: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self.costs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # last paint's CPU s
-        self._painting: tuple[weakref.ref, float] | None = None  # (viewport, CPU time at start)
 
     def watch(self, viewport: QWidget) -> None:
         """Pace `viewport`'s paints; it must be one that Qt fills with its background
@@ -112,18 +109,8 @@ class PaintPacer(QObject):
             prepare()
             window.event(event)
         finally:
-            self._painted(time.thread_time())
             self.started = None
         return True
-
-    def _painted(self, now: float) -> None:
-        """The viewport being painted is done by `now` (thread CPU time): its cost, with
-        the plain widgets painted after it in the window's paint."""
-        if self._painting is not None:
-            viewport, began = self._painting
-            self._painting = None
-            if viewport() is not None:
-                self.costs[viewport()] = now - began
 
     def eventFilter(self, viewport, event) -> bool:
         kind = event.type()
@@ -141,9 +128,6 @@ class PaintPacer(QObject):
                 return True
             if self.started is not None:
                 self.painted += 1
-                now = time.thread_time()
-                self._painted(now)
-                self._painting = (weakref.ref(viewport), now)
             self.fresh.discard(viewport)
             self.put_off_in_a_row.pop(viewport, None)
             self.sizes[viewport] = viewport.size()
@@ -160,8 +144,7 @@ class PaintPacer(QObject):
         if waited >= MOST_PUT_OFF:
             return False
         if self.painted:
-            spent = time.thread_time() - self.started
-            return spent + self.costs.get(viewport, 0.0) > PAINT_BUDGET_S
+            return time.thread_time() - self.started > PAINT_BUDGET_S
         return not event_passes.long_work_may_start(self.started, waited)
 
 

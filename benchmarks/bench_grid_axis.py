@@ -6,9 +6,9 @@ and with detokgui's GridAxis, in the same run.
 
 A 700 x 450 plot of a 1000-point curve with grid lines on both axes (alpha 0.25, as the
 app's), its axes cached as the app caches them, with the app's setting of the C heap
-(gui/allocator.py: a new image's pages were faulted in afresh under it). Prints the median GUI-thread CPU time of
-one paint with each axis, and GridAxis's as a ratio of pyqtgraph's (target: at most
-0.75).
+(gui/allocator.py: new images' pages were faulted in afresh under an earlier one). Prints
+the median GUI-thread CPU time of one paint with each axis, and GridAxis's as a ratio of
+pyqtgraph's (target: at most 0.75).
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ on the positional-bias panel (20 values back to back), option changes, Cancel, a
 --switches model switches spread over the run (alternating with a small random
 checkpoint, d=64, as a person comparing two models would). Prints
 
+- how fast the machine was just before and just after the run (`sum(range(10**7))`, ms):
+  on a virtual machine whose host slows it, the same operations take more CPU time;
 - the longest event-loop stall and the 99th percentile of the gaps between 2 ms timer
   ticks, after the first 10 % of the operations (warm-up: first paints, caches), both
   over the whole run and outside the model switches (from asking for a model until the
@@ -421,6 +423,19 @@ def percentile(values, q: float) -> float:
     return s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))]
 
 
+def machine_ms() -> float:
+    """How fast this machine is now: the median wall time of three `sum(range(10**7))`
+    (~150-170 ms on this project's machines when their host is quiet). A virtual
+    machine's host can slow it by a third or more for minutes at a time, and the same
+    operations then take that much more of the GUI thread's CPU time."""
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        sum(range(10**7))
+        times.append(1000 * (time.perf_counter() - t0))
+    return sorted(times)[1]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ops", type=int, default=1000)
@@ -436,12 +451,15 @@ def main() -> None:
                    help="list the Qt events, panel draws and garbage collections in each of "
                    "the longest stalls that took over 2 ms of the GUI thread's CPU")
     args = p.parse_args()
+    speed_before = machine_ms()
     r = run(args)
+    speed_after = machine_ms()
     after = r.get("rss_after_switch", r["rss_end"])
     growth = r["rss_end"][1] - after[1]
     print(f"\n{args.ops} operations ({', '.join(f'{k} {v}' for k, v in sorted(r['counts'].items()))}) "
           f"and {r['switches']} model switches in {r['seconds']:.0f} s; "
-          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; "
+          f"sum(range(10**7)) {speed_before:.0f} ms before, {speed_after:.0f} ms after")
     print(f"event-loop stall after warm-up, whole run:         longest {r['stall_all']:6.1f} ms, "
           f"p99 {r['p99_all']:5.1f} ms   (goal during switches < {SWITCH_STALL_GOAL_MS:.0f} ms)")
     print(f"event-loop stall after warm-up, outside switches:  longest {r['stall_ops']:6.1f} ms, "

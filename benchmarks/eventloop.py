@@ -4,6 +4,11 @@ blocked, for the GUI benchmarks."""
 import time
 from pathlib import Path
 
+try:
+    import resource
+except ImportError:  # not Unix
+    resource = None
+
 TICK_MS = 2
 
 
@@ -91,10 +96,8 @@ class StallMeter:
     def _faults() -> int:
         """The GUI thread's page faults so far (0 where unknown)."""
         try:
-            import resource
-
             usage = resource.getrusage(resource.RUSAGE_THREAD)
-        except (ImportError, AttributeError, OSError):  # not Linux
+        except (AttributeError, OSError):  # not Linux
             return 0
         return usage.ru_minflt + usage.ru_majflt
 

@@ -10,6 +10,11 @@ except ImportError:  # not Unix
     resource = None
 
 TICK_MS = 2
+# The host's speed, probed on the GUI thread during a run: `sum(range(PROBE_N))` timed in
+# the thread's CPU time every PROBE_EVERY ticks (~0.3 ms every ~0.5 s), reported as what
+# `sum(range(10**7))` would take at that speed.
+PROBE_N = 20_000
+PROBE_EVERY = 250
 
 
 def isolated_settings(folder: str | Path, name: str) -> None:
@@ -62,9 +67,12 @@ class StallMeter:
     thread took in it (getrusage): memory touched for the first time since it was mapped,
     which in a virtual machine whose host takes back the guest's free memory (free page
     reporting) can cost many times what it costs elsewhere, counted as the thread's CPU
-    time."""
+    time. Every PROBE_EVERY ticks, at the first where `probe_when()` holds, it probes the
+    host's speed (`speeds`, `speed_near`): a host that slows the machine makes the same
+    work take more of the thread's CPU time. Probe where the program's own threads are idle:
+    threads busy on the other logical CPUs of the core slow the GUI thread's too."""
 
-    def __init__(self, interval_ms: int = TICK_MS):
+    def __init__(self, interval_ms: int = TICK_MS, probe_when=lambda: True):
         from PySide6.QtCore import Qt, QTimer
 
         self.timer = QTimer()
@@ -76,6 +84,9 @@ class StallMeter:
         self.cpu: list[float] = []  # the GUI thread's CPU seconds during each gap
         self.queued: list[float] = []  # seconds it waited for a core during each gap
         self.faults: list[int] = []  # page faults the GUI thread took during each gap
+        # (perf_counter(), sum(range(10**7)) in ms at the speed probed then)
+        self.speeds: list[tuple[float, float]] = []
+        self.probe_when, self._ticks = probe_when, 0
         self.last = None
         self.last_cpu = 0.0
         self.last_queued = 0.0
@@ -112,9 +123,20 @@ class StallMeter:
             self.faults.append(faults - self.last_faults)
         self.last, self.last_cpu, self.last_queued = now, cpu, queued
         self.last_faults = faults
+        self._ticks += 1
+        if self._ticks >= PROBE_EVERY and self.probe_when():
+            self._ticks = 0
+            self.speeds.append((now, probe_ms()))
+
+    def speed_near(self, t: float, window_s: float = 5.0) -> float | None:
+        """The host's speed around perf_counter() time `t`: the median of the probes taken
+        within `window_s` of it, as `sum(range(10**7))` in ms (None without probes)."""
+        near = sorted(ms for when, ms in self.speeds if abs(when - t) <= window_s)
+        return near[len(near) // 2] if near else None
 
     def start(self) -> None:
         self.gaps, self.ends, self.cpu, self.queued, self.faults = [], [], [], [], []
+        self.speeds, self._ticks = [], 0
         self.last, self.last_cpu = time.perf_counter(), time.thread_time()
         self.last_queued, self.last_faults = self._queued_s(), self._faults()
         self.timer.start()
@@ -126,6 +148,14 @@ class StallMeter:
     @property
     def worst_ms(self) -> float:
         return 1000.0 * max(self.gaps, default=0.0)
+
+
+def probe_ms() -> float:
+    """How fast the calling thread runs Python now: `sum(range(PROBE_N))` timed in its CPU
+    time (so waiting for a core does not count), scaled to `sum(range(10**7))` in ms."""
+    t0 = time.thread_time()
+    sum(range(PROBE_N))
+    return (time.thread_time() - t0) * 1000 * (10**7 / PROBE_N)
 
 
 def pause(seconds: float) -> None:

@@ -387,15 +387,57 @@ def test_selected_head_framed_in_position_grids(window, qtbot):
     panel.heads_box.set_mode("all")
     qtbot.waitUntil(lambda: panel.result is not None and len(panel.result.heads) > 1
                     and panel.settled(), timeout=10000)
+
+    def framed(grid):
+        return [h for h in grid.heads if grid.cells[h].vb.border is not None
+                and grid.cells[h].vb.border.style() != Qt.NoPen]
+
+    def underlined(grid):
+        return [h for h in grid.heads if grid.cells[h].name.font().underline()]
+
     win.state.set_head(3)
     for grid in panel.grids.values():
-        framed = [h for h in grid.heads if grid.cells[h].vb.border is not None
-                  and grid.cells[h].vb.border.style() != Qt.NoPen]
-        assert framed == [3]
+        assert framed(grid) == [3] and underlined(grid) == [3]
+    borders = {(g, h): grid.cells[h].vb.border for g, grid in panel.grids.items()
+               for h in grid.heads}
+    win.state.set_head(1)
+    qtbot.waitUntil(lambda: all(framed(grid) == [1] for grid in panel.grids.values()),
+                    timeout=10000)
+    for g, grid in panel.grids.items():
+        assert underlined(grid) == [1]
+        # the cells whose frame did not change were not given a new border (a repaint)
+        assert all(grid.cells[h].vb.border is borders[g, h] for h in grid.heads
+                   if h not in (3, 1))
+    win.state.set_head(3)
     panel.heads_box.set_mode("selected")
     qtbot.waitUntil(lambda: panel.result.heads == [3] and panel.settled(), timeout=10000)
     cell = panel.grids["tp"].cells[3]
     assert cell.vb.border is None or cell.vb.border.style() == Qt.NoPen  # alone: no frame
+
+
+def test_heatmap_tile_sets_only_what_its_selection_changes(qtbot):
+    import pyqtgraph as pg
+
+    from detokgui.gui.plots import HeatmapTile
+
+    view = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(view)
+    tile = HeatmapTile("head 2")
+    view.addItem(tile)
+    plain = tile.view.border
+    tile.set_selected(False)
+    assert tile.view.border is plain and tile.title.text == "head 2"
+    tile.set_selected(True)
+    framed = tile.view.border
+    assert framed.width() == 3 and framed.color().name() == "#d62728"
+    assert tile.title.text == "<b>head 2</b>"
+    tile.set_selected(True)
+    assert tile.view.border is framed  # unchanged: no new border, no repaint
+    tile.title.setText("head 7")  # a new result titles the tile anew
+    tile.set_selected(True)
+    assert tile.title.text == "<b>head 7</b>" and tile.view.border is framed
+    tile.set_selected(False)
+    assert tile.title.text == "head 7" and tile.view.border.width() == 1
 
 
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # no overflow from the old range

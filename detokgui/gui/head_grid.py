@@ -164,6 +164,7 @@ class HeadCell(pg.GraphicsLayout):
         self.vb.addItem(self.marker, ignoreBounds=True)
         self.curves: dict[str, pg.PlotCurveItem] = {}
         self._small = None  # set_small's last choice
+        self.selected = False
         self.ranges = None  # ((x0, x1), (y0, y1)) last set by set_view
         self.full: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # undecimated curve data
         self.vb.sigRangeChanged.connect(self._range_changed)  # set here or by the mouse
@@ -222,7 +223,12 @@ class HeadCell(pg.GraphicsLayout):
                         hideOverlappingLabels=4 if small else 12)
 
     def set_selected(self, selected: bool) -> None:
-        """Frame the selected head's cell (in a grid of several) and underline its name."""
+        """Frame the selected head's cell (in a grid of several) and underline its name.
+        A cell whose state does not change is not touched: a new border or font has its
+        cell repainted, and every cell of a grid was told so at each change of head."""
+        if selected == self.selected:
+            return
+        self.selected = selected
         pen = pg.mkPen(head_color(self.head), width=2) if selected else None
         self.vb.setBorder(pen)
         font = self.name.font()

@@ -688,6 +688,7 @@ class HeatmapTile(_MatrixCells, pg.GraphicsLayout):
         self.title = self.addLabel(title, size="11pt")
         self.nextRow()
         self.view = pg.ViewBox(enableMenu=False, border=pg.mkPen("k", width=1))
+        self.selected = False
         self.addItem(self.view)
         self._init_cells(self.view)
 
@@ -695,10 +696,16 @@ class HeatmapTile(_MatrixCells, pg.GraphicsLayout):
         return self.view
 
     def set_selected(self, selected: bool) -> None:
-        """Frame the tile of the selected head: a thick border and a bold title."""
-        self.view.setBorder(pg.mkPen("#d62728" if selected else "k", width=3 if selected else 1))
+        """Frame the tile of the selected head: a thick border and a bold title. Only
+        what changes is set: a new border repaints the tile, a new title lays it out."""
+        if selected != self.selected:
+            self.selected = selected
+            self.view.setBorder(pg.mkPen("#d62728" if selected else "k",
+                                         width=3 if selected else 1))
         text = self.title.text.replace("<b>", "").replace("</b>", "")
-        self.title.setText(f"<b>{text}</b>" if selected else text, size="11pt")
+        title = f"<b>{text}</b>" if selected else text
+        if title != self.title.text:
+            self.title.setText(title, size="11pt")
 
     def set_matrix(self, values: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
                    levels: tuple[float, float] | None = None) -> None:

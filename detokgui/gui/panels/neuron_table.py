@@ -4,6 +4,7 @@ several rows selectable."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, Signal, Slot
@@ -126,8 +127,8 @@ class NeuronTable(QTableView):
         """The n highest-norm dims of the shown group."""
         if self.stats is None:
             return []
-        order = self.stats.order("norm")
-        return [int(k) for k in order if self.row_of(int(k)) >= 0][:n]
+        shown = (int(k) for k in self.stats.order("norm") if self.row_of(int(k)) >= 0)
+        return list(itertools.islice(shown, n))
 
     def selected(self) -> list[int]:
         rows = sorted(i.row() for i in self.selectionModel().selectedRows())

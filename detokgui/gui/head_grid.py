@@ -224,8 +224,8 @@ class HeadCell(pg.GraphicsLayout):
 
     def set_selected(self, selected: bool) -> None:
         """Frame the selected head's cell (in a grid of several) and underline its name.
-        A cell whose state does not change is not touched: a new border or font has its
-        cell repainted, and every cell of a grid was told so at each change of head."""
+        Only a change is applied: a new border or font repaints the cell, and a grid
+        calls this for every cell at each change of head."""
         if selected == self.selected:
             return
         self.selected = selected

@@ -149,6 +149,22 @@ def test_table_lists_every_dim_with_the_core_numbers_and_sorts(pe_window, qtbot)
     assert rows(panel, COL_DIM)[0] == int(np.argmax(st.slope))
 
 
+def test_a_result_shows_its_table_at_once_and_its_curves_in_a_later_pass(pe_window, qtbot):
+    """Drawing a new model's table and curves in one piece took 10-15 ms of the GUI thread:
+    the curves come in a later event-loop pass, and the panel is settled only then."""
+    win = pe_window
+    panel = win.panel("neurons")
+    assert panel.settled()
+    before = panel.curve_items
+    panel.draw(panel.result)
+    assert panel.records.rowCount() == win.state.layer.d  # the table: now
+    assert panel.curve_items is before and not panel.settled()  # the curves: not yet
+    qtbot.waitUntil(panel.settled, timeout=5000)
+    assert panel.curve_items is not before
+    assert sorted(panel.curve_items) == sorted(panel.plotted) == sorted(panel.selected)
+    assert panel.selected == panel.table.selected()
+
+
 def test_selection_overlays_those_curves_and_scaling(pe_window, qtbot):
     win, layer = pe_window, pe_window.state.layer
     panel = win.panel("neurons")

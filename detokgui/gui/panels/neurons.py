@@ -271,7 +271,7 @@ class NeuronBrowserPanel(Panel):
                             + (" · scaled by σ̄_j" if st.scaled else " · raw"))
 
     def _draw_due_curves(self) -> None:
-        if self._curves_due:  # not drawn since for a new selection
+        if self._curves_due:  # unless a new selection has drawn them since
             self._curves_due = False
             self._draw_curves_when_visible()
 

@@ -87,7 +87,6 @@ class StallMeter:
         self.faults: list[int] = []  # page faults the GUI thread took during each gap
         # (perf_counter(), sum(range(10**7)) in ms at the speed probed then)
         self.speeds: list[tuple[float, float]] = []
-        self._probe_times: list[float] = []  # their first items
         self.probe_when, self._ticks = probe_when, 0
         self.last = None
         self.last_cpu = 0.0
@@ -129,19 +128,18 @@ class StallMeter:
         if self._ticks >= PROBE_EVERY and self.probe_when():
             self._ticks = 0
             self.speeds.append((now, probe_ms()))
-            self._probe_times.append(now)
 
     def speed_near(self, t: float, window_s: float = 5.0) -> float | None:
         """The host's speed around perf_counter() time `t`: the median of the probes taken
         within `window_s` of it, as `sum(range(10**7))` in ms (None without probes)."""
-        times = self._probe_times  # in the order taken
-        a, b = bisect.bisect_left(times, t - window_s), bisect.bisect_right(times, t + window_s)
-        near = sorted(ms for _when, ms in self.speeds[a:b])
+        a = bisect.bisect_left(self.speeds, t - window_s, key=_when)  # taken in time order
+        b = bisect.bisect_right(self.speeds, t + window_s, key=_when)
+        near = sorted(ms for _t, ms in self.speeds[a:b])
         return near[len(near) // 2] if near else None
 
     def start(self) -> None:
         self.gaps, self.ends, self.cpu, self.queued, self.faults = [], [], [], [], []
-        self.speeds, self._probe_times, self._ticks = [], [], 0
+        self.speeds, self._ticks = [], 0
         self.last, self.last_cpu = time.perf_counter(), time.thread_time()
         self.last_queued, self.last_faults = self._queued_s(), self._faults()
         self.timer.start()
@@ -153,6 +151,10 @@ class StallMeter:
     @property
     def worst_ms(self) -> float:
         return 1000.0 * max(self.gaps, default=0.0)
+
+
+def _when(probe: tuple[float, float]) -> float:
+    return probe[0]
 
 
 def probe_ms() -> float:

@@ -16,6 +16,8 @@ import pyqtgraph as pg
 from PySide6.QtGui import QImage, QPen
 from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
 
+from detokgui.gui.axis_specs import FastAxis
+
 
 class _Gradient(pg.GraphicsWidget):
     """The colour map from its low end (bottom) to its high end (top), framed."""
@@ -51,7 +53,7 @@ class ColorBar(pg.GraphicsWidget):
         self._images: list[weakref.ref] = []
         self.values = (float(values[0]), float(values[1]))
         self.gradient = _Gradient(self._colormap, width)
-        self.axis = pg.AxisItem("right")
+        self.axis = FastAxis("right")
         self.axis.enableAutoSIPrefix(False)  # real values on the ticks, as plain_axes does
         self.axis.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
         self.axis.setRange(*self.values)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QPoint, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QPaintEngine, QPainter, QPen, QTransform
+
+from detokgui.gui.axis_specs import FastAxis
 
 _TRANSLATE = QTransform.TransformationType.TxTranslate.value
 
 
-class GridAxis(pg.AxisItem):
-    """pyqtgraph's AxisItem, with its grid lines (showGrid) painted fast on a raster
-    device: the same pixels, to within a rounding step.
+class GridAxis(FastAxis):
+    """pyqtgraph's AxisItem, laid out fast (FastAxis), with its grid lines (showGrid)
+    painted fast on a raster device: the same pixels, to within a rounding step.
 
     Qt's raster engine blends a translucent one-pixel line a pixel row at a time: the
     ~40 grid lines of a 700 x 450 plot took ~5 ms each time its axes re-render (every

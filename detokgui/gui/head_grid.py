@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QGraphicsSimpleTextItem,
 )
 
+from detokgui.gui.axis_specs import FastAxis
 from detokgui.gui.plots import PlotFrame, head_color, laid_out_once
 from detokgui.gui.position import position_at
 from detokgui.gui.view_ranges import nice_step, smaller_nice_step
@@ -128,8 +129,8 @@ class HeadCell(pg.GraphicsLayout):
         self.layout.setSpacing(0)
         self.vb = pg.ViewBox(enableMenu=False, defaultPadding=0)
         self.vb.disableAutoRange()
-        self.left = pg.AxisItem("left", linkView=self.vb)
-        self.bottom = pg.AxisItem("bottom", linkView=self.vb)
+        self.left = FastAxis("left", linkView=self.vb)
+        self.bottom = FastAxis("bottom", linkView=self.vb)
         self.left.setWidth(LEFT_AXIS_WIDTH)
         for ax in (self.left, self.bottom):
             ax.enableAutoSIPrefix(False)  # else every range change re-renders its label

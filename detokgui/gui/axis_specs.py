@@ -1,15 +1,16 @@
 """What a plot axis draws (its line, ticks or grid lines, and tick labels), laid out as
 pyqtgraph's AxisItem.generateDrawSpecs does, in a third of its time.
 
-pyqtgraph's layout runs each time an axis's range or size changes: ~1.3-1.7 ms per axis
-on an idle machine, about an eighth of the GUI thread's CPU in the soak benchmark's
-longest passes. Most of it is overhead around a little arithmetic: numpy calls on arrays
-of a few dozen ticks, a pg.Point per tick end, the axis's bounding rectangle recomputed
-for every label, every label's text measured anew. Here: the same arithmetic on Python
-floats, QPointF ends, the rectangle once, and text sizes remembered per font and device.
-`draw_specs` returns what pyqtgraph's would, to the last bit (tests/test_axis_specs.py
-compares them); axes it does not cover (explicit ticks, log scale, axis lines stopped at
-a tick) are laid out by pyqtgraph."""
+pyqtgraph's layout runs each time an axis's range or size changes: ~0.8 ms per axis on
+an idle machine, about an eighth of the GUI thread's CPU in the soak benchmark's longest
+passes. Most of it is overhead around a little arithmetic: numpy calls on arrays of a few
+dozen ticks, a pg.Point per tick end, the axis's bounding rectangle recomputed for every
+label, every label's text measured anew. Here: the same arithmetic on Python floats,
+QPointF ends, the rectangle once, and text sizes remembered per font and device (0.57
+against 1.61 ms for a plot's two axes). `draw_specs` returns what pyqtgraph's would, to
+the last bit (tests/test_axis_specs.py compares them); axes it does not cover (explicit
+ticks, log scale, axis lines stopped at a tick, a subclass's own tick values) are laid out
+by pyqtgraph."""
 
 from __future__ import annotations
 

@@ -122,7 +122,8 @@ def draw_specs(axis, p: QPainter):
     ends = [axis.mapToDevice(point) for point in span]
     if None in ends:
         return None
-    length = hypot((ends[1] - ends[0]).x(), (ends[1] - ends[0]).y())
+    along_device = ends[1] - ends[0]
+    length = hypot(along_device.x(), along_device.y())
     if length == 0:
         return None
 

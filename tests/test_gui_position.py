@@ -12,6 +12,7 @@ from exported import non_background_pixels, svg_shapes
 from PySide6.QtCore import QPointF, Qt
 
 from detokgui.core import positional
+from detokgui.core.conventions import default_query_position
 from detokgui.core.demo import write_random_checkpoint
 
 
@@ -71,7 +72,8 @@ def assert_bias_plots(panel, layer, i, sigma="mean", convention="paper"):
 def test_slider_drives_all_plots_with_core_values(window, qtbot):
     win, layer = window, window.state.layer
     panel = show_bias(win, qtbot)
-    assert win.state.query_position == 50  # the default query position
+    # the default query position: the paper's 500 scaled to the model's positions
+    assert win.state.query_position == default_query_position(layer.n_positions)
     assert panel.slider.maximum() == panel.spin.maximum() == layer.n_positions - 1
     panel.heads_box.set_mode("all")
     panel.slider.setValue(77)

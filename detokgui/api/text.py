@@ -25,20 +25,23 @@ def sentence(layer, text, *, heads=None):
 
 
 @analysis("empirical")
-def empirical(layer, corpus, i: int, *, convention: str = DEFAULT_POSITION_CONVENTION,
+def empirical(layer, corpus, i: int | None = None, *,
+              convention: str = DEFAULT_POSITION_CONVENTION,
               heads=None, prepend_bos: bool = False, max_texts: int | None = None,
               progress: ProgressArg = True):
     """The model's mean attention at query position i over the corpus windows longer than
-    i, beside the weight-based prediction (B3) under `convention` (`export empirical`;
+    i (default: `conventions.default_query_position`, the paper's 500 scaled to the model),
+    beside the weight-based prediction (B3) under `convention` (`export empirical`;
     docs/math/text-side.md#c2-empirical-attention): head,j,empirical,predicted,windows,
     convention. A window is at most n_positions tokens of one document; `prepend_bos`
     starts each with <|endoftext|> (the authors' convention); `max_texts` reads only the
     first windows."""
     from detokgui.core.checks import check_position
+    from detokgui.core.conventions import default_query_position
     from detokgui.core.empirical import iter_empirical_attention
     from detokgui.core.text_tables import empirical_table
 
-    i = check_position(layer, i)
+    i = default_query_position(layer.n_positions) if i is None else check_position(layer, i)
     texts = text_source(corpus, prepend_bos, max_texts)
     res = run_job(iter_empirical_attention(layer, texts, i, heads_of(layer, heads), convention),
                   "observed attention", progress)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from detokgui.cli.common import export_command
 
 
@@ -12,8 +14,9 @@ def _bias_args(p):
         POSITION_SIGMAS,
     )
 
-    p.add_argument("--position", required=True, type=int,
-                   help="query position i (0-based, below n_positions)")
+    p.add_argument("--position", type=int, default=None,
+                   help="query position i (0-based, below n_positions; default: the paper's "
+                        "500, scaled to the model's positions when it has fewer than 1024)")
     p.add_argument("--convention", choices=POSITION_CONVENTIONS,
                    default=DEFAULT_POSITION_CONVENTION,
                    help="paper (default): the authors' figures, key side E_v[1/sigma(e_v+p_j)] "
@@ -28,6 +31,8 @@ def _check_bias(args, shape):
     from detokgui.core.checks import check_position
     from detokgui.core.errors import InputError
 
+    if args.position is None:
+        return
     if shape is not None:
         check_position(shape, args.position)
     elif args.position < 0:
@@ -45,7 +50,13 @@ def export_bias(args, layer):
     from detokgui.core.conventions import temperature_label
     from detokgui.core.tables import write_csv
 
-    result = bias.table(layer, check_position(layer, args.position), sigma=args.sigma,
+    i = None if args.position is None else check_position(layer, args.position)
+    if i is None:
+        from detokgui.core.conventions import position_text
+
+        print(f"note: query position {position_text(layer.n_positions)} (the default; "
+              "--position to choose)", file=sys.stderr)
+    result = bias.table(layer, i, sigma=args.sigma,
                         convention=args.convention, progress=False)
     n = write_csv(args.out, result.table)
     print(f"convention: {result.conventions['convention_label']}; softmax / tau, "

@@ -3,6 +3,8 @@ docs/math/text-side.md)."""
 
 from __future__ import annotations
 
+import sys
+
 from detokgui.cli.common import CliError, export_command, out_path, tokens_of
 from detokgui.help_texts import CORPUS_PATHS
 
@@ -39,8 +41,10 @@ def _empirical_args(p):
     from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION, POSITION_CONVENTIONS
 
     _corpus_args(p)
-    p.add_argument("--position", required=True, type=int,
-                   help="query position i (0-based); texts longer than i are averaged")
+    p.add_argument("--position", type=int, default=None,
+                   help="query position i (0-based; default: the paper's 500, scaled to the "
+                        "model's positions when it has fewer than 1024); texts longer than i "
+                        "are averaged")
     p.add_argument("--convention", choices=POSITION_CONVENTIONS,
                    default=DEFAULT_POSITION_CONVENTION,
                    help="sigma of the weight-based prediction: the authors' (default) or "
@@ -57,7 +61,12 @@ def export_empirical(args, layer):
     from detokgui.core.tables import write_csv
 
     out = out_path(args, (".csv",))
-    i = check_position(layer, args.position)
+    i = None if args.position is None else check_position(layer, args.position)
+    if i is None:
+        from detokgui.core.conventions import position_text
+
+        print(f"note: query position {position_text(layer.n_positions)} (the default; "
+              "--position to choose)", file=sys.stderr)
     return write_csv(out, empirical.table(layer, args.corpus, i, convention=args.convention,
                                           prepend_bos=args.prepend_bos,
                                           max_texts=args.max_texts, progress=False).table)

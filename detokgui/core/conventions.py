@@ -44,6 +44,16 @@ and position sigma "none" (s = 1, raw) under either convention. The key weight o
 C2 is w_j = E_v[1/S[v, j]] ("paper") or 1 / mean_v S[v, j] ("mean-sigma")
 (`position_key_weights`).
 
+Colour sign (every signed heatmap: T_ee, the six terms, differences of A and B):
+`DIVERGING_COLOURS`, the paper's scale (the authors' code draws T_ee with seaborn's
+cmap "RdBu" centred on 0): red below 0, white at 0, blue above, the scale symmetric
+(-max|v| .. max|v|). The window, the figures and `dg` plots all build their colour map
+from this one list, and their colour bars say `COLOUR_SIGN`.
+
+Default query position (B2, B3, B7, C2 and every figure at "i = 500"):
+`default_query_position`, the paper's i = 500 (Fig 3-B to 3-E) scaled to the model's
+positions when it has fewer than GPT-2's 1024 (`paper_position`).
+
 The tables these need are computed once per layer, each under one key on the layer
 (`Layer0.cached_job`): the sigma table ("sigma"), the statistics of 1/S per position
 ("sigma.inverse") and E_j[1/S[v, j]] per token ("sigma.inverse_per_token"). The first
@@ -73,6 +83,45 @@ def _check_position(layer, pos) -> int:
     from detokgui.core.checks import check_position
 
     return check_position(layer, pos, "position")
+
+# --------------------------------------------------------------------------- colour, positions
+
+#: ColorBrewer's 11-class RdBu, low to high (what matplotlib's "RdBu" interpolates): red
+#: for negative values, white at 0, blue for positive ones, as in the paper's heatmaps.
+DIVERGING_COLOURS = (
+    "#67001f", "#b2182b", "#d6604d", "#f4a582", "#fddbc7", "#f7f7f7",
+    "#d1e5f0", "#92c5de", "#4393c3", "#2166ac", "#053061",
+)
+COLOUR_SIGN = "red < 0 < blue"
+COLOUR_SIGN_NOTE = "colours: red < 0 < blue, white at 0 (the paper's RdBu)"
+
+PAPER_N_POSITIONS = 1024  # GPT-2's, for which the paper's positions are given
+PAPER_QUERY_POSITION = 500  # the query position of the paper's Fig 3-B to 3-E
+
+
+def paper_position(p: int, n_positions: int) -> int:
+    """A query position of the paper's GPT-2 figures (1024 positions) for a model with
+    `n_positions`: p itself (at most L-1) when the model has 1024 or more, else scaled,
+    round(p (L-1) / 1023), so that it sits as far into the context as the paper's."""
+    L = int(n_positions)
+    if L >= PAPER_N_POSITIONS:
+        return min(int(p), L - 1)
+    return round(p * (L - 1) / (PAPER_N_POSITIONS - 1))
+
+
+def default_query_position(n_positions: int) -> int:
+    """The query position every view, command and figure starts at: the paper's i = 500
+    (`paper_position`), e.g. 500 for GPT-2, 62 for a model of 128 positions."""
+    return paper_position(PAPER_QUERY_POSITION, n_positions)
+
+
+def position_text(n_positions: int, p: int = PAPER_QUERY_POSITION) -> str:
+    """"i = 500", or "i = 62 (the paper's 500 scaled to 128 positions)"."""
+    i = paper_position(p, n_positions)
+    if i == p:
+        return f"i = {i}"
+    return f"i = {i} (the paper's {p} scaled to {n_positions} positions)"
+
 
 # --------------------------------------------------------------------------- temperature
 

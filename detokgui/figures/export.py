@@ -242,14 +242,14 @@ def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureReco
             continue
         links = " · ".join(f"[{Path(f).suffix[1:]}]({f})" for f in r.files)
         used = corpus_text if r.uses_corpus else "— (weights only)"
-        lines.append(f"| {_md(r.spec.paper)} | {_md(r.spec.title)} | {links} | "
+        lines.append(f"| {_md(r.spec.paper)} | {_md(r.spec.title_for(layer.n_positions))} | {links} | "
                      f"{_md(r.convention)} | {used} | {_md(r.notes)} |")
     skipped = [r for r in records if r.skipped]
     if skipped:
         lines += ["", "## Skipped", "", "| paper | figure | file stem | conventions | reason |",
                   "| --- | --- | --- | --- | --- |"]
         for r in skipped:
-            lines.append(f"| {_md(r.spec.paper)} | {_md(r.spec.title)} | `{r.spec.key}` | "
+            lines.append(f"| {_md(r.spec.paper)} | {_md(r.spec.title_for(layer.n_positions))} | `{r.spec.key}` | "
                          f"{_md(r.convention)} | {_md(r.skipped)} |")
     return "\n".join(lines) + "\n"
 

@@ -20,6 +20,7 @@ import torch
 
 from detokgui.core import positional as pos
 from detokgui.core.affinity import SigmaChoice, affinity_block, topk_keys
+from detokgui.core.conventions import PAPER_QUERY_POSITION
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job
 from detokgui.core.tokens import display_token, encode_text
@@ -33,7 +34,13 @@ from detokgui.figures.labels import (
     with_temperature,
 )
 from detokgui.figures.observed import draw_observed, observed
-from detokgui.figures.registry import Drawn, FigureContext, FigureSkipped, figure
+from detokgui.figures.registry import (
+    PAPER_POSITIONS,
+    Drawn,
+    FigureContext,
+    FigureSkipped,
+    figure,
+)
 from detokgui.figures.style import COLUMN_IN, SIGMA_COLOURS, TEXT_IN
 
 PAPER_POSITION = ("paper convention (authors' code): key side E_v[1/σ(e_v+p_j)]; query side "
@@ -312,12 +319,12 @@ def fig12_raw(ctx: FigureContext) -> Drawn:
 
 
 @figure("fig03_position_bias", paper="Fig 3 (A-D; E with a corpus)",
-        title="A: T_p; B: T_pp at i = 500; C: T_pp + T_p; D: its softmax; E (with a corpus): "
+        title="A: T_p; B: T_pp at {i}; C: T_pp + T_p; D: its softmax; E (with a corpus): "
               "observed attention against D (heads 1 and 7)",
         convention=PAPER_POSITION + "; E as fig03e_observed")
 def fig3(ctx: FigureContext) -> Job[Drawn]:
     hs = ctx.paper_heads((1, 7))
-    i = ctx.paper_position(500)
+    i = ctx.paper_position(PAPER_QUERY_POSITION)
     tp = _tp_all(ctx, hs)
     lines = _lines(ctx, i, hs)
     obs, why = None, ""
@@ -332,7 +339,7 @@ def fig3(ctx: FigureContext) -> Job[Drawn]:
     with style.style():
         fig, axes = style.new_figure(
             TEXT_IN, 0.145 * TEXT_IN * len(hs) + 0.25, len(hs), ncols,
-            footer=footer(ctx, heads_text(hs), position_note(ctx, [500], [i]),
+            footer=footer(ctx, heads_text(hs), position_note(ctx, [PAPER_QUERY_POSITION], [i]),
                           PAPER_POSITION_SHORT, e_note))
         for r, h in enumerate(hs):
             _draw_tp(axes[r, 0], tp, r, h)
@@ -356,7 +363,7 @@ def fig3(ctx: FigureContext) -> Job[Drawn]:
         _xlabels(axes[:, :4])
         if obs is not None:
             axes[-1, 4].set_xlabel("$j$ (last 16 keys)")
-    notes = f"{heads_text(hs)}; {position_note(ctx, [500], [i])}"
+    notes = f"{heads_text(hs)}; {position_note(ctx, [PAPER_QUERY_POSITION], [i])}"
     if obs is not None:
         notes += f"; E: {obs.rows.windows} windows (data in fig03e_observed.csv)"
     elif why:
@@ -384,16 +391,16 @@ def fig3a(ctx: FigureContext) -> Drawn:
 
 
 @figure("fig03b_tpp", paper="Fig 3-B",
-        title="T_pp at query position i = 500 for the mean / max / min query sigma "
+        title="T_pp at query position {i} for the mean / max / min query sigma "
               "(heads 1 and 7)", convention=PAPER_POSITION)
 def fig3b(ctx: FigureContext) -> Drawn:
     hs = ctx.paper_heads((1, 7))
-    i = ctx.paper_position(500)
+    i = ctx.paper_position(PAPER_QUERY_POSITION)
     lines = _lines(ctx, i, hs)
     with style.style():
         fig, axes = style.new_figure(
             0.55 * COLUMN_IN, 0.4 * COLUMN_IN * len(hs) + 0.35, len(hs), 1, sharex=True,
-            footer=footer(ctx, position_note(ctx, [500], [i]), "σ: paper convention",
+            footer=footer(ctx, position_note(ctx, [PAPER_QUERY_POSITION], [i]), "σ: paper convention",
                           "band: 95% PI over v"))
         for r, h in enumerate(hs):
             _draw_tpp(axes[r, 0], lines, r, h, i)
@@ -401,20 +408,20 @@ def fig3b(ctx: FigureContext) -> Drawn:
         style.top_legend(fig, axes[0, 0], ncols=3, fontsize=style.FOOTER_PT + 0.5)
         _xlabels(axes)
     return Drawn(fig, _bias_table(list(lines.values())),
-                 notes=f"{heads_text(hs)}; {position_note(ctx, [500], [i])}")
+                 notes=f"{heads_text(hs)}; {position_note(ctx, [PAPER_QUERY_POSITION], [i])}")
 
 
 @figure("fig03cd_tp_tpp", paper="Fig 3-C, 3-D",
-        title="T_pp + T_p at i = 500 before and after the softmax (heads 1 and 7)",
+        title="T_pp + T_p at {i} before and after the softmax (heads 1 and 7)",
         convention=SOFTMAX_CONVENTION)
 def fig3cd(ctx: FigureContext) -> Drawn:
     hs = ctx.paper_heads((1, 7))
-    i = ctx.paper_position(500)
+    i = ctx.paper_position(PAPER_QUERY_POSITION)
     lines = _lines(ctx, i, hs)
     with style.style():
         fig, axes = style.new_figure(
             COLUMN_IN, 0.36 * COLUMN_IN * len(hs) + 0.35, len(hs), 2, sharex=True,
-            footer=footer(ctx, position_note(ctx, [500], [i]), PAPER_POSITION_SHORT))
+            footer=footer(ctx, position_note(ctx, [PAPER_QUERY_POSITION], [i]), PAPER_POSITION_SHORT))
         for r, h in enumerate(hs):
             _draw_total(axes[r, 0], lines, r, h, i)
             _draw_softmax(axes[r, 1], lines, r, h, i)
@@ -425,7 +432,7 @@ def fig3cd(ctx: FigureContext) -> Drawn:
         _xlabels(axes)
     return Drawn(fig, _bias_table(list(lines.values())),
                  convention=with_temperature(ctx, SOFTMAX_CONVENTION),
-                 notes=f"{heads_text(hs)}; {position_note(ctx, [500], [i])}")
+                 notes=f"{heads_text(hs)}; {position_note(ctx, [PAPER_QUERY_POSITION], [i])}")
 
 
 # --------------------------------------------------------------------------- Figs 6-10
@@ -494,7 +501,7 @@ def fig8(ctx: FigureContext) -> Drawn:
 
 
 def _all_heads_positions(ctx: FigureContext):
-    paper = [50, 500, 1000]
+    paper = list(PAPER_POSITIONS)
     used = sorted({ctx.paper_position(p) for p in paper})
     return paper, used
 
@@ -518,14 +525,14 @@ def _per_head_grid(ctx: FigureContext, draw, legend_from: int):
 
 
 @figure("fig09_tpp_all_heads", paper="Fig 9",
-        title="T_pp at i = 50, 500, 1000 for the mean / max / min query sigma, every head",
+        title="T_pp at {i3} for the mean / max / min query sigma, every head",
         convention=PAPER_POSITION)
 def fig9(ctx: FigureContext) -> Drawn:
     return _per_head_grid(ctx, _draw_tpp, 0)
 
 
 @figure("fig10_softmax_all_heads", paper="Fig 10",
-        title="softmax_j (T_pp + T_p) / τ at i = 50, 500, 1000, every head",
+        title="softmax_j (T_pp + T_p) / τ at {i3}, every head",
         convention=SOFTMAX_CONVENTION)
 def fig10(ctx: FigureContext) -> Drawn:
     drawn = _per_head_grid(ctx, _draw_softmax, 0)

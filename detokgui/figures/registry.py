@@ -83,8 +83,24 @@ class FigureSpec:
     def implemented(self) -> bool:
         return self.build is not None
 
+    def title_for(self, n_positions: int) -> str:
+        """The title with its query positions as this model uses them: "{i}" is the
+        paper's i = 500 and "{i3}" its i = 50, 500, 1000, each scaled to the model's
+        positions (`conventions.paper_position`), e.g. "i = 62" for 128 positions."""
+        from detokgui.core.conventions import PAPER_QUERY_POSITION, paper_position
+
+        def at(ps) -> str:
+            return "i = " + ", ".join(str(i) for i in sorted({paper_position(p, n_positions)
+                                                               for p in ps}))
+
+        return (self.title.replace("{i}", at([PAPER_QUERY_POSITION]))
+                .replace("{i3}", at(PAPER_POSITIONS)))
+
 
 FIGURES: dict[str, FigureSpec] = {}
+
+#: The query positions of the paper's all-heads position figures (Fig 9, 10).
+PAPER_POSITIONS = (50, 500, 1000)
 
 
 def figure(key: str, *, paper: str, title: str, convention: str, needs_corpus: bool = False,
@@ -161,12 +177,11 @@ class FigureContext:
         return sorted(keep)
 
     def paper_position(self, p: int) -> int:
-        """A query position of the paper's GPT-2 figures (1024 positions), scaled to this
-        model's positions when it has fewer: round(p (L-1) / 1023)."""
-        L = self.n_positions
-        if L >= 1024:
-            return min(int(p), L - 1)
-        return round(p * (L - 1) / 1023)
+        """A query position of the paper's GPT-2 figures, for this model
+        (`conventions.paper_position`)."""
+        from detokgui.core.conventions import paper_position
+
+        return paper_position(p, self.n_positions)
 
     def memo(self, key: str, make: Callable[[], Any]) -> Job:
         """Generator: the value cached under `key`, else `make()` (a value, or a job whose

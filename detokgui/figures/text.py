@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from detokgui.core.conventions import PAPER_QUERY_POSITION
 from detokgui.core.empirical import (
     DEFINITION_LABELS,
     DEFINITION_SHORT,
@@ -63,17 +64,17 @@ def _windows_note(ctx: FigureContext) -> str:
 
 
 @figure("fig03e_observed", paper="Fig 3-E", needs_corpus=True,
-        title="Observed attention at i = 500 (mean and 95% interval over texts) against "
+        title="Observed attention at {i} (mean and 95% interval over texts) against "
               "softmax(T_pp + T_p)",
         convention=FIG3E_CONVENTION)
 def fig3e(ctx: FigureContext) -> Job[Drawn]:
     hs = ctx.paper_heads((1, 7))
-    i = ctx.paper_position(500)
+    i = ctx.paper_position(PAPER_QUERY_POSITION)
     obs = yield from observed(ctx, hs, i)
     with style.style():
         fig, axes = style.new_figure(
             0.55 * COLUMN_IN, 0.4 * COLUMN_IN * len(hs) + 0.35, len(hs), 1,
-            footer=footer(ctx, position_note(ctx, [500], [i]), f"{obs.rows.windows} windows "
+            footer=footer(ctx, position_note(ctx, [PAPER_QUERY_POSITION], [i]), f"{obs.rows.windows} windows "
                           f"longer than i of the {_windows_note(ctx)}", "prediction: paper σ"))
         for r, h in enumerate(hs):
             draw_observed(axes[r, 0], obs, r, h)
@@ -93,7 +94,7 @@ def fig3e(ctx: FigureContext) -> Job[Drawn]:
               "windows", "convention", "temperature"]
     return Drawn(fig, (header, table()),
                  convention=with_temperature(ctx, _with_cap(ctx, FIG3E_CONVENTION)),
-                 notes=f"{heads_text(hs)}; {position_note(ctx, [500], [i])}; "
+                 notes=f"{heads_text(hs)}; {position_note(ctx, [PAPER_QUERY_POSITION], [i])}; "
                        f"{obs.rows.windows} windows of {obs.rows.texts} read")
 
 

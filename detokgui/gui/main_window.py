@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from detokgui.core.conventions import temperature_label
+from detokgui.core.conventions import default_query_position, temperature_label
 from detokgui.core.default_model import (
     DEFAULT_MODEL,
     NOT_PROBED,
@@ -55,7 +55,6 @@ MAX_RECENT = 8
 #: An example for the hub dialog: a GPT-2 training checkpoint published as a branch.
 HUB_EXAMPLE = "stanford-crfm/alias-gpt2-small-x21@checkpoint-300000"
 DEFAULT_SIZE = (1400, 900)  # or the screen's available area, if smaller
-DEFAULT_POSITION = 50  # the query position of a window's first model
 NOTICE_MS = 15000  # how long a line the core logged stays in the status bar
 # The progress bar and Cancel appear once jobs have run this long: a slider step's or a
 # token change's jobs (a few ms) would show and hide them, relaying out the status bar,
@@ -509,7 +508,7 @@ class MainWindow(QMainWindow):
             if self.state.query_token < 0:
                 self.state.set_query_token(default_query(layer))
             if self.state.model_serial == 0 and self.state.query_position == 0:
-                self.state.set_query_position(min(DEFAULT_POSITION, layer.n_positions - 1))
+                self.state.set_query_position(default_query_position(layer.n_positions))
         # The previous model, held only here from now on, is freed off the GUI thread,
         # then its memory handed back.
         previous = [self.state.layer] if self.state.layer is not None else []

@@ -20,6 +20,7 @@ from detokgui.core import empirical
 from detokgui.core.conventions import (
     DEFAULT_POSITION_CONVENTION,
     POSITION_CONVENTIONS,
+    default_query_position,
     temperature_label,
 )
 from detokgui.core.empirical import CONVENTION_LABELS, TextSource
@@ -35,14 +36,8 @@ from detokgui.gui.position import QueryPositionControl
 from detokgui.gui.text_source import max_texts_option, prepend_option, text_source
 from detokgui.gui.view_ranges import data_range, stable_range
 
-PAPER_POSITION = 500  # the paper's Fig 3-E; models with fewer positions use L/2
 CURVES = ("empirical", "predicted", "pattern")
 LOG_FLOOR = 1e-6
-
-
-def default_position(n_positions: int) -> int:
-    """The query position of Fig 3-E: 500, or L/2 for a model with fewer than 1000."""
-    return min(PAPER_POSITION, n_positions // 2)
 
 
 @dataclass(frozen=True)
@@ -106,8 +101,8 @@ class EmpiricalPanel(CorpusGridPanel):
                 "tokens are left out. Click a plot to choose the position under the mouse.")
         prow.addWidget(self.position, 1)
         self.default_button = QPushButton("default i")
-        self.default_button.setToolTip("i = 500 as in the paper's Fig 3-E, or L/2 for a model "
-                                       "with fewer positions")
+        self.default_button.setToolTip("The paper's i = 500 (Fig 3-B to 3-E), scaled to the "
+                                       "model's positions when it has fewer than 1024")
         self.default_button.clicked.connect(self._default_position)
         prow.addWidget(self.default_button)
         lay.addLayout(prow)
@@ -117,11 +112,12 @@ class EmpiricalPanel(CorpusGridPanel):
 
     def model_changed(self, layer) -> None:
         if layer is not None:
-            self.default_button.setText(f"default i = {default_position(layer.n_positions)}")
+            i = default_query_position(layer.n_positions)
+            self.default_button.setText(f"default i = {i}")
 
     def _default_position(self) -> None:
         if self.layer is not None:
-            self.state.set_query_position(default_position(self.layer.n_positions))
+            self.state.set_query_position(default_query_position(self.layer.n_positions))
 
     # ------------------------------------------------------------------ compute
 

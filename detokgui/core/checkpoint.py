@@ -10,6 +10,7 @@ and have to be loaded whole.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 from dataclasses import dataclass
@@ -40,7 +41,8 @@ class CheckpointFiles:
     config: Path
     weights: tuple[Path, ...]
     weight_format: str  # "safetensors" or "bin"
-    #: The hub commit (40 hex digits) the files are of; None for a local folder.
+    #: The hub commit (40 hex digits) the files are of; for a local folder, the one its
+    #: `detokgui download` record names (`hub.recorded_commit`), else None.
     revision: str | None = None
 
 
@@ -88,7 +90,9 @@ def locate(name_or_path: str, *, progress=None) -> CheckpointFiles:
             raise ModelLoadError(
                 f"{name} is a file; give the folder that holds config.json and the weights."
             )
-        return _local_files(path, name)
+        from detokgui.core.hub import recorded_commit
+
+        return dataclasses.replace(_local_files(path, name), revision=recorded_commit(path))
     if _looks_like_path(name):
         raise ModelLoadError(f"There is no folder {name}.")
     return _hub_files(name, progress=progress)
@@ -98,8 +102,6 @@ def _hub_files(name: str, *, progress=None) -> CheckpointFiles:
     """A hub model `NAME` or `NAME@REVISION`: from the Hugging Face cache when it holds
     the model already (no network), else layer 0 only from detokgui's cache or the hub
     (`core.hub`); offline, from whichever cache has it."""
-    import dataclasses
-
     from detokgui.core import hub
 
     repo, revision = hub.split_revision(name)

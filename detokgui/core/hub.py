@@ -23,6 +23,11 @@ Cache layout, under `paths.cache_root() / "hub"`:
 
 A folder appears whole or not at all (`atomic.atomic_folder`); a killed download leaves a
 `.NAME.XXXX.part` folder that a later run ignores and, once stale, removes.
+
+`save_layer0` (`detokgui download`) writes such a folder, with SOURCE_FILE saying which
+repository, revision and commit it is, wherever a person wants it: carried to a machine
+without network, it opens as a local checkpoint folder, and `recorded_commit` gives the
+commit back (`Layer0.revision`).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from detokgui.core.errors import Cancelled, ModelLoadError
+from detokgui.core.errors import Cancelled, InputError, ModelLoadError
 from detokgui.core.hub_download import (
     META_TIMEOUT,
     PROGRESS_SPAN,
@@ -324,5 +329,202 @@ def _fetch_commit(repo: str, commit: str, files: set[str], report: Report,
     return HubCheckpoint(target, repo, commit)
 
 
-__all__ = ["Cancelled", "HubCheckpoint", "cached", "clear_cache", "coalesce", "endpoint",
-           "fetch_layer0", "offline_mode", "short", "split_revision"]
+# --------------------------------------------------------------------------- a folder to carry
+
+
+#: The file in a folder written by `save_layer0` that says where its files came from.
+SOURCE_FILE = "detokgui-source.json"
+
+
+@dataclass(frozen=True)
+class SavedLayer0:
+    """A layer-0 checkpoint folder written by `save_layer0`: where, what it holds and
+    where it came from."""
+
+    folder: Path
+    repo: str
+    revision: str | None  # as asked for (None: the default branch)
+    commit: str
+    size: int  # bytes of all its files
+    files: tuple[str, ...]
+
+
+def check_destination(dest: str | Path, replace: bool = False) -> Path:
+    """`dest` as a folder `save_layer0` may write: new (in an existing folder), empty, or,
+    with `replace`, an earlier `save_layer0` folder (one holding SOURCE_FILE). Any other
+    non-empty folder, and a file, are refused (InputError): replacing a folder deletes
+    it, and only what this function wrote may be deleted so."""
+    dest = Path(dest).expanduser()
+    if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+        raise InputError(f"{dest} exists and is not a folder; give a new or empty folder.")
+    if dest.is_dir():
+        try:
+            empty = not any(dest.iterdir())
+        except OSError as exc:
+            raise InputError(f"{dest} cannot be read: {exc.strerror or exc}.") from None
+        if not empty and not (replace and (dest / SOURCE_FILE).is_file()):
+            if (dest / SOURCE_FILE).is_file():
+                raise InputError(f"{dest} already holds a downloaded layer 0; give a new or "
+                                 "empty folder, or --force to replace it.")
+            raise InputError(f"{dest} is not empty; give a new or empty folder (only an "
+                             "earlier `detokgui download` folder may be replaced, with "
+                             "--force).")
+        return dest
+    parent = dest.parent
+    if not parent.is_dir():
+        raise InputError(f"the folder {parent} does not exist; create it first, or give "
+                         "another place for the download.")
+    return dest
+
+
+def recorded_commit(folder: str | Path) -> str | None:
+    """The hub commit a `save_layer0` folder records in its SOURCE_FILE (40 hex digits),
+    so that the folder, opened later, names the commit its weights are of; None for any
+    other folder, or when the file cannot be read."""
+    try:
+        commit = json.loads((Path(folder) / SOURCE_FILE).read_text("utf-8")).get("commit")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return commit if isinstance(commit, str) and _COMMIT.match(commit) else None
+
+
+def save_layer0(name: str, dest: str | Path, report: Report | None = None,
+                replace: bool = False) -> SavedLayer0:
+    """Write hub model `name` (NAME or NAME@REVISION)'s layer-0 checkpoint folder — the
+    one `fetch_layer0` keeps in detokgui's cache: config.json, the tokenizer files and a
+    model.safetensors holding only the tensors layer 0 needs — into folder `dest`, with
+    SOURCE_FILE saying where it came from (repository, revision asked for, the commit it
+    resolved to). The folder is a checkpoint folder like any other: copied to a machine
+    without network, it opens with `--model FOLDER` or `dg.load(FOLDER)`.
+
+    The download is `fetch_layer0`'s (range requests, progress through `report`, Cancel
+    or Ctrl+C within a second, the cache reused). The files are written into a temporary
+    folder beside `dest` that becomes `dest` only when complete, so an interruption or a
+    failure leaves no `dest` (and an existing one as it was). `dest` must be new or empty;
+    with `replace`, an earlier `save_layer0` folder is replaced (`check_destination`).
+    ModelLoadError or InputError with a one-line message on every failure."""
+    from detokgui.core.demo import DEMO_NAMES
+
+    label = str(name).strip()
+    repo, revision = split_revision(label)
+    if label in DEMO_NAMES:
+        raise InputError(f"{label!r} is shipped with detokgui (`--model {label}`); there is "
+                         "nothing to download.")
+    # a folder, or what `checkpoint.locate` takes for a path, is not a hub name
+    if not repo or revision == "" or Path(label).expanduser().exists() or label.startswith(
+            (".", "~", "/")) or label.count("/") > 1 or "\\" in label:
+        raise InputError(f"{label!r} is not a hub model name: give NAME or NAME@REVISION "
+                         "(a branch, tag or commit), e.g. gpt2 or EleutherAI/gpt-neo-125m@main.")
+    dest = check_destination(dest, replace)
+    got = fetch_layer0(repo, revision, report, label=label)
+    try:
+        return _write_folder(got, revision, dest, replace, label)
+    except OSError as exc:
+        where = exc.filename or dest
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise ModelLoadError(f"The disk is full: {label}'s layer 0 cannot be written to "
+                                 f"{where}. Free some space, or give a folder on another "
+                                 "disk.") from None
+        raise ModelLoadError(f"{label}'s layer 0 cannot be written to {dest}: "
+                             f"{exc.strerror or exc}: {where}") from None
+
+
+def _write_folder(got: HubCheckpoint, revision: str | None, dest: Path, replace: bool,
+                  label: str) -> SavedLayer0:
+    import datetime
+    import shlex
+    import tempfile
+
+    from detokgui.core.atomic import sweep_stale_parts
+
+    sweep_stale_parts(dest.parent, dest.name)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent))
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it 0700
+        files = sorted(p.name for p in got.folder.iterdir()
+                       if p.is_file() and p.name != MANIFEST and not p.name.startswith("."))
+        for f in files:
+            _copy_file(got.folder / f, tmp / f)
+        try:
+            cached_manifest = json.loads((got.folder / MANIFEST).read_text("utf-8"))
+        except (OSError, ValueError):
+            cached_manifest = {}
+        source = {
+            "what": "layer 0 of a Hugging Face hub model, written by `detokgui download`: "
+                    "config.json, the tokenizer files, and model.safetensors with only the "
+                    "tensors detokgui reads (embeddings, block 0, the final LayerNorm)",
+            "repo": got.repo,
+            "revision": revision,
+            "commit": got.commit,
+            "hub": endpoint(),
+            "written": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"),
+            "detokgui": _installed_version(),
+            "weights_from": cached_manifest.get("source"),
+            "etag": cached_manifest.get("etag"),
+            "layer0_tensors": cached_manifest.get("layer0_tensors"),
+            "open_with": f"detokgui --model {shlex.quote(str(dest))}",
+        }
+        (tmp / SOURCE_FILE).write_text(json.dumps(source, indent=1) + "\n", encoding="utf-8")
+        files = sorted([*files, SOURCE_FILE])
+        size = sum((tmp / f).stat().st_size for f in files)
+        for f in files:
+            with open(tmp / f, "rb") as fh:
+                os.fsync(fh.fileno())
+        _move_into_place(tmp, dest, replace, label)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return SavedLayer0(dest, got.repo, revision, got.commit, size, tuple(files))
+
+
+def _installed_version() -> str | None:
+    """detokgui's version as installed (read without importing the package, which the
+    core must not)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("detokgui")
+    except PackageNotFoundError:
+        return None
+
+
+def _move_into_place(tmp: Path, dest: Path, replace: bool, label: str) -> None:
+    """Rename the finished `tmp` to `dest`: over an empty `dest`, or (with `replace`) over
+    an earlier download, which is moved aside first and deleted once `tmp` is in place."""
+    check_destination(dest, replace)  # again: something may have appeared meanwhile
+    if not dest.exists():
+        os.rename(tmp, dest)
+        return
+    if not any(dest.iterdir()):
+        dest.rmdir()
+        os.rename(tmp, dest)
+        return
+    old = _aside(dest)
+    os.rename(dest, old)
+    try:
+        os.rename(tmp, dest)
+    except OSError:
+        os.rename(old, dest)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _aside(dest: Path) -> Path:
+    """A `.NAME.XXXX.part` name beside `dest` (swept as a killed writer's when stale)."""
+    import secrets
+
+    return dest.parent / f".{dest.name}.{secrets.token_hex(4)}.part"
+
+
+def _copy_file(src: Path, dst: Path) -> None:
+    """Copy in pieces, so that Ctrl+C lands between them."""
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        shutil.copyfileobj(fin, fout, 1 << 22)
+
+
+__all__ = ["Cancelled", "HubCheckpoint", "SOURCE_FILE", "SavedLayer0", "cached",
+           "check_destination", "clear_cache", "coalesce", "endpoint", "fetch_layer0",
+           "offline_mode", "recorded_commit", "save_layer0", "short", "split_revision"]

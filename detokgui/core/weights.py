@@ -77,7 +77,8 @@ class Layer0:
     #: was mapped onto the canonical tensors above by `detokgui.core.families`.
     family: str = "gpt2"
     #: The hub commit (40 hex digits) the weights are of, for a hub model (`name` stays as
-    #: typed, e.g. "gpt2@main"); None for a local folder or a demo model.
+    #: typed, e.g. "gpt2@main") or a folder written by `detokgui download` (its record,
+    #: `hub.recorded_commit`); None for any other folder or a demo model.
     revision: str | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 

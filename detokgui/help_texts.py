@@ -1,4 +1,4 @@
-"""Help texts that the app's command line (`gui.launch`) and `detokgui export` (`cli`)
+"""Help texts that the app's command line (`gui.arguments`) and `detokgui export` (`cli`)
 share. Plain strings only: importing this loads nothing else (no torch, no Qt)."""
 
 CORPUS_PATHS = ("corpus files (.txt, .jsonl, optionally .gz), folders, or 'sample' (the "

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from detokgui.help_texts import CORPUS_PATHS
+from detokgui.gui.arguments import build_parser  # noqa: F401  (the one definition; re-exported)
 
 #: Harmless warnings of the offscreen platform, dropped from stderr.
 _NOISE = ("propagateSizeHints",)
@@ -24,41 +23,11 @@ def quiet_qt_messages() -> None:
 
 
 def view_names() -> list[str]:
-    """The --view names: the side panel's, then the tabs' in order."""
+    """The --view names as the panels define them: the side panel's, then the tabs' in
+    order (`gui.arguments.VIEW_NAMES` lists them for a parser that loads no Qt)."""
     from detokgui.gui.panels import PANEL_CLASSES, SIDE_PANEL_CLASSES
 
     return [cls.view_name for cls in (*SIDE_PANEL_CLASSES, *PANEL_CLASSES)]
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="detokgui",
-        description="Explore the first attention layer of GPT-2, GPT-Neo and OPT models from "
-        "the weights alone. `detokgui export --help` lists the headless exports.",
-    )
-    p.add_argument("--model", default=None,
-                   help="hub name (NAME or NAME@REVISION: a branch, tag or commit), local "
-                   "checkpoint folder, 'demo' (a small trained model shipped with detokgui) or "
-                   "'random-demo' (random weights); default gpt2, or the demo model with a "
-                   "note when gpt2 is not downloaded yet")
-    p.add_argument("--compare", metavar="MODEL",
-                   help="also open MODEL (hub name, NAME@REVISION, folder, 'demo' or "
-                   "'random-demo') as model B to compare with, as Model > Compare with… does")
-    p.add_argument("--device", choices=("cpu", "cuda"), default=None,
-                   help="default: CUDA when available, else CPU")
-    p.add_argument("--corpus", nargs="+", metavar="PATH",
-                   help="open this corpus at start, as the Corpus menu does: " + CORPUS_PATHS)
-    p.add_argument("--text-file", metavar="PATH",
-                   help="open this text file in the Tokens view at start, as File > Open text "
-                   "file does (any size)")
-    p.add_argument("--screenshot", metavar="PATH",
-                   help="load the model, draw, save a PNG of the window to PATH and exit")
-    p.add_argument("--view", metavar="NAME", choices=view_names(),
-                   help="the view to show first (with --screenshot: the one drawn): "
-                        + ", ".join(view_names()))
-    p.add_argument("--timeout", type=float, default=300.0,
-                   help="with --screenshot: give up after this many seconds (default 300)")
-    return p
 
 
 def app_icon():

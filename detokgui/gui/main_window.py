@@ -38,7 +38,7 @@ from detokgui.core.default_model import (
 from detokgui.core.demo import DEMO, DEMO_DESCRIPTION
 from detokgui.core.errors import ModelLoadError
 from detokgui.core.families import family_label
-from detokgui.gui.banner import NOTICE, Banner, BannerAction
+from detokgui.gui.banner import NOTICE, Banner, BannerAction, carry_sentence
 from detokgui.gui.elided_label import ElidedLabel, StatusBar
 from detokgui.gui.jobs import JobRunner, dismantle, release_memory
 from detokgui.gui.notices import LogNotices
@@ -467,6 +467,8 @@ class MainWindow(QMainWindow):
                            "folder.",
                 }.get(u.hub, "Connect to the internet to download it, or open a local "
                              "checkpoint folder.")
+        if u.hub not in (None, REACHABLE):
+            todo += " " + carry_sentence(u.name)
         doing = "Opening" if self.state.layer is None else "This is"
         self.banner.show_text(
             f"<b>{doing} the demo model, a small model trained for detokgui — not GPT-2.</b>"

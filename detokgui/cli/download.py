@@ -2,8 +2,8 @@
 model's layer-0 checkpoint folder (config.json, the tokenizer files, a safetensors file
 with only the layer-0 tensors, and `detokgui-source.json` saying which repository,
 revision and commit it is) into FOLDER, to carry to a machine without network and open
-there with `detokgui --model FOLDER` (`core.hub.save_layer0`). Progress on stderr as
-`export` shows it; every failure is one line on stderr and a non-zero exit."""
+there with `detokgui --model FOLDER` (`core.hub.save_layer0`; docs/offline.md). Progress
+on stderr as `export` shows it; every failure is one line on stderr and a non-zero exit."""
 
 from __future__ import annotations
 

@@ -244,9 +244,14 @@ def test_a_bad_name_is_one_line(server, tmp_path, capsys, name, message):
     nothing_beside(out)
 
 
-def test_a_folder_is_not_a_hub_name(server, tmp_path, tiny_main, capsys):
+def test_a_path_is_not_a_hub_name(server, tmp_path, tiny_main, monkeypatch, capsys):
     rc, _, err = download(capsys, tiny_main, "--out", tmp_path / "out")
     assert rc == 2 and "not a hub model name" in one_error_line(err)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "test" / "tiny").mkdir(parents=True)  # a folder named as the model
+    rc, _, err = download(capsys, "test/tiny", "--out", "out")
+    assert rc == 0, err
+    assert hub.recorded_commit(tmp_path / "out") == server.commit_a
 
 
 def test_an_unreachable_hub_is_one_line_at_once(server, tmp_path, monkeypatch, capsys):

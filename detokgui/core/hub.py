@@ -410,9 +410,10 @@ def save_layer0(name: str, dest: str | Path, report: Report | None = None,
     if label in DEMO_NAMES:
         raise InputError(f"{label!r} is shipped with detokgui (`--model {label}`); there is "
                          "nothing to download.")
-    # a folder, or what `checkpoint.locate` takes for a path, is not a hub name
-    if not repo or revision == "" or Path(label).expanduser().exists() or label.startswith(
-            (".", "~", "/")) or label.count("/") > 1 or "\\" in label:
+    # what `checkpoint.locate` takes for a path is not a hub name (a folder of the same
+    # name as a hub model, such as an earlier download, does not matter here)
+    if not repo or revision == "" or label.startswith((".", "~", "/")) or label.count(
+            "/") > 1 or "\\" in label:
         raise InputError(f"{label!r} is not a hub model name: give NAME or NAME@REVISION "
                          "(a branch, tag or commit), e.g. gpt2 or EleutherAI/gpt-neo-125m@main.")
     dest = check_destination(dest, replace)

@@ -5,7 +5,7 @@ an analysis of `detokgui.api`, and `figure(layer, key)` draws one of the figures
 `plot` draws from the DataFrame's rows only, so that a filtered frame
 (`df[df["head"] == 7]`) draws what it holds and a frame read back from a file draws the
 same. It uses the exported figures' look and drawing helpers (`detokgui.figures.style`:
-printed sizes, the red-white-blue T_ee heatmap, bands, in-panel titles, the mean / max /
+printed sizes, the T_ee heatmap in red < 0 < blue, bands, in-panel titles, the mean / max /
 min sigma colours) and ends with the footer every exported figure has: the model and the
 conventions of `df.attrs`. Per-head figures have one panel per head in the frame
 (`heads=[...]` keeps only some).
@@ -28,6 +28,7 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
 from detokgui.api.jobs import ProgressArg, run_job
+from detokgui.core.conventions import COLOUR_SIGN_NOTE
 from detokgui.core.errors import InputError
 from detokgui.core.tokens import SPACE_MARK
 from detokgui.figures import style
@@ -163,7 +164,7 @@ def _term_panels(df: pd.DataFrame, names: list[str], what: str) -> Figure:
     with style.style():
         fig, axes = _grid(df, len(names), 4, 0.3 * TEXT_IN,
                           f"head {h}{' (the first in the frame)' if len(_heads(df)) > 1 else ''}",
-                          f"{what}; rows i (query), columns j (key)")
+                          f"{what}; rows i (query), columns j (key)", COLOUR_SIGN_NOTE)
         for ax, name in zip(axes.flat, names):
             _diverging(fig, ax, _matrix(rows[rows["term"] == name], "i", "j", "value"), name)
             ax.set_xlabel("$j$")
@@ -207,6 +208,7 @@ def _heatmap(df):
     raw = df.attrs.get("sigma") == "none"
     with style.style():
         fig, axes = _grid(df, len(hs), 2, 0.5 * TEXT_IN, "rows: query tokens; columns: keys",
+                          COLOUR_SIGN_NOTE,
                           width=TEXT_IN if len(hs) > 1 else 0.6 * TEXT_IN)
         for ax, h in zip(axes.flat, hs):
             rows = df[df["head"] == h]

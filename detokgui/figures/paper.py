@@ -3,7 +3,7 @@ drawn with the authors' conventions and layouts (their `plots/` and `visualize/`
 
 - T_ee heatmaps: 100 tokens drawn uniformly with replacement (torch generator, seed 42,
   as theirs, so GPT-2 gives the paper's sample), sigma per token = mean over positions,
-  red-white-blue around 0, colour bar on top, the sample index on both axes.
+  red < 0 < blue (the authors' RdBu), colour bar on top, the sample index on both axes.
 - Position terms: the "paper" convention of `core.positional` (key side E_v[1/sigma],
   query side sigma_i = vocabulary mean / max / min as three lines, 95% percentile bands
   over the vocabulary); the softmax is of the vocabulary-mean line divided by the model's
@@ -20,7 +20,7 @@ import torch
 
 from detokgui.core import positional as pos
 from detokgui.core.affinity import SigmaChoice, affinity_block, topk_keys
-from detokgui.core.conventions import PAPER_QUERY_POSITION
+from detokgui.core.conventions import COLOUR_SIGN_NOTE, PAPER_QUERY_POSITION
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job
 from detokgui.core.tokens import display_token, encode_text
@@ -262,7 +262,7 @@ def _tee_figure(ctx: FigureContext, hs, raw: bool, width: float, ncols: int):
             width, nrows * panel * 1.18 + 0.05, nrows, ncols,
             footer=footer(ctx, heads_text(hs), f"{TEE_SAMPLE} tokens drawn uniformly "
                           f"(seed {TEE_SEED})", "no LayerNorm (raw)" if raw
-                          else "σ per token: mean over positions"))
+                          else "σ per token: mean over positions", COLOUR_SIGN_NOTE))
         ticks = np.arange(0, TEE_SAMPLE, TEE_TICK)
         for ax, (r, h) in zip(axes.flat, enumerate(hs)):
             style.diverging_heatmap(fig, ax, values[r], tee_symbol(h, raw))

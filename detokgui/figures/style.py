@@ -16,9 +16,11 @@ from collections.abc import Iterator
 
 import matplotlib
 import numpy as np
-from matplotlib.colors import TwoSlopeNorm
+from matplotlib.colors import LinearSegmentedColormap, TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+
+from detokgui.core.conventions import DIVERGING_COLOURS
 
 CM = 1 / 2.54
 TEXT_IN = 16.0 * CM  # \textwidth (figure*, appendix)
@@ -150,15 +152,22 @@ def plot_band(ax, x, mean, lo=None, hi=None, color=None, label=None):
     return line
 
 
+def diverging_colormap() -> LinearSegmentedColormap:
+    """The colour map of every signed heatmap, built from `conventions.DIVERGING_COLOURS`
+    (red < 0 < blue, the paper's RdBu), as the window builds its own."""
+    return LinearSegmentedColormap.from_list("detokgui-diverging", DIVERGING_COLOURS, N=256)
+
+
 def diverging_heatmap(fig: Figure, ax, values: np.ndarray, bar_title: str) -> None:
-    """`values` [rows, columns] as an image in red-white-blue around 0 (the colour scale
-    symmetric, -max|v| .. max|v|), its colour bar on top titled `bar_title`: the paper's
-    T_ee heatmaps (Fig 2-B, 12)."""
+    """`values` [rows, columns] as an image in the diverging colours (red < 0 < blue, the
+    colour scale symmetric, -max|v| .. max|v|), its colour bar on top titled `bar_title`:
+    the paper's T_ee heatmaps (Fig 2-B, 12). Callers put `COLOUR_SIGN_NOTE` in the
+    footer."""
     m = float(np.abs(values).max()) or 1.0
     # "nearest" resamples the cells at the output's dpi in SVG and PDF too: viewers that
     # smooth a scaled embedded image (Qt, librsvg) would blur "none"'s one pixel per cell.
-    im = ax.imshow(values, cmap="RdBu", norm=TwoSlopeNorm(0.0, -m, m), interpolation="nearest",
-                   aspect="auto")
+    im = ax.imshow(values, cmap=diverging_colormap(), norm=TwoSlopeNorm(0.0, -m, m),
+                   interpolation="nearest", aspect="auto")
     cb = fig.colorbar(im, ax=ax, location="top", fraction=0.06, pad=0.02, aspect=25)
     cb.locator = MaxNLocator(nbins=4, symmetric=True)
     cb.update_ticks()

@@ -11,6 +11,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from detokgui.core.atomic import atomic_open
+from detokgui.core.conventions import COLOUR_SIGN_NOTE
 from detokgui.core.tokens import display_token
 from detokgui.figures import style
 from detokgui.figures.labels import model_name, tee_symbol
@@ -28,6 +29,7 @@ def title_lines(layer, head: int, sigma, width_in: float) -> list[str]:
         shown = [f"raw e W^QK e^T, head {head} (without LayerNorm, Fig 12)"]
     else:
         shown = [f"T_ee, head {head} (Fig 2-B)", sigma.label()]
+    shown.append(COLOUR_SIGN_NOTE)
     return [*style.wrap_parts([model_name(layer)], width_in, style.FONT_PT),
             *style.wrap_parts(shown, width_in, style.FONT_PT)]
 

@@ -49,6 +49,7 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.core.atomic import write_bytes
+from detokgui.core.conventions import DIVERGING_COLOURS
 from detokgui.core.tables import Table, write_csv
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.grid_axis import GridAxis
@@ -68,10 +69,11 @@ def head_color(h: int) -> str:
 
 
 def diverging_colormap() -> pg.ColorMap:
-    """Blue - white - red, white at the middle (use symmetric levels to centre on 0)."""
-    pos = [0.0, 0.25, 0.5, 0.75, 1.0]
-    colors = [(33, 102, 172), (146, 197, 222), (247, 247, 247), (244, 165, 130), (178, 24, 43)]
-    return pg.ColorMap(pos, colors)
+    """The colours of every signed heatmap, `conventions.DIVERGING_COLOURS` evenly spaced:
+    red < 0 < blue, white at the middle, as the figures and `dg` plots draw them (use
+    symmetric levels to centre on 0)."""
+    n = len(DIVERGING_COLOURS)
+    return pg.ColorMap(np.linspace(0.0, 1.0, n), [QColor(c) for c in DIVERGING_COLOURS])
 
 
 def symmetric_levels(values: np.ndarray) -> tuple[float, float]:

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.core import affinity
+from detokgui.core.conventions import COLOUR_SIGN
 from detokgui.core.tables import heatmap_table
 from detokgui.core.tokens import display_token
 from detokgui.gui.flow_layout import FlowLayout
@@ -204,7 +205,8 @@ class HeatmapPanel(Panel):
                     view.addItem(hm, row=k // cols, col=k % cols)
                 maps[0].attach_colorbar(view.ci, 0, cols, rowspan=math.ceil(len(maps) / cols))
             self.maps = maps
-        maps[0].set_colorbar_label(kind if raw else f"T_ee ({res.sigma.label()})")
+        maps[0].set_colorbar_label(f"{kind if raw else f'T_ee ({res.sigma.label()})'}; "
+                                   f"{COLOUR_SIGN}")
         for k, (h, hm) in enumerate(zip(res.heads, maps)):
             if n_maps == 1:
                 hm.setTitle(heatmap_title(res, h), size="10pt")

@@ -12,7 +12,7 @@ import numpy as np
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from detokgui.core import empirical
-from detokgui.core.conventions import temperature_label
+from detokgui.core.conventions import COLOUR_SIGN, temperature_label
 from detokgui.core.empirical import SENTENCE_TERMS, TextSource
 from detokgui.core.progress import Progress
 from detokgui.core.text_tables import sentence_values_table
@@ -229,7 +229,7 @@ class SentenceViewPanel(Panel):
                            f"{num(worst)}{where}</span>")
         what = (f"{self._title(placed[0][1])}, every head" if grid else f"head {res.heads[0]}")
         self.status.setText(f"{res.source} · {n} tokens · {what} · rows: query i, columns: key j ≤ i · "
-                            "hover a cell, click to select")
+                            f"{COLOUR_SIGN} · hover a cell, click to select")
 
     def _title(self, m: str) -> str:
         """The matrix's name; the prediction's says which temperature it divides by."""

@@ -313,7 +313,7 @@ def test_ctrl_c_stops_at_once_and_leaves_no_folder(server, tmp_path, isolated_en
 # --------------------------------------------------------------------------- help, banner
 
 
-def test_download_help_is_fast_and_light():
+def test_download_help_imports_neither_qt_nor_torch():
     code = ("import sys\nfrom detokgui.app import main\ntry:\n    main(['download', '--help'])\n"
             "except SystemExit as e:\n    assert e.code == 0\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "

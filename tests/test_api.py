@@ -265,7 +265,7 @@ def test_bad_input_is_one_clear_error(layer):
 
     with pytest.raises(InputError, match="outside"):
         dg.bias(layer, i=layer.n_positions)
-    with pytest.raises(InputError, match="single token"):
+    with pytest.raises(InputError, match="is 2 tokens"):
         dg.neighbours(layer, " North Korea")
     with pytest.raises(InputError, match="Head 9"):
         dg.topk(layer, " Korea", heads=[1, 9])

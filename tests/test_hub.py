@@ -370,7 +370,7 @@ def test_cli_export_from_the_hub_at_a_branch(server, tmp_path, tiny_step, isolat
            "DETOKGUI_CACHE_DIR": str(tmp_path / "cache"), "HF_HOME": str(tmp_path / "hf")}
     env.pop("HF_HUB_OFFLINE", None)
     out_hub, out_folder = tmp_path / "hub.csv", tmp_path / "folder.csv"
-    common = ["export", "topk", "--query", "The cat", "--k", "5", "--device", "cpu"]
+    common = ["export", "topk", "--query", " cat", "--k", "5", "--device", "cpu"]
     r = subprocess.run([sys.executable, "-m", "detokgui", *common, "--model",
                         "test/tiny@step100", "--out", str(out_hub)],
                        env=env, capture_output=True, text=True, timeout=300, check=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from detokgui.core.checks import check_heads, check_text, check_token
 from detokgui.core.errors import InputError
-from detokgui.core.tokens import encode_text
+from detokgui.core.tokens import encode_text, layer_token
 
 
 def tokens_of(layer, text: str, blank_ok: bool = False) -> list[int]:
@@ -39,31 +39,20 @@ def token_ids(layer, tokens, what: str = "text") -> list[int]:
     return ids
 
 
-def last_token(layer, token) -> int:
-    """A token id, or the LAST token of a text (as `export topk --query` reads it: white
-    space such as "\\n" is a token too)."""
-    if isinstance(token, str):
-        return tokens_of(layer, token, blank_ok=True)[-1]
-    return check_token(layer, token)
-
-
 def single_token(layer, token, what: str = "token") -> int:
-    """A token id, or a text that is exactly one token (as `export neighbours --token`)."""
-    if not isinstance(token, str):
-        return check_token(layer, token)
-    ids = tokens_of(layer, token)
-    if len(ids) != 1:
-        raise InputError(f"The {what} {token!r} is {len(ids)} tokens; give a single token.")
-    return ids[0]
+    """A token id, or a text that is exactly one token (`core.tokens.layer_token`: a text
+    of several tokens is refused with its pieces and one-token spellings, never cut to
+    one of them; "␣Korea" is read as " Korea")."""
+    return layer_token(layer, token, what)
 
 
-def anchors(layer, tokens) -> list[int]:
-    """One token or several (a list of texts or ids): each as `last_token`."""
+def single_tokens(layer, tokens, what: str = "token") -> list[int]:
+    """One token or several (a list of texts or ids), each as `single_token`."""
     if isinstance(tokens, (str, int)) or not isinstance(tokens, Sequence):
-        return [last_token(layer, tokens)]
+        return [single_token(layer, tokens, what)]
     if not tokens:
         raise InputError("No token was given.")
-    return [last_token(layer, t) for t in tokens]
+    return [single_token(layer, t, what) for t in tokens]
 
 
 def heads_of(layer, heads) -> list[int]:

@@ -4,7 +4,7 @@ columns, built by the same `core.tables` functions."""
 
 from __future__ import annotations
 
-from detokgui.api.arguments import anchors, heads_of, single_token, token_ids
+from detokgui.api.arguments import heads_of, single_token, single_tokens, token_ids
 from detokgui.api.frames import analysis, tabled
 from detokgui.api.jobs import ProgressArg, sigma_tables
 from detokgui.core.errors import InputError
@@ -46,7 +46,8 @@ def topk(layer, token, k: int = 10, *, heads=None, sigma: str = "mean",
     query token u, per head (`export topk`; docs/math/token-side.md#a2-top-k-affinity):
     query_id,query_token,head,rank,key_id,key_token,score.
 
-    token: a token id, or a text whose LAST token is meant (" Korea"); a list of them
+    token: a token id, or a text that is exactly one token (" Korea" with its leading
+    space; "Korea" is two tokens, K|orea, and is refused with that said); a list of them
     gives one block each. direction "queries": `token` is a key and the queries that
     score highest with it are ranked (columns key_id,key_token,...,query_id,query_token).
     heads: a head, a list of heads, or None (all). sigma: "mean" (default) or "none"."""
@@ -57,7 +58,7 @@ def topk(layer, token, k: int = 10, *, heads=None, sigma: str = "mean",
     direction = check_choice("direction", direction, ("keys", "queries"))
     rank = topk_keys if direction == "keys" else topk_queries
     choice, hs = sigma_choice(sigma), heads_of(layer, heads)
-    ids = anchors(layer, token)
+    ids = single_tokens(layer, token, "query" if direction == "keys" else "key")
     if choice.convention == "mean":
         sigma_tables(layer, progress)
     results = [rank(layer, t, k, choice, hs) for t in ids]

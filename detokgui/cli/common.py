@@ -222,6 +222,16 @@ def tokens_of(layer, text: str, blank_ok: bool = False) -> list[int]:
     return read(layer, text, blank_ok)
 
 
+def single_token(layer, text: str, flag: str) -> int:
+    """The id of the one token `text` is, by the rule of the library and the window
+    (`core.tokens.layer_token`): a text of several tokens is refused with its pieces and
+    one-token spellings ("--query \"Korea\" is 2 tokens (K|orea), not one; did you mean
+    \" Korea\"?"), never cut to one of them."""
+    from detokgui.core.tokens import layer_token
+
+    return layer_token(layer, text, flag)
+
+
 # --------------------------------------------------------------------------- numbers
 
 

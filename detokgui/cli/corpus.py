@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from detokgui.cli.common import CliError, export_command, head_arg, out_path, tokens_of
+from detokgui.cli.common import CliError, export_command, head_arg, out_path, single_token
 from detokgui.help_texts import CORPUS_PATHS
 
 SIGMA_HELP = "sigma per token: mean over positions (default) or none (raw, without LayerNorm)"
@@ -41,13 +41,6 @@ def _head_sigma_out_args(p):
     p.add_argument("--head", type=int, default=None, help="only this head (default: all)")
     p.add_argument("--sigma", choices=("mean", "none"), default="mean", help=SIGMA_HELP)
     p.add_argument("--out", required=True, help="CSV file")
-
-
-def _single_token(layer, text: str, what: str) -> int:
-    ids = tokens_of(layer, text)
-    if len(ids) != 1:
-        raise CliError(f"{what} {text!r} is {len(ids)} tokens; give a single token")
-    return ids[0]
 
 
 # --------------------------------------------------------------------------- counts
@@ -154,9 +147,11 @@ def export_frequency(args, layer):
 
 
 def _neighbours_args(p):
-    p.add_argument("--token", required=True, help="the query token (text of one token)")
+    p.add_argument("--token", required=True, help="the query token: a text that is exactly one token (' king' with its "
+                        "leading space; '␣king' is read the same)")
     p.add_argument("--minus", default=None, metavar="TEXT",
-                   help="analogy: subtract this token (token - minus + plus)")
+                   help="analogy: subtract this token, one token as --token "
+                        "(token - minus + plus)")
     p.add_argument("--plus", default=None, metavar="TEXT", help="analogy: add this token")
     p.add_argument("--k", type=int, default=10, help="how many neighbours (default 10)")
     p.add_argument("--centred", action="store_true",
@@ -173,12 +168,12 @@ def export_neighbours(args, layer):
     out = out_path(args, (".csv",))
     if args.k < 1:
         raise CliError("--k must be at least 1")
-    u = _single_token(layer, args.token, "--token")
+    u = single_token(layer, args.token, "--token")
     if (args.minus is None) != (args.plus is None):
         raise CliError("an analogy needs both --minus and --plus")
     b = c = None
     if args.minus is not None:
-        b = _single_token(layer, args.minus, "--minus")
-        c = _single_token(layer, args.plus, "--plus")
+        b = single_token(layer, args.minus, "--minus")
+        c = single_token(layer, args.plus, "--plus")
     return write_csv(out, neighbours.table(layer, u, args.k, minus=b, plus=c,
                                            centred=args.centred).table)

@@ -8,6 +8,7 @@ from detokgui.cli.common import (
     export_command,
     head_arg,
     read_texts,
+    single_token,
     text_arguments,
     tokens_of,
 )
@@ -49,15 +50,20 @@ def _topk_args(p):
                         "queries: the queries with the highest T_ee for each key token")
     anchors = p.add_mutually_exclusive_group(required=True)
     anchors.add_argument("--query", action="append",
-                         help="(--direction keys) text whose LAST token is a query token; "
-                              "repeat for several; '-' reads it from standard input")
+                         help="(--direction keys) a query token: a text that is exactly one "
+                              "token (' Korea' with its leading space; 'Korea' is two tokens "
+                              "and is refused); repeat for several; '-' reads it from "
+                              "standard input")
     anchors.add_argument("--queries-file", metavar="PATH",
-                         help="(--direction keys) UTF-8 file, one query text per line ('-': stdin)")
+                         help="(--direction keys) UTF-8 file, one query token per line ('-': "
+                              "stdin)")
     anchors.add_argument("--key", action="append",
-                         help="(--direction queries) text whose LAST token is a key token; "
-                              "repeat for several; '-' reads it from standard input")
+                         help="(--direction queries) a key token: a text that is exactly one "
+                              "token, as --query; repeat for several; '-' reads it from "
+                              "standard input")
     anchors.add_argument("--keys-file", metavar="PATH",
-                         help="(--direction queries) UTF-8 file, one key text per line ('-': stdin)")
+                         help="(--direction queries) UTF-8 file, one key token per line ('-': "
+                              "stdin)")
     p.add_argument("--k", type=int, default=10, help="how many tokens per head (default 10)")
     p.add_argument("--head", type=int, default=None, help="only this head (default: all)")
     p.add_argument("--sigma", choices=("mean", "none"), default="mean",
@@ -90,7 +96,8 @@ def export_topk(args, layer):
     from detokgui.api.tokens import topk
     from detokgui.core.tables import write_csv
 
-    anchors = [tokens_of(layer, text, blank_ok=True)[-1] for text in args.anchor_texts]
+    flag = "--query" if args.direction == "keys" else "--key"
+    anchors = [single_token(layer, text, flag) for text in args.anchor_texts]
     return write_csv(args.out, topk.table(layer, anchors, args.k, heads=head_arg(layer, args.head),
                                           sigma=args.sigma, direction=args.direction,
                                           progress=False).table)

@@ -33,7 +33,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from detokgui.core.errors import ModelLoadError
+from detokgui.core.errors import InputError, ModelLoadError
 
 SPACE_MARK = "\u2423"  # visible leading-space marker: ' Korea' -> '␣Korea'
 SPIECE_MARK = "\u2581"  # sentencepiece's space / word-start marker '▁'
@@ -545,6 +545,118 @@ def encode_text(tokenizer, text: str) -> list[int]:
     """The ids of `text` itself: tokenizer.encode without the special tokens a tokenizer
     adds on its own (OPT's leading </s>, a T5 tokenizer's trailing </s>)."""
     return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+# --------------------------------------------------------------------------- one token
+
+#: At most this many pieces of a text, and this many one-token spellings, are named in
+#: the message of a text that is not one token (the line stays one line).
+SHOWN_PIECES = 8
+SHOWN_SPELLINGS = 4
+#: Words of a multi-word text whose own one-token forms are suggested (a pasted paragraph
+#: costs no more than a phrase).
+SUGGESTED_WORDS = 6
+
+
+def resolve_token(tokenizer, text: str, what: str = "token") -> int:
+    """The id of the one token `text` is, by the model's own tokenizer; InputError when the
+    text is empty or is not exactly one token.
+
+    This is the only rule by which a typed text becomes one token (the CLI's --query,
+    --key, --token, the `dg` functions' token arguments, the window's token boxes): a
+    text of several tokens is refused, never cut to one of them, because a word and the
+    same word after a space are different tokens ('Korea' is K|orea; ' Korea' is one
+    token), and picking a piece silently ranks a different token than the one meant.
+    The message shows the text's pieces and suggests one-token spellings
+    (`one_token_spellings`). The display form's space mark (SPACE_MARK, '␣Korea') is
+    read as a space, so a token copied from a table can be typed back. White space is a
+    text like any other: "\\n" is one token."""
+    from detokgui.core.checks import check_text
+
+    check_text(text, what)
+    typed = text.replace(SPACE_MARK, " ")
+    if not typed:
+        raise InputError(f"{_named(what)} is empty: give one token.")
+    ids = encode_text(tokenizer, typed)
+    if len(ids) == 1:
+        return int(ids[0])
+    if not ids:
+        raise InputError(f"{_named(what)} {quote_text(text)} has no tokens.")
+    pieces = "|".join(display_token(tokenizer, t) for t in ids[:SHOWN_PIECES])
+    if len(ids) > SHOWN_PIECES:
+        pieces += "|…"
+    spellings = one_token_spellings(tokenizer, typed)
+    if spellings:
+        quoted = [quote_text(s) for s in spellings]
+        listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+        hint = f"did you mean {listed}?"
+    else:
+        hint = "give a text that is exactly one token (a leading space is part of a token)."
+    raise InputError(f"{_named(what)} {quote_text(text)} is {len(ids)} tokens ({pieces}), "
+                     f"not one; {hint}")
+
+
+def _named(what: str) -> str:
+    """"--query" as it is; "token" -> "The token"."""
+    return what if what.startswith("-") else f"The {what}"
+
+
+def one_token_spellings(tokenizer, text: str) -> list[str]:
+    """Spellings near `text` that are one token of the tokenizer, most likely meant
+    first: the text with a leading space (' Korea' for 'Korea': in a byte-level BPE a word
+    inside a sentence is a token with its space), then as it is, each with its first
+    letter upper- or lower-cased, capitalised ('KOREA' -> 'Korea') or all lower case; for
+    a text of several words also each word's own forms, the best form of every word
+    before the second-best of any ('The cat' -> ' The', ' cat', ...). At most
+    SHOWN_SPELLINGS, never `text` itself.
+
+    Each candidate is encoded once (a few dozen encodes of short strings), so no
+    vocabulary scan is needed for a vocabulary of any size."""
+    stripped = " ".join(text.split())
+    words = stripped.split(" ") if stripped else []
+    bases = [stripped] if stripped else []
+    if len(words) > 1:
+        bases += list(dict.fromkeys(words[:SUGGESTED_WORDS]))
+    seen = {text}
+    found: list[list[str]] = []
+    for base in bases:
+        forms = []
+        for variant in dict.fromkeys((base, base[:1].upper() + base[1:],
+                                      base[:1].lower() + base[1:], base.capitalize(),
+                                      base.lower())):
+            for candidate in (" " + variant, variant):
+                if candidate not in seen:
+                    seen.add(candidate)
+                    if len(encode_text(tokenizer, candidate)) == 1:
+                        forms.append(candidate)
+        found.append(forms)
+    # the whole text's forms first, then round by round one form of each word
+    out = found[0] if found else []
+    for rank in range(max((len(f) for f in found[1:]), default=0)):
+        out += [f[rank] for f in found[1:] if rank < len(f)]
+    return out[:SHOWN_SPELLINGS]
+
+
+def quote_text(text: str, limit: int = 40) -> str:
+    """`text` in double quotes as one types it on a command line or in Python (" Korea"),
+    with backslashes, quotes and control characters escaped; cut to `limit` characters."""
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    body = text.replace("\\", "\\\\").replace('"', '\\"').translate(_CONTROL)
+    return f'"{body}"'
+
+
+def layer_token(layer, token, what: str = "token") -> int:
+    """A token given as an id (checked against the layer's vocabulary) or as a text that
+    is exactly one token (`resolve_token`); InputError otherwise, and for a text when the
+    model has no tokenizer."""
+    from detokgui.core.checks import check_token
+
+    if not isinstance(token, str):
+        return check_token(layer, token)
+    if layer.tokenizer is None:
+        raise InputError(f"{layer.name} has no tokenizer files, so text cannot be tokenized.")
+    return check_token(layer, resolve_token(layer.tokenizer, token, what))
 
 
 # --------------------------------------------------------------------------- BOS

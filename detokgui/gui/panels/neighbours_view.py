@@ -16,8 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.core import neighbours as N
-from detokgui.core.errors import InputError
-from detokgui.core.tokens import SPACE_MARK, encode_text
+from detokgui.core.tokens import layer_token
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.flow_layout import FlowLayout
@@ -55,20 +54,6 @@ class AnalogyRequest:
     texts: tuple[str, str, str]
     k: int
     centred: bool
-
-
-def single_token(layer, text: str, name: str) -> int:
-    """The id of the one token `text` is (the display form's ␣ is a space), else
-    InputError."""
-    if layer.tokenizer is None:
-        raise InputError("This model has no tokenizer, so text cannot be tokenized.")
-    if not text:
-        raise InputError(f"{name} is empty: type one token.")
-    ids = encode_text(layer.tokenizer, text.replace(SPACE_MARK, " "))
-    if len(ids) != 1:
-        raise InputError(f"{name} {text!r} is {len(ids)} tokens; type a single token "
-                         "(a leading space is part of a token: ' king' is not 'king').")
-    return ids[0]
 
 
 def _columns(text) -> list[Column]:
@@ -193,7 +178,7 @@ class NeighboursPanel(Panel):
 
     @staticmethod
     def _analogy_compute(layer, req: AnalogyRequest) -> N.Neighbours:
-        a, b, c = (single_token(layer, t, name) for t, name in zip(req.texts, "abc"))
+        a, b, c = (layer_token(layer, t, f"token {name}") for t, name in zip(req.texts, "abc"))
         return N.analogy(layer, a, b, c, req.k, req.centred)
 
     def _draw_analogy(self, nb: N.Neighbours | None) -> None:

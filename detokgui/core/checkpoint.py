@@ -173,11 +173,22 @@ def _shards_for_layer0(index: Path, shape: ModelShape, name: str) -> list[str]:
 
 
 def _offline_hint(name: str) -> str:
+    """Why a hub model cannot be opened without the network, with the close names this
+    machine knows (a typo such as 'gtp2' is the likeliest cause), and what to do. Setting
+    HF_HUB_OFFLINE=1 (which skips the probe of the hub) is suggested only when it is not
+    set already."""
+    from detokgui.core.hub import did_you_mean, offline_mode
+
+    if offline_mode():
+        why, connect, tail = "HF_HUB_OFFLINE is set", "Unset HF_HUB_OFFLINE and connect", ""
+    else:
+        why, connect = "the hub cannot be reached", "Connect"
+        tail = " (HF_HUB_OFFLINE=1 makes this check instant.)"
     return (
         f"The model {name!r} is not in the local Hugging Face cache (nor in detokgui's) and "
-        "the hub cannot be reached. Connect once to download it (it is then cached), open "
-        "a local checkpoint folder instead, or copy the model into the cache from a "
-        "connected machine. (HF_HUB_OFFLINE=1 makes this check instant.)"
+        f"{why}.{did_you_mean(name)} {connect} once to download it (it is then cached), "
+        "open a local checkpoint folder instead, or copy the model into the cache from a "
+        f"connected machine.{tail}"
     )
 
 

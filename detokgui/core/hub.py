@@ -121,6 +121,23 @@ def cached(repo: str, revision: str | None) -> HubCheckpoint | None:
     return HubCheckpoint(folder, repo, commit) if folder is not None else None
 
 
+def cached_repos() -> list[str]:
+    """The hub models with a layer-0 folder in detokgui's cache (`repo_folder`'s names)."""
+    try:
+        return sorted(p.name.replace("--", "/") for p in hub_root().iterdir() if p.is_dir())
+    except OSError:
+        return []
+
+
+def did_you_mean(name: str) -> str:
+    """" Did you mean 'gpt2'?" for a model name that could not be opened: the close names
+    among those this machine knows (`core.model_names`, with detokgui's cached hub
+    models); "" when none is close."""
+    from detokgui.core import model_names
+
+    return model_names.did_you_mean(name, also=cached_repos())
+
+
 def clear_cache(repo: str | None = None) -> None:
     """Remove the cached layer-0 folders of `repo`, or of every hub model."""
     shutil.rmtree(repo_folder(repo) if repo else hub_root(), ignore_errors=True)
@@ -212,9 +229,9 @@ def _offline(repo: str, revision: str | None, label: str, why: str) -> HubCheckp
     if hit is not None:
         return hit
     raise ModelLoadError(
-        f"{label} is not in detokgui's cache and the hub cannot be reached ({why}). Connect "
-        "once to download its layer 0 (it is then cached), or open a local checkpoint "
-        "folder instead.")
+        f"{label} is not in detokgui's cache and the hub cannot be reached ({why})."
+        f"{did_you_mean(label)} Connect once to download its layer 0 (it is then cached), "
+        "or open a local checkpoint folder instead.")
 
 
 def _model_info(repo: str, revision: str | None, label: str):
@@ -255,7 +272,8 @@ def _http_error(exc, label: str, revision: str | None) -> ModelLoadError:
         if status == 401:
             return ModelLoadError(f"There is no model {label} on the hub, or it is private or "
                                   f"gated: {login}.")
-        return ModelLoadError(f"There is no model named {label} on the Hugging Face hub.")
+        return ModelLoadError(f"There is no model named {label} on the Hugging Face hub."
+                              f"{did_you_mean(label)}")
     if status in (401, 403):
         return ModelLoadError(f"The hub refused access to {label} ({status}): it is private "
                               f"or gated; {login} with a token that may read it.")

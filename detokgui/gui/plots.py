@@ -7,6 +7,7 @@ PySide6 6.12 (pyqtgraph issue #3485).
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,10 +30,12 @@ from PySide6.QtCore import (
 from PySide6.QtGui import (
     QAction,
     QColor,
+    QFont,
     QFontMetrics,
     QFontMetricsF,
     QImage,
     QPainter,
+    QPainterPath,
     QPen,
     QTextOption,
 )
@@ -265,11 +268,73 @@ def _export_size(widget: QWidget) -> QSize:
     return size
 
 
-def render_png(widget: QWidget, scale: float = 2.0) -> bytes:
+FOOTER_PT = 7.0  # the footer of an exported plot: small grey lines below it
+FOOTER_GREY = QColor(89, 89, 89)  # the figures' "0.35"
+FOOTER_MARGIN = 6.0
+
+
+def _footer_font() -> QFont:
+    font = QFont()
+    font.setPointSizeF(FOOTER_PT)
+    return font
+
+
+def footer_lines(parts: Sequence[str], width: float) -> list[str]:
+    """The footer's parts joined with " · " into as few lines as fit `width` pixels (a
+    part wider than that breaks between words), as the exported figures' footer
+    (`figures.style.wrap_parts`)."""
+    metrics = QFontMetricsF(_footer_font())
+    room = width - 2 * FOOTER_MARGIN
+    lines: list[str] = []
+    for part in (str(p) for p in parts if p):
+        joined = f"{lines[-1]} · {part}" if lines else part
+        if lines and metrics.horizontalAdvance(joined) <= room:
+            lines[-1] = joined
+            continue
+        lines.append("")
+        for word in part.split(" "):
+            longer = f"{lines[-1]} {word}" if lines[-1] else word
+            if lines[-1] and metrics.horizontalAdvance(longer) > room:
+                lines.append(word)
+            else:
+                lines[-1] = longer
+    return lines
+
+
+def _footer_height(lines: Sequence[str]) -> float:
+    if not lines:
+        return 0.0
+    return len(lines) * QFontMetricsF(_footer_font()).lineSpacing() + 2 * FOOTER_MARGIN
+
+
+def _paint_footer(painter: QPainter, top: float, width: float, lines: Sequence[str],
+                  outlines: bool = False) -> None:
+    """The footer's lines from `top` down; `outlines`: as glyph outlines (SVG: every
+    renderer then draws them alike, whatever fonts it has, as the figures' SVG text)."""
+    font = _footer_font()
+    metrics = QFontMetricsF(font)
+    painter.save()
+    painter.setPen(FOOTER_GREY)
+    for k, line in enumerate(lines):
+        baseline = top + FOOTER_MARGIN + k * metrics.lineSpacing() + metrics.ascent()
+        if outlines:
+            path = QPainterPath()
+            path.addText(QPointF(FOOTER_MARGIN, baseline), font, line)
+            painter.fillPath(path, FOOTER_GREY)
+        else:
+            painter.setFont(font)
+            painter.drawText(QPointF(FOOTER_MARGIN, baseline), line)
+    painter.restore()
+
+
+def render_png(widget: QWidget, scale: float = 2.0, footer: Sequence[str] = ()) -> bytes:
     """`widget` drawn at `scale` times its on-screen size, as PNG bytes: a high-DPI
-    rendering, with lines, markers and text in the same proportions as on screen."""
+    rendering, with lines, markers and text in the same proportions as on screen;
+    `footer`'s parts in small grey lines below it (`footer_lines`)."""
     size = _export_size(widget)
-    img = QImage(round(size.width() * scale), round(size.height() * scale), QImage.Format_ARGB32)
+    lines = footer_lines(footer, size.width())
+    height = size.height() + _footer_height(lines)
+    img = QImage(round(size.width() * scale), round(height * scale), QImage.Format_ARGB32)
     img.setDevicePixelRatio(scale)
     img.fill(QColor("white"))
     painter = QPainter(img)
@@ -280,7 +345,10 @@ def render_png(widget: QWidget, scale: float = 2.0) -> bytes:
         widget.scene().render(painter, QRectF(0, 0, size.width(), size.height()), source)
     else:
         widget.render(painter)
+    _paint_footer(painter, size.height(), size.width(), lines)
     painter.end()
+    if footer:  # the footer also as the PNG's text, for programs (and tests) that read it
+        img.setText("Description", " · ".join(footer))
     img.setDevicePixelRatio(1.0)
     return png_bytes(img)
 
@@ -354,14 +422,17 @@ def _intersect(clip, path):
     return path if clip is None else clip.intersected(path)
 
 
-def render_svg(widget: QWidget, title: str = "detokgui plot") -> bytes:
+def render_svg(widget: QWidget, title: str = "detokgui plot", footer: Sequence[str] = ()) -> bytes:
     """`widget` as an SVG document (1 unit = 1 pixel on screen) that renders alike in
-    every SVG renderer (see `gui.svg.portable_svg`)."""
+    every SVG renderer (see `gui.svg.portable_svg`), `footer` below it as `render_png`'s."""
     from PySide6.QtSvg import QSvgGenerator
 
     from detokgui.gui.svg import portable_svg
 
     size = _export_size(widget)
+    lines = footer_lines(footer, size.width())
+    plot_height = size.height()
+    size = QSize(size.width(), round(plot_height + _footer_height(lines)))
     buf = QBuffer()
     buf.open(QIODevice.WriteOnly)
     # SVG 1.1 (not the default Tiny 1.2) keeps the plots' clipping: curves stay inside
@@ -374,12 +445,14 @@ def render_svg(widget: QWidget, title: str = "detokgui plot") -> bytes:
     gen.setSize(size)
     gen.setViewBox(QRectF(0, 0, size.width(), size.height()))
     gen.setTitle(title)
-    gen.setDescription("exported by detokgui")
+    gen.setDescription(" · ".join(footer) if footer else "exported by detokgui")
     painter = QPainter(gen)
+    painter.fillRect(QRectF(0, 0, size.width(), size.height()), QColor("white"))
     if isinstance(widget, QGraphicsView):
         paint_view(widget, painter)
     else:
         widget.render(painter)
+    _paint_footer(painter, plot_height, size.width(), lines, outlines=True)
     ok = painter.end()
     del painter, gen  # the generator must not outlive the QApplication
     if not ok:
@@ -387,14 +460,16 @@ def render_svg(widget: QWidget, title: str = "detokgui plot") -> bytes:
     return portable_svg(bytes(buf.data()))
 
 
-def save_png(widget: QWidget, path: str | Path, scale: float = 2.0) -> None:
-    """Render `widget` into a PNG at `scale` times its on-screen size; the file appears
-    whole or not at all."""
-    write_bytes(path, render_png(widget, scale))
+def save_png(widget: QWidget, path: str | Path, scale: float = 2.0,
+             footer: Sequence[str] = ()) -> None:
+    """Render `widget` into a PNG at `scale` times its on-screen size, `footer` below it;
+    the file appears whole or not at all."""
+    write_bytes(path, render_png(widget, scale, footer))
 
 
-def save_svg(widget: QWidget, path: str | Path, title: str = "detokgui plot") -> None:
-    write_bytes(path, render_svg(widget, title))
+def save_svg(widget: QWidget, path: str | Path, title: str = "detokgui plot",
+             footer: Sequence[str] = ()) -> None:
+    write_bytes(path, render_svg(widget, title, footer))
 
 
 def save_csv(table: Table, path: str | Path) -> int:
@@ -440,14 +515,26 @@ class PlotFrame(QWidget):
         menu.addActions(self.export_actions)
         menu.popup(self.view.mapToGlobal(pos))
 
+    def footer(self) -> list[str]:
+        """The parts of an exported image's footer: what the panel this plot belongs to
+        says of itself (`Panel.export_footer`: the model and the conventions), as every
+        exported figure's footer does; ["detokgui"] outside a panel."""
+        owner = self.parent()
+        while owner is not None and not hasattr(owner, "export_footer"):
+            owner = owner.parent()
+        return owner.export_footer() if owner is not None else ["detokgui"]
+
     def export(self, path: str | Path) -> int | None:
-        """Write PNG, SVG or CSV by the file's suffix; CSV returns the row count."""
+        """Write PNG, SVG or CSV by the file's suffix; CSV returns the row count. PNG and
+        SVG carry `footer()` below the plot."""
         path = Path(path)
         fmt = path.suffix.lower().lstrip(".")
         if fmt == "png":
-            save_png(self.view, path)
+            save_png(self.view, path, footer=self.footer())
         elif fmt == "svg":
-            save_svg(self.view, path, title=self.name)
+            footer = self.footer()
+            title = " — ".join([self.name, *footer[1:2]])
+            save_svg(self.view, path, title=title, footer=footer)
         elif fmt == "csv":
             table = self.table_fn() if self.table_fn else None
             if table is None:
@@ -540,10 +627,10 @@ class _MatrixCells:
         self.colorbar_label = ""
 
     def set_colorbar_label(self, text: str) -> None:
-        """What the colours mean, written along the colour bar."""
-        self.colorbar_label = text
+        """What the colours mean (plain text), written along the colour bar."""
+        self.colorbar_label = html.escape(text)  # an axis label is rich text: "<" is a tag
         if self.colorbar is not None:
-            self.colorbar.getAxis("right").setLabel(text)
+            self.colorbar.getAxis("right").setLabel(self.colorbar_label)
 
     def make_colorbar(self) -> ColorBar:
         """This map's colour bar, made on first use and kept."""

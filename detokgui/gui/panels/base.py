@@ -30,6 +30,7 @@ from functools import partial
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
+from detokgui.core.conventions import COLOUR_SIGN_NOTE, POSITION_CONVENTIONS
 from detokgui.gui.jobs import JobRunner
 from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.state import AppState
@@ -278,6 +279,40 @@ class Panel(QWidget):
 
     def plot_frames(self) -> list:
         return []
+
+    #: Whether the plots colour signed values (T_ee, the six terms): the footer then says
+    #: which colour is which sign.
+    signed_colours = False
+
+    def export_footer(self) -> list[str]:
+        """The footer of this panel's exported PNG and SVG files, as every exported figure
+        has one (`figures.style.new_figure`): detokgui and its version, the model
+        (`figures.labels.model_text`: name, commit, family, shapes, temperature), the view
+        and the conventions of the drawn result (`result_conventions`)."""
+        from detokgui import __version__
+        from detokgui.figures.labels import model_text
+
+        parts = [f"detokgui {__version__}"]
+        if self.layer is not None:
+            parts.append(model_text(self.layer))
+        parts.append(f"view: {self.title}")
+        parts += self.result_conventions()
+        if self.signed_colours:
+            parts.append(COLOUR_SIGN_NOTE)
+        return parts
+
+    def result_conventions(self) -> list[str]:
+        """The conventions the drawn result was computed with, read from it: its token
+        sigma (`SigmaChoice`) and its position convention; panels with others add them."""
+        res = self.result if "" in self.channels else None
+        parts = []
+        sigma = getattr(res, "sigma", None)
+        if hasattr(sigma, "label"):
+            parts.append(sigma.label())
+        convention = getattr(res, "convention", None)
+        if convention in POSITION_CONVENTIONS:
+            parts.append(f"position σ: {convention} convention")
+        return parts
 
     def job_input(self):
         """What `compute` is given besides the request: the model (A); a comparison

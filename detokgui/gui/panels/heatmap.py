@@ -94,6 +94,7 @@ class HeatmapResult:
 class HeatmapPanel(Panel):
     title = "Affinity heatmap"
     view_name = "heatmap"
+    signed_colours = True
     tooltip = "T_ee between all pairs of a token set, per head (A3)"
 
     def __init__(self, state, jobs, parent=None):
@@ -205,8 +206,7 @@ class HeatmapPanel(Panel):
                     view.addItem(hm, row=k // cols, col=k % cols)
                 maps[0].attach_colorbar(view.ci, 0, cols, rowspan=math.ceil(len(maps) / cols))
             self.maps = maps
-        maps[0].set_colorbar_label(f"{kind if raw else f'T_ee ({res.sigma.label()})'}; "
-                                   f"{COLOUR_SIGN}")
+        maps[0].set_colorbar_label(f"{kind}: {COLOUR_SIGN}")  # σ: in the title
         for k, (h, hm) in enumerate(zip(res.heads, maps)):
             if n_maps == 1:
                 hm.setTitle(heatmap_title(res, h), size="10pt")

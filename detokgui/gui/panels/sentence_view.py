@@ -104,6 +104,7 @@ def sentence_job(layer, req: Request):
 class SentenceViewPanel(Panel):
     title = "Sentence view"
     view_name = "sentence"
+    signed_colours = True
     tooltip = ("A text's six term matrices, their sum, the predicted and the model's own "
                "attention, per head (C1)")
 

@@ -205,7 +205,8 @@ def test_window_opens_an_opt_checkpoint(qtbot, tmp_path):
 
     folder, _ = write(tmp_path / "opt", "opt", seed=11)
     win = open_window(qtbot, folder)
-    assert "OPT, d=40, 5 heads" in win.model_label.text()
+    assert "OPT architecture" in win.model_label.text()
+    assert "5 heads · d=40" in win.model_facts.text()
     assert "OPT" in win.windowTitle()
     for view in ("topk", "bias", "sentence"):
         win.show_view(view)

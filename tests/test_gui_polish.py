@@ -44,13 +44,32 @@ def test_long_texts_never_widen_the_window(window, qtbot):
     assert win.width() == 1024 and win.height() == 700
     sb = win.statusBar()
     # message, model and corpus: separate widgets side by side, the long texts elided
-    assert disjoint(sb.message_label, win.model_label, win.corpus.label)
+    assert disjoint(sb.message_label, win.model_label, win.model_facts, win.corpus.label)
     assert win.model_label.shown_text().endswith("…")
     assert win.model_label.toolTip().startswith("a model with a very long name")
     assert sb.currentMessage().startswith("Could not read") and sb.message_label.shown_text() \
         .endswith("…")
-    for label in (sb.message_label, win.model_label, win.corpus.label):
+    for label in (sb.message_label, win.model_label, win.model_facts, win.corpus.label):
         assert label.geometry().right() <= sb.width()
+    # the model's facts stay whole: the long name gives way
+    assert win.model_facts.width() >= win.model_facts.sizeHint().width()
+
+
+def test_status_bar_shows_the_model_facts_at_common_widths(window, qtbot):
+    """Device, vocabulary, positions, heads, temperature and load time are seen whole at
+    1024 and 1400 pixels, with a corpus open and a progress message shown."""
+    win = window
+    win.corpus.label.setText("corpus: sample corpus (1 file, 1.1 MB)")
+    win.show_message("whole-vocabulary pass: heads 0-7, 246/50257 tokens — 33 s left")
+    for width in (1024, 1400):
+        win.resize(width, 700)
+        qtbot.waitUntil(lambda w=width: win.width() == w)
+        qtbot.wait(30)
+        facts = win.model_facts
+        assert facts.isVisible() and facts.width() >= facts.sizeHint().width(), width
+        assert facts.geometry().right() <= win.statusBar().width()
+        for part in ("CPU", "V=50,257", "L=128", "4 heads", "τ = √d′ = 4", "loaded in"):
+            assert part in facts.text()
 
 
 def test_default_size_fits_and_size_is_remembered(qtbot, tiny_ckpt):
@@ -93,7 +112,7 @@ def test_load_time_is_the_wall_time_and_loading_is_said(qtbot, tiny_ckpt):
     layer = win.state.layer
     # from the request to a model ready with its sigma table: more than the weights' load
     assert layer.load_seconds <= win.load_seconds <= wall
-    assert f"loaded in {win.load_seconds:.1f} s" in win.model_label.text()
+    assert f"loaded in {win.load_seconds:.1f} s" in win.model_facts.text()
     assert "loading" not in win.model_label.text()
     wait_idle(qtbot, win)
     close_jobs(win)

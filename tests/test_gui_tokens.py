@@ -22,9 +22,11 @@ def panel(win, name):
 
 def test_model_loads_through_the_window(window):
     layer = window.state.layer
-    text = window.model_label.text()
-    assert "CPU" in text and "V=50,257" in text and "loaded in" in text
-    assert layer.summary in text and "τ = √d′ = 4" in text  # "GPT-2, d=64, 4 heads"
+    facts = window.model_facts.text()
+    assert "CPU" in facts and "V=50,257" in facts and "loaded in" in facts
+    assert "4 heads" in facts and "d=64" in facts and "τ = √d′ = 4" in facts
+    assert "GPT-2 architecture" in window.model_label.text()
+    assert layer.summary in window.model_label.toolTip()  # "GPT-2 architecture, d=64, 4 heads"
     assert window.head_spin.maximum() == layer.n_heads - 1
     assert not window.banner.isVisible()
     assert window.state.query_token == KOREA  # the default query: ' Korea'

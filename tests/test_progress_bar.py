@@ -45,3 +45,31 @@ def test_a_plain_progress_bar_paints_everything_at_once(qtbot):
     before = other.painted
     bar.setValue(500)
     assert other.painted == before + 1
+
+
+def test_remaining_time_rule_and_text():
+    from detokgui.gui.progress_bar import duration_text, remaining_seconds
+
+    assert remaining_seconds(1.0, 0.5) is None  # too early to tell
+    assert remaining_seconds(10.0, 0.01) is None  # too little done
+    assert remaining_seconds(10.0, 0.25) == 30.0
+    assert remaining_seconds(10.0, 1.0) is None
+    assert [duration_text(s) for s in (0.4, 8, 80, 605, 7500)] == [
+        "0 s", "8 s", "1 min 20 s", "10 min", "2 h 05 min"]
+
+
+def test_the_bar_shows_the_time_left(qtbot, monkeypatch):
+    from detokgui.gui import progress_bar
+
+    now = [100.0]
+    monkeypatch.setattr(progress_bar.time, "monotonic", lambda: now[0])
+    bar = ProgressBar()
+    qtbot.addWidget(bar)
+    bar.start("auroc")
+    bar.set_fraction(0.1, "auroc")
+    assert bar.format() == "%p%"  # not yet: the start of a job says little of its rate
+    now[0] += 20.0
+    bar.set_fraction(0.2, "auroc")
+    assert bar.format() == "%p% · 1 min 20 s left" and bar.text() == "20% · 1 min 20 s left"
+    bar.set_fraction(0.5, "other")  # a job not started through `start`: no estimate
+    assert bar.format() == "%p%"

@@ -112,7 +112,7 @@ def test_figure_footer_and_index_name_family_and_tau(tiny_layer, unscaled_layer,
     for layer, tau_text in ((tiny_layer, "τ = √d′ = 4"), (unscaled_layer, UNSCALED)):
         drawn = FIGURES["fig03cd_tp_tpp"].build(FigureContext(layer))
         footer = _footer(drawn)
-        assert f"(GPT-2, d=64, 4 heads, {tau_text})" in footer
+        assert f"(GPT-2 architecture, d=64, 4 heads, {tau_text})" in footer
         assert drawn.convention.endswith(tau_text)  # the index's conventions column
         header, rows = drawn.data
         assert header[-1] == "temperature"
@@ -136,8 +136,8 @@ def test_panel_title_and_status_bar(qtbot, unscaled_ckpt):
     win = open_window(qtbot, unscaled_ckpt)
     try:
         layer = win.state.layer
-        text = win.model_label.text()
-        assert layer.summary in text and UNSCALED in text
+        assert layer.summary in win.model_label.toolTip()
+        assert "τ = 1 (unscaled)" in win.model_facts.text()
         assert "GPT-2" in win.windowTitle()
         win.show_view("bias")
         panel = win.panel("bias")
@@ -151,7 +151,7 @@ def test_panel_title_and_status_bar(qtbot, unscaled_ckpt):
 
 def test_gpt2_panel_title_says_sqrt_d(window, qtbot):
     win = window
-    assert "τ = √d′ = 4" in win.model_label.text()
+    assert "τ = √d′ = 4" in win.model_facts.text()
     win.show_view("bias")
     panel = win.panel("bias")
     qtbot.waitUntil(lambda: panel.shown_request is not None and panel.settled(), timeout=10000)
@@ -170,7 +170,7 @@ def test_recent_models_show_the_family(qtbot, tiny_ckpt):
         name = str(tiny_ckpt)
         assert win.recent_families() == {name: "gpt2"}
         labels = [a.text() for a in win.recent_menu.actions()]
-        assert labels == [f"{name} (GPT-2)"]
+        assert labels == [f"{name} (GPT-2 architecture)"]
     finally:
         close_jobs(win)
     # settings written before families were remembered: a plain list of names
@@ -188,7 +188,7 @@ def test_recent_models_show_the_family(qtbot, tiny_ckpt):
         assert [a.text() for a in old.recent_menu.actions()] == [name, "gpt2-medium"]
         old.recent_menu.actions()[0].trigger()  # an old entry still loads
         qtbot.waitUntil(lambda: old.state.layer is not None, timeout=60000)
-        assert [a.text() for a in old.recent_menu.actions()] == [f"{name} (GPT-2)",
+        assert [a.text() for a in old.recent_menu.actions()] == [f"{name} (GPT-2 architecture)",
                                                                   "gpt2-medium"]
         assert old.recent_families() == {name: "gpt2"}
     finally:

@@ -128,8 +128,9 @@ class Layer0:
 
     @property
     def summary(self) -> str:
-        """One line for status bars and footers: "OPT, d=768, 12 heads"."""
-        return f"{self.family_label}, d={self.d}, {self.n_heads} heads"
+        """One line for status bars and footers: "OPT architecture, d=768, 12 heads" (the
+        architecture, so that a model that is not GPT-2 does not read as GPT-2)."""
+        return f"{self.family_label} architecture, d={self.d}, {self.n_heads} heads"
 
     @property
     def temperature(self) -> float:

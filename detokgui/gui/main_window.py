@@ -149,9 +149,10 @@ def short_name(name: str, most: int = 40) -> str:
 
 
 def with_family(name: str, family: str) -> str:
-    """"gpt2 (GPT-2)": a model's name and its family, unless the name already says it
-    (the demo models' names do) or the family is not known ("")."""
-    return f"{name} ({family})" if family and family not in name else name
+    """"gpt2 (GPT-2 architecture)": a model's name and its family's architecture, unless
+    the name already says it (the demo models' names do) or the family is not known ("").
+    "architecture", not the family alone: "random demo model (GPT-2)" read as GPT-2."""
+    return f"{name} ({family} architecture)" if family and family not in name else name
 
 
 def default_query(layer) -> int:
@@ -223,6 +224,7 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
         self._build_menus()
         self.jobs.progress.connect(self._on_progress)
+        self.jobs.submitted.connect(self.progress.start)
         self.jobs.failed.connect(self._on_job_failed)
         self.jobs.busyChanged.connect(self._on_busy)
         self.jobs.cancelled.connect(self._on_cancelled)
@@ -267,12 +269,18 @@ class MainWindow(QMainWindow):
     def _build_status_bar(self) -> None:
         sb = StatusBar()
         self.setStatusBar(sb)
-        self.model_label = ElidedLabel("no model", max_hint=560)
+        self.model_label = ElidedLabel("no model", max_hint=420)
         self.model_label.setObjectName("model_label")
         sb.addPermanentWidget(self.model_label)
+        # the model's facts beside its name, never elided: a long name gives way first
+        self.model_facts = QLabel("")
+        self.model_facts.setObjectName("model_facts")
+        self.model_facts.setToolTip(
+            "The model's device, vocabulary size V, positions L, heads, width d, softmax "
+            "temperature τ, and the time it took to load and fold layer 0")
+        sb.addPermanentWidget(self.model_facts)
         self.progress = ProgressBar()
         self.progress.setMaximumWidth(220)
-        self.progress.setTextVisible(False)
         self.progress.hide()
         sb.addPermanentWidget(self.progress)
         self.cancel_button = QToolButton()
@@ -562,18 +570,29 @@ class MainWindow(QMainWindow):
             "Use the <i>Model</i> menu to open another model, a local folder, or the demo model."
         )
 
+    def model_facts_text(self, layer) -> str:
+        """"CPU · V=50,257 · L=1,024 · 12 heads · d=768 · τ = √d′ = 8 · loaded in 2.1 s":
+        what the status bar keeps in view whatever the window's width."""
+        took = f" · loaded in {self.load_seconds:.1f} s" if self.load_seconds else ""
+        return (f"{layer.device.type.upper()} · V={layer.n_vocab:,} · L={layer.n_positions:,} · "
+                f"{layer.n_heads} heads · d={layer.d} · {temperature_label(layer, short=True)}"
+                f"{took}")
+
     def _show_model_label(self, *_) -> None:
-        """The model shown (or "no model"), and the one being loaded, if any."""
+        """The model shown (or "no model") with its architecture, and its facts
+        (`model_facts_text`) beside it; the one being loaded, if any."""
         layer = self.state.layer
         if layer is None:
             text = "no model"
         else:
-            took = f" | loaded in {self.load_seconds:.1f} s" if self.load_seconds else ""
-            text = (f"{self.model_title(layer)} | {layer.summary}, {temperature_label(layer)} | "
-                    f"{layer.device.type.upper()} | V={layer.n_vocab:,} L={layer.n_positions} "
-                    f"d′={layer.d_head}{took}")
+            text = with_family(self.model_title(layer), layer.family_label)
+        self.model_facts.setText(self.model_facts_text(layer) if layer is not None else "")
+        self.model_facts.setVisible(layer is not None)
         revision = getattr(layer, "revision", None) if layer is not None else None
         note = f"Resolved commit {revision}" if revision else ""
+        if layer is not None:
+            note = "\n".join(t for t in (f"{layer.name}: {layer.summary}, "
+                                         f"d′={layer.d_head}", note) if t)
         if self.loading_name is not None:
             # short: the download's progress message beside it needs the room
             text = f"loading {DEMO_LABELS.get(self.loading_name, self.loading_name)}…"
@@ -794,10 +813,12 @@ class MainWindow(QMainWindow):
 
     @Slot(str, float, str)
     def _on_progress(self, key: str, fraction: float, message: str) -> None:
-        self.progress.set_fraction(fraction)
+        self.progress.set_fraction(fraction, key)
         if message:
-            self._progress_message = message
-            self.statusBar().showMessage(message)
+            left = self.progress.left_text(key, fraction)
+            self._progress_message = f"{message} — {left}" if left else message
+            self.statusBar().showMessage(self._progress_message)
+            self.progress.setToolTip(self._progress_message)  # whole, however narrow
 
     @Slot(bool)
     def _on_busy(self, busy: bool) -> None:
@@ -809,6 +830,7 @@ class MainWindow(QMainWindow):
             self.progress.hide()
             self.cancel_button.hide()
         self.progress.set_fraction(0.0)
+        self.progress.reset_jobs()
         if self._notice:  # progress messages covered it: show it again
             self.show_message(self._notice, NOTICE_MS)
             self._notice = ""

@@ -1,12 +1,40 @@
-"""The status bar's progress bar."""
+"""The status bar's progress bar, with the time a job has left."""
 
 from __future__ import annotations
 
+import time
+
+from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QProgressBar
+
+#: A job's remaining time is shown once it has run this long and done this share: before,
+#: the rate is mostly its start-up.
+ETA_AFTER_S = 2.0
+ETA_AFTER_FRACTION = 0.02
+
+
+def duration_text(seconds: float) -> str:
+    """"8 s", "1 min 20 s", "2 h 05 min": a remaining time to the precision worth reading."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s" if s < 600 else f"{round(s / 60)} min"
+    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+
+
+def remaining_seconds(elapsed: float, fraction: float) -> float | None:
+    """The time left at a constant rate, elapsed (1 - f) / f; None while too little has run
+    to tell (`ETA_AFTER_S`, `ETA_AFTER_FRACTION`)."""
+    if elapsed < ETA_AFTER_S or fraction < ETA_AFTER_FRACTION or fraction >= 1.0:
+        return None
+    return elapsed * (1.0 - fraction) / fraction
 
 
 class ProgressBar(QProgressBar):
-    """A QProgressBar whose `set_fraction` repaints it with the window's next paint.
+    """A QProgressBar showing "37% · 1 min 20 s left" for the job that reported last
+    (`start(key)` when a job starts, `set_fraction(fraction, key)` as it reports), whose
+    `set_fraction` repaints it with the window's next paint.
 
     QProgressBar.setValue repaints at once (`repaint()`), and a widget's synchronous
     repaint paints everything the window has pending: each progress report of a job
@@ -16,12 +44,38 @@ class ProgressBar(QProgressBar):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setRange(0, 1000)
+        self.setFormat("%p%")
+        self._started: dict[str, float] = {}
+        # room for the longest text it shows: a narrow window's other labels give way
+        self.setMinimumWidth(self.fontMetrics().horizontalAdvance("100% · 10 min 00 s left")
+                             + 24)
 
-    def set_fraction(self, fraction: float) -> None:
-        """Show `fraction` (clamped to 0..1) done."""
-        value = int(1000 * max(0.0, min(1.0, fraction)))
-        if value == self.value():
+    @Slot(str)
+    def start(self, key: str) -> None:
+        """A job with `key` starts now: its remaining time is measured from here."""
+        self._started[key] = time.monotonic()
+
+    def left_text(self, key: str, fraction: float) -> str:
+        """"1 min 20 s left" for the job `key` at `fraction`, or "" while unknown."""
+        started = self._started.get(key)
+        if started is None:
+            return ""
+        left = remaining_seconds(time.monotonic() - started, fraction)
+        return "" if left is None else f"{duration_text(left)} left"
+
+    def set_fraction(self, fraction: float, key: str = "") -> None:
+        """Show `fraction` (clamped to 0..1) done, and the time job `key` has left."""
+        fraction = max(0.0, min(1.0, fraction))
+        value = int(1000 * fraction)
+        left = self.left_text(key, fraction)
+        text = f"%p% · {left}" if left else "%p%"
+        if value == self.value() and text == self.format():
             return
         self.setUpdatesEnabled(False)  # no repaint() inside setValue
+        self.setFormat(text)
         self.setValue(value)
         self.setUpdatesEnabled(True)  # update(): painted with the rest of the window
+
+    def reset_jobs(self) -> None:
+        """No job runs: forget their start times."""
+        self._started.clear()

@@ -65,6 +65,7 @@ class NoBigram:
 class AUROCPanel(Panel):
     title = "Bigram AUROC"
     view_name = "auroc"
+    empty_names_input = True
     tooltip = ("How well each head's token-token scores pick out the tokens that precede "
                "the query in the corpus (A5, Fig 2-C/D)")
 
@@ -142,10 +143,15 @@ class AUROCPanel(Panel):
         model = self.table.records()
         if res is None:
             model.set_records((), [])
-            self.bars.setTitle("Choose a corpus (Corpus menu) to compute the bigram AUROC."
-                               if self.layer is not None else " ")
+            self.bars.setTitle(self.empty_message(
+                "Choose a corpus (Corpus menu) to compute the bigram AUROC.",
+                "Counting the corpus's bigrams and computing every head's AUROC… (progress "
+                "and Cancel in the status bar)"))
+            self._head_axis(range(self.layer.n_heads) if self.layer is not None else [])
+            self.bars.setRange(yRange=(0, 1), padding=0)
             self.table_label.setText(" ")
-            self.status.setText(" ")
+            if not self.status.busy:
+                self.status.setText(" ")
             return
         conv = self.options.value.no_bigram
         means, used = res.head_means(conv)
@@ -165,9 +171,8 @@ class AUROCPanel(Panel):
             label.setPos(i, m if np.isfinite(m) else 0)
             self.bars.addItem(label)
         self.bars.addLine(y=0.5, pen=pg.mkPen("#999", width=1, style=Qt.DashLine))
-        self.bars.setRange(xRange=(-0.6, len(x) - 0.4), yRange=(0, max(1.0, top) * 1.12),
-                           padding=0)
-        self.bars.getAxis("bottom").setTicks([[(i, str(h)) for i, h in enumerate(res.heads)]])
+        self._head_axis(res.heads)
+        self.bars.setRange(yRange=(0, max(1.0, top) * 1.12), padding=0)
         n_text = (f"{num(int(used[0]))} query tokens" if same_n and len(used)
                   else "n = query tokens in the mean")
         self.bars.setTitle(f"Mean bigram AUROC per head ({n_text})<br>"
@@ -219,6 +224,12 @@ class AUROCPanel(Panel):
         return (["head", "mean_auroc", "query_tokens", "no_bigram"],
                 [(h, float(m), int(n), conv) for h, m, n in
                  zip(res.heads, means.tolist(), used.tolist())])
+
+    def _head_axis(self, heads) -> None:
+        """The bar chart's x axis: one tick per head, bar i at x = i."""
+        heads = list(heads)
+        self.bars.getAxis("bottom").setTicks([[(i, str(h)) for i, h in enumerate(heads)]])
+        self.bars.setXRange(-0.6, max(len(heads), 1) - 0.4, padding=0)
 
     # ------------------------------------------------------------------ one token
 

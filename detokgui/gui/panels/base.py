@@ -243,6 +243,7 @@ class Panel(QWidget):
         if type(self).request is not Panel.request:
             self.add_channel("", self.request, self.compute, self.draw, label=self.title)
         state.modelChanged.connect(self._model_changed)
+        self.status.busyChanged.connect(self._busy_changed)
         for signal in (state.headChanged, state.queryTokenChanged, state.keyTokenChanged,
                        state.queryPositionChanged, state.tokenSetChanged, state.sigmaChanged,
                        state.corpusChanged):
@@ -279,6 +280,29 @@ class Panel(QWidget):
 
     def plot_frames(self) -> list:
         return []
+
+    #: Whether the empty view (`draw(None)`) names what the user has to give (a corpus):
+    #: it is then drawn again when the computation starts and ends, its text from
+    #: `empty_message`, so that it never asks for what is already being used.
+    empty_names_input = False
+
+    def empty_message(self, missing: str, computing: str) -> str:
+        """What an empty view says: nothing without a model; `missing` while the request
+        is None (what to choose); `computing` while the result is being computed (where the
+        progress is); after a cancelled or failed computation, where to read why."""
+        if self.layer is None or "" not in self.channels:
+            return " "
+        ch = self.channels[""]
+        if ch.wanted() is None:
+            return missing
+        if ch.pending is not None:
+            return computing
+        return "Not computed: see the line below the plots."
+
+    @Slot(bool)
+    def _busy_changed(self, _busy: bool) -> None:
+        if self.empty_names_input and "" in self.channels and self.result is None:
+            self.draw(None)
 
     #: Whether the plots colour signed values (T_ee, the six terms): the footer then says
     #: which colour is which sign.

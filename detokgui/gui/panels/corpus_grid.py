@@ -15,6 +15,7 @@ class CorpusGridPanel(Panel):
     `describe(head, position)`, a click that chooses the query position."""
 
     frame_name = "plot"
+    empty_names_input = True
 
     def add_grid(self, layout, tip: str) -> None:
         self.frame = PlotFrame(self.frame_name, self.table)
@@ -44,11 +45,14 @@ class CorpusGridPanel(Panel):
         return self.layer.n_positions if self.layer is not None else 0
 
     def draw_nothing(self, what: str) -> None:
-        """No result: with a model, say that a corpus is needed to `what`."""
+        """No result: with a model, say that a corpus is needed to `what`, or that it is
+        being done (`Panel.empty_message`)."""
         self.grid.set_heads([])
-        self.grid.set_title(f"Choose a corpus (Corpus menu) to {what}."
-                            if self.layer is not None else " ")
-        self.status.setText(" ")
+        self.grid.set_title(self.empty_message(
+            f"Choose a corpus (Corpus menu) to {what}.",
+            f"Reading the corpus's texts to {what}… (progress and Cancel in the status bar)"))
+        if not self.status.busy:
+            self.status.setText(" ")
 
     def _hover(self, pos) -> None:
         res = self.result

@@ -51,6 +51,7 @@ class Request:
 class FrequencyPanel(Panel):
     title = "Frequency"
     view_name = "frequency"
+    empty_names_input = True
     tooltip = ("Token self-assertion T_e and embedding statistics against corpus frequency "
                "(A6, Figs 5, 6, 11)")
 
@@ -135,9 +136,11 @@ class FrequencyPanel(Panel):
             self.ids = np.zeros(0, dtype=np.int64)
             self.points.set_points([], [])
             self.points.mark_point(-1)
-            self.plot.setTitle("Choose a corpus (Corpus menu) to count its tokens."
-                               if self.layer is not None else " ")
-            self.status.setText(" ")
+            self.plot.setTitle(self.empty_message(
+                "Choose a corpus (Corpus menu) to count its tokens.",
+                "Counting the corpus's tokens… (progress and Cancel in the status bar)"))
+            if not self.status.busy:
+                self.status.setText(" ")
             return
         head = min(self.state.head, len(fs.heads) - 1)
         ids, x, y, xl, yl, title = self.series(fs, head)

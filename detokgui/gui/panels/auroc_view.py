@@ -150,8 +150,7 @@ class AUROCPanel(Panel):
             self._head_axis(range(self.layer.n_heads) if self.layer is not None else [])
             self.bars.setRange(yRange=(0, 1), padding=0)
             self.table_label.setText(" ")
-            if not self.status.busy:
-                self.status.setText(" ")
+            self.clear_empty_status()
             return
         conv = self.options.value.no_bigram
         means, used = res.head_means(conv)

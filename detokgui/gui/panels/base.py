@@ -299,6 +299,12 @@ class Panel(QWidget):
             return computing
         return "Not computed: see the line below the plots."
 
+    def clear_empty_status(self) -> None:
+        """An empty view's status line: cleared when there is nothing to compute, but a
+        computation's "computing…" or why it stopped stays."""
+        if "" in self.channels and self.channels[""].wanted() is None:
+            self.status.setText(" ")
+
     @Slot(bool)
     def _busy_changed(self, _busy: bool) -> None:
         if self.empty_names_input and "" in self.channels and self.result is None:

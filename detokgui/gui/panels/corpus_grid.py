@@ -51,8 +51,7 @@ class CorpusGridPanel(Panel):
         self.grid.set_title(self.empty_message(
             f"Choose a corpus (Corpus menu) to {what}.",
             f"Reading the corpus's texts to {what}… (progress and Cancel in the status bar)"))
-        if not self.status.busy:
-            self.status.setText(" ")
+        self.clear_empty_status()
 
     def _hover(self, pos) -> None:
         res = self.result

@@ -139,8 +139,7 @@ class FrequencyPanel(Panel):
             self.plot.setTitle(self.empty_message(
                 "Choose a corpus (Corpus menu) to count its tokens.",
                 "Counting the corpus's tokens… (progress and Cancel in the status bar)"))
-            if not self.status.busy:
-                self.status.setText(" ")
+            self.clear_empty_status()
             return
         head = min(self.state.head, len(fs.heads) - 1)
         ids, x, y, xl, yl, title = self.series(fs, head)

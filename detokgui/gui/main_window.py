@@ -186,6 +186,7 @@ class MainWindow(QMainWindow):
         self.compare_error: str | None = None
         self.load_started = 0.0  # perf_counter() when the model was asked for
         self.load_seconds: float | None = None  # wall time from request to ready
+        self.help_dialog = None
         self._progress_message = ""
         self._notice = ""  # the last line the core logged while jobs ran
 
@@ -374,6 +375,13 @@ class MainWindow(QMainWindow):
         self._action(view_menu, "Cancel computations", self.cancel_jobs, QKeySequence("Esc"))
 
         help_menu = mb.addMenu("&Help")
+        self._action(help_menu, "Views and shortcuts", lambda: self.show_help("views"),
+                     QKeySequence.HelpContents,
+                     "Every view with what it shows and its shortcut, and every shortcut")
+        self._action(help_menu, "Conventions", lambda: self.show_help("conventions"), None,
+                     "The σ conventions, the softmax temperature, the colour sign and the "
+                     "default query position in brief, with the pages that explain them")
+        help_menu.addSeparator()
         self._action(help_menu, "About detokgui", self.about)
 
     def _action(self, menu, text, slot, shortcut=None, tip=""):
@@ -954,6 +962,27 @@ class MainWindow(QMainWindow):
                 return
             frame = frames[names.index(name)]
         frame.export_dialog(fmt)
+
+    def view_groups(self) -> list[tuple[str, list]]:
+        """(tab group, its views) in the window's order, the side panel first."""
+        from detokgui.gui.panels import PANEL_GROUPS, SIDE_PANEL_CLASSES
+
+        by_class = {type(p): p for p in self.panels}
+        return [("side panel", [by_class[c] for c in SIDE_PANEL_CLASSES]),
+                *((title, [by_class[c] for c in group]) for title, group in PANEL_GROUPS)]
+
+    def show_help(self, page: str = "views") -> None:
+        """The help dialog (one, not modal) at `page`, its texts made for the model now
+        shown."""
+        from detokgui.gui.help_dialog import HelpDialog
+
+        if self.help_dialog is None:
+            self.help_dialog = HelpDialog(self, page)
+        else:
+            self.help_dialog.refresh()
+            self.help_dialog.show_page(page)
+        self.help_dialog.show()
+        self.help_dialog.raise_()
 
     def about(self) -> None:
         from detokgui import __version__

@@ -15,7 +15,18 @@ import detokgui as dg
 from detokgui.core import Layer0
 from detokgui.core.affinity import random_token_sample, topk_keys
 from detokgui.core.auroc import bigram_row_sample, iter_sampled_auroc, roc_curve
-from detokgui.core.compare import Pair, iter_match_heads, match_heads, metric_pairs
+from detokgui.core.compare import (
+    NULL_ALPHA,
+    Pair,
+    iter_match_heads,
+    match_heads,
+    metric_pairs,
+    pattern_overlap,
+    query_shifts,
+    rotated_overlap,
+    shifted_agreement,
+    top_key_agreement,
+)
 from detokgui.core.corpus import layer_corpus_counts
 from detokgui.core.demo import demo_model_folder, sample_corpus, write_random_checkpoint
 from detokgui.core.frequency import frequency_stats
@@ -62,15 +73,17 @@ def test_a_model_against_itself(demo, demo2, counts):
     assert off.max() < 0.9  # the heads of the demo model differ
     assert [m.match_of_a(h) for h in range(H)] == list(range(H))
     assert [m.match_of_b(h) for h in range(H)] == list(range(H))
+    assert m.matched == [True] * H and m.matched_pairs == m.assignment  # all above θ
     counts2 = layer_corpus_counts(demo2, [sample_corpus()])
     ma = run(iter_head_metrics(demo, counts=counts, n_queries=Q))
     mb = run(iter_head_metrics(demo2, counts=counts2, n_queries=Q))
     rows = metric_pairs(m, ma, mb)
     assert len(rows) == H * len(HEAD_METRICS)
     assert {r[2] for r in rows} == set(HEAD_METRICS)
-    for a, b, metric, va, vb, diff in rows:
+    for a, b, metric, va, vb, diff, matched in rows:
         assert np.isfinite(va), metric  # every metric has a value with a corpus
         assert diff == 0.0 and va == vb, (a, b, metric)
+        assert matched == 1
 
 
 def permuted_demo(folder, perm):
@@ -110,6 +123,7 @@ def test_the_matching_recovers_a_head_permutation(demo, tmp_path):
     assert m.assignment == sorted((perm[i], i) for i in range(len(perm)))
     for i, p in enumerate(perm):
         assert m.similarity[p, i] == pytest.approx(1.0, abs=1e-5)
+    assert all(m.matched)
     seen = []
     m2 = run(iter_match_heads(Pair(permuted, demo), n_queries=Q), seen.append)
     assert m2.assignment == [(i, perm[i]) for i in range(len(perm))]
@@ -122,6 +136,101 @@ def test_a_job_stops_at_a_yield(demo2):
     job.close()  # cancelled: nothing kept
     again = run(iter_match_heads(Pair(demo2, demo2), n_queries=Q, seed=5))
     assert again.assignment == [(h, h) for h in range(demo2.n_heads)]
+
+
+# --------------------------------------------------------------------------- no match
+
+
+def random_layer(folder, seed, **shape):
+    return Layer0.from_pretrained(str(write_random_checkpoint(folder, seed=seed, **shape)),
+                                  device="cpu")
+
+
+@pytest.fixture(scope="module")
+def demo_shaped_random(tmp_path_factory):
+    """Random weights in the demo model's shapes (d = 128, 8 heads, 128 positions)."""
+    return random_layer(tmp_path_factory.mktemp("r128"), 21, n_embd=128, n_head=8,
+                        n_positions=128)
+
+
+def test_the_demo_against_random_weights_has_no_match(demo, demo_shaped_random):
+    m = match_heads(Pair(demo, demo_shaped_random), n_queries=Q)
+    H = demo.n_heads
+    assert len(m.assignment) == H  # the assignment pairs every head all the same
+    assert m.matched == [False] * H and m.matched_pairs == []
+    for a, b in m.assignment:
+        assert m.similarity[a, b] <= m.threshold[a, b] and m.p_adjusted[a, b] > NULL_ALPHA
+        assert m.verdict(a, b).startswith("no match: S ") and " ≤ θ " in m.verdict(a, b)
+        assert m.match_of_a(a) is None and m.match_of_b(b) is None
+        assert m.assigned_of_a(a) == b and m.assigned_of_b(b) == a
+    assert m.matched_array().sum() == 0 and m.assigned().sum() == H
+    assert m.rule().startswith("no match: S ≤ θ") and "α = 0.05" in m.rule()
+    assert m.shuffles == demo.n_positions * Q  # every rotation of n + 1 = 128, every shift
+    sw = m.swapped()  # the null is symmetric: the same thresholds seen from B
+    np.testing.assert_array_equal(sw.threshold, m.threshold.T)
+    assert sw.matched == [False] * H
+
+
+def test_unrelated_random_models_have_no_match_and_each_matches_itself(tmp_path):
+    shape = dict(n_embd=48, n_head=6, n_positions=64)
+    a, b = random_layer(tmp_path / "a", 7, **shape), random_layer(tmp_path / "b", 8, **shape)
+    m = match_heads(Pair(a, b), n_queries=Q)
+    assert len(m.assignment) == 6 and not any(m.matched)
+    for layer in (a, b):
+        own = match_heads(Pair(layer, layer), n_queries=Q)
+        assert own.assignment == [(h, h) for h in range(6)] and all(own.matched)
+        np.testing.assert_allclose(np.diag(own.similarity), 1.0, atol=1e-6)
+    # a stricter level never matches more; a looser one never fewer
+    strict, loose = m.with_alpha(0.001), m.with_alpha(0.5)
+    assert (strict.threshold >= m.threshold).all() and (loose.threshold <= m.threshold).all()
+    assert m.with_alpha(NULL_ALPHA) is m
+
+
+def test_the_null_is_the_similarity_made_unrelated(demo, demo_shaped_random):
+    """Each part of the null is the observed part with B's pattern rotated over the key
+    positions or B's top keys taken from another query token, (0, 0) the observed one;
+    threshold, p-value and the family-wise p-value are the min-p method's, computed
+    here the slow way."""
+    from detokgui.core.affinity import iter_topk_keys_of
+
+    m = match_heads(Pair(demo, demo_shaped_random), n_queries=Q)
+    pa, pb = m.pattern_a, m.pattern_b
+    n1 = pa.shape[1]
+    rot = rotated_overlap(pa, pb)
+    assert rot.shape == (8, 8, n1)
+    for s in (0, 1, 5, n1 - 1):
+        np.testing.assert_allclose(rot[:, :, s], pattern_overlap(pa, np.roll(pb, -s, 1)))
+    np.testing.assert_array_equal(m.null_positional[:, :, 0], m.positional)
+    np.testing.assert_array_equal(m.null_affinity[:, :, 0], m.affinity)
+
+    tokens = random_token_sample(demo, 12, seed=4)
+    ta = run(iter_topk_keys_of(demo, tokens, 10))
+    tb = run(iter_topk_keys_of(demo_shaped_random, tokens, 10))
+    ta[0, 0, 0], ta[1, 3, 2] = -1, ta[1, 3, 1]  # a key B lacks; two of A's ids for one key
+    tb[2, 4] = ta[0, 5]  # B's head 2 ranks for one query what A's head 0 does for another
+    got = shifted_agreement(ta, tb, [0, 1, 7, 11])
+    for i, r in enumerate((0, 1, 7, 11)):
+        np.testing.assert_allclose(got[:, :, i], top_key_agreement(ta, np.roll(tb, -r, 1)))
+    assert got[0, 2, 3] > 0  # shift 11 = -1 pairs query 5 of A with query 4 of B
+    assert query_shifts(1).tolist() == [0] and query_shifts(5).tolist() == [0, 1, 2, 3, 4]
+    many = query_shifts(1000)
+    assert len(many) == 256 and many[0] == 0 and many[1] == 1 and many[-1] == 999
+
+    m = match_heads(Pair(demo, demo_shaped_random), n_queries=6)  # N = 128 x 6 shuffles
+    w, N = m.positional_weight, m.shuffles
+    assert N == 768
+    shuffled = (w * m.null_positional[..., :, None]
+                + (1 - w) * m.null_affinity[..., None, :]).reshape(8, 8, N)  # [a, b, g]
+    assert shuffled[..., 0].tolist() == m.similarity.tolist()
+    counts = (shuffled[..., None, :] >= shuffled[..., :, None]).sum(-1)  # c[a, b](g)
+    least = counts.min(axis=(0, 1))
+    c_star = np.sort(least)[int(np.floor(m.alpha * N))]
+    assert ((least <= c_star).sum() > m.alpha * N) and ((least < c_star).sum() <= m.alpha * N)
+    np.testing.assert_array_equal(m.p_value, counts[..., 0] / N)
+    np.testing.assert_array_equal(m.p_adjusted,
+                                  (least[None, None, :] <= counts[..., :1]).sum(-1) / N)
+    np.testing.assert_array_equal(m.threshold, -np.sort(-shuffled, -1)[..., c_star - 1])
+    np.testing.assert_array_equal(m.similarity > m.threshold, m.p_adjusted <= m.alpha)
 
 
 # --------------------------------------------------------------------------- other shapes, other tokenizers
@@ -138,12 +247,14 @@ def test_different_heads_and_context_lengths(demo, tmp_path):
         assert len(m.assignment) == 3
         assert len({a for a, _ in m.assignment}) == len({b for _, b in m.assignment}) == 3
         assert ((m.similarity >= 0) & (m.similarity <= 1 + 1e-12)).all()
-    # A (the demo) has 8 heads, B 3: five of A's heads have no match
-    assert sum(m.match_of_a(h) is None for h in range(8)) == 5
-    assert all(m.match_of_b(h) is not None for h in range(3))
+    # A (the demo) has 8 heads, B 3: five of A's heads are not assigned; random B is
+    # like no head of the demo, so the other three have no match either
+    assert sum(m.assigned_of_a(h) is None for h in range(8)) == 5
+    assert all(m.assigned_of_b(h) is not None for h in range(3))
+    assert not any(m.matched) and all(m.match_of_a(h) is None for h in range(8))
     sw = m.swapped()
     assert sw.similarity.shape == (3, 8)
-    assert all(sw.match_of_a(b) == a for a, b in m.assignment)
+    assert all(sw.assigned_of_a(b) == a for a, b in m.assignment)
 
 
 def small_bpe_tokenizer(folder):
@@ -266,7 +377,7 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
-def test_the_cli_csv_equals_dg_compare(demo, other, tmp_path):
+def test_the_cli_csv_equals_dg_compare(demo, other, tmp_path, capsys):
     from detokgui.cli import main
 
     folder, b = other
@@ -275,15 +386,24 @@ def test_the_cli_csv_equals_dg_compare(demo, other, tmp_path):
                  "--out", str(out), "--queries", "32", "--seed", "3"]) == 0
     rows = read_csv(out)
     df = dg.compare(demo, b, queries=32, seed=3, progress=False)
-    assert list(rows[0]) == list(df.columns) == ["head_a", "head_b", "similarity",
-                                                  "positional", "affinity", "assigned"]
+    assert list(rows[0]) == list(df.columns) == [
+        "head_a", "head_b", "similarity", "positional", "affinity", "assigned", "threshold",
+        "p_value", "p_adjusted", "matched"]
     assert len(rows) == len(df) == 8 * 6
     for r, (_, want) in zip(rows, df.iterrows()):
-        assert (int(r["head_a"]), int(r["head_b"]), int(r["assigned"])) == (
-            want["head_a"], want["head_b"], want["assigned"])
-        for c in ("similarity", "positional", "affinity"):
+        assert (int(r["head_a"]), int(r["head_b"]), int(r["assigned"]), int(r["matched"])) == (
+            want["head_a"], want["head_b"], want["assigned"], want["matched"])
+        for c in ("similarity", "positional", "affinity", "threshold", "p_value", "p_adjusted"):
             assert float(r[c]) == pytest.approx(want[c], abs=1e-7)
+        # matched: an assigned pair above its threshold; random weights: none
+        assert want["matched"] == int(want["assigned"] == 1
+                                      and want["similarity"] > want["threshold"]) == 0
+        assert 0 < want["p_value"] <= want["p_adjusted"] <= 1 and 0 <= want["threshold"] <= 1
     assert sum(int(r["assigned"]) for r in rows) == 6
+    assert df.attrs["matched"] == [] and df.attrs["alpha"] == 0.05
+    assert df.attrs["no_match"].startswith("no match: S ≤ θ") and "here 0." in df.attrs["no_match"]
+    said = capsys.readouterr().out
+    assert "(no match)" in said and "matched: 0 of 6 assigned pairs; no match: S ≤ θ" in said
     assert df.attrs["assignment"] == [[a, b] for a, b in
                                       sorted((int(r["head_a"]), int(r["head_b"]))
                                              for r in rows if r["assigned"] == "1")]
@@ -291,9 +411,10 @@ def test_the_cli_csv_equals_dg_compare(demo, other, tmp_path):
     dm = dg.compare_metrics(demo, b, queries=32, seed=3, progress=False)
     assert list(pairs[0]) == list(dm.columns)
     assert len(pairs) == len(dm) == 6 * len(HEAD_METRICS)
+    assert list(dm.columns)[-1] == "matched" and (dm["matched"] == 0).all()
     for r, (_, want) in zip(pairs, dm.iterrows()):
-        assert (int(r["head_a"]), int(r["head_b"]), r["metric"]) == (
-            want["head_a"], want["head_b"], want["metric"])
+        assert (int(r["head_a"]), int(r["head_b"]), r["metric"], int(r["matched"])) == (
+            want["head_a"], want["head_b"], want["metric"], want["matched"])
         for c in ("value_a", "value_b", "difference"):
             assert float(r[c]) == pytest.approx(want[c], abs=1e-7, nan_ok=True)
 
@@ -306,8 +427,11 @@ def test_the_cli_refuses_bad_options(tmp_path, capsys):
                  "--queries", "0"]) == 2
     assert main(["compare", "--model", "demo", "--compare", "demo", "--out", out,
                  "--metrics-out", out]) == 2
+    assert main(["compare", "--model", "demo", "--compare", "demo", "--out", out,
+                 "--alpha", "1.5"]) == 2
     err = capsys.readouterr().err
     assert "--queries must be at least 1" in err and "must differ from --out" in err
+    assert "--alpha must be between 0 and 1, not 1.5" in err
     assert not (tmp_path / "m.csv").exists()
 
 
@@ -338,6 +462,29 @@ def test_export_figures_with_compare(demo, other, tmp_path):
                  "study_compare_heads"]) == 2  # needs --compare
 
 
+def test_the_figures_mark_assigned_pairs_without_a_match(demo, other):
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import Rectangle
+
+    from detokgui.figures.compare import MATCHED_COLOR, NO_MATCH_COLOR
+
+    def squares(fig):
+        edges = [p.get_edgecolor() for ax in fig.axes for p in ax.patches
+                 if isinstance(p, Rectangle)]
+        return (sum(e == to_rgba(MATCHED_COLOR) for e in edges),
+                sum(e == to_rgba(NO_MATCH_COLOR) for e in edges))
+
+    def text(fig):
+        return " ".join(t.get_text() for t in fig.texts)
+
+    _, b = other
+    fig = dg.compare(demo, b, queries=32, seed=3, progress=False).dg.plot()
+    assert squares(fig) == (0, 6)  # random weights: six assigned pairs, none matched
+    assert "grey dashed: assigned, no match" in text(fig) and "no match: S ≤ θ" in text(fig)
+    fig = dg.compare(demo, demo, queries=16, progress=False).dg.plot()
+    assert squares(fig) == (8, 0)
+
+
 def test_library_input_and_figure(demo, other):
     from matplotlib.figure import Figure
 
@@ -352,6 +499,8 @@ def test_library_input_and_figure(demo, other):
         dg.figure(demo, "study_compare_heads", progress=False)
     fig = dg.figure(demo, "study_compare_heads", compare=b, progress=False)
     assert isinstance(fig, Figure)
+    with pytest.raises(InputError, match="alpha must be between 0 and 1"):
+        dg.compare(demo, b, alpha=0, progress=False)
     m = run(iter_head_metrics(demo, n_queries=16))
     m["bqk_norm"][:] = -1  # a copy: what is kept on the layer stays
     assert (run(iter_head_metrics(demo, n_queries=16))["bqk_norm"] > 0).all()

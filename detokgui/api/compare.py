@@ -2,8 +2,10 @@
 by side (`detokgui export compare`; docs/math/compare.md):
 
     a, b = dg.load("demo"), dg.load("path/to/other")
-    dg.compare(a, b)                     # head_a,head_b,similarity,positional,affinity,assigned
-    dg.compare_metrics(a, b, corpus="sample")  # head_a,head_b,metric,value_a,value_b,difference
+    dg.compare(a, b)    # head_a,head_b,similarity,positional,affinity,assigned,threshold,
+                        # p_value,matched
+    dg.compare_metrics(a, b, corpus="sample")  # head_a,head_b,metric,value_a,value_b,
+                                               # difference,matched
     dg.head_metrics(a, corpus="sample")  # head,metric,value,label
 
 The matching and each model's metrics are kept on the layers (the matching per model B,
@@ -38,36 +40,46 @@ def _labels(layer_b, m, pair) -> dict:
     return {"model_b": str(layer_b.name), "n": m.n, "queries": len(m.queries.a),
             "seed": m.seed, "k": m.k, "positional_weight": m.positional_weight,
             "same_tokenizer": bool(pair.same_tokenizer),
-            "assignment": [list(p) for p in m.assignment]}
+            "assignment": [list(p) for p in m.assignment],
+            "matched": [list(p) for p in m.matched_pairs], "alpha": m.alpha,
+            "no_match": m.rule()}
 
 
 @analysis("compare")
 def compare(a, b, *, queries: int = 256, seed: int = 0, k: int = 10,
-            positional_weight: float = 0.5, progress: ProgressArg = True):
+            positional_weight: float = 0.5, alpha: float = 0.05, progress: ProgressArg = True):
     """The similarity of every head of model A (`a`, a loaded layer) to every head of
     model B, and the one-to-one matching (`export compare`; docs/math/compare.md):
-    head_a,head_b,similarity,positional,affinity,assigned (1 for the pairs of the
-    assignment). positional: overlap of the two heads' B4 positional patterns at the same
-    relative positions; affinity: agreement of their top-`k` keys over `queries` query
-    tokens both vocabularies share (drawn with `seed`); similarity = positional_weight x
-    positional + (1 - positional_weight) x affinity. attrs["assignment"]: the matched
-    (head_a, head_b) pairs."""
+    head_a,head_b,similarity,positional,affinity,assigned,threshold,p_value,matched.
+    positional: overlap of the two heads' B4 positional patterns at the same relative
+    positions; affinity: agreement of their top-`k` keys over `queries` query tokens both
+    vocabularies share (drawn with `seed`); similarity = positional_weight x positional +
+    (1 - positional_weight) x affinity. assigned: 1 for the pairs of the assignment;
+    threshold: the similarity this pair of heads reaches when B's head is made unrelated
+    (its pattern rotated over the key positions, its top keys paired with other query
+    tokens), the (1 - alpha / (H_A H_B)) quantile of that null; p_value: the share of the
+    null at or above the similarity; matched: 1 for an assigned pair above its threshold,
+    0 for no match. attrs: "assignment" (every assigned pair), "matched" (those matched),
+    "alpha", "no_match" (the rule in words, with the thresholds' range)."""
     from detokgui.core.compare import Pair, iter_match_heads, matching_table
 
     _layers(a, b)
     pair = Pair(a, b)
     m = run_job(iter_match_heads(pair, n_queries=queries, seed=seed, k=k,
-                                 positional_weight=positional_weight), "matching heads", progress)
+                                 positional_weight=positional_weight, alpha=alpha),
+                "matching heads", progress)
     return tabled(matching_table(m), **_labels(b, m, pair))
 
 
 @analysis("compare_metrics")
 def compare_metrics(a, b, *, corpus=None, queries: int = 256, seed: int = 0, k: int = 10,
-                    positional_weight: float = 0.5, progress: ProgressArg = True):
-    """Each matched pair of heads (see `compare`) with every head metric of both
+                    positional_weight: float = 0.5, alpha: float = 0.05,
+                    progress: ProgressArg = True):
+    """Each assigned pair of heads (see `compare`) with every head metric of both
     (`export compare --metrics-out`; `head_metrics`): head_a,head_b,metric,value_a,
-    value_b,difference (= value_b - value_a). corpus: "sample" or paths, counted with
-    each model's own tokenizer, for the corpus metrics (NaN without)."""
+    value_b,difference (= value_b - value_a),matched (0: no match, the two heads are no
+    more alike than unrelated ones). corpus: "sample" or paths, counted with each model's
+    own tokenizer, for the corpus metrics (NaN without)."""
     from detokgui.core.compare import Pair, iter_compare, metric_pairs_table
 
     _layers(a, b)
@@ -75,7 +87,7 @@ def compare_metrics(a, b, *, corpus=None, queries: int = 256, seed: int = 0, k: 
     ca = _counts(a, corpus, progress)
     cb = ca if b is a else _counts(b, corpus, progress)
     res = run_job(iter_compare(pair, counts_a=ca, counts_b=cb, n_queries=queries, seed=seed,
-                               k=k, positional_weight=positional_weight),
+                               k=k, positional_weight=positional_weight, alpha=alpha),
                   "comparing heads", progress)
     return tabled(metric_pairs_table(res), **_labels(b, res.matching, pair),
                   corpus=None if ca is None else list(ca.files))

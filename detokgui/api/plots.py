@@ -469,17 +469,19 @@ def _ov(df):
 
 
 def _compare(df):
-    from detokgui.figures.compare import draw_similarity
+    from detokgui.figures.compare import MARKS, draw_similarity
 
     Ha, Hb = int(df["head_a"].max()) + 1, int(df["head_b"].max()) + 1
     sim = np.full((Ha, Hb), np.nan)
     sim[df["head_a"].to_numpy(int), df["head_b"].to_numpy(int)] = df["similarity"].to_numpy(float)
     chosen = df[df["assigned"] == 1]
     pairs = list(zip(chosen["head_a"].astype(int), chosen["head_b"].astype(int)))
+    matched = (chosen["matched"] == 1).tolist() if "matched" in df else None
+    rule = [df.attrs["no_match"]] if df.attrs.get("no_match") else []
     with style.style():
         fig, axes = style.new_figure(COLUMN_IN, 0.8 * COLUMN_IN, footer=_footer(
-            df, f"B: {df.attrs.get('model_b', '')}", "red squares: the assignment"))
-        draw_similarity(axes[0, 0], fig, sim, pairs, "A", "B")
+            df, f"B: {df.attrs.get('model_b', '')}", MARKS, *rule))
+        draw_similarity(axes[0, 0], fig, sim, pairs, "A", "B", matched)
     return fig
 
 

@@ -32,10 +32,12 @@ def _compare_args(p):
                    help="model B: hub name, local folder, 'demo' or 'random-demo'")
     p.add_argument("--out", required=True,
                    help="CSV: one row per pair of heads, head_a,head_b,similarity,positional,"
-                        "affinity,assigned")
+                        "affinity,assigned,threshold,p_value,matched (matched 0 for an "
+                        "assigned pair at or below its threshold: no match)")
     p.add_argument("--metrics-out", metavar="CSV",
-                   help="CSV of the matched heads' metrics: head_a,head_b,metric,value_a,"
-                        "value_b,difference (default: --out with '-metrics' added to its name)")
+                   help="CSV of the assigned heads' metrics: head_a,head_b,metric,value_a,"
+                        "value_b,difference,matched (default: --out with '-metrics' added "
+                        "to its name)")
     p.add_argument("--corpus", nargs="+", default=[], metavar="PATH",
                    help=CORPUS_PATHS + " for the corpus metrics (mean bigram AUROC, Spearman "
                         "rho(T_e, count)); without, they are empty (NaN)")
@@ -45,11 +47,16 @@ def _compare_args(p):
     p.add_argument("--seed", type=int, default=0, help="seed of the query sample (default 0)")
     p.add_argument("--k", type=int, default=10,
                    help="top keys compared per query token (default 10)")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="family-wise level of 'no match': with two unrelated models, the "
+                        "chance that any pair of heads is called a match (default 0.05)")
 
 
 def _check_compare(args, shape):
     at_least(args.queries, "--queries")
     at_least(args.k, "--k")
+    if not 0.0 < args.alpha < 1.0:
+        raise CliError(f"--alpha must be between 0 and 1, not {args.alpha:g}")
     if args.metrics_out is None:
         args.metrics_out = str(metrics_path(args.out))
     m = Path(args.metrics_out)
@@ -63,8 +70,8 @@ def _check_compare(args, shape):
 
 @export_command(
     "compare", "model A (--model) against model B (--compare): head_a,head_b,similarity,"
-    "positional,affinity,assigned per pair of heads, and the matched heads' metrics "
-    "(--metrics-out)", _compare_args, check=_check_compare,
+    "positional,affinity,assigned,threshold,p_value,matched per pair of heads, and the "
+    "assigned heads' metrics (--metrics-out)", _compare_args, check=_check_compare,
 )
 def export_compare(args, layer):
     from detokgui.core.compare import Pair, iter_compare, matching_table, metric_pairs_table
@@ -79,12 +86,15 @@ def export_compare(args, layer):
         counts_b = corpus_counts(args.corpus, other.tokenizer, other.n_vocab)
     pair = Pair(layer, other)
     res = run(iter_compare(pair, counts_a=counts_a, counts_b=counts_b,
-                           n_queries=args.queries, seed=args.seed, k=args.k))
+                           n_queries=args.queries, seed=args.seed, k=args.k,
+                           alpha=args.alpha))
     n = write_csv(args.out, matching_table(res.matching))
     k = write_csv(args.metrics_out, metric_pairs_table(res))
     m = res.matching
     print(f"tokens: {'same vocabulary (by id)' if pair.same_tokenizer else 'by string'}; "
           f"{len(m.queries.a)} shared query tokens, seed {m.seed}; query position n = {m.n}")
-    print("assignment: " + ", ".join(f"{a}->{b}" for a, b in m.assignment))
+    print("assignment: " + ", ".join(f"{a}->{b}" + ("" if ok else " (no match)")
+                                     for (a, b), ok in zip(m.assignment, m.matched)))
+    print(f"matched: {sum(m.matched)} of {len(m.assignment)} assigned pairs; {m.rule()}")
     print(f"wrote {args.metrics_out} ({k} rows)")
     return n

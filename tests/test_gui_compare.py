@@ -236,6 +236,9 @@ def test_tokens_map_by_string_to_an_opt_model_and_a_missing_one_is_said(
     assert s.token_text(korea) == "␣Korea"
     compare(qtbot, win, small_vocab_opt)
     assert not s.pair.same_tokenizer
+    # a random B: no head is matched; a pair of heads chosen by hand is shown all the same
+    head, head_b = s.matching.assignment[0]
+    s.set_head_pair(head, head_b)
     from detokgui.core.compare_views import swapped_pair
 
     turned, fresh = swapped_pair(s.pair), s.pair.swapped()  # maps handed over, not remade
@@ -277,13 +280,53 @@ def test_tokens_map_by_string_to_an_opt_model_and_a_missing_one_is_said(
     assert any(r["rank_a_in_other"] is not None for r in rows)
 
     # B has 5 heads, A 8: a head of A without a match says so; a chosen pair shows
-    lone = next(h for h in range(s.layer.n_heads) if s.matching.match_of_a(h) is None)
+    lone = next(h for h in range(s.layer.n_heads) if s.matching.assigned_of_a(h) is None)
     s.set_head(lone)
     qtbot.waitUntil(lambda: not win.jobs.busy and topk.settled(), timeout=TIMEOUT)
-    assert s.head_b is None and "has no match in B" in topk.status.text()
+    assert s.head_b is None and "has no match in B (5 heads)" in topk.status.text()
+    assert "no match in B</span> (B has 5 heads)" in topk.pair_text.text()
     s.set_head_pair(lone, 4)
     qtbot.waitUntil(lambda: not win.jobs.busy and topk.settled(), timeout=TIMEOUT)
-    assert topk.shown_request.head_b == 4 and "(chosen)" in topk.pair_text.text()
+    assert topk.shown_request.head_b == 4 and "(chosen; " in topk.pair_text.text()
+    assert s.matching.inequality(lone, 4) in topk.pair_text.text()
+
+
+def test_random_weights_are_said_to_have_no_match(qtbot, demo_window, tiny_ckpt):
+    win = demo_window
+    s = win.state
+    compare(qtbot, win, tiny_ckpt)  # random weights, 4 heads
+    m = s.matching
+    assert len(m.assignment) == 4 and m.matched == [False] * 4
+    panel = show(qtbot, win, "matching")
+    assert assigned_cells(panel) == []  # no solid square: nothing matched
+    x, y = panel.unmatched.getData()  # dashed grey squares on every assigned pair
+    assert sorted((int(b - 0.5), int(a - 0.5)) for a, b in zip(x, y)) == sorted(m.assignment)
+    assert "0 of 4 assigned pairs matched (S > θ" in panel.plot.titleLabel.text
+    said = panel.status.text()
+    assert said.startswith("Dashed grey squares — no match: S ≤ θ") and "θ here 0." in said
+    a, b = m.assignment[0]
+    assert " · assigned, no match: S " in panel.describe(a, b)
+    assert f"family-wise {m.p_adjusted[a, b]:.2g}" in panel.describe(a, b)
+    s.set_head(a)
+    assert s.head_b is None  # A's head has no match, so no head of B is shown
+    assert f"no match in B</span> (assigned B head {b}: S " in panel.pair_text.text()
+
+    topk = show(qtbot, win, "compare-topk")
+    assert topk.shown_request is None
+    assert (f"A's head {a} has no match in B: the assignment pairs it with B's head {b}, "
+            f"but {m.inequality(a, b)}, no more alike than heads of unrelated models"
+            in topk.status.text())
+    grid = topk.grid.records()
+    headers = [grid.headerData(c, Qt.Horizontal) for c in range(grid.columnCount())]
+    assert [h for h in headers if h.startswith("B ")] == [
+        f"B {y} (no match)" for _, y in sorted(m.assignment)]
+    assert topk.grid_status.text() == "4 assigned pairs, 0 matched"
+
+    s.set_head_pair(a, b)  # chosen by hand (a click on its cell): shown, and said to be so
+    qtbot.waitUntil(lambda: not win.jobs.busy and topk.settled(), timeout=TIMEOUT)
+    assert topk.shown_request.head_b == b
+    assert f"(chosen; <span style='color:#b00'>no match: {m.inequality(a, b)}" in \
+        topk.pair_text.text()
 
 
 def test_swap_and_close_release_b(qtbot, demo_window, permuted_demo, tiny_ckpt):
@@ -326,7 +369,9 @@ def test_a_new_a_is_paired_with_b_and_the_old_a_freed(qtbot, demo_window, tiny_c
     wait_idle(qtbot, win, timeout=TIMEOUT)
     assert s.pair.a is s.layer and s.pair.b is s.layer_b
     topk = show(qtbot, win, "compare-topk")
-    assert topk.shown_request.head_b == s.matching.match_of_a(s.head)
+    # the tiny model's random heads are like none of the demo's: no head of B to show
+    assert not any(s.matching.matched) and s.head_b is None and topk.shown_request is None
+    assert "has no match in B" in topk.status.text()
     qtbot.waitUntil(lambda: old_a() is None and first_pair() is None, timeout=TIMEOUT)
 
 

@@ -88,7 +88,7 @@ class CompareStatsPanel(ComparePanel):
         if self.result is None:
             self.status.setText(self.waiting_text())
         elif not rows:
-            self.status.setText("Matching the heads of A and B…")
+            self.status.setText(self.waiting_text())
         else:
             self.status.setText(
                 "Statistics from the weights" + (

@@ -100,7 +100,8 @@ class CompareTopKPanel(ComparePanel):
         self.grid_pairs: list[tuple[int, int]] = []  # the pair of each grid column
         split = QSplitter(Qt.Horizontal)
         left, ll = bare_column()
-        grid_label = QLabel("<b>Every matched pair</b> — click a column to select its pair")
+        grid_label = QLabel("<b>Every assigned pair</b> (“no match”: no more alike than "
+                            "unrelated heads) — click a column to select its pair")
         ll.addWidget(grid_label)
         self.grid = TokenTableView(RecordsModel([]), stretch=None,
                                    tip="Top-k keys of A's head and of its match in B, "
@@ -154,16 +155,24 @@ class CompareTopKPanel(ComparePanel):
                                   token=lambda r, p=p: res.ids_a[p][r],
                                   background=lambda _r, a=a: self._pair_background(a)))
             if res.ids_b is not None:
-                columns.append(Column(f"B {b}", lambda r, p=p: text_b(res.ids_b[p][r]),
+                columns.append(Column(f"B {b}" if self._matched(a, b) else f"B {b} (no match)",
+                                      lambda r, p=p: text_b(res.ids_b[p][r]),
                                       token=lambda r, p=p: self.state.pair.token_in_a(
                                           res.ids_b[p][r]) if self.state.pair else None,
                                       background=lambda _r, a=a: self._pair_background(a)))
         self.grid.records().set_records(range(len(res.ids_a[0]) if res.ids_a else 0), columns)
         self.grid_pairs = [pair for pair in res.pairs
                            for _ in range(1 if res.ids_b is None else 2)]
+        matched = sum(self._matched(a, b) for a, b in res.pairs)
         self.grid_status.setText(
-            f"{len(res.pairs)} matched pairs" + ("" if res.ids_b is not None else
-                                                 f"; the query is {MISSING}"))
+            f"{len(res.pairs)} assigned pairs, {matched} matched"
+            + ("" if res.ids_b is not None else f"; the query is {MISSING}"))
+
+    def _matched(self, head_a: int, head_b: int) -> bool:
+        """Whether the matching shown pairs the two heads above the no-match threshold."""
+        m = self.state.matching
+        return (m is not None and head_a < m.shape[0] and head_b < m.shape[1]
+                and m.is_matched(head_a, head_b))
 
     def _pair_background(self, head_a: int) -> str | None:
         return "#fff3c4" if head_a == self.state.head else None

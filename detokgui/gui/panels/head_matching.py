@@ -1,6 +1,8 @@
 """Compare (5): the head matching of A and B (core.compare.HeadMatching) as a heatmap of
-similarity, A's heads as rows and B's as columns, the one-to-one assignment marked; the
-hover shows a cell's positional and affinity parts, a click selects that pair of heads."""
+similarity, A's heads as rows and B's as columns, the one-to-one assignment marked: a
+solid white square where the pair is matched, a dashed grey one where it has no match
+(its similarity not above what unrelated heads reach); the hover shows a cell's parts and
+threshold, a click selects that pair of heads."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from detokgui.gui.panels.compare_base import ComparePanel
 from detokgui.gui.plots import PlotFrame, add_plot
 
 MAX_TICKS = 32
+NO_MATCH_PEN = "#c8c8c8"
 
 
 class HeadMatchingPanel(ComparePanel):
@@ -24,7 +27,8 @@ class HeadMatchingPanel(ComparePanel):
     view_name = "matching"
     tooltip = ("Similarity of every head of A with every head of B from the weights "
                "(positional pattern and token affinity), the best one-to-one assignment "
-               "marked; click a cell to select that pair")
+               "marked, pairs no more alike than unrelated heads as 'no match'; click a "
+               "cell to select that pair")
 
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
@@ -40,6 +44,11 @@ class HeadMatchingPanel(ComparePanel):
                                            pen=pg.mkPen("w", width=2))
         self.assigned.setZValue(5)
         self.plot.addItem(self.assigned)
+        self.unmatched = pg.ScatterPlotItem(symbol="s", size=14, brush=None,
+                                            pen=pg.mkPen(NO_MATCH_PEN, width=2,
+                                                         style=Qt.DashLine))
+        self.unmatched.setZValue(5)
+        self.plot.addItem(self.unmatched)
         self.selected = pg.QtWidgets.QGraphicsRectItem()
         pen = QPen(QColor("#d62728"), 3)
         pen.setCosmetic(True)
@@ -50,8 +59,10 @@ class HeadMatchingPanel(ComparePanel):
         self.colorbar = ColorBar("viridis", values=(0.0, 1.0), label="similarity")
         self.colorbar.setImageItem(self.image)
         self.frame.view.addItem(self.colorbar)
-        self.frame.setToolTip("White squares: the assignment. Red: the selected pair. "
-                              "Click a cell to select that pair of heads.")
+        self.frame.setToolTip("White squares: matched pairs of the assignment. Dashed grey: "
+                              "assigned, but no match (no more alike than unrelated heads). "
+                              "Red: the selected pair. Click a cell to select that pair of "
+                              "heads.")
         lay.addWidget(self.frame, 1)
         lay.addWidget(self.status)
         self.frame.view.scene().sigMouseMoved.connect(self._hover)
@@ -79,6 +90,7 @@ class HeadMatchingPanel(ComparePanel):
         if m is None:
             self.image.clear()
             self.assigned.setData([], [])
+            self.unmatched.setData([], [])
             self.selected.setVisible(False)
             self.plot.setTitle("")
             self.status.setText(self.waiting_text())
@@ -89,17 +101,22 @@ class HeadMatchingPanel(ComparePanel):
         self.image.setImage(sim, levels=(0.0, 1.0), autoLevels=False)
         self.image.setRect(QRectF(0, 0, hb, ha))
         self.colorbar.setLevels((0.0, 1.0))
-        self.assigned.setData([b + 0.5 for _, b in m.assignment],
-                              [a + 0.5 for a, _ in m.assignment])
+        matched = m.matched
+        for item, want in ((self.assigned, True), (self.unmatched, False)):
+            pairs = [p for p, ok in zip(m.assignment, matched) if ok is want]
+            item.setData([b + 0.5 for _, b in pairs], [a + 0.5 for a, _ in pairs])
         for axis, n in (("left", ha), ("bottom", hb)):
             step = max(1, math.ceil(n / MAX_TICKS))
             self.plot.getAxis(axis).setTicks([[(k + 0.5, str(k)) for k in range(0, n, step)],
                                               []])
         self.plot.setRange(xRange=(0, hb), yRange=(0, ha), padding=0)
         mean = float(np.mean([sim[a, b] for a, b in m.assignment])) if m.assignment else 0.0
-        self.plot.setTitle(f"Head similarity, {ha} heads of A × {hb} of B; assignment's mean "
+        t = m.threshold
+        self.plot.setTitle(f"Head similarity, {ha} heads of A × {hb} of B; {sum(matched)} of "
+                           f"{len(m.assignment)} assigned pairs matched (S > θ, θ "
+                           f"{float(t.min()):.2f}–{float(t.max()):.2f}); assignment's mean "
                            f"{mean:.3f}", size="10pt")
-        self.status.setText("Hover over a cell to read its parts; click to select the pair.")
+        self.status.setText(self.rule_text())
         self._mark()
 
     def _mark(self) -> None:
@@ -122,12 +139,22 @@ class HeadMatchingPanel(ComparePanel):
         ha, hb = np.asarray(m.similarity).shape
         return (a, b) if 0 <= a < ha and 0 <= b < hb else None
 
+    def rule_text(self) -> str:
+        """The status line's standing text: how "no match" is decided, then what to do."""
+        m = self.state.matching
+        return (f"Dashed grey squares — {m.rule()}. Hover over a cell to read its parts; "
+                "click to select the pair.")
+
     def describe(self, a: int, b: int) -> str:
         m = self.state.matching
-        assigned = " · assigned" if (a, b) in {tuple(p) for p in m.assignment} else ""
+        if (a, b) in {tuple(p) for p in m.assignment}:
+            verdict = " · assigned, " + m.verdict(a, b)
+        else:
+            verdict = " · " + m.inequality(a, b)
         return (f"A head {a} × B head {b}: similarity {num(float(m.similarity[a][b]))} "
                 f"(positional {num(float(m.positional[a][b]))}, affinity "
-                f"{num(float(m.affinity[a][b]))}){assigned}")
+                f"{num(float(m.affinity[a][b]))}){verdict}; p {float(m.p_value[a][b]):.2g}, "
+                f"family-wise {float(m.p_adjusted[a][b]):.2g}")
 
     def _hover(self, pos) -> None:
         cell = self.cell_at(pos)

@@ -179,8 +179,8 @@ def test_export_bias_bad_arguments(tiny_ckpt, tmp_path, capsys):
     code, _, err = in_process(capsys, "bias", "--model", str(tiny_ckpt), "--position", "3",
                               "--out", str(tmp_path / "x.txt"))
     assert code == 2 and "--out must end in .csv" in err
-    for bad in (["--position", "3", "--sigma", "median"], ["--position", "three"], [],
-                ["--position", "3", "--convention", "authors"]):
+    for bad in (["--position", "3", "--sigma", "median"], ["--position", "three"],
+                ["--head", "one"], ["--position", "3", "--convention", "authors"]):
         with pytest.raises(SystemExit) as exc:
             cli.main(["bias", "--model", str(tiny_ckpt), *bad, "--out", str(tmp_path / "y.csv")])
         assert exc.value.code == 2

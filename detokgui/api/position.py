@@ -12,23 +12,26 @@ from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
 
 @analysis("bias")
 def bias(layer, i: int | None = None, *, sigma: str = "mean",
-         convention: str = DEFAULT_POSITION_CONVENTION, progress: ProgressArg = True):
+         convention: str = DEFAULT_POSITION_CONVENTION, heads=None,
+         progress: ProgressArg = True):
     """The positional bias at query position i over keys j <= i (`export bias --position
     i`; default: `conventions.default_query_position`, the paper's 500 scaled to the
     model; docs/math/position-side.md#b3-positional-bias): head,j,t_p,t_pp,total,softmax,
-    t_pp_lo,t_pp_hi,t_p_lo,t_p_hi,convention,sigma.
+    t_pp_lo,t_pp_hi,t_p_lo,t_p_hi,convention,sigma,temperature.
 
     convention: "paper" (the authors' figures: key side E_v[1/sigma(e_v+p_j)], `sigma` on
     the query side only) or "mean-sigma" (1/sigma on both sides). sigma: the vocabulary
-    "mean" (default), "max" or "min" of sigma(e_v + p), or "none" (without LayerNorm)."""
+    "mean" (default), "max" or "min" of sigma(e_v + p), or "none" (without LayerNorm).
+    heads: a head, a list of heads, or None (all)."""
     from detokgui.core.checks import check_position
     from detokgui.core.conventions import convention_label, default_query_position
     from detokgui.core.tables import bias_table
 
     i = default_query_position(layer.n_positions) if i is None else check_position(layer, i)
+    hs = heads_of(layer, heads)
     sigma_tables(layer, progress, inverse=True)  # the bands are over 1/S[v, j]
-    return tabled(bias_table(layer, i, sigma, convention),
-                  i=i, convention=convention, sigma=sigma,
+    return tabled(bias_table(layer, i, sigma, convention, hs),
+                  i=i, convention=convention, sigma=sigma, heads=hs,
                   convention_label=convention_label(convention, sigma))
 
 

@@ -19,14 +19,17 @@ def sigma_choice(sigma):
 
 
 @analysis("terms")
-def terms(layer, text):
+def terms(layer, text, *, heads=None):
     """The six terms and the attention of a text (a string, or token ids):
     head,i,j,term,value for j <= i (`export terms`; docs/math/terms.md). term is one of
-    ee, ep, pe, pp, e, p or "attention" = softmax_j(sum of the six / temperature)."""
+    ee, ep, pe, pp, e, p or "attention" = softmax_j(sum of the six / temperature).
+    heads: a head, a list of heads, or None (all)."""
     from detokgui.core.tables import terms_table
 
     ids = token_ids(layer, text)
-    return tabled(terms_table(layer, ids), tokens=ids, temperature=float(layer.temperature))
+    hs = heads_of(layer, heads)
+    return tabled(terms_table(layer, ids, hs), tokens=ids, heads=hs,
+                  temperature=float(layer.temperature))
 
 
 @analysis("sigma")

@@ -14,6 +14,8 @@ import contextlib
 import importlib
 import logging
 import os
+import re
+import shutil
 import sys
 
 from detokgui.cli.common import EXPORTS, CliError, load_layer, prepare
@@ -28,14 +30,24 @@ def _register_commands() -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `detokgui export` parser. The commands and the columns each writes are listed
+    in the descriptions, wrapped by `wrap_help` (at spaces, and inside a column list after
+    its commas), not by argparse, which breaks a long column list inside a name."""
+    _register_commands()
+    width = help_width()
     parser = argparse.ArgumentParser(
         prog="detokgui export",
-        description="Export detokgui data without opening a window.",
+        description="\n".join(wrap_help("Export detokgui data without opening a window.",
+                                         width)) + "\n\n" + command_list(width),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _register_commands()
-    sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
+    sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True,
+                                parser_class=_CommandParser,
+                                help="one of the commands above; detokgui export WHAT --help "
+                                     "for its options")
     for name, command in EXPORTS.items():
-        p = sub.add_parser(name, help=command.help, description=command.help)
+        p = sub.add_parser(name, description="\n".join(wrap_help(command.help, width)),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         if command.one_model:
             p.add_argument("--model", default=None,
                            help="hub name (NAME or NAME@REVISION) or local folder of a GPT-2, "
@@ -45,6 +57,85 @@ def build_parser() -> argparse.ArgumentParser:
                            help="default: CUDA when available, else CPU")
         command.arguments(p)
     return parser
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """The parser of one export command: a column list in an option's help
+    (head_a,head_b,metric,...) is given a space after each comma (`spaced_lists`), so that
+    argparse, which wraps option help itself, breaks it between names, never inside one."""
+
+    def add_argument(self, *args, **kwargs):
+        return super().add_argument(*args, **_spaced_help(kwargs))
+
+    def add_argument_group(self, *args, **kwargs):
+        return _SpacedGroup(super().add_argument_group(*args, **kwargs))
+
+    def add_mutually_exclusive_group(self, **kwargs):
+        return _SpacedGroup(super().add_mutually_exclusive_group(**kwargs))
+
+
+class _SpacedGroup:
+    """An argument group whose options' help is spaced as `_CommandParser`'s."""
+
+    def __init__(self, group):
+        self.group = group
+
+    def add_argument(self, *args, **kwargs):
+        return self.group.add_argument(*args, **_spaced_help(kwargs))
+
+    def __getattr__(self, name):
+        return getattr(self.group, name)
+
+
+def _spaced_help(kwargs: dict) -> dict:
+    if isinstance(kwargs.get("help"), str):
+        kwargs = {**kwargs, "help": spaced_lists(kwargs["help"])}
+    return kwargs
+
+
+def spaced_lists(text: str) -> str:
+    """"a,b,c" -> "a, b, c" in every word that is a list of names (two commas or more and
+    a letter); other commas (1,000) are left as they are."""
+    return " ".join(re.sub(r",(?=[^,])", ", ", word)
+                    if word.count(",") >= 2 and re.search(r"[A-Za-z_]", word) else word
+                    for word in text.split(" "))
+
+
+def help_width() -> int:
+    """The width help is laid out in: the terminal's, less 2, as argparse's own."""
+    return max(20, shutil.get_terminal_size().columns - 2)
+
+
+def wrap_help(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` characters, broken at spaces; a word longer than
+    a line (a column list such as head,j,t_p,t_pp,...) is broken after its commas, never
+    inside a column name. A piece that alone is longer than a line stays whole."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        pieces = [word] if len(word) <= width else re.findall(r"[^,]+,?|,", word)
+        for k, piece in enumerate(pieces):
+            sep = " " if k == 0 and line else ""
+            if line and len(line) + len(sep) + len(piece) > width:
+                lines.append(line)
+                line = piece
+            else:
+                line += sep + piece
+    if line:
+        lines.append(line)
+    return lines
+
+
+def command_list(width: int) -> str:
+    """"commands:" and one entry per export command: its name and its help (what it
+    writes, with the CSV columns), wrapped in a column beside the names."""
+    names = max(len(name) for name in EXPORTS) + 4
+    out = wrap_help("commands (WHAT) and the columns of the CSV each writes:", width)
+    for name, command in EXPORTS.items():
+        lines = wrap_help(command.help, max(20, width - names))
+        out.append(f"  {name:<{names - 2}}{lines[0]}")
+        out += [" " * names + line for line in lines[1:]]
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -235,6 +235,12 @@ def single_token(layer, text: str, flag: str) -> int:
 # --------------------------------------------------------------------------- numbers
 
 
+def head_option(p: argparse.ArgumentParser) -> None:
+    """--head H: only head H in a command that writes rows per head (default: all);
+    checked with `head_arg`."""
+    p.add_argument("--head", type=int, default=None, help="only this head (default: all)")
+
+
 def head_arg(layer, head):
     """[head] after checking it against the model (or its config); None = all heads."""
     if head is None:

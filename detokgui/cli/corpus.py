@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import sys
 
-from detokgui.cli.common import CliError, export_command, head_arg, out_path, single_token
+from detokgui.cli.common import (
+    CliError,
+    export_command,
+    head_arg,
+    head_option,
+    out_path,
+    single_token,
+)
 from detokgui.help_texts import CORPUS_PATHS
 
 SIGMA_HELP = "sigma per token: mean over positions (default) or none (raw, without LayerNorm)"
@@ -38,7 +45,7 @@ def _corpus_arg(p):
 
 
 def _head_sigma_out_args(p):
-    p.add_argument("--head", type=int, default=None, help="only this head (default: all)")
+    head_option(p)
     p.add_argument("--sigma", choices=("mean", "none"), default="mean", help=SIGMA_HELP)
     p.add_argument("--out", required=True, help="CSV file")
 

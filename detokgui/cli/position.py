@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from detokgui.cli.common import export_command
+from detokgui.cli.common import export_command, head_arg, head_option
 
 
 def _bias_args(p):
@@ -24,6 +24,7 @@ def _bias_args(p):
     p.add_argument("--sigma", choices=POSITION_SIGMAS, default="mean",
                    help="vocabulary mean (default), max or min of sigma(e_v+p), or none "
                         "(without LayerNorm)")
+    head_option(p)
     p.add_argument("--out", required=True, help="CSV file")
 
 
@@ -31,6 +32,7 @@ def _check_bias(args, shape):
     from detokgui.core.checks import check_position
     from detokgui.core.errors import InputError
 
+    head_arg(shape, args.head)
     if args.position is None:
         return
     if shape is not None:
@@ -41,7 +43,7 @@ def _check_bias(args, shape):
 
 @export_command(
     "bias", "positional bias at query position i: head,j,t_p,t_pp,total,softmax,t_pp_lo,"
-    "t_pp_hi,t_p_lo,t_p_hi,convention,sigma", _bias_args,
+    "t_pp_hi,t_p_lo,t_p_hi,convention,sigma,temperature", _bias_args,
     check=_check_bias,
 )
 def export_bias(args, layer):
@@ -56,8 +58,8 @@ def export_bias(args, layer):
 
         print(f"note: query position {position_text(layer.n_positions)} (the default; "
               "--position to choose)", file=sys.stderr)
-    result = bias.table(layer, i, sigma=args.sigma,
-                        convention=args.convention, progress=False)
+    result = bias.table(layer, i, sigma=args.sigma, convention=args.convention,
+                        heads=head_arg(layer, args.head), progress=False)
     n = write_csv(args.out, result.table)
     print(f"convention: {result.conventions['convention_label']}; softmax / tau, "
           f"{temperature_label(layer, ascii=True)}")

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import sys
 
-from detokgui.cli.common import CliError, export_command, out_path, tokens_of
+from detokgui.cli.common import (
+    CliError,
+    export_command,
+    head_arg,
+    head_option,
+    out_path,
+    tokens_of,
+)
 from detokgui.help_texts import CORPUS_PATHS
 
 
@@ -23,18 +30,24 @@ def _corpus_args(p, required: bool = True):
 
 def _sentence_args(p):
     p.add_argument("--text", required=True, help="text to analyse (at most n_positions tokens)")
+    head_option(p)
     p.add_argument("--out", required=True, help="CSV file")
+
+
+def _check_head(args, shape):
+    head_arg(shape, args.head)
 
 
 @export_command(
     "sentence", "six terms, their sum, predicted and actual attention for a text: "
-    "head,i,j,term,value", _sentence_args)
+    "head,i,j,term,value", _sentence_args, check=_check_head)
 def export_sentence(args, layer):
     from detokgui.api.text import sentence
     from detokgui.core.tables import write_csv
 
     out = out_path(args, (".csv",))
-    return write_csv(out, sentence.table(layer, tokens_of(layer, args.text)).table)
+    return write_csv(out, sentence.table(layer, tokens_of(layer, args.text),
+                                         heads=head_arg(layer, args.head)).table)
 
 
 def _empirical_args(p):
@@ -49,12 +62,14 @@ def _empirical_args(p):
                    default=DEFAULT_POSITION_CONVENTION,
                    help="sigma of the weight-based prediction: the authors' (default) or "
                         "the vocabulary mean on both sides")
+    head_option(p)
     p.add_argument("--out", required=True, help="CSV file")
 
 
 @export_command(
     "empirical", "mean attention at query position i over corpus texts vs the weight-based "
-    "prediction: head,j,empirical,predicted,windows,convention", _empirical_args)
+    "prediction: head,j,empirical,predicted,windows,convention,temperature", _empirical_args,
+    check=_check_head)
 def export_empirical(args, layer):
     from detokgui.api.text import empirical
     from detokgui.core.checks import check_position
@@ -68,6 +83,7 @@ def export_empirical(args, layer):
         print(f"note: query position {position_text(layer.n_positions)} (the default; "
               "--position to choose)", file=sys.stderr)
     return write_csv(out, empirical.table(layer, args.corpus, i, convention=args.convention,
+                                          heads=head_arg(layer, args.head),
                                           prepend_bos=args.prepend_bos,
                                           max_texts=args.max_texts, progress=False).table)
 
@@ -80,18 +96,21 @@ def _kl_args(p):
                    help="paper: KL(P||Q) of softmaxes divided by tau (eq 18-21, default; "
                         f"{TEMPERATURE_NOTE}); code: the authors' script, KL(Q||P) averaged "
                         "over j of the raw scores (tau = 1 for every model)")
+    head_option(p)
     p.add_argument("--out", required=True, help="CSV file")
 
 
 @export_command(
     "kl", "each term's KL contribution per head and query position, averaged over corpus "
-    "texts: head,i,term,contribution,texts,definition", _kl_args)
+    "texts: head,i,term,contribution,texts,definition,temperature", _kl_args,
+    check=_check_head)
 def export_kl(args, layer):
     from detokgui.api.text import kl
     from detokgui.core.tables import write_csv
 
     out = out_path(args, (".csv",))
     return write_csv(out, kl.table(layer, args.corpus, definition=args.definition,
+                                   heads=head_arg(layer, args.head),
                                    prepend_bos=args.prepend_bos, max_texts=args.max_texts,
                                    progress=False).table)
 

@@ -7,6 +7,7 @@ from detokgui.cli.common import (
     at_least,
     export_command,
     head_arg,
+    head_option,
     read_texts,
     single_token,
     text_arguments,
@@ -16,10 +17,12 @@ from detokgui.cli.common import (
 
 def _terms_args(p):
     text_arguments(p, "text", "text to decompose (at most n_positions tokens)")
+    head_option(p)
     p.add_argument("--out", required=True, help="CSV file")
 
 
 def _read_text(args, shape):
+    head_arg(shape, args.head)
     args.text_value = read_texts(args, "text")[0]
 
 
@@ -29,7 +32,8 @@ def export_terms(args, layer):
     from detokgui.api.tokens import terms
     from detokgui.core.tables import write_csv
 
-    return write_csv(args.out, terms.table(layer, tokens_of(layer, args.text_value)).table)
+    return write_csv(args.out, terms.table(layer, tokens_of(layer, args.text_value),
+                                           heads=head_arg(layer, args.head)).table)
 
 
 def _sigma_args(p):
@@ -65,7 +69,7 @@ def _topk_args(p):
                          help="(--direction queries) UTF-8 file, one key token per line ('-': "
                               "stdin)")
     p.add_argument("--k", type=int, default=10, help="how many tokens per head (default 10)")
-    p.add_argument("--head", type=int, default=None, help="only this head (default: all)")
+    head_option(p)
     p.add_argument("--sigma", choices=("mean", "none"), default="mean",
                    help="sigma per token: mean over positions (default) or none (raw)")
     p.add_argument("--out", required=True, help="CSV file")
@@ -116,7 +120,9 @@ def _check_heatmap(args, shape):
     args.tokens_value = read_texts(args, "tokens")[0]
 
 
-@export_command("heatmap", "T_ee between all pairs of a text's tokens, as CSV, PNG or SVG",
+@export_command("heatmap", "T_ee between all pairs of a text's tokens, as CSV "
+                "(head,query_index,query_id,query_token,key_index,key_id,key_token,value), "
+                "PNG or SVG",
                 _heatmap_args, outputs=(".csv", ".png", ".svg"), check=_check_heatmap)
 def export_heatmap(args, layer):
     from detokgui.api.tokens import heatmap

@@ -40,8 +40,9 @@ def write_csv(path: str | Path, table: Table) -> int:
     return n
 
 
-def terms_table(layer, token_ids) -> Table:
-    """head,i,j,term,value for j <= i; term is one of the six names or `attention`."""
+def terms_table(layer, token_ids, heads=None) -> Table:
+    """head,i,j,term,value for j <= i; term is one of the six names or `attention`. heads:
+    the heads written (None: all)."""
     terms = layer.six_terms(token_ids)
     total = sum(terms[k] for k in TERM_NAMES)
     named = {**terms, "attention": causal_softmax(total, layer.temperature)}
@@ -49,8 +50,10 @@ def terms_table(layer, token_ids) -> Table:
     ii, jj = torch.tril_indices(n, n)
     ii_l, jj_l = ii.tolist(), jj.tolist()
 
+    hs = range(layer.n_heads) if heads is None else heads
+
     def rows():
-        for h in range(layer.n_heads):
+        for h in hs:
             for name, t in named.items():
                 vals = t[h][ii, jj].tolist()
                 for i, j, v in zip(ii_l, jj_l, vals):
@@ -115,7 +118,7 @@ BIAS_COLUMNS = ["head", "j", "t_p", "t_pp", "total", "softmax", "t_pp_lo", "t_pp
 
 
 def bias_table(layer, i: int, sigma: str = "mean",
-               convention: str = DEFAULT_POSITION_CONVENTION) -> Table:
+               convention: str = DEFAULT_POSITION_CONVENTION, heads=None) -> Table:
     """head,j,t_p,t_pp,total,softmax,t_pp_lo,t_pp_hi,t_p_lo,t_p_hi,convention,sigma,
     temperature at query position i for keys j <= i
     (docs/math/position-side.md#b3-positional-bias, `positional.positional_bias` with bands).
@@ -124,10 +127,11 @@ def bias_table(layer, i: int, sigma: str = "mean",
     mean/max/min of sigma(e_v + p_i) (query side only under "paper"), or none (raw).
     *_lo/*_hi: the 95% percentile interval over the vocabulary of the per-token values.
     convention and sigma say which convention the row shows ("none" without LayerNorm);
-    temperature is the tau the softmax divides by (`Layer0.temperature`)."""
+    temperature is the tau the softmax divides by (`Layer0.temperature`). heads: the heads
+    written (None: all)."""
     from detokgui.core.positional import positional_bias
 
-    b = positional_bias(layer, i, sigma, convention=convention, bands=True)
+    b = positional_bias(layer, i, sigma, heads, convention=convention, bands=True)
     cols = [b.t_p, b.t_pp, b.total, b.softmax, b.t_pp_lo, b.t_pp_hi, b.t_p_lo, b.t_p_hi]
     cols = [c.tolist() for c in cols]
 

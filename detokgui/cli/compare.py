@@ -32,8 +32,8 @@ def _compare_args(p):
                    help="model B: hub name, local folder, 'demo' or 'random-demo'")
     p.add_argument("--out", required=True,
                    help="CSV: one row per pair of heads, head_a,head_b,similarity,positional,"
-                        "affinity,assigned,threshold,p_value,matched (matched 0 for an "
-                        "assigned pair at or below its threshold: no match)")
+                        "affinity,assigned,threshold,p_value,p_adjusted,matched (matched 0 "
+                        "for an assigned pair at or below its threshold: no match)")
     p.add_argument("--metrics-out", metavar="CSV",
                    help="CSV of the assigned heads' metrics: head_a,head_b,metric,value_a,"
                         "value_b,difference,matched (default: --out with '-metrics' added "
@@ -70,8 +70,8 @@ def _check_compare(args, shape):
 
 @export_command(
     "compare", "model A (--model) against model B (--compare): head_a,head_b,similarity,"
-    "positional,affinity,assigned,threshold,p_value,matched per pair of heads, and the "
-    "assigned heads' metrics (--metrics-out)", _compare_args, check=_check_compare,
+    "positional,affinity,assigned,threshold,p_value,p_adjusted,matched per pair of heads, "
+    "and the assigned heads' metrics (--metrics-out)", _compare_args, check=_check_compare,
 )
 def export_compare(args, layer):
     from detokgui.core.compare import Pair, iter_compare, matching_table, metric_pairs_table

@@ -154,7 +154,8 @@ def export_frequency(args, layer):
 
 
 def _neighbours_args(p):
-    p.add_argument("--token", required=True, help="the query token: a text that is exactly one token (' king' with its "
+    p.add_argument("--token", required=True,
+                   help="the query token: a text that is exactly one token (' king' with its "
                         "leading space; '␣king' is read the same)")
     p.add_argument("--minus", default=None, metavar="TEXT",
                    help="analogy: subtract this token, one token as --token "

@@ -401,7 +401,8 @@ def test_the_cli_csv_equals_dg_compare(demo, other, tmp_path, capsys):
         assert 0 < want["p_value"] <= want["p_adjusted"] <= 1 and 0 <= want["threshold"] <= 1
     assert sum(int(r["assigned"]) for r in rows) == 6
     assert df.attrs["matched"] == [] and df.attrs["alpha"] == 0.05
-    assert df.attrs["no_match"].startswith("no match: S ≤ θ") and "here 0." in df.attrs["no_match"]
+    rule = df.attrs["no_match"]
+    assert rule.startswith("no match: S ≤ θ") and "here 0." in rule
     said = capsys.readouterr().out
     assert "(no match)" in said and "matched: 0 of 6 assigned pairs; no match: S ≤ θ" in said
     assert df.attrs["assignment"] == [[a, b] for a, b in

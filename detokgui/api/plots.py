@@ -489,11 +489,13 @@ def _compare_metrics(df):
     from detokgui.figures.compare import draw_metric_pairs
 
     metrics = list(pd.unique(df["metric"]))
-    rows = list(df[["head_a", "head_b", "metric", "value_a", "value_b", "difference"]]
-                .itertuples(index=False, name=None))
+    columns = ["head_a", "head_b", "metric", "value_a", "value_b", "difference"]
+    columns += ["matched"] if "matched" in df.columns else []  # an older file has none
+    rows = list(df[columns].itertuples(index=False, name=None))
     with style.style():
         fig, axes = _grid(df, len(metrics), 4, 0.22 * TEXT_IN,
-                          f"B: {df.attrs.get('model_b', '')}", "matched heads a→b, A against B")
+                          f"B: {df.attrs.get('model_b', '')}",
+                          "assigned heads, A against B: a→b matched, a↛b no match")
         draw_metric_pairs(axes.flat, rows, metrics)
     return fig
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 
 import pytest
+from test_tokenizers import spm_ckpt, spm_layer  # noqa: F401  (the sentencepiece model)
 
 import detokgui as dg
 from detokgui.cli import main as cli_main
@@ -180,3 +181,22 @@ def test_the_library_refuses_the_same(demo):
     by_id = dg.topk(demo, u, k=3, heads=7, progress=False)
     assert list(by_text["key_id"]) == list(by_id["key_id"])
     assert set(by_text["query_id"]) == {u}
+
+
+def test_a_sentencepiece_tokenizer_follows_the_same_rule(spm_layer):
+    """Any tokenizer: a text resolves to the one id it encodes to, or is refused with
+    spellings that are each one token of that tokenizer."""
+    tok = spm_layer.tokenizer
+    resolved = refused = 0
+    for text in ("people", " people", "the world", "history", "Histor", "xqzv", "café"):
+        ids = encode_text(tok, text)
+        if len(ids) == 1:
+            assert resolve_token(tok, text) == layer_token(spm_layer, text) == ids[0]
+            resolved += 1
+            continue
+        with pytest.raises(InputError, match=f"is {len(ids)} tokens") as e:
+            resolve_token(tok, text)
+        refused += 1
+        for s in one_token_spellings(tok, text):
+            assert len(encode_text(tok, s)) == 1 and f'"{s}"' in str(e.value)
+    assert resolved and refused

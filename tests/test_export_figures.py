@@ -322,3 +322,30 @@ def test_figures_never_import_qt():
             "import detokgui.cli.figures; "
             "sys.exit(any(m.startswith(('PySide6', 'pyqtgraph')) for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_fig2a_leaves_out_words_that_are_not_one_token(small_vocab_ckpt, tmp_path):
+    """Another tokenizer may split the paper's words: such a word is left out and the
+    index says so, never ranked as its last piece."""
+    from detokgui.core import Layer0
+    from detokgui.core.errors import InputError
+    from detokgui.core.tokens import resolve_token
+    from detokgui.figures.export import export_figures
+    from detokgui.figures.paper import TOPK_WORDS
+
+    layer = Layer0.from_pretrained(str(small_vocab_ckpt), device="cpu")
+    split = []
+    for w in TOPK_WORDS:
+        try:
+            resolve_token(layer.tokenizer, w)
+        except InputError:
+            split.append(w)
+    assert split, "the 400-token vocabulary should split at least one of the words"
+    report = export_figures(layer, tmp_path, "png", keys=["fig02a_topk"], dpi=40)
+    (rec,) = report.records
+    if len(split) == len(TOPK_WORDS):
+        assert "is one token" in rec.skipped
+    else:
+        assert not rec.skipped and all(repr(w) in rec.notes for w in split)
+        kept = {r["query_token"] for r in read_csv(tmp_path / "fig02a_topk.csv")}
+        assert len(kept) == len(TOPK_WORDS) - len(split)

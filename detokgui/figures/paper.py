@@ -23,7 +23,7 @@ from detokgui.core.affinity import SigmaChoice, affinity_block, topk_keys
 from detokgui.core.conventions import COLOUR_SIGN_NOTE, PAPER_QUERY_POSITION
 from detokgui.core.errors import InputError
 from detokgui.core.progress import Job
-from detokgui.core.tokens import display_token, encode_text
+from detokgui.core.tokens import display_token, resolve_token
 from detokgui.figures import style
 from detokgui.figures.labels import (
     POSITION_LABEL,
@@ -174,11 +174,15 @@ def fig2a(ctx: FigureContext) -> Drawn:
     if tok is None:
         raise FigureSkipped("the model has no tokenizer, so the paper's words cannot be looked up")
     hs = ctx.paper_heads((4, 7))
-    queries = []
-    for w in TOPK_WORDS:
-        ids = encode_text(tok, w)
-        if ids:
-            queries.append((w, ids[-1]))  # the word's last piece is the current token
+    queries, left_out = [], []
+    for w in TOPK_WORDS:  # one token each in GPT-2; another tokenizer may split them
+        try:
+            queries.append((w, resolve_token(tok, w, "the paper's word")))
+        except InputError:
+            left_out.append(w)
+    if not queries:
+        raise FigureSkipped(f"none of the paper's words ({', '.join(map(repr, TOPK_WORDS))}) "
+                            "is one token of this tokenizer")
     results = {q: topk_keys(layer, q, TOPK_K, SigmaChoice("mean"), hs) for _, q in queries}
     cell_rows = [[(_clip(display_token(tok, int(results[q].ids[r, rank]))),
                    f"{float(results[q].scores[r, rank]):.2f}") for _, q in queries]
@@ -204,7 +208,11 @@ def fig2a(ctx: FigureContext) -> Drawn:
 
     header = ["head", "query_id", "query_token", "rank", "key_id", "key_token", "score",
               "sequence", "sigma"]
-    return Drawn(fig, (header, rows()), notes=heads_text(hs))
+    notes = heads_text(hs)
+    if left_out:
+        notes += (f"; left out, not one token of this tokenizer: "
+                  f"{', '.join(map(repr, left_out))}")
+    return Drawn(fig, (header, rows()), notes=notes)
 
 
 def _clip(text: str, n: int = 13) -> str:

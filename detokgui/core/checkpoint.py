@@ -187,8 +187,8 @@ def _offline_hint(name: str) -> str:
     return (
         f"The model {name!r} is not in the local Hugging Face cache (nor in detokgui's) and "
         f"{why}.{did_you_mean(name)} {connect} once to download it (it is then cached), "
-        "open a local checkpoint folder instead, or copy the model into the cache from a "
-        f"connected machine.{tail}"
+        "open a local checkpoint folder instead, or on a connected machine write its layer "
+        f"0 with `detokgui download {name} --out FOLDER` and open that folder here.{tail}"
     )
 
 

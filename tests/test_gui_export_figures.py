@@ -82,7 +82,9 @@ def test_export_all_figures_from_the_file_menu(win, qtbot, tmp_path, monkeypatch
     rows = index_rows(out)
     assert set(rows) == {s.key for s in specs}
     built = [k for k, cells in rows.items() if "(" in cells[2] and ".png" in cells[2]]
-    assert len(built) >= len(specs) - 1
+    # skipped only where this 400-token model cannot have them: no one-token paper word
+    # (Fig 2-A), no contextual head (C5)
+    assert set(rows) - set(built) <= {"fig02a_topk", "study_c5_contextual_neurons"}
     assert {p.name for p in out.iterdir()} == (
         {f"{k}.{x}" for k in built for x in ("png", "csv")} | {"index.md"})
     text = (out / "index.md").read_text(encoding="utf-8")

@@ -38,8 +38,8 @@ def child(folders: list[str], queries: int) -> None:
     import transformers  # noqa: F401
 
     from detokgui.core import Layer0
-    from detokgui.core.compare import Pair, iter_compare
-    from detokgui.core.progress import run
+    from detokgui.core.base.progress import run
+    from detokgui.core.compare.pair import Pair, iter_compare
 
     def rss() -> int:
         with open("/proc/self/statm") as f:
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
             if given:
                 folders.append(Path(given))
                 continue
-            from detokgui.core.demo import write_random_checkpoint
+            from detokgui.core.model.sources.demo import write_random_checkpoint
 
             folders.append(write_random_checkpoint(Path(tmp) / f"m{seed}", n_embd=768,
                                                    n_head=12, n_positions=1024, seed=seed))

@@ -65,7 +65,7 @@ def bare_pass(layer, rows, k: int, budget_bytes: int) -> None:
 
 
 def drain(job):
-    from detokgui.core.progress import run
+    from detokgui.core.base.progress import run
 
     return run(job)
 
@@ -78,8 +78,12 @@ def bench_pass(layer, counts, n_rows: int, repeats: int) -> dict[str, float]:
     import numpy as np
     import torch
 
-    from detokgui.core.auroc import iter_auroc_pass
-    from detokgui.core.vocab_pass import default_budget, iter_vocab_pass, key_score_moments
+    from detokgui.core.token_side.auroc import iter_auroc_pass
+    from detokgui.core.token_side.vocab_pass import (
+        default_budget,
+        iter_vocab_pass,
+        key_score_moments,
+    )
 
     rng = np.random.default_rng(0)
     V = layer.n_vocab
@@ -113,8 +117,8 @@ def bench_pass(layer, counts, n_rows: int, repeats: int) -> dict[str, float]:
 
 
 def bench_counting(layer, corpus: Path, repeats: int) -> float:
-    from detokgui.core import corpus as C
-    from detokgui.core.documents import CorpusReader, iter_token_pieces
+    from detokgui.core.corpus import counts as C
+    from detokgui.core.corpus.documents import CorpusReader, iter_token_pieces
 
     def bare():
         for _ in iter_token_pieces(layer.tokenizer, CorpusReader(corpus),
@@ -146,15 +150,15 @@ def main(argv=None) -> int:
     import torch
 
     from detokgui.core import Layer0
-    from detokgui.core.corpus import layer_corpus_counts
-    from detokgui.core.demo import sample_corpus
+    from detokgui.core.corpus.counts import layer_corpus_counts
+    from detokgui.core.model.sources.demo import sample_corpus
 
     busy = busy_cores()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["DETOKGUI_CACHE_DIR"] = str(Path(tmp) / "cache")  # never the user's cache
         folder = args.checkpoint
         if folder is None:
-            from detokgui.core.demo import write_random_checkpoint
+            from detokgui.core.model.sources.demo import write_random_checkpoint
 
             folder = write_random_checkpoint(Path(tmp) / "gpt2-small-random", n_embd=768,
                                              n_head=12, n_positions=1024, seed=0)

@@ -57,7 +57,7 @@ def run(n_tokens: int, profile: bool) -> dict:
     from PySide6.QtWidgets import QApplication
     from transformers.utils import logging as hf_logging
 
-    from detokgui.core.demo import write_random_checkpoint
+    from detokgui.core.model.sources.demo import write_random_checkpoint
     from detokgui.gui.launch import quiet_qt_messages
 
     hf_logging.disable_progress_bar()

@@ -7,7 +7,7 @@ shapes, V=50257, L=1024, fp32: a sparse checkpoint (`tests/hub_server.write_spar
 real bytes for layer 0 only, so xl's 6.2 GB file takes 0.45 GB of disk) served by the
 tests' local hub on 127.0.0.1, both sides from an empty cache, in this run:
 
-- layer 0 only: `Layer0.from_pretrained("bench/NAME")` (`core.hub`: header by range
+- layer 0 only: `Layer0.from_pretrained("bench/NAME")` (`core.model.sources.hub`: header by range
   request, then the layer-0 byte ranges);
 - whole file: what detokgui did before — `hf_hub_download` of each file of the repository
   (the whole model.safetensors among them) into a Hugging Face cache, then

@@ -39,7 +39,7 @@ TARGET = 10.0
 def text_ids(layer, n: int) -> list[int]:
     import torch
 
-    from detokgui.core.demo import sample_corpus
+    from detokgui.core.model.sources.demo import sample_corpus
 
     tok = layer.tokenizer
     if tok is not None:
@@ -58,7 +58,7 @@ def authors_loop(layer, ids):
     import torch
     import torch.nn.functional as F
 
-    from detokgui.core.terms import TERM_NAMES
+    from detokgui.core.model.terms import TERM_NAMES
 
     terms = layer.six_terms(ids)
     H, n = layer.n_heads, len(ids)
@@ -98,8 +98,8 @@ def main(argv=None) -> int:
     import transformers
 
     from detokgui.core import Layer0
-    from detokgui.core import empirical as em
-    from detokgui.core.demo import write_random_checkpoint
+    from detokgui.core.model.sources.demo import write_random_checkpoint
+    from detokgui.core.text_side import empirical as em
 
     warnings.filterwarnings("ignore", message="reduction: 'mean'")
     transformers.utils.logging.disable_progress_bar()

@@ -88,7 +88,7 @@ def main() -> None:
 
     from transformers.utils import logging as hf_logging
 
-    from detokgui.core.demo import write_random_checkpoint
+    from detokgui.core.model.sources.demo import write_random_checkpoint
     from detokgui.gui import event_passes, paint_prep
     from detokgui.gui.launch import quiet_qt_messages
 

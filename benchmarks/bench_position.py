@@ -9,8 +9,8 @@
    Target: median and max <= 33 ms (30 frames a second).
 2. Drag: 300 slider values set back to back (a fast drag): how many computations ran and
    how many were ever in flight at once (must be 1: work is never queued up).
-3. B7 whole-vocabulary slopes (core.positional.token_position_slopes, all heads, caches
-   cleared) vs one [V, d] @ [d, L] matmul per head. Target: ratio <= 2.
+3. B7 whole-vocabulary slopes (core.position_side.positional.token_position_slopes, all
+   heads, caches cleared) vs one [V, d] @ [d, L] matmul per head. Target: ratio <= 2.
 
 Runs offscreen on a random checkpoint with GPT-2-small dimensions (d=768, 12 heads, 1024
 positions, the real GPT-2 vocabulary size) in a 1400 x 900 window. Exit status 1 when a
@@ -152,7 +152,7 @@ def bench_drag(app, win, n: int = 300):
 def bench_slopes(layer, repeats: int = 3):
     import torch
 
-    from detokgui.core import positional
+    from detokgui.core.position_side import positional
 
     def clear():
         layer._cache.pop(positional._SLOPES_KEY, None)
@@ -190,7 +190,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from detokgui.core.demo import write_random_checkpoint
+    from detokgui.core.model.sources.demo import write_random_checkpoint
     from detokgui.gui.main_window import MainWindow
 
     folder = args.checkpoint

@@ -4,7 +4,7 @@
 
 Writes --checkpoints random GPT-2 checkpoints (d = --d, 12 heads, 1024 positions, the real
 GPT-2 vocabulary size; a different seed each) into a temporary folder and runs
-`core.series.iter_series` over them on ONE local worker process (so that one process
+`core.compare.series.iter_series` over them on ONE local worker process (so that one process
 loads, computes and frees every checkpoint in turn), without the disk cache. After each
 checkpoint it prints the worker's resident memory (measured in the worker after it freed
 the model) and this process's. Target: the worker's RSS after the last checkpoint is at
@@ -32,8 +32,8 @@ SLACK_BYTES = 50 * MB
 def main(argv: list[str] | None = None) -> int:
     import psutil
 
-    from detokgui.core.demo import write_random_checkpoint
-    from detokgui.core.series import iter_series
+    from detokgui.core.compare.series import iter_series
+    from detokgui.core.model.sources.demo import write_random_checkpoint
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoints", type=int, default=10)

@@ -220,7 +220,7 @@ def book(megabytes: float) -> str:
     import gzip
     import json
 
-    from detokgui.core.demo import sample_corpus
+    from detokgui.core.model.sources.demo import sample_corpus
 
     with gzip.open(sample_corpus(), "rt", encoding="utf-8") as f:
         texts = [json.loads(line)["text"] for line in f]
@@ -277,7 +277,7 @@ def run(args) -> dict:
     from PySide6.QtWidgets import QApplication
     from transformers.utils import logging as hf_logging
 
-    from detokgui.core.demo import write_random_checkpoint
+    from detokgui.core.model.sources.demo import write_random_checkpoint
     from detokgui.gui.launch import quiet_qt_messages
 
     hf_logging.disable_progress_bar()

@@ -101,7 +101,7 @@ def busy_cores(seconds: float = 1.0) -> float:
 
 def layer0_nbytes(path: Path) -> int:
     """Sum of nbytes of the LAYER0_KEYS tensors, from the safetensors header alone."""
-    from detokgui.core.checkpoint import LAYER0_KEYS
+    from detokgui.core.model.families import LAYER0_KEYS
 
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
@@ -137,7 +137,7 @@ def paper_route_topk(layer, u: int, k: int):
 def bench_topk(layer, repeats: int) -> float:
     import torch
 
-    from detokgui.core.affinity import topk_keys
+    from detokgui.core.token_side.affinity import topk_keys
 
     u, k = 4486, 10  # any token; the cost does not depend on it
     layer.sigma_stats()  # computed once per model and cached on the layer
@@ -172,8 +172,8 @@ def bench_topk(layer, repeats: int) -> float:
 
 
 def bench_sigma(layer, repeats: int) -> float:
-    from detokgui.core.progress import run
-    from detokgui.core.sigma import iter_sigma_stats
+    from detokgui.core.base.progress import run
+    from detokgui.core.model.sigma import iter_sigma_stats
 
     M = layer.P.T.contiguous()  # [d, L]
     t = timed(
@@ -193,8 +193,8 @@ def bench_sigma(layer, repeats: int) -> float:
 
 
 def bench_inverse(layer, repeats: int) -> float:
-    from detokgui.core.progress import run
-    from detokgui.core.sigma import iter_inverse_sigma_stats
+    from detokgui.core.base.progress import run
+    from detokgui.core.model.sigma import iter_inverse_sigma_stats
 
     table = layer.sigma_table()
     M = layer.P.T.contiguous()
@@ -241,7 +241,7 @@ def rss_child(folder: str) -> None:
     import torch  # noqa: F401
     import transformers  # noqa: F401
 
-    import detokgui.core.tokens  # noqa: F401  (imported lazily by from_pretrained)
+    import detokgui.core.model.tokens  # noqa: F401  (imported lazily by from_pretrained)
     from detokgui.core import Layer0
 
     proc = psutil.Process()
@@ -341,7 +341,7 @@ def main(argv=None) -> int:
     import transformers
 
     from detokgui.core import Layer0
-    from detokgui.core.demo import write_random_checkpoint
+    from detokgui.core.model.sources.demo import write_random_checkpoint
 
     transformers.utils.logging.disable_progress_bar()
     with tempfile.TemporaryDirectory(prefix="detokgui-bench-") as tmp:

@@ -1,5 +1,5 @@
 """How often "no match" fails between unrelated models, and what it still finds between
-related ones: the head matching (`core.compare`) of many pairs of independently
+related ones: the head matching (`core.compare.pair`) of many pairs of independently
 random-initialised GPT-2 checkpoints of several shapes, of the demo model against random
 weights, of each model against itself, and of the demo model against copies of it whose
 query and key weights carry growing noise. docs/math/compare.md quotes its output.
@@ -34,8 +34,8 @@ SHAPES = [
 
 def main() -> int:
     from detokgui.core import Layer0
-    from detokgui.core.compare import Pair, match_heads
-    from detokgui.core.demo import write_random_checkpoint
+    from detokgui.core.compare.pair import Pair, match_heads
+    from detokgui.core.model.sources.demo import write_random_checkpoint
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pairs", type=int, default=6, help="unrelated pairs per shape")
@@ -94,7 +94,7 @@ def noisy_demo(folder: Path, scale: float):
     from transformers import GPT2LMHeadModel
 
     from detokgui.core import Layer0
-    from detokgui.core.demo import demo_model_folder
+    from detokgui.core.model.sources.demo import demo_model_folder
 
     src = demo_model_folder()
     model = GPT2LMHeadModel.from_pretrained(str(src)).eval()

@@ -50,9 +50,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from detokgui.core.atomic import atomic_folder, atomic_open
-from detokgui.core.demo import sample_corpus
-from detokgui.core.tokens import gpt2_tokenizer
+from detokgui.core.base.atomic import atomic_folder, atomic_open
+from detokgui.core.model.sources.demo import sample_corpus
+from detokgui.core.model.tokens import gpt2_tokenizer
 
 
 def save_steps(limit: int) -> list[int]:

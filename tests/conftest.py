@@ -11,7 +11,7 @@ import gui_marker
 import pytest
 import torch
 
-from detokgui.core.demo import sample_corpus, write_random_checkpoint
+from detokgui.core.model.sources.demo import sample_corpus, write_random_checkpoint
 
 
 def real_weights_cached(repo: str = "gpt2") -> bool:

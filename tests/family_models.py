@@ -49,7 +49,7 @@ def build(name, seed=0, base=False, **overrides):
 
 def write(folder, name, seed=0, base=False, safe=True, tokenizer=True, **overrides):
     """Save a `build` model with the GPT-2 tokenizer to `folder`; returns (folder, model)."""
-    from detokgui.core.tokens import gpt2_tokenizer
+    from detokgui.core.model.tokens import gpt2_tokenizer
 
     folder = Path(folder)
     model, _ = build(name, seed, base, **overrides)

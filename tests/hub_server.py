@@ -1,4 +1,4 @@
-"""A small Hugging Face hub on 127.0.0.1 for the tests and benchmarks of `core.hub`.
+"""A small Hugging Face hub on 127.0.0.1 for the tests and benchmarks of `core.model.sources.hub`.
 
 It serves what huggingface_hub 2.4 asks of the real hub:
 
@@ -337,7 +337,7 @@ def write_sparse_gpt2(folder, *, n_embd: int, n_head: int, n_layer: int, n_posit
               "activation_function": "gelu_new"}
     (folder / "config.json").write_text(json.dumps(config, indent=1))
     if tokenizer:
-        from detokgui.core.tokens import gpt2_tokenizer
+        from detokgui.core.model.tokens import gpt2_tokenizer
 
         gpt2_tokenizer().save_pretrained(folder)
     return folder

@@ -63,7 +63,7 @@ def test_load_returns_the_layer_and_reports_progress(layer, tmp_path):
     assert str(layer.device) == "cpu"
     fractions = [p.fraction for p in LOAD_REPORTS]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
-    from detokgui.core.errors import ModelLoadError
+    from detokgui.core.base.errors import ModelLoadError
 
     with pytest.raises(ModelLoadError):
         dg.load(tmp_path / "missing", progress=False)
@@ -261,7 +261,7 @@ def test_ov_and_head_classes(layer):
 
 
 def test_bad_input_is_one_clear_error(layer):
-    from detokgui.core.errors import InputError
+    from detokgui.core.base.errors import InputError
 
     with pytest.raises(InputError, match="outside"):
         dg.bias(layer, i=layer.n_positions)
@@ -309,7 +309,7 @@ def test_plots_of_gui_analyses_and_filters(layer, frames):
 def test_figure_is_the_exported_figure(layer):
     fig = dg.figure(layer, "fig03cd_tp_tpp", heads=[1, 7])
     assert isinstance(fig, Figure) and visible_axes(fig) == 4
-    from detokgui.core.errors import InputError
+    from detokgui.core.base.errors import InputError
 
     with pytest.raises(InputError, match="no figure"):
         dg.figure(layer, "fig99")

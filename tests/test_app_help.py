@@ -58,6 +58,7 @@ def test_the_real_command():
     assert "export" in r.stdout and "download" in r.stdout
 
 
+@pytest.mark.gui  # the panels' own names: imports Qt
 def test_view_names_are_the_panels():
     from detokgui.gui.arguments import VIEW_NAMES
     from detokgui.gui.launch import view_names

@@ -122,8 +122,9 @@ def test_the_graph_sees_function_level_and_package_imports():
     graph = import_graph()
     assert "detokgui.cli" in graph["detokgui.app"]  # inside main()
     assert "detokgui.gui.launch" in graph["detokgui.app"]
-    assert "detokgui.core.weights" in graph["detokgui.core"]  # __init__ re-export
-    assert "detokgui.core.checkpoint" in graph["detokgui.core.weights"]  # from core import x
+    assert "detokgui.core.model.weights" in graph["detokgui.core"]  # __init__ re-export
+    # `from detokgui.core.model.sources import checkpoint`
+    assert "detokgui.core.model.sources.checkpoint" in graph["detokgui.core.model.weights"]
     assert "detokgui.figures.style" in graph["detokgui.figures.paper"]
     demo = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3}, "d": {"a": 4}}
     assert circles(demo) == [frozenset("abc")]
@@ -142,3 +143,89 @@ def test_no_import_circles():
     graph = import_graph()
     found = circles(graph)
     assert not found, "import circles:\n" + "\n".join(_describe(c, graph) for c in found)
+
+
+# --------------------------------------------------------------------------- inside core
+
+#: detokgui.core's parts, in order: a part imports only the parts before it and itself;
+#: parts of one rank (the token side and the position side) not each other.
+CORE_ORDER = (("base",), ("model",), ("corpus",), ("token_side", "position_side"),
+              ("text_side",), ("compare",))
+CORE_RANK = {part: rank for rank, parts in enumerate(CORE_ORDER) for part in parts}
+#: function-level imports between detokgui's modules that core may keep (each keeps a light
+#: import light and says so in a comment on its line)
+MAX_CORE_FUNCTION_IMPORTS = 15
+
+
+def _core_part(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["detokgui", "core"] else None
+
+
+def test_core_is_in_parts():
+    """Every core module lives in one of the parts (the package's own __init__ is the
+    facade), and every part says in its __init__ what it holds and may import."""
+    stray = [m for m in SOURCES if _in(m, "detokgui.core") and m != "detokgui.core"
+             and _core_part(m) not in CORE_RANK]
+    assert not stray, stray
+    for part in CORE_RANK:
+        doc = ast.get_docstring(ast.parse(SOURCES[f"detokgui.core.{part}"][0].read_text()))
+        assert doc and "May import:" in doc, part
+
+
+def test_core_parts_import_in_order():
+    bad = []
+    for m in SOURCES:
+        part = _core_part(m)
+        if part is None:
+            continue
+        for target, line in imports_of(m):
+            if target == "detokgui.core":
+                bad.append(f"{m} imports the detokgui.core facade (line {line})")
+            other = _core_part(target)
+            if other is None or other == part:
+                continue
+            if CORE_RANK[other] >= CORE_RANK[part]:
+                bad.append(f"{m} ({part}) imports {target} ({other}) (line {line})")
+    assert not bad, "\n".join(bad)
+
+
+def test_base_has_no_torch():
+    """Every CSV writer imports core.base (its tables): torch is not imported with it (a
+    check that needs a tensor imports torch inside its function)."""
+    bad = [f"{m} imports {t} (line {line})" for m in SOURCES if _core_part(m) == "base"
+           for t, line in imports_of(m)
+           if t.split(".")[0] == "torch" and not _inside_function(m, line)]
+    assert not bad, "\n".join(bad)
+
+
+def _inside_function(module: str, line: int) -> bool:
+    tree = ast.parse(SOURCES[module][0].read_text(encoding="utf-8"))
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and node.lineno <= line <= node.end_lineno for node in ast.walk(tree))
+
+
+def function_level_imports(prefix: str) -> list[tuple[str, int, str]]:
+    """(module, line, text) of each import of a detokgui module inside a function."""
+    out = []
+    for m, (path, _) in SOURCES.items():
+        if not _in(m, prefix):
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.ImportFrom) and (sub.module or "").startswith("detokgui"):
+                    out.append((m, sub.lineno, lines[sub.lineno - 1]))
+    return sorted(set(out))
+
+
+def test_core_imports_at_the_top():
+    """Imports hidden inside functions hide the dependency graph: core keeps only those
+    that keep a light import light, each saying why on its line."""
+    found = function_level_imports("detokgui.core")
+    unexplained = [f"{m}:{line}: {text.strip()}" for m, line, text in found if "#" not in text]
+    assert not unexplained, "\n".join(unexplained)
+    assert len(found) <= MAX_CORE_FUNCTION_IMPORTS, "\n".join(
+        f"{m}:{line}: {text.strip()}" for m, line, text in found)

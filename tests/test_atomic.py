@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from detokgui.core import atomic
+from detokgui.core.base import atomic
 
 
 def test_success_replaces_and_keeps_permissions(tmp_path):

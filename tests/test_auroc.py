@@ -8,11 +8,11 @@ from brute_vocab import raw_model, tee_matrix, weighted_auroc
 from scipy import sparse
 from test_vocab_stats import integer_layer
 
-import detokgui.core.auroc as A
-from detokgui.core.affinity import SigmaChoice
-from detokgui.core.corpus import CorpusCounts, layer_corpus_counts
-from detokgui.core.errors import InputError
-from detokgui.core.vocab_stats import head_stats
+import detokgui.core.token_side.auroc as A
+from detokgui.core.base.errors import InputError
+from detokgui.core.corpus.counts import CorpusCounts, layer_corpus_counts
+from detokgui.core.model.conventions import SigmaChoice
+from detokgui.core.token_side.vocab_stats import head_stats
 
 
 @pytest.fixture

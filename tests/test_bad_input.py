@@ -10,8 +10,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from detokgui.core import Layer0, ModelLoadError
-from detokgui.core.errors import InputError
-from detokgui.core.weights import all_finite
+from detokgui.core.base.errors import InputError
+from detokgui.core.model.weights import all_finite
 
 PREFIX = "transformer."
 
@@ -165,7 +165,9 @@ def test_from_tensors_checks_its_arguments(tiny_layer):
 
 
 def _calls(layer):
-    from detokgui.core import affinity, neurons, positional
+    from detokgui.core.model import sample
+    from detokgui.core.position_side import neurons, positional
+    from detokgui.core.token_side import affinity
 
     slopes = positional.token_position_slopes(layer)
     return [
@@ -181,8 +183,8 @@ def _calls(layer):
         (lambda: affinity.affinity_block(layer, ["North", "Korea"]), "token ids"),
         (lambda: affinity.affinity_block(layer, [1.5, 2]), "whole numbers"),
         (lambda: affinity.affinity_block(layer, None), "token"),
-        (lambda: affinity.random_token_sample(layer, None), "sample size"),
-        (lambda: affinity.random_token_sample(layer, 5, seed=0.5), "seed"),
+        (lambda: sample.random_token_sample(layer, None), "sample size"),
+        (lambda: sample.random_token_sample(layer, 5, seed=0.5), "seed"),
         (lambda: layer.six_terms(["a", "b"]), "token"),
         (lambda: layer.attention(None), "token"),
         (lambda: positional.positional_bias(layer, None), "position"),
@@ -206,7 +208,7 @@ def test_public_functions_refuse_bad_arguments_clearly(tiny_layer):
 
 
 def test_whole_number_floats_are_accepted(tiny_layer):
-    from detokgui.core.affinity import topk_keys
+    from detokgui.core.token_side.affinity import topk_keys
 
     a = topk_keys(tiny_layer, 5, k=3.0, heads=1.0)
     b = topk_keys(tiny_layer, 5, k=3, heads=[1])

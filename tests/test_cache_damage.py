@@ -1,4 +1,4 @@
-"""The on-disk cache (core.diskcache) never breaks a run (issue 16): a damaged entry of
+"""The on-disk cache (core.base.diskcache) never breaks a run (issue 16): a damaged entry of
 any cache is discarded with one line and computed again, an unusable cache folder costs
 only the cache (one warning naming the cache's file or folder, never the output), and the
 stale `.part` files of killed writers are removed."""
@@ -19,8 +19,8 @@ from conftest import SUBPROCESS_ENV, wait_idle
 from test_cli import read_csv
 
 from detokgui.cli import main
-from detokgui.core import atomic, diskcache
-from detokgui.core.atomic import STALE_PART_SECONDS, sweep_stale_parts
+from detokgui.core.base import atomic, diskcache
+from detokgui.core.base.atomic import STALE_PART_SECONDS, sweep_stale_parts
 
 # cache -> (export command, its cache sub-folder, CSV columns holding floats)
 CACHES = {
@@ -291,7 +291,7 @@ def test_sweep_removes_stale_parts_and_keeps_live_ones(tmp_path):
     live.mkdir()
     (live / "fig.png").write_bytes(b"png")
     age(live, old)
-    for name in ("notes.part", ".hidden"):  # not a temporary of core.atomic
+    for name in ("notes.part", ".hidden"):  # not a temporary of core.base.atomic
         (tmp_path / name).write_bytes(b"keep")
         age(tmp_path / name, old)
     assert sweep_stale_parts(tmp_path, "figs") == [dead]
@@ -335,7 +335,7 @@ def test_export_figures_removes_its_stale_staging_folder(tiny_layer, tmp_path, e
 @pytest.fixture
 def small_random_demo(cache, monkeypatch):
     """The random demo written by a small writer (d=32) into the test's cache."""
-    from detokgui.core import demo
+    from detokgui.core.model.sources import demo
 
     real = demo.write_random_checkpoint
     monkeypatch.setattr(demo, "write_random_checkpoint",
@@ -344,7 +344,7 @@ def small_random_demo(cache, monkeypatch):
 
 
 def test_random_demo_removes_a_killed_first_use(small_random_demo):
-    from detokgui.core import demo
+    from detokgui.core.model.sources import demo
 
     stale, fresh = stale_and_fresh(small_random_demo.parent, small_random_demo.name)
     assert demo.random_demo_folder() == small_random_demo
@@ -356,7 +356,8 @@ def test_random_demo_removes_a_killed_first_use(small_random_demo):
                                     lambda f: (f / "tokenizer.json").write_text("{")],
                          ids=["weights-truncated", "tokenizer-broken"])
 def test_damaged_random_demo_is_written_again(small_random_demo, caplog, damage):
-    from detokgui.core import Layer0, demo
+    from detokgui.core import Layer0
+    from detokgui.core.model.sources import demo
 
     demo.random_demo_folder()
     weights = (small_random_demo / "model.safetensors").read_bytes()
@@ -384,7 +385,7 @@ def test_random_demo_without_a_cache_folder_is_one_line(small_random_demo, capsy
 
 def test_frequency_view_recovers_from_a_damaged_count(vocab_window, qtbot, small_corpus,
                                                       cache):
-    from detokgui.core.corpus import layer_corpus_counts
+    from detokgui.core.corpus.counts import layer_corpus_counts
 
     win, corpus = vocab_window, (str(small_corpus),)
     counts = layer_corpus_counts(win.state.layer, corpus).unigrams  # written to the cache

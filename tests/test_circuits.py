@@ -7,9 +7,9 @@ import torch
 from conftest import SAMPLE_CORPUS
 
 from detokgui.core import InputError, Layer0
-from detokgui.core import circuits as ci
-from detokgui.core.empirical import TextSource
-from detokgui.core.positional import classify_heads, positional_pattern
+from detokgui.core.position_side.positional import classify_heads, positional_pattern
+from detokgui.core.text_side import circuits as ci
+from detokgui.core.text_side.empirical import TextSource
 
 CORPUS = str(SAMPLE_CORPUS)
 DEMO = "demo"  # the trained demo model shipped inside the package

@@ -8,7 +8,7 @@ import sys
 import torch
 from conftest import SUBPROCESS_ENV
 
-from detokgui.core.terms import TERM_NAMES
+from detokgui.core.model.terms import TERM_NAMES
 
 
 def run_cli(*args, timeout=300, input=None):

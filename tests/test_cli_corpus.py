@@ -273,7 +273,7 @@ def test_bad_arguments_exit_2_one_line(small_vocab_ckpt, tiny_ckpt, tmp_path, ca
 
 
 def test_model_without_tokenizer(tmp_path, capsys):
-    from detokgui.core.demo import write_random_checkpoint
+    from detokgui.core.model.sources.demo import write_random_checkpoint
 
     folder = write_random_checkpoint(tmp_path / "m", vocab_size=50, n_embd=16, n_head=2,
                                      n_positions=16, tokenizer=False)

@@ -13,7 +13,7 @@ from test_cli import read_csv, run_cli
 from test_cli_tokens import brute_force_tee
 
 from detokgui import cli
-from detokgui.core.affinity import MAX_HEATMAP_TOKENS
+from detokgui.core.token_side.affinity import MAX_HEATMAP_TOKENS
 
 
 def test_text_from_file_and_stdin_equal_text_argument(tiny_ckpt, tmp_path):

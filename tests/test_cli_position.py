@@ -12,7 +12,7 @@ from test_neurons import designed_positions, reference_stats
 from test_positional import direct_position_sigma, fold_qk
 
 from detokgui import cli
-from detokgui.core.demo import write_random_checkpoint
+from detokgui.core.model.sources.demo import write_random_checkpoint
 
 
 def raw_checkpoint(folder):

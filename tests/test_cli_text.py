@@ -12,15 +12,15 @@ from conftest import SAMPLE_CORPUS, model_attention
 from test_cli import read_csv, run_cli
 
 from detokgui import cli
-from detokgui.core import circuits as ci
-from detokgui.core import empirical as em
-from detokgui.core.terms import TERM_NAMES
+from detokgui.core.model.terms import TERM_NAMES
+from detokgui.core.text_side import circuits as ci
+from detokgui.core.text_side import empirical as em
 
 CORPUS = str(SAMPLE_CORPUS)
 
 
 def first_windows(tokenizer, count, size, eos=None):
-    """The first `count` windows of the corpus, cut here without core.documents."""
+    """The first `count` windows of the corpus, cut here without core.corpus.documents."""
     out = []
     with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
         for line in f:

@@ -9,7 +9,7 @@ import pytest
 import torch
 from test_cli import read_csv, run_cli
 
-from detokgui.core.tokens import display_token
+from detokgui.core.model.tokens import display_token
 
 
 def raw_tensors(folder):
@@ -102,7 +102,7 @@ def test_heatmap_csv(tiny_ckpt, tiny_layer, tmp_path):
     export_heatmap(tiny_ckpt, tmp_path / "hm.csv")
     rows = read_csv(tmp_path / "hm.csv")
     assert len(rows) == len(ids) ** 2
-    from detokgui.core.affinity import affinity_block
+    from detokgui.core.token_side.affinity import affinity_block
 
     block = affinity_block(tiny_layer, ids, ids, heads=[1])[0]
     for row in rows:
@@ -133,7 +133,7 @@ def test_token_heatmap_figure(tiny_layer):
     """The image is the matrix given, on a colour scale symmetric around 0; every token
     labels its row and column, and a long text's labels are thinned evenly so that they
     do not overlap."""
-    from detokgui.core.affinity import SigmaChoice
+    from detokgui.core.model.conventions import SigmaChoice
     from detokgui.figures.style import SMALL_PT
     from detokgui.figures.token_heatmap import token_heatmap
 

@@ -14,8 +14,8 @@ from conftest import close_jobs, open_window, wait_idle
 from PIL import Image
 
 from detokgui import cli
-from detokgui.core import affinity
-from detokgui.core.conventions import DIVERGING_COLOURS
+from detokgui.core.model.conventions import DIVERGING_COLOURS
+from detokgui.core.token_side import affinity
 
 TEXT = " North Korea and"
 

@@ -13,9 +13,9 @@ import torch
 
 import detokgui as dg
 from detokgui.core import Layer0
-from detokgui.core.affinity import random_token_sample, topk_keys
-from detokgui.core.auroc import bigram_row_sample, iter_sampled_auroc, roc_curve
-from detokgui.core.compare import (
+from detokgui.core.base.progress import Progress, run
+from detokgui.core.compare.head_metrics import HEAD_CLASS_CODES, HEAD_METRICS, iter_head_metrics
+from detokgui.core.compare.pair import (
     NULL_ALPHA,
     Pair,
     iter_match_heads,
@@ -27,14 +27,19 @@ from detokgui.core.compare import (
     shifted_agreement,
     top_key_agreement,
 )
-from detokgui.core.corpus import layer_corpus_counts
-from detokgui.core.demo import demo_model_folder, sample_corpus, write_random_checkpoint
-from detokgui.core.frequency import frequency_stats
-from detokgui.core.head_metrics import HEAD_CLASS_CODES, HEAD_METRICS, iter_head_metrics
-from detokgui.core.positional import HEAD_LABELS, positional_pattern
-from detokgui.core.progress import Progress, run
-from detokgui.core.tokens import token_string
-from detokgui.core.vocab_pass import iter_vocab_pass
+from detokgui.core.corpus.counts import layer_corpus_counts
+from detokgui.core.model.sample import random_token_sample
+from detokgui.core.model.sources.demo import (
+    demo_model_folder,
+    sample_corpus,
+    write_random_checkpoint,
+)
+from detokgui.core.model.tokens import token_string
+from detokgui.core.position_side.positional import HEAD_LABELS, positional_pattern
+from detokgui.core.token_side.affinity import topk_keys
+from detokgui.core.token_side.auroc import bigram_row_sample, iter_sampled_auroc, roc_curve
+from detokgui.core.token_side.frequency import frequency_stats
+from detokgui.core.token_side.vocab_pass import iter_vocab_pass
 
 Q = 48  # sampled query tokens: enough to tell heads apart, quick on two cores
 
@@ -191,7 +196,7 @@ def test_the_null_is_the_similarity_made_unrelated(demo, demo_shaped_random):
     positions or B's top keys taken from another query token, (0, 0) the observed one;
     threshold, p-value and the family-wise p-value are the min-p method's, computed
     here the slow way."""
-    from detokgui.core.affinity import iter_topk_keys_of
+    from detokgui.core.token_side.affinity import iter_topk_keys_of
 
     m = match_heads(Pair(demo, demo_shaped_random), n_queries=Q)
     pa, pb = m.pattern_a, m.pattern_b
@@ -307,7 +312,7 @@ def test_an_opt_model_with_another_tokenizer(demo, tmp_path):
 
 
 def test_top_keys_of_a_sample_equal_the_top_k_view(demo):
-    from detokgui.core.affinity import iter_topk_keys_of
+    from detokgui.core.token_side.affinity import iter_topk_keys_of
 
     tokens = random_token_sample(demo, 6, seed=3)
     top = run(iter_topk_keys_of(demo, tokens, 10, chunk_rows=4))
@@ -489,7 +494,7 @@ def test_the_figures_mark_assigned_pairs_without_a_match(demo, other):
 def test_library_input_and_figure(demo, other):
     from matplotlib.figure import Figure
 
-    from detokgui.core.errors import InputError
+    from detokgui.core.base.errors import InputError
 
     _, b = other
     with pytest.raises(InputError, match="loaded model"):

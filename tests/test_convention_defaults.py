@@ -1,4 +1,4 @@
-"""One definition of the position conventions (core.conventions) with one default: the
+"""One definition of the position conventions (core.model.conventions) with one default: the
 core functions, the CLI and the GUI, each left at its defaults, draw the same curves for
 the same checkpoint and query position."""
 
@@ -7,8 +7,10 @@ import pytest
 from test_cli import read_csv
 
 from detokgui import cli
-from detokgui.core import conventions, empirical, positional
-from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
+from detokgui.core.model import conventions
+from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION
+from detokgui.core.position_side import positional
+from detokgui.core.text_side import empirical
 
 I = 40  # query position
 COLUMNS = ("t_p", "t_pp", "total", "softmax")
@@ -101,7 +103,7 @@ def test_core_cli_and_gui_give_the_same_curve(tiny_ckpt, tiny_layer, tmp_path, c
 
 @pytest.mark.parametrize("bad", ["authors", "", None, 3])
 def test_one_check_for_every_choice(tiny_layer, bad):
-    from detokgui.core.errors import InputError
+    from detokgui.core.base.errors import InputError
 
     with pytest.raises(InputError, match="position convention must be one of paper, mean-sigma"):
         positional.positional_bias(tiny_layer, 3, convention=bad)

@@ -11,10 +11,10 @@ import torch
 from test_positional import fold_qk, raw_tensors
 
 from detokgui.core import InputError
-from detokgui.core import positional as pos
-from detokgui.core import sigma as sg
-from detokgui.core.conventions import POSITION_CONVENTIONS
-from detokgui.core.progress import run
+from detokgui.core.base.progress import run
+from detokgui.core.model import sigma as sg
+from detokgui.core.model.conventions import POSITION_CONVENTIONS
+from detokgui.core.position_side import positional as pos
 
 AGG = {"mean": lambda x: x.mean(0), "max": lambda x: x.max(0), "min": lambda x: x.min(0)}
 

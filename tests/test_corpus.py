@@ -12,11 +12,11 @@ import pytest
 from conftest import SAMPLE_CORPUS
 from test_documents import BAD_INPUTS
 
-import detokgui.core.corpus as C
-from detokgui.core.corpus_tables import bigrams_table, counts_table
-from detokgui.core.documents import CorpusReader
-from detokgui.core.errors import InputError
-from detokgui.core.tokens import gpt2_tokenizer
+import detokgui.core.corpus.counts as C
+from detokgui.core.base.errors import InputError
+from detokgui.core.corpus.documents import CorpusReader
+from detokgui.core.corpus.tables import bigrams_table, counts_table
+from detokgui.core.model.tokens import gpt2_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +252,7 @@ def test_unreadable_file(tmp_path, cache, tok, monkeypatch):
 
 
 def test_tokenizer_identity(tok, small_vocab_layer):
-    from detokgui.core.identity import tokenizer_identity
+    from detokgui.core.model.identity import tokenizer_identity
 
     assert tokenizer_identity(gpt2_tokenizer()) == tokenizer_identity(tok)
     assert tokenizer_identity(small_vocab_layer.tokenizer) != tokenizer_identity(tok)

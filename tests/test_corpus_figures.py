@@ -15,11 +15,11 @@ from test_cli import read_csv, run_cli
 from test_export_figures import SUFFIXES, check_files, index_rows
 
 from detokgui.core import Layer0
-from detokgui.core.affinity import SigmaChoice
-from detokgui.core.auroc import bigram_auroc, roc_curve
-from detokgui.core.circuits import contextual_circuit, rank_neurons
-from detokgui.core.corpus import layer_corpus_counts
-from detokgui.core.empirical import (
+from detokgui.core.corpus.counts import layer_corpus_counts
+from detokgui.core.model.conventions import SigmaChoice
+from detokgui.core.position_side.positional import classify_heads
+from detokgui.core.text_side.circuits import contextual_circuit, rank_neurons
+from detokgui.core.text_side.empirical import (
     TextSource,
     attention_row,
     b3_prediction,
@@ -27,8 +27,8 @@ from detokgui.core.empirical import (
     kl,
     kl_contributions,
 )
-from detokgui.core.frequency import frequency_stats
-from detokgui.core.positional import classify_heads
+from detokgui.core.token_side.auroc import bigram_auroc, roc_curve
+from detokgui.core.token_side.frequency import frequency_stats
 from detokgui.figures import FIGURES, export_figures, figure, iter_export_figures, load_figures
 
 CORPUS_KEYS = ("fig02c_roc", "fig02d_auroc", "fig03e_observed", "fig04_six_terms",
@@ -336,7 +336,7 @@ def test_layer_norm_reference_matches_torch(layer32):
 def test_png_resolution_and_no_data(tiny_layer, tmp_path):
     import struct
 
-    from detokgui.core.errors import InputError
+    from detokgui.core.base.errors import InputError
     from detokgui.figures.style import COLUMN_IN
 
     out = tmp_path / "o"
@@ -353,7 +353,7 @@ def test_png_resolution_and_no_data(tiny_layer, tmp_path):
 
 
 def test_t_e_convention_is_checked(layer32, counts):
-    from detokgui.core.errors import InputError
+    from detokgui.core.base.errors import InputError
 
     with pytest.raises(InputError, match="t_e must be one of sigma, paper"):
         frequency_stats(layer32, counts, t_e="mean")
@@ -361,7 +361,7 @@ def test_t_e_convention_is_checked(layer32, counts):
 
 def test_control_characters_are_escaped_in_token_labels(layer32):
     """Byte tokens 0x00-0x1f are drawn as \\xNN (the figures' fonts have no glyph for them)."""
-    from detokgui.core.tokens import display_token
+    from detokgui.core.model.tokens import display_token
 
     tok = layer32.tokenizer
     shown = [display_token(tok, t) for t in range(len(tok))]

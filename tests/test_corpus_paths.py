@@ -49,10 +49,10 @@ def run_python(code: str, *args) -> subprocess.CompletedProcess:
 CORE = r"""
 import json, os, sys
 from pathlib import Path
-import detokgui.core.documents as D
-from detokgui.core.corpus import corpus_counts
-from detokgui.core.errors import InputError
-from detokgui.core.tokens import gpt2_tokenizer
+import detokgui.core.corpus.documents as D
+from detokgui.core.corpus.counts import corpus_counts
+from detokgui.core.base.errors import InputError
+from detokgui.core.model.tokens import gpt2_tokenizer
 
 folder = Path(sys.argv[1])
 tok = gpt2_tokenizer()
@@ -88,7 +88,7 @@ print(json.dumps(out))
 
 
 def test_core_refuses_fifo_device_socket_and_skips_them_in_a_folder(tmp_path):
-    from detokgui.core.tokens import gpt2_tokenizer
+    from detokgui.core.model.tokens import gpt2_tokenizer
 
     folder, good, kinds = corpus_folder(tmp_path)
     r = run_python(CORE, folder)
@@ -148,7 +148,7 @@ def test_cli_lists_a_folders_skipped_entries_and_counts_the_rest(small_vocab_ckp
 def test_skipped_line_shows_the_first_few():
     from pathlib import Path
 
-    from detokgui.core.documents import Skipped, skipped_line
+    from detokgui.core.corpus.documents import Skipped, skipped_line
 
     skipped = [Skipped(Path(f"c/{k}.md"), "not a .txt or .jsonl file") for k in range(7)]
     assert skipped_line(skipped[:1]) == ("skipped 1 file of the corpus folder: c/0.md (not a "
@@ -190,7 +190,7 @@ def test_every_corpus_command_refuses_before_the_model_loads(tmp_path):
 
 
 def test_hidden_entries_of_a_folder_are_neither_read_nor_listed(tmp_path):
-    from detokgui.core.documents import scan_corpus
+    from detokgui.core.corpus.documents import scan_corpus
 
     (tmp_path / "a.txt").write_text("Hello world.")
     (tmp_path / "notes.md").write_text("not a corpus file")

@@ -6,7 +6,7 @@ import pytest
 from test_cli import read_csv
 
 from detokgui import cli
-from detokgui.core.conventions import default_query_position, paper_position, position_text
+from detokgui.core.model.conventions import default_query_position, paper_position, position_text
 
 
 def test_the_rule():

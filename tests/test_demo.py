@@ -11,7 +11,8 @@ import torch
 from conftest import model_attention
 
 import detokgui
-from detokgui.core import Layer0, demo
+from detokgui.core import Layer0
+from detokgui.core.model.sources import demo
 
 TEXT = " It is a truth universally acknowledged, that a single man in possession of a good"
 

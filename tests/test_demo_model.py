@@ -11,8 +11,8 @@ import torch
 from conftest import SAMPLE_CORPUS
 
 from detokgui.core import Layer0
-from detokgui.core import neurons as nr
-from detokgui.core import positional as pos
+from detokgui.core.position_side import neurons as nr
+from detokgui.core.position_side import positional as pos
 
 DEMO = "demo"  # shipped inside the package
 CORPUS = SAMPLE_CORPUS

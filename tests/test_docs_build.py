@@ -39,8 +39,8 @@ def test_every_public_function_is_in_the_api_reference(site):
                if f"detokgui.api.{module}.{name}" not in ids]
     assert missing == []
     for method in ("from_pretrained", "six_terms", "attention", "sigma_table"):
-        assert f"detokgui.core.weights.Layer0.{method}" in ids
-    assert "detokgui.core.errors.InputError" in ids
+        assert f"detokgui.core.model.weights.Layer0.{method}" in ids
+    assert "detokgui.core.base.errors.InputError" in ids
 
 
 def test_the_api_reference_shows_the_docstrings(site):

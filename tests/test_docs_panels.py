@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from detokgui.core import affinity
+from detokgui.core.token_side import affinity
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "panels.md").read_text(encoding="utf-8")
 

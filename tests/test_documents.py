@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE_CORPUS
 
-from detokgui.core.documents import (
+from detokgui.core.base.errors import InputError
+from detokgui.core.corpus.documents import (
     CorpusReader,
     corpus_files,
     corpus_windows,
     iter_token_pieces,
     iter_windows,
 )
-from detokgui.core.errors import InputError
-from detokgui.core.tokens import gpt2_tokenizer
+from detokgui.core.model.tokens import gpt2_tokenizer
 
 SAMPLE = SAMPLE_CORPUS
 
@@ -131,7 +131,7 @@ def test_windows_do_not_span_documents_and_prepend(tmp_path, tok):
 
 
 def test_iter_windows_joins_continued_pieces():
-    from detokgui.core.documents import TokenPiece
+    from detokgui.core.corpus.documents import TokenPiece
 
     pieces = [TokenPiece([1, 2], False), TokenPiece([3], True), TokenPiece([4, 5], False)]
     assert list(iter_windows(pieces, 2)) == [[1, 2], [3], [4, 5]]
@@ -145,7 +145,7 @@ def test_shared_sample_corpus_reads(tok):
 
 
 def test_the_name_sample_is_the_shipped_corpus_unless_such_a_file_exists(tmp_path, monkeypatch):
-    from detokgui.core.demo import sample_corpus
+    from detokgui.core.model.sources.demo import sample_corpus
 
     monkeypatch.chdir(tmp_path)
     assert corpus_files(["sample"]) == [sample_corpus()]

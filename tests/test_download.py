@@ -2,7 +2,7 @@
 folder it writes holds layer 0 only, says where it came from, and — carried to a machine
 without network — opens as the hub model does; a bad name, a bad --out, a refused
 architecture, an unreachable hub, a dropped connection, a full disk and Ctrl+C are each
-one line and a non-zero exit, and leave no folder (`core.hub.save_layer0`,
+one line and a non-zero exit, and leave no folder (`core.model.sources.hub.save_layer0`,
 `cli.download`)."""
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from conftest import closed_port, ctrl_c_raises
 from hub_server import HubServer
 
 from detokgui.app import main
-from detokgui.core import Layer0, checkpoint_files, hub
-from detokgui.core.demo import write_random_checkpoint
+from detokgui.core import Layer0
+from detokgui.core.model.sources import checkpoint_files, hub
+from detokgui.core.model.sources.demo import write_random_checkpoint
 
 TEXT = "The quick brown fox jumps over the lazy dog."
 FOLDED = ("E", "P", "Wq", "Wk", "Wv", "bq", "bk", "bv", "bQK", "Wo", "bVO")
@@ -123,6 +124,7 @@ def same_layer(a: Layer0, b: Layer0) -> None:
 # --------------------------------------------------------------------------- the folder
 
 
+@pytest.mark.gui  # the window's title and status bar too: imports Qt
 def test_the_folder_opens_offline_as_the_hub_model(server, tmp_path, monkeypatch, capsys):
     out = tmp_path / "gpt2-layer0"
     rc, stdout, err = download(capsys, "test/tiny", "--out", out)

@@ -6,9 +6,9 @@ import torch
 from conftest import SAMPLE_CORPUS, model_attention
 
 from detokgui.core import InputError, Layer0
-from detokgui.core import empirical as em
-from detokgui.core.positional import positional_pattern
-from detokgui.core.terms import TERM_NAMES
+from detokgui.core.model.terms import TERM_NAMES
+from detokgui.core.position_side.positional import positional_pattern
+from detokgui.core.text_side import empirical as em
 
 CORPUS = str(SAMPLE_CORPUS)
 DEMO = "demo"  # the trained demo model shipped inside the package
@@ -180,7 +180,7 @@ def test_empirical_attention_is_the_mean_of_hf_attentions(tiny_layer, tiny_model
 def test_b3_prediction_conventions(tiny_layer):
     """paper: score_j = (p_i W^QK p_j^T / mean_v S[v,i] + b^QK p_j^T) mean_v 1/S[v,j],
     brute force over the sigma table; mean-sigma: the positional-bias view's softmax."""
-    from detokgui.core.positional import positional_bias
+    from detokgui.core.position_side.positional import positional_bias
 
     L, i = tiny_layer, 33
     S = L.sigma_stats().table.double()
@@ -226,7 +226,7 @@ def test_text_source_checks(tiny_layer, tmp_path):
 
 
 def test_text_window_is_the_nth_corpus_window(tiny_layer):
-    from detokgui.core.documents import corpus_windows
+    from detokgui.core.corpus.documents import corpus_windows
 
     windows = corpus_windows([CORPUS], tiny_layer.tokenizer, tiny_layer.n_positions)
     first = [next(windows) for _ in range(3)]
@@ -266,7 +266,7 @@ def test_demo_model_heads_on_the_sample_corpus(demo_layer):
 
 
 def test_jobs_report_progress_and_stop_between_texts(tiny_layer):
-    from detokgui.core import circuits as ci
+    from detokgui.core.text_side import circuits as ci
 
     for job in (em.iter_kl(tiny_layer, em.TextSource.corpus(CORPUS)),
                 em.iter_empirical_attention(tiny_layer, em.TextSource.corpus(CORPUS), 5),

@@ -6,9 +6,9 @@ import json
 import pytest
 from conftest import SAMPLE_CORPUS
 
-from detokgui.core.encode import iter_encode
-from detokgui.core.progress import Progress, run
-from detokgui.core.tokens import gpt2_tokenizer
+from detokgui.core.base.progress import Progress, run
+from detokgui.core.model.encode import iter_encode
+from detokgui.core.model.tokens import gpt2_tokenizer
 
 CORPUS = SAMPLE_CORPUS
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import SUBPROCESS_ENV, wait_idle
 
-from detokgui.core import atomic
+from detokgui.core.base import atomic
 
 needs_dev_full = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
 #: What `detokgui export heatmap` writes (its PNG and SVG drawn by matplotlib).

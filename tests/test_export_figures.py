@@ -14,8 +14,9 @@ from test_cli import read_csv, run_cli
 
 from detokgui import cli
 from detokgui.core import Layer0
-from detokgui.core import positional as pos
-from detokgui.core.affinity import SigmaChoice, topk_keys
+from detokgui.core.model.conventions import SigmaChoice
+from detokgui.core.position_side import positional as pos
+from detokgui.core.token_side.affinity import topk_keys
 from detokgui.figures import (
     FIGURES,
     Drawn,
@@ -246,7 +247,7 @@ def test_a_builder_may_skip_itself(tiny_layer, tmp_path):
 
 
 def test_generator_builders_report_progress_and_share_results(tiny_layer, tmp_path):
-    from detokgui.core.progress import Progress
+    from detokgui.core.base.progress import Progress
 
     calls = []
 
@@ -328,8 +329,8 @@ def test_fig2a_leaves_out_words_that_are_not_one_token(small_vocab_ckpt, tmp_pat
     """Another tokenizer may split the paper's words: such a word is left out and the
     index says so, never ranked as its last piece."""
     from detokgui.core import Layer0
-    from detokgui.core.errors import InputError
-    from detokgui.core.tokens import resolve_token
+    from detokgui.core.base.errors import InputError
+    from detokgui.core.model.tokens import resolve_token
     from detokgui.figures.export import export_figures
     from detokgui.figures.paper import TOPK_WORDS
 

@@ -51,7 +51,7 @@ def test_every_plot_of_the_vocabulary_views_exports_svg_like_png(vocab_window, q
                                                                    tmp_path):
     """On the 400-token model (a whole-vocabulary pass of the 50,257-token one takes a
     minute); the query token is the corpus's most frequent, so that it has a ROC curve."""
-    from detokgui.core.corpus import layer_corpus_counts
+    from detokgui.core.corpus.counts import layer_corpus_counts
 
     win = vocab_window
     counts = layer_corpus_counts(win.state.layer, [str(SAMPLE_CORPUS)])

@@ -10,7 +10,7 @@ import torch
 from family_models import SPECS, attention, build, raw_scores, write
 
 from detokgui.core import Layer0, ModelLoadError
-from detokgui.core.terms import query_constants
+from detokgui.core.model.terms import query_constants
 
 FAMILY = {"gpt2": "gpt2", "gpt_neo": "gpt_neo", "opt": "opt", "opt_no_bias": "opt"}
 
@@ -64,13 +64,14 @@ def test_from_model_equals_from_pretrained(family_ckpt):
 def test_opt_padding_rows_are_left_out(tmp_path):
     """OPT's embedding has more rows than its tokenizer has tokens (here 50272 for 50257):
     the extra rows are no tokens, so no view lists them, however large they are."""
-    from detokgui.core.affinity import SigmaChoice, topk_keys, topk_queries
+    from detokgui.core.model.conventions import SigmaChoice
+    from detokgui.core.token_side.affinity import topk_keys, topk_queries
 
     model, _ = build("opt", seed=9)
     with torch.no_grad():
         model.model.decoder.embed_tokens.weight[50257:] *= 50.0
     model.save_pretrained(tmp_path)
-    from detokgui.core.tokens import gpt2_tokenizer
+    from detokgui.core.model.tokens import gpt2_tokenizer
 
     gpt2_tokenizer().save_pretrained(tmp_path)
     layer = Layer0.from_pretrained(str(tmp_path), device="cpu")

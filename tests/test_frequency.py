@@ -6,10 +6,10 @@ import torch
 from brute_vocab import raw_model, te_matrix
 from scipy import sparse, stats
 
-from detokgui.core.affinity import SigmaChoice
-from detokgui.core.corpus import CorpusCounts
-from detokgui.core.errors import InputError
-from detokgui.core.frequency import (
+from detokgui.core.base.errors import InputError
+from detokgui.core.corpus.counts import CorpusCounts
+from detokgui.core.model.conventions import SigmaChoice
+from detokgui.core.token_side.frequency import (
     average_ranks,
     embedding_norm,
     embedding_variance,

@@ -4,7 +4,7 @@ the local Hugging Face cache and are skipped cleanly without them (marker `gpt2`
 import pytest
 import torch
 
-from detokgui.core import affinity
+from detokgui.core.token_side import affinity
 
 pytestmark = pytest.mark.gpt2
 

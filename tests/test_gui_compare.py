@@ -12,7 +12,7 @@ import torch
 from conftest import SUBPROCESS_ENV, close_jobs, open_window, wait_idle
 from PySide6.QtCore import QPointF, Qt
 
-from detokgui.core.demo import demo_model_folder
+from detokgui.core.model.sources.demo import demo_model_folder
 
 pytestmark = pytest.mark.gui
 
@@ -66,7 +66,7 @@ def permuted_demo(tmp_path_factory):
     the original's."""
     from transformers import GPT2LMHeadModel
 
-    from detokgui.core.tokens import gpt2_tokenizer
+    from detokgui.core.model.tokens import gpt2_tokenizer
 
     model = GPT2LMHeadModel.from_pretrained(str(demo_model_folder())).eval()
     original = GPT2LMHeadModel.from_pretrained(str(demo_model_folder())).eval()
@@ -99,7 +99,7 @@ def small_vocab_opt(tmp_path_factory):
     from family_models import write
     from transformers import GPT2TokenizerFast
 
-    from detokgui.core.tokens import gpt2_tokenizer_files
+    from detokgui.core.model.tokens import gpt2_tokenizer_files
 
     folder = tmp_path_factory.mktemp("opt")
     vocab_file, merges_file = gpt2_tokenizer_files()
@@ -239,7 +239,7 @@ def test_tokens_map_by_string_to_an_opt_model_and_a_missing_one_is_said(
     # a random B: no head is matched; a pair of heads chosen by hand is shown all the same
     head, head_b = s.matching.assignment[0]
     s.set_head_pair(head, head_b)
-    from detokgui.core.compare_views import swapped_pair
+    from detokgui.core.compare.views import swapped_pair
 
     turned, fresh = swapped_pair(s.pair), s.pair.swapped()  # maps handed over, not remade
     assert "a_to_b" in vars(turned) and (turned.a_to_b == fresh.a_to_b).all()

@@ -8,7 +8,7 @@ import pytest
 from conftest import close_jobs, open_window, wait_idle
 from PySide6.QtWidgets import QFileDialog
 
-from detokgui.core.demo import sample_corpus
+from detokgui.core.model.sources.demo import sample_corpus
 
 
 def test_sample_corpus_ships_inside_the_package():

@@ -24,7 +24,7 @@ from PySide6.QtCore import (
     Qt,
 )
 
-from detokgui.core import neurons
+from detokgui.core.position_side import neurons
 from detokgui.gui.panels.neuron_table import (
     COL_DIM,
     COL_GROUP,

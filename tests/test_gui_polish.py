@@ -10,7 +10,7 @@ import pytest
 from conftest import close_jobs, open_window, wait_idle
 from PySide6.QtCore import QRect, QSettings, Qt
 
-from detokgui.core.tokens import SPACE_MARK
+from detokgui.core.model.tokens import SPACE_MARK
 
 KOREA, NORTH = 4969, 2258
 
@@ -377,7 +377,7 @@ def test_small_softmax_values_keep_their_tick_labels(window, qtbot):
 
 
 def test_sigma_at_positions_clamps_j_to_i_and_says_so(window, qtbot):
-    from detokgui.core import affinity
+    from detokgui.core.token_side import affinity
     from detokgui.gui.sigma_controls import SigmaControls
 
     win, layer = window, window.state.layer

@@ -11,9 +11,9 @@ from conftest import close_jobs, open_window
 from exported import non_background_pixels, svg_shapes
 from PySide6.QtCore import QPointF, Qt
 
-from detokgui.core import positional
-from detokgui.core.conventions import default_query_position
-from detokgui.core.demo import write_random_checkpoint
+from detokgui.core.model.conventions import default_query_position
+from detokgui.core.model.sources.demo import write_random_checkpoint
+from detokgui.core.position_side import positional
 
 
 def drawn(panel, i=None):

@@ -13,7 +13,7 @@ from exported import non_background_pixels
 from PySide6.QtCore import QPointF, Qt
 from tables import cell_text, click_cell
 
-from detokgui.core import positional
+from detokgui.core.position_side import positional
 
 NORTH = 2258
 

@@ -9,7 +9,7 @@ import html
 
 from conftest import wait_idle
 
-from detokgui.core.tokens import SPACE_MARK, encode_text
+from detokgui.core.model.tokens import SPACE_MARK, encode_text
 
 
 def type_into(panel, name, text):

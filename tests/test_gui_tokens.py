@@ -10,8 +10,9 @@ from exported import non_background_pixels
 from PySide6.QtCore import Qt
 from tables import cell_text, click_cell, row_count
 
-from detokgui.core import affinity
-from detokgui.core.tokens import display_token
+from detokgui.core.model.sample import random_token_sample
+from detokgui.core.model.tokens import display_token
+from detokgui.core.token_side import affinity
 
 KOREA, NORTH = 4969, 2258
 
@@ -114,7 +115,7 @@ def test_all_heads_grid_and_layernorm_toggle(window, qtbot):
     hm.options.widget("all_heads").setChecked(True)
     wait_idle(qtbot, win)
     assert len(hm.maps) == layer.n_heads
-    sample = affinity.random_token_sample(layer, 12, hm.options.widget("seed").value())
+    sample = random_token_sample(layer, 12, hm.options.widget("seed").value())
     assert hm.tokens == sample
     hm.options.widget("layernorm").setChecked(False)
     wait_idle(qtbot, win)
@@ -265,7 +266,7 @@ def test_file_export_asks_which_plot(window, qtbot, tmp_path, monkeypatch):
 def test_control_characters_are_shown_escaped():
     """GPT-2's byte tokens for control characters show as \\xNN (\\n, \\t, \\r for those):
     visible on screen and valid in an exported SVG, where XML forbids them raw."""
-    from detokgui.core.tokens import gpt2_tokenizer
+    from detokgui.core.model.tokens import gpt2_tokenizer
 
     tok = gpt2_tokenizer()
     for byte in (*range(32), 127):

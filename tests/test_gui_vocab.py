@@ -16,11 +16,11 @@ from scipy.stats import spearmanr
 from tables import cell_text, click_cell, column_texts, row_count
 from test_panels import Submitted
 
-from detokgui.core import auroc as A
-from detokgui.core import vocab_stats as VS
-from detokgui.core.corpus import layer_corpus_counts
-from detokgui.core.demo import sample_corpus
-from detokgui.core.frequency import frequency_stats
+from detokgui.core.corpus.counts import layer_corpus_counts
+from detokgui.core.model.sources.demo import sample_corpus
+from detokgui.core.token_side import auroc as A
+from detokgui.core.token_side import vocab_stats as VS
+from detokgui.core.token_side.frequency import frequency_stats
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.numbers import num
 
@@ -146,7 +146,7 @@ def bar_labels(panel):
 
 
 def test_bigram_auroc_bars_table_and_roc(vocab_window, qtbot, monkeypatch):
-    from detokgui.core import corpus
+    from detokgui.core.corpus import counts as corpus
 
     win, state = vocab_window, vocab_window.state
     layer = state.layer
@@ -351,7 +351,7 @@ def test_model_switch_frees_the_old_model(vocab_window, qtbot, small_vocab_ckpt,
 
     from PySide6.QtCore import QCoreApplication, QEvent
 
-    from detokgui.core.demo import write_random_checkpoint
+    from detokgui.core.model.sources.demo import write_random_checkpoint
 
     win, state = vocab_window, vocab_window.state
     state.set_corpus(CORPUS)

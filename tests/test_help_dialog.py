@@ -3,7 +3,7 @@ and the conventions in brief, with the model's own values."""
 
 from PySide6.QtGui import QKeySequence
 
-from detokgui.core.conventions import position_text, temperature_label
+from detokgui.core.model.conventions import position_text, temperature_label
 
 
 def test_help_menu_lists_views_shortcuts_and_conventions(window, qtbot):

@@ -1,6 +1,6 @@
 """Hub models through a real HTTP server on 127.0.0.1 (`hub_server`): only layer 0's bytes
 are downloaded, revisions resolve to commits, progress moves and Cancel stops at once, and
-every failure says what happened and leaves detokgui's cache usable (`core.hub`)."""
+every failure says what happened and leaves detokgui's cache usable (`core.model.sources.hub`)."""
 
 import errno
 import itertools
@@ -18,9 +18,10 @@ from approx import FLOAT32_RTOL
 from conftest import ctrl_c_raises
 from hub_server import HubServer, write_sparse_gpt2
 
-from detokgui.core import Layer0, checkpoint, checkpoint_files, hub
-from detokgui.core.demo import write_random_checkpoint
-from detokgui.core.errors import Cancelled, ModelLoadError
+from detokgui.core import Layer0
+from detokgui.core.base.errors import Cancelled, ModelLoadError
+from detokgui.core.model.sources import checkpoint, checkpoint_files, hub
+from detokgui.core.model.sources.demo import write_random_checkpoint
 
 TEXT = "The quick brown fox jumps over the lazy dog."
 
@@ -49,7 +50,7 @@ def tiny_sharded(tmp_path_factory):
     """A 6-layer GPT-2 saved in 150 kB shards: layer 0 is in a few of them."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from detokgui.core.tokens import gpt2_tokenizer
+    from detokgui.core.model.tokens import gpt2_tokenizer
 
     folder = tmp_path_factory.mktemp("hub-sharded")
     torch.manual_seed(14)
@@ -349,7 +350,7 @@ def test_full_disk_names_the_cache_file(server, tmp_path, monkeypatch):
 
 
 def test_a_killed_download_is_ignored_and_swept(server, tmp_path):
-    from detokgui.core.atomic import STALE_PART_SECONDS
+    from detokgui.core.base.atomic import STALE_PART_SECONDS
 
     folder = tmp_path / "cache" / "hub" / "test--tiny"
     stale = folder / f".{server.commit_a}-x.abcd.part"

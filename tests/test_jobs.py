@@ -5,8 +5,8 @@ import time
 import pytest
 from PySide6.QtCore import QObject, Slot
 
-from detokgui.core.errors import InputError
-from detokgui.core.progress import Progress
+from detokgui.core.base.errors import InputError
+from detokgui.core.base.progress import Progress
 from detokgui.gui.jobs import JobRunner
 
 
@@ -292,7 +292,7 @@ RUNNER_GOES_FIRST = r"""
 import gc, threading, time
 from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtWidgets import QApplication
-from detokgui.core.progress import Progress
+from detokgui.core.base.progress import Progress
 from detokgui.gui.jobs import JobRunner
 
 app = QApplication([])

@@ -1,12 +1,12 @@
 """The cache on Layer0 (`cached`, `cached_job`, `forget`) and the tables of
-core.conventions kept in it: each computed once, under one key."""
+core.model.conventions kept in it: each computed once, under one key."""
 
 import pytest
 import torch
 
-from detokgui.core import conventions
-from detokgui.core.errors import Cancelled
-from detokgui.core.progress import Progress, run
+from detokgui.core.base.errors import Cancelled
+from detokgui.core.base.progress import Progress, run
+from detokgui.core.model import conventions
 
 
 def test_cached_computes_once(tiny_layer):

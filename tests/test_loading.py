@@ -5,8 +5,10 @@ import json
 import pytest
 import torch
 
-from detokgui.core import Layer0, ModelLoadError, checkpoint
-from detokgui.core.demo import write_random_checkpoint
+from detokgui.core import Layer0, ModelLoadError
+from detokgui.core.model import families
+from detokgui.core.model.sources import checkpoint
+from detokgui.core.model.sources.demo import write_random_checkpoint
 
 
 def test_reads_only_layer0_tensors(tiny_ckpt, monkeypatch):
@@ -20,7 +22,7 @@ def test_reads_only_layer0_tensors(tiny_ckpt, monkeypatch):
 
     monkeypatch.setattr(checkpoint, "read_safetensors", spy)
     Layer0.from_pretrained(str(tiny_ckpt), device="cpu", load_tokenizer=False)
-    assert sorted(seen) == sorted(checkpoint.LAYER0_KEYS + checkpoint.OPTIONAL_KEYS)
+    assert sorted(seen) == sorted(families.LAYER0_KEYS + families.OPTIONAL_KEYS)
 
 
 def test_final_norm_is_read_when_present(tmp_path, hf_eager):

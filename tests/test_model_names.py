@@ -8,8 +8,12 @@ from __future__ import annotations
 from conftest import closed_port
 
 from detokgui.cli import main as cli_main
-from detokgui.core import hub
-from detokgui.core.model_names import WELL_KNOWN_MODELS, close_model_names, known_models
+from detokgui.core.model.sources import hub
+from detokgui.core.model.sources.model_names import (
+    WELL_KNOWN_MODELS,
+    close_model_names,
+    known_models,
+)
 
 
 def test_close_names_among_the_known():

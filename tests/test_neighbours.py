@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from detokgui.core.errors import InputError
-from detokgui.core.neighbours import analogy, nearest_tokens
+from detokgui.core.base.errors import InputError
+from detokgui.core.token_side.neighbours import analogy, nearest_tokens
 
 
 def brute_cosines(E, x, centred):

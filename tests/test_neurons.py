@@ -8,8 +8,8 @@ import torch
 from safetensors.torch import load_file
 
 from detokgui.core import InputError, Layer0
-from detokgui.core import neurons as nr
-from detokgui.core.progress import run
+from detokgui.core.base.progress import run
+from detokgui.core.position_side import neurons as nr
 
 
 def designed_positions(L, d, seed=0):

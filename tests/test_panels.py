@@ -10,9 +10,9 @@ import pytest
 from conftest import wait_idle
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Slot
 
-from detokgui.core.demo import write_random_checkpoint
-from detokgui.core.errors import InputError
-from detokgui.core.progress import Progress
+from detokgui.core.base.errors import InputError
+from detokgui.core.base.progress import Progress
+from detokgui.core.model.sources.demo import write_random_checkpoint
 from detokgui.gui.panels.base import BUSY_TEXT
 
 KOREA, NORTH = 4969, 2258

@@ -8,7 +8,7 @@ import torch
 from approx import FLOAT32_RTOL
 
 from detokgui.core import InputError
-from detokgui.core import positional as pos
+from detokgui.core.position_side import positional as pos
 
 # --------------------------------------------------------------------------- oracles
 # Independent of detokgui's folding: LayerNorm is folded here from the raw c_attn/ln_1
@@ -212,7 +212,7 @@ def _brute_self_rank(layer, oracle, u, h):
 
 
 def test_self_ranks_match_brute_force(tiny_layer, oracle):
-    from detokgui.core.progress import run
+    from detokgui.core.base.progress import run
 
     tokens = [13, 464, 4881, 50256]
     ranks = run(pos.iter_self_ranks(tiny_layer, tokens))
@@ -229,7 +229,7 @@ def test_self_ranks_match_brute_force(tiny_layer, oracle):
 def test_classify_heads_reports_measured_criteria(tiny_layer):
     seen = []
     job = pos.iter_classify_heads(tiny_layer, n=60, sample=12, seed=3)
-    from detokgui.core.progress import run
+    from detokgui.core.base.progress import run
 
     c = run(job, seen.append)
     assert seen and seen[-1].fraction == 1.0

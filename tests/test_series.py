@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 from svgcheck import assert_renders_like
 
-from detokgui.core.demo import sample_corpus
-from detokgui.core.head_metrics import HEAD_METRICS, iter_head_metrics
-from detokgui.core.progress import run
-from detokgui.core.series import (
+from detokgui.core.base.progress import run
+from detokgui.core.base.tables import write_csv
+from detokgui.core.compare.head_metrics import HEAD_METRICS, iter_head_metrics
+from detokgui.core.compare.series import (
     COLUMNS,
     iter_series,
     parse_step,
     series_folder,
     series_steps,
 )
-from detokgui.core.tables import write_csv
+from detokgui.core.model.sources.demo import sample_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 N_QUERIES = 24
@@ -69,7 +69,7 @@ def test_steps_from_names_and_folder(series_dir):
 
 def test_rows_equal_direct_head_metrics(series_dir, small_corpus, tmp_path):
     from detokgui.core import Layer0
-    from detokgui.core.corpus import corpus_counts
+    from detokgui.core.corpus.counts import corpus_counts
 
     result = run(iter_series([str(series_dir)], corpus=[str(small_corpus)],
                              n_queries=N_QUERIES, seed=3, workers=2))
@@ -128,7 +128,7 @@ def test_cache_hit_on_second_run(series_dir):
 
 
 def test_cancel_stops_submitting(series_dir):
-    from detokgui.core.paths import cache_root
+    from detokgui.core.base.paths import cache_root
 
     ckpts = _checkpoints(series_dir)
     folder = cache_root() / "series"
@@ -146,7 +146,7 @@ def test_cancel_stops_submitting(series_dir):
 
 
 def test_bad_input_is_one_clear_error(series_dir, tmp_path):
-    from detokgui.core.errors import DetokError, InputError
+    from detokgui.core.base.errors import DetokError, InputError
 
     with pytest.raises(InputError, match="steps"):
         run(iter_series(_checkpoints(series_dir), steps=[0, 1]))

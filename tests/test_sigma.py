@@ -1,6 +1,6 @@
 import torch
 
-from detokgui.core import sigma
+from detokgui.core.model import sigma
 
 
 def test_sigma_table_equals_direct_computation(tiny_layer):
@@ -28,7 +28,7 @@ def test_summaries(tiny_layer):
 
 def test_table_is_cached_and_chunking_does_not_matter(tiny_layer):
     assert tiny_layer.sigma_table() is tiny_layer.sigma_table()
-    from detokgui.core.progress import run
+    from detokgui.core.base.progress import run
 
     seen = []
     small = run(sigma.iter_sigma_stats(tiny_layer, rows_per_chunk=7000), seen.append)

@@ -12,12 +12,13 @@ import pytest
 import torch
 
 from detokgui.core import Layer0
-from detokgui.core.conventions import temperature_label
-from detokgui.core.demo import sample_corpus, write_random_checkpoint
-from detokgui.core.empirical import TextSource, definition_label, kl
-from detokgui.core.positional import positional_bias
-from detokgui.core.tables import bias_table, write_csv
-from detokgui.core.text_tables import kl_table
+from detokgui.core.base.tables import write_csv
+from detokgui.core.model.conventions import temperature_label
+from detokgui.core.model.sources.demo import sample_corpus, write_random_checkpoint
+from detokgui.core.position_side.positional import positional_bias
+from detokgui.core.position_side.tables import bias_table
+from detokgui.core.text_side.empirical import TextSource, definition_label, kl
+from detokgui.core.text_side.tables import kl_table
 
 UNSCALED = "τ = 1: this GPT-2 does not scale its scores"
 

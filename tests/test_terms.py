@@ -5,8 +5,8 @@ import torch
 from conftest import model_attention
 
 from detokgui.core import InputError, Layer0
-from detokgui.core.demo import write_random_checkpoint
-from detokgui.core.terms import TERM_NAMES, query_constants
+from detokgui.core.model.sources.demo import write_random_checkpoint
+from detokgui.core.model.terms import TERM_NAMES, query_constants
 
 
 def _raw_qk(model, ids):

@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from detokgui.core import circuits as ci
-from detokgui.core import empirical as em
-from detokgui.core.tables import write_csv
-from detokgui.core.text_tables import (
+from detokgui.core.base.tables import write_csv
+from detokgui.core.text_side import circuits as ci
+from detokgui.core.text_side import empirical as em
+from detokgui.core.text_side.tables import (
     empirical_table,
     kl_table,
     neuron_ranking_table,

@@ -12,8 +12,8 @@ from test_tokenizers import spm_ckpt, spm_layer  # noqa: F401  (the sentencepiec
 
 import detokgui as dg
 from detokgui.cli import main as cli_main
-from detokgui.core.errors import InputError
-from detokgui.core.tokens import (
+from detokgui.core.base.errors import InputError
+from detokgui.core.model.tokens import (
     SPACE_MARK,
     encode_text,
     gpt2_tokenizer,

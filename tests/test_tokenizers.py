@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 from test_cli import read_csv, run_cli
 
-from detokgui.core import tokens
-from detokgui.core.corpus import corpus_counts
-from detokgui.core.demo import sample_corpus, write_random_checkpoint
-from detokgui.core.documents import CorpusReader, corpus_windows
-from detokgui.core.empirical import TextSource, sentence, text_window
-from detokgui.core.encode import iter_encode
-from detokgui.core.errors import InputError, ModelLoadError
-from detokgui.core.progress import run
-from detokgui.core.text_tables import token_text
-from detokgui.core.weights import Layer0
+from detokgui.core.base.errors import InputError, ModelLoadError
+from detokgui.core.base.progress import run
+from detokgui.core.corpus.counts import corpus_counts
+from detokgui.core.corpus.documents import CorpusReader, corpus_windows
+from detokgui.core.model import tokens
+from detokgui.core.model.encode import iter_encode
+from detokgui.core.model.sources.demo import sample_corpus, write_random_checkpoint
+from detokgui.core.model.weights import Layer0
+from detokgui.core.text_side.empirical import TextSource, sentence, text_window
+from detokgui.core.text_side.tables import token_text
 
 SENTENCE = "The people of the world have seen the history of the war and the city."
 
@@ -327,11 +327,12 @@ def test_gui_prepend_option_and_special_token_tooltip(qtbot, spm_layer):
     jobs.wait(5000)
 
 
+@pytest.mark.gui  # the window's load job: imports Qt
 def test_prepare_reads_every_piece_once_off_the_gui_thread(tiny_ckpt, monkeypatch):
     """The window's load job (on a worker) reads the tokenizer's pieces: showing a token
     afterwards, on the GUI thread, converts no ids (without it, the first display there
     converted all 50257, ~0.3 s)."""
-    from detokgui.core import tokens
+    from detokgui.core.model import tokens
     from detokgui.gui.main_window import load_layer
 
     layer = load_layer(str(tiny_ckpt), "cpu", lambda f, m: None)

@@ -4,7 +4,7 @@ where to read why."""
 
 from conftest import wait_idle
 
-from detokgui.core.demo import sample_corpus
+from detokgui.core.model.sources.demo import sample_corpus
 
 
 def _title(plot) -> str:

@@ -6,12 +6,12 @@ import torch
 from brute_vocab import raw_model, tee_matrix
 
 from detokgui.core import Layer0
-from detokgui.core.affinity import SigmaChoice
-from detokgui.core.demo import write_random_checkpoint
-from detokgui.core.errors import InputError
-from detokgui.core.progress import run
-from detokgui.core.vocab_pass import iter_vocab_pass, key_score_moments
-from detokgui.core.vocab_stats import head_stats, iter_head_stats, sorted_matrix_block
+from detokgui.core.base.errors import InputError
+from detokgui.core.base.progress import run
+from detokgui.core.model.conventions import SigmaChoice
+from detokgui.core.model.sources.demo import write_random_checkpoint
+from detokgui.core.token_side.vocab_pass import iter_vocab_pass, key_score_moments
+from detokgui.core.token_side.vocab_stats import head_stats, iter_head_stats, sorted_matrix_block
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,7 @@ def test_cache_reused_per_sigma_and_direction(v300, cache, monkeypatch):
     _, layer = v300
     first = head_stats(layer, heads=[1])
     assert len(list(cache.glob("vocab-stats/*.npz"))) == 1
-    import detokgui.core.vocab_stats as VS
+    import detokgui.core.token_side.vocab_stats as VS
 
     def no_pass(*a, **k):
         raise AssertionError("recomputed although cached")
@@ -195,7 +195,7 @@ def test_bad_arguments(v300):
 
 
 def test_model_identity_follows_the_tensors(v300, tmp_path):
-    from detokgui.core.identity import model_identity
+    from detokgui.core.model.identity import model_identity
 
     folder, layer = v300
     again = Layer0.from_pretrained(str(folder), device="cpu", dtype=torch.float64)
@@ -213,7 +213,7 @@ def test_model_identity_is_the_sha256_of_the_tensors_bytes(v300):
     hashing their buffers in place must give what hashing copies of them gives."""
     import hashlib
 
-    from detokgui.core.identity import model_identity
+    from detokgui.core.model.identity import model_identity
 
     _folder, layer = v300
     h = hashlib.sha256(b"detokgui-layer0-v1|")

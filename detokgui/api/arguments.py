@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from detokgui.core.checks import check_heads, check_text, check_token
-from detokgui.core.errors import InputError
-from detokgui.core.tokens import encode_text, layer_token
+from detokgui.core.base.checks import check_heads, check_text, check_token
+from detokgui.core.base.errors import InputError
+from detokgui.core.model.tokens import encode_text, layer_token
 
 
 def tokens_of(layer, text: str, blank_ok: bool = False) -> list[int]:
@@ -40,7 +40,7 @@ def token_ids(layer, tokens, what: str = "text") -> list[int]:
 
 
 def single_token(layer, token, what: str = "token") -> int:
-    """A token id, or a text that is exactly one token (`core.tokens.layer_token`: a text
+    """A token id, or a text that is exactly one token (`core.model.tokens.layer_token`: a text
     of several tokens is refused with its pieces and one-token spellings, never cut to
     one of them; "␣Korea" is read as " Korea")."""
     return layer_token(layer, token, what)
@@ -56,7 +56,7 @@ def single_tokens(layer, tokens, what: str = "token") -> list[int]:
 
 
 def heads_of(layer, heads) -> list[int]:
-    """None = every head; a head number or a list of them (`core.checks.check_heads`)."""
+    """None = every head; a head number or a list of them (`core.base.checks.check_heads`)."""
     return check_heads(layer, heads)
 
 
@@ -72,8 +72,8 @@ def corpus_paths(corpus) -> list[str]:
 
 
 def text_source(corpus, prepend_bos: bool = False, max_texts: int | None = None):
-    """The corpus windows as `core.empirical.TextSource` (the CLI's --corpus,
+    """The corpus windows as `core.text_side.empirical.TextSource` (the CLI's --corpus,
     --prepend-bos, --max-texts)."""
-    from detokgui.core.empirical import TextSource
+    from detokgui.core.text_side.empirical import TextSource
 
     return TextSource.corpus(corpus_paths(corpus), prepend_bos=prepend_bos, max_texts=max_texts)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from detokgui.api.arguments import heads_of, single_token, text_source
 from detokgui.api.frames import analysis, tabled
 from detokgui.api.jobs import ProgressArg, run_job, sigma_tables
-from detokgui.core.errors import InputError
+from detokgui.core.base.errors import InputError
 
 
 @analysis("neuron")
@@ -20,9 +20,9 @@ def neuron(layer, neuron: int, k: int = 20, *, heads=None, corpus=None,
     those the B4 classification calls contextual). With a corpus, the normalisation
     norm_h is measured on its windows; without, it is the vocabulary mean (weight-only).
     attrs["circuit"] says which (the line the CLI prints)."""
-    from detokgui.core import circuits
-    from detokgui.core.checks import check_count
-    from detokgui.core.text_tables import neuron_table
+    from detokgui.core.base.checks import check_count
+    from detokgui.core.text_side import circuits
+    from detokgui.core.text_side.tables import neuron_table
 
     k = check_count(k, "k")
     hs = None if heads is None else heads_of(layer, heads)
@@ -53,11 +53,11 @@ def ov(layer, token, k: int = 10, *, direction: str = "outputs", heads=None,
        progress: ProgressArg = True):
     """The OV circuit of each head from (direction "outputs") or to ("sources") one token
     (an id or a single-token text): the k tokens most promoted ("top") and suppressed
-    ("bottom") (the GUI's OV panel; `core.circuits.ov_scores`):
+    ("bottom") (the GUI's OV panel; `core.text_side.circuits.ov_scores`):
     head,direction,token_id,token,side,rank,other_id,other_token,score. The unembedding
     goes through ln_f's centring and gamma (attrs["final_norm"])."""
-    from detokgui.core.circuits import ov_topk
-    from detokgui.core.text_tables import ov_table
+    from detokgui.core.text_side.circuits import ov_topk
+    from detokgui.core.text_side.tables import ov_table
 
     t = single_token(layer, token)
     sigma_tables(layer, progress)

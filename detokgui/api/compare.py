@@ -21,7 +21,7 @@ from detokgui.api.jobs import ProgressArg, run_job
 def _layers(*layers) -> None:
     """InputError unless each argument is a loaded layer (`dg.load`)."""
     from detokgui.core import Layer0
-    from detokgui.core.errors import InputError
+    from detokgui.core.base.errors import InputError
 
     for name, x in zip("ab", layers):
         if not isinstance(x, Layer0):
@@ -61,7 +61,7 @@ def compare(a, b, *, queries: int = 256, seed: int = 0, k: int = 10,
     null at or above the similarity; matched: 1 for an assigned pair above its threshold,
     0 for no match. attrs: "assignment" (every assigned pair), "matched" (those matched),
     "alpha", "no_match" (the rule in words, with the thresholds' range)."""
-    from detokgui.core.compare import Pair, iter_match_heads, matching_table
+    from detokgui.core.compare.pair import Pair, iter_match_heads, matching_table
 
     _layers(a, b)
     pair = Pair(a, b)
@@ -80,7 +80,7 @@ def compare_metrics(a, b, *, corpus=None, queries: int = 256, seed: int = 0, k: 
     value_b,difference (= value_b - value_a),matched (0: no match, the two heads are no
     more alike than unrelated ones). corpus: "sample" or paths, counted with each model's
     own tokenizer, for the corpus metrics (NaN without)."""
-    from detokgui.core.compare import Pair, iter_compare, metric_pairs_table
+    from detokgui.core.compare.pair import Pair, iter_compare, metric_pairs_table
 
     _layers(a, b)
     pair = Pair(a, b)
@@ -96,11 +96,15 @@ def compare_metrics(a, b, *, corpus=None, queries: int = 256, seed: int = 0, k: 
 @analysis("head_metrics")
 def head_metrics(layer, *, corpus=None, queries: int = 256, seed: int = 0,
                  progress: ProgressArg = True):
-    """Every per-head metric of `core.head_metrics.HEAD_METRICS` (docstring there for the
+    """Every per-head metric of `core.compare.head_metrics.HEAD_METRICS` (docstring there for the
     formulas): head,metric,value,label (label: the class name on the head_class rows).
     corpus: "sample" or paths for mean_bigram_auroc and spearman_te_count (NaN
     without); `queries` sampled query tokens drawn with `seed`."""
-    from detokgui.core.head_metrics import HEAD_CLASS_CODES, head_metrics_table, iter_head_metrics
+    from detokgui.core.compare.head_metrics import (
+        HEAD_CLASS_CODES,
+        head_metrics_table,
+        iter_head_metrics,
+    )
 
     _layers(layer)
     c = _counts(layer, corpus, progress)

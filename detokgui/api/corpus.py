@@ -13,9 +13,9 @@ from detokgui.api.tokens import sigma_choice
 
 
 def corpus_counts(layer, corpus, progress: ProgressArg = True):
-    """The `core.corpus.CorpusCounts` of `corpus` with the model's tokenizer over its
+    """The `core.corpus.counts.CorpusCounts` of `corpus` with the model's tokenizer over its
     n_vocab ids (from the disk cache when the same files were counted before)."""
-    from detokgui.core.corpus import iter_corpus_counts
+    from detokgui.core.corpus.counts import iter_corpus_counts
 
     paths = corpus_paths(corpus)
     return run_job(iter_corpus_counts(paths, layer.tokenizer, layer.n_vocab),
@@ -33,7 +33,7 @@ def counts(layer, corpus, *, bigrams: bool = False, progress: ProgressArg = True
     `bigrams`, every bigram c(prev, next) > 0: prev_id,next_id,count.
     corpus: "sample" (the sample corpus shipped with detokgui), or corpus files (.txt,
     .jsonl, optionally .gz) and folders."""
-    from detokgui.core.corpus_tables import bigrams_table, counts_table
+    from detokgui.core.corpus.tables import bigrams_table, counts_table
 
     c = corpus_counts(layer, corpus, progress)
     table = bigrams_table(c) if bigrams else counts_table(layer.tokenizer, c)
@@ -47,8 +47,8 @@ def stats(layer, *, heads=None, sigma: str = "mean", progress: ProgressArg = Tru
     variance,top1_id,top1_token,top1_score. self_rank = 1 + #{v != u: T_ee(u, v) >
     T_ee(u, u)}; variance = Var_v T_ee(u, v). One pass over V x V scores per head, never
     held in memory."""
-    from detokgui.core.corpus_tables import stats_table
-    from detokgui.core.vocab_stats import iter_head_stats
+    from detokgui.core.token_side.tables import stats_table
+    from detokgui.core.token_side.vocab_stats import iter_head_stats
 
     choice, hs = sigma_choice(sigma), heads_of(layer, heads)
     if choice.convention == "mean":
@@ -68,8 +68,8 @@ def auroc(layer, corpus, *, heads=None, sigma: str = "mean", no_bigram: str = "s
     by count). no_bigram: "skip" (default) lists the tokens with a bigram; "zero" every
     token, AUROC 0 for those without (the authors' convention). attrs["mean_auroc"] holds
     each head's mean (what the CLI prints)."""
-    from detokgui.core.auroc import NO_BIGRAM_LABELS, check_no_bigram, iter_bigram_auroc
-    from detokgui.core.corpus_tables import auroc_table
+    from detokgui.core.token_side.auroc import NO_BIGRAM_LABELS, check_no_bigram, iter_bigram_auroc
+    from detokgui.core.token_side.tables import auroc_table
 
     check_no_bigram(no_bigram)
     choice, hs = sigma_choice(sigma), heads_of(layer, heads)
@@ -94,8 +94,8 @@ def frequency(layer, corpus, *, heads=None, sigma: str = "mean", zero_counts: st
     head,token_id,token,count,t_e. attrs["rho"]: Spearman rho(count, T_e) per head over
     the tokens used (zero_counts "exclude": tokens absent from the corpus left out;
     "include": tied at the lowest rank); attrs["rho_variance"]: rho(count, Var(e))."""
-    from detokgui.core.corpus_tables import frequency_table
-    from detokgui.core.frequency import ZERO_COUNT_LABELS, frequency_stats
+    from detokgui.core.token_side.frequency import ZERO_COUNT_LABELS, frequency_stats
+    from detokgui.core.token_side.tables import frequency_table
 
     choice, hs = sigma_choice(sigma), heads_of(layer, heads)
     c = corpus_counts(layer, corpus, progress)

@@ -1,4 +1,4 @@
-"""Results as pandas DataFrames: a `core.tables.Table` (header + rows, what the CLI writes
+"""Results as pandas DataFrames: a `core.base.tables.Table` (header + rows, what the CLI writes
 as CSV) becomes a DataFrame with the same columns, and its conventions go into
 `DataFrame.attrs` (plain values: strings, numbers, lists, dicts), e.g.
 
@@ -12,7 +12,7 @@ as text is also given as its id) and the labels the CLI prints beside its CSV.
 An analysis is written once, as a function returning `Tabled` (the table and its
 conventions), and decorated with `@analysis(name)`: calling it gives the DataFrame, and
 its `.table(...)` (same arguments) gives the `Tabled` itself, which the command line
-writes as CSV (`core.tables.write_csv`) without pandas.
+writes as CSV (`core.base.tables.write_csv`) without pandas.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
-from detokgui.core.tables import Table
+from detokgui.core.base.tables import Table
 
 
 class Tabled(NamedTuple):

@@ -2,21 +2,21 @@
 (`tqdm.auto`: a widget in Jupyter, text elsewhere) driven by the job's `Progress`, and a
 clean stop on Ctrl+C or a notebook interrupt.
 
-A job is a generator that yields `core.progress.Progress` and returns its result
-(`core.progress`). On KeyboardInterrupt (or any other exception) the generator is closed
+A job is a generator that yields `core.base.progress.Progress` and returns its result
+(`core.base.progress`). On KeyboardInterrupt (or any other exception) the generator is closed
 before the exception goes on: its `finally` blocks run and it writes nothing more, and
 the core writes its disk-cache entries only once a result is complete (atomically,
-`core.atomic`), so an interrupted pass leaves no partial cache file.
+`core.base.atomic`), so an interrupted pass leaves no partial cache file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from detokgui.core.progress import Job, Progress, run
+from detokgui.core.base.progress import Job, Progress, run
 
 #: `progress=` of every long analysis: True (a tqdm.auto bar), False (silent), or a
-#: function called with each `core.progress.Progress`.
+#: function called with each `core.base.progress.Progress`.
 ProgressArg = bool | Callable[[Progress], None]
 
 
@@ -86,7 +86,7 @@ def sigma_tables(layer, progress: ProgressArg, inverse: bool = False) -> None:
     `inverse`, also E_v[1/S[v, j]] and its percentile bands: the "paper" convention) under
     a progress bar, unless they are already kept on the layer (then nothing shows): the
     first analysis that needs them on a large model otherwise sits silent for seconds."""
-    from detokgui.core.conventions import inverse_sigma_job, sigma_stats_job
+    from detokgui.core.model.conventions import inverse_sigma_job, sigma_stats_job
 
     run_job(inverse_sigma_job(layer) if inverse else sigma_stats_job(layer), "sigma table",
             progress)

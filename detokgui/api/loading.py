@@ -13,7 +13,7 @@ def load(model: str = "gpt2", device=None, *, progress: ProgressArg = True):
 
     device: "cpu", "cuda" or a torch.device; None = CUDA when available, else CPU.
     progress: a tqdm.auto bar while it loads (True), none (False), or a function called
-    with each `core.progress.Progress`. Raises `detokgui.core.ModelLoadError` with a
+    with each `core.base.progress.Progress`. Raises `detokgui.core.ModelLoadError` with a
     one-line message when the model cannot be loaded."""
     from detokgui.core import Layer0
 

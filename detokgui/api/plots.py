@@ -28,9 +28,9 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
 from detokgui.api.jobs import ProgressArg, run_job
-from detokgui.core.conventions import COLOUR_SIGN_NOTE
-from detokgui.core.errors import InputError
-from detokgui.core.tokens import SPACE_MARK
+from detokgui.core.base.errors import InputError
+from detokgui.core.model.conventions import COLOUR_SIGN_NOTE
+from detokgui.core.model.tokens import SPACE_MARK
 from detokgui.figures import style
 from detokgui.figures.labels import POSITION_LABEL, tee_symbol
 from detokgui.figures.style import COLUMN_IN, SIGMA_COLOURS, TEXT_IN

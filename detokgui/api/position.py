@@ -7,7 +7,7 @@ from __future__ import annotations
 from detokgui.api.arguments import heads_of, single_token
 from detokgui.api.frames import analysis, tabled
 from detokgui.api.jobs import ProgressArg, run_job, sigma_tables
-from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
+from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION
 
 
 @analysis("bias")
@@ -23,9 +23,9 @@ def bias(layer, i: int | None = None, *, sigma: str = "mean",
     the query side only) or "mean-sigma" (1/sigma on both sides). sigma: the vocabulary
     "mean" (default), "max" or "min" of sigma(e_v + p), or "none" (without LayerNorm).
     heads: a head, a list of heads, or None (all)."""
-    from detokgui.core.checks import check_position
-    from detokgui.core.conventions import convention_label, default_query_position
-    from detokgui.core.tables import bias_table
+    from detokgui.core.base.checks import check_position
+    from detokgui.core.model.conventions import convention_label, default_query_position
+    from detokgui.core.position_side.tables import bias_table
 
     i = default_query_position(layer.n_positions) if i is None else check_position(layer, i)
     hs = heads_of(layer, heads)
@@ -40,7 +40,7 @@ def neurons(layer, *, scaled: bool = False, progress: ProgressArg = True):
     """The position-embedding dimensions P[:, k] (`export neurons`;
     docs/math/position-side.md#b6-position-embedding-neurons): dim,norm,slope,r2,period,
     group. `scaled` divides P[j] by the vocabulary-mean sigma at j."""
-    from detokgui.core.tables import neurons_table
+    from detokgui.core.position_side.tables import neurons_table
 
     if scaled:
         sigma_tables(layer, progress)
@@ -56,8 +56,8 @@ def pattern(layer, token, n: int, *, heads=None, convention: str = DEFAULT_POSIT
     head,query_id,query_token,n,j,grid_row,grid_col,t_ep,t_pp,t_p,score,pattern,
     convention. grid_row/grid_col place j on a grid of `cols` columns (default
     ceil(sqrt(n+1)))."""
-    from detokgui.core.positional import positional_pattern
-    from detokgui.core.tables import pattern_table
+    from detokgui.core.position_side.positional import positional_pattern
+    from detokgui.core.position_side.tables import pattern_table
 
     x = single_token(layer, token)
     sigma_tables(layer, progress, inverse=convention == "paper")
@@ -71,13 +71,13 @@ def pattern(layer, token, n: int, *, heads=None, convention: str = DEFAULT_POSIT
 def head_classes(layer, *, n: int | None = None, sample: int | None = None, seed: int = 0,
                  heads=None, progress: ProgressArg = True):
     """Each head's B4 class (duplicate-token, detokenization, contextual, other) and the
-    measured criteria that decide it (`core.positional.HeadClassification`):
+    measured criteria that decide it (`core.position_side.positional.HeadClassification`):
     head,label,span,span_fraction,mean_distance,recent_weight,self_rank_median,
     self_top_fraction,bias_slope,n,sample,reason. n: the query position (default
     min(399, L-1)); `sample` query tokens drawn with `seed`. One pass over the vocabulary
     for the self-ranks (a progress bar; Ctrl+C stops it)."""
-    from detokgui.core.positional import CLASSIFY_SAMPLE, iter_classify_heads
-    from detokgui.core.tables import head_classification_table
+    from detokgui.core.position_side.positional import CLASSIFY_SAMPLE, iter_classify_heads
+    from detokgui.core.position_side.tables import head_classification_table
 
     sample = CLASSIFY_SAMPLE if sample is None else sample
     res = run_job(iter_classify_heads(layer, n, sample, seed, heads_of(layer, heads)),
@@ -92,9 +92,9 @@ def slopes(layer, k: int = 10, *, heads=None):
     "top") or falls ("bottom") most steeply over the key positions j, per head (the GUI's
     key-position panel; docs/math/position-side.md#b7-key-position-components):
     head,side,rank,token_id,token,slope (least-squares slope per position)."""
-    from detokgui.core.checks import check_count
-    from detokgui.core.positional import slope_extremes, token_position_slopes
-    from detokgui.core.tables import slope_extremes_table
+    from detokgui.core.base.checks import check_count
+    from detokgui.core.position_side.positional import slope_extremes, token_position_slopes
+    from detokgui.core.position_side.tables import slope_extremes_table
 
     k = check_count(k, "k")
     res = token_position_slopes(layer, heads_of(layer, heads))

@@ -1,6 +1,6 @@
 """A training series as a DataFrame (`detokgui export series`): the per-head metrics of
-`core.head_metrics` for every checkpoint, one checkpoint per worker process (or Dask
-task), cached per checkpoint (`core.series`)."""
+`core.compare.head_metrics` for every checkpoint, one checkpoint per worker process (or Dask
+task), cached per checkpoint (`core.compare.series`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def series(checkpoints, steps=None, *, corpus=None, queries: int = 256, seed: in
     sampled metrics, as in `head_metrics`. attrs: the steps, n_queries, seed."""
     from detokgui.api.accessor import Result
     from detokgui.api.arguments import corpus_paths
-    from detokgui.core.series import COLUMNS, iter_series
+    from detokgui.core.compare.series import COLUMNS, iter_series
 
     paths = corpus_paths(corpus) if corpus is not None else None
     result = run_job(iter_series(checkpoints, steps, corpus=paths, n_queries=queries,

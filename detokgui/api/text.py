@@ -8,7 +8,7 @@ from __future__ import annotations
 from detokgui.api.arguments import heads_of, text_source, token_ids
 from detokgui.api.frames import analysis, tabled
 from detokgui.api.jobs import ProgressArg, run_job
-from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
+from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION
 
 
 @analysis("sentence")
@@ -17,7 +17,7 @@ def sentence(layer, text, *, heads=None):
     their sum, the predicted attention softmax(sum / temperature) and the model's actual
     attention (`export sentence`; docs/math/text-side.md#c1-sentence-view):
     head,i,j,term,value for j <= i."""
-    from detokgui.core.text_tables import sentence_table
+    from detokgui.core.text_side.tables import sentence_table
 
     ids = token_ids(layer, text)
     return tabled(sentence_table(layer, ids, heads),
@@ -36,10 +36,10 @@ def empirical(layer, corpus, i: int | None = None, *,
     convention. A window is at most n_positions tokens of one document; `prepend_bos`
     starts each with <|endoftext|> (the authors' convention); `max_texts` reads only the
     first windows."""
-    from detokgui.core.checks import check_position
-    from detokgui.core.conventions import default_query_position
-    from detokgui.core.empirical import iter_empirical_attention
-    from detokgui.core.text_tables import empirical_table
+    from detokgui.core.base.checks import check_position
+    from detokgui.core.model.conventions import default_query_position
+    from detokgui.core.text_side.empirical import iter_empirical_attention
+    from detokgui.core.text_side.tables import empirical_table
 
     i = default_query_position(layer.n_positions) if i is None else check_position(layer, i)
     texts = text_source(corpus, prepend_bos, max_texts)
@@ -59,8 +59,8 @@ def kl(layer, corpus, *, definition: str = "paper", heads=None, prepend_bos: boo
     kl`; docs/math/text-side.md#c3-six-term-contribution): head,i,term,contribution,texts,
     definition. definition "paper": KL(P||Q) with sqrt(d') (eq 18-21); "code": the
     authors' script, KL(Q||P) averaged over j, without sqrt(d')."""
-    from detokgui.core.empirical import iter_kl
-    from detokgui.core.text_tables import kl_table
+    from detokgui.core.text_side.empirical import iter_kl
+    from detokgui.core.text_side.tables import kl_table
 
     texts = text_source(corpus, prepend_bos, max_texts)
     res = run_job(iter_kl(layer, texts, definition, heads_of(layer, heads)),

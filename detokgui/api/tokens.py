@@ -1,19 +1,19 @@
 """The token side and the six terms (`detokgui export terms|sigma|topk|heatmap|neighbours`;
 docs/math/token-side.md): one function per analysis, each a DataFrame with the CLI's
-columns, built by the same `core.tables` functions."""
+columns, built by the same table functions (`core.*.tables`)."""
 
 from __future__ import annotations
 
 from detokgui.api.arguments import heads_of, single_token, single_tokens, token_ids
 from detokgui.api.frames import analysis, tabled
 from detokgui.api.jobs import ProgressArg, sigma_tables
-from detokgui.core.errors import InputError
+from detokgui.core.base.errors import InputError
 
 
 def sigma_choice(sigma):
     """"mean" (sigma per token = mean over positions of sigma(e_v + p_j)), "none" (raw,
-    without LayerNorm), or a `core.affinity.SigmaChoice`."""
-    from detokgui.core.affinity import SigmaChoice
+    without LayerNorm), or a `core.token_side.affinity.SigmaChoice`."""
+    from detokgui.core.model.conventions import SigmaChoice
 
     return sigma if isinstance(sigma, SigmaChoice) else SigmaChoice(sigma)
 
@@ -24,7 +24,7 @@ def terms(layer, text, *, heads=None):
     head,i,j,term,value for j <= i (`export terms`; docs/math/terms.md). term is one of
     ee, ep, pe, pp, e, p or "attention" = softmax_j(sum of the six / temperature).
     heads: a head, a list of heads, or None (all)."""
-    from detokgui.core.tables import terms_table
+    from detokgui.core.model.tables import terms_table
 
     ids = token_ids(layer, text)
     hs = heads_of(layer, heads)
@@ -36,7 +36,7 @@ def terms(layer, text, *, heads=None):
 def sigma(layer, *, progress: ProgressArg = True):
     """position,mean,min,max of sigma(e_v + p_j) over the vocabulary v, per position j
     (`export sigma`; docs/math/sigma.md)."""
-    from detokgui.core.tables import sigma_summary_table
+    from detokgui.core.model.tables import sigma_summary_table
 
     sigma_tables(layer, progress)
     return tabled(sigma_summary_table(layer))
@@ -54,9 +54,9 @@ def topk(layer, token, k: int = 10, *, heads=None, sigma: str = "mean",
     gives one block each. direction "queries": `token` is a key and the queries that
     score highest with it are ranked (columns key_id,key_token,...,query_id,query_token).
     heads: a head, a list of heads, or None (all). sigma: "mean" (default) or "none"."""
-    from detokgui.core.affinity import topk_keys, topk_queries
-    from detokgui.core.checks import check_choice
-    from detokgui.core.tables import topk_table
+    from detokgui.core.base.checks import check_choice
+    from detokgui.core.token_side.affinity import topk_keys, topk_queries
+    from detokgui.core.token_side.tables import topk_table
 
     direction = check_choice("direction", direction, ("keys", "queries"))
     rank = topk_keys if direction == "keys" else topk_queries
@@ -74,9 +74,9 @@ def topk(layer, token, k: int = 10, *, heads=None, sigma: str = "mean",
 def heatmap(layer, tokens, *, heads=0, sigma: str = "mean", progress: ProgressArg = True):
     """T_ee between every pair of the tokens of a text (a string, or token ids), per head
     (`export heatmap`, default head 0): head,query_index,query_id,query_token,key_index,
-    key_id,key_token,value. At most `core.affinity.MAX_HEATMAP_TOKENS` tokens."""
-    from detokgui.core.affinity import MAX_HEATMAP_TOKENS, affinity_block
-    from detokgui.core.tables import heatmap_table
+    key_id,key_token,value. At most `core.token_side.affinity.MAX_HEATMAP_TOKENS` tokens."""
+    from detokgui.core.token_side.affinity import MAX_HEATMAP_TOKENS, affinity_block
+    from detokgui.core.token_side.tables import heatmap_table
 
     hs = heads_of(layer, heads)
     ids = token_ids(layer, tokens)
@@ -97,9 +97,9 @@ def neighbours(layer, token, k: int = 10, *, minus=None, plus=None, centred: boo
     analogy token - minus + plus (`export neighbours`;
     docs/math/token-side.md#a7-token-space-neighbours): rank,token_id,token,cosine.
     Tokens as ids or single-token texts; `centred` subtracts the mean embedding first."""
-    from detokgui.core.checks import check_count
-    from detokgui.core.corpus_tables import neighbours_table
-    from detokgui.core.neighbours import analogy, nearest_tokens
+    from detokgui.core.base.checks import check_count
+    from detokgui.core.token_side.neighbours import analogy, nearest_tokens
+    from detokgui.core.token_side.tables import neighbours_table
 
     k = check_count(k, "k")
     u = single_token(layer, token, "token")

@@ -19,7 +19,7 @@ import shutil
 import sys
 
 from detokgui.cli.common import EXPORTS, CliError, load_layer, prepare
-from detokgui.core.default_model import DEFAULT_MODEL, cli_default_problem
+from detokgui.core.model.sources.default_model import DEFAULT_MODEL, cli_default_problem
 
 COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text", "compare", "series")
 
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args, command) -> int:
-    from detokgui.core.errors import DetokError
+    from detokgui.core.base.errors import DetokError
 
     try:
         if command.default_model is not None and not args.model_given:

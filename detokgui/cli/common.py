@@ -105,8 +105,8 @@ class DownloadLine:
 def model_shape(args):
     """The model's sizes from its config.json (a local folder, or a hub model already in
     the local cache), without reading any weights; None when there is no config to read.
-    An object with n_positions, n_heads and n_vocab, as core.checks expects of a layer."""
-    from detokgui.core.checkpoint import peek_config
+    An object with n_positions, n_heads and n_vocab, as core.base.checks expects of a layer."""
+    from detokgui.core.model.sources.checkpoint import peek_config
 
     shape = peek_config(args.model)
     if shape is None:
@@ -132,7 +132,7 @@ def check_corpus(args) -> None:
     that is not a regular file (a named pipe, a link to /dev/zero) is refused at once, before
     anything is read. What a folder holds besides corpus files is listed as skipped in one
     line on stderr."""
-    from detokgui.core.documents import scan_corpus, skipped_line
+    from detokgui.core.corpus.documents import scan_corpus, skipped_line
 
     scan = scan_corpus(args.corpus)
     if scan.skipped:
@@ -193,7 +193,7 @@ def read_texts(args, flag: str, lines: bool = False, file_flag: str | None = Non
     unless `file_flag` names another); a file given for a repeatable flag (`lines`)
     holds one text per line (blank lines skipped). `blank_ok`: a text of white space
     only (a token such as "\\n") is allowed; an empty one never is."""
-    from detokgui.core.checks import check_text
+    from detokgui.core.base.checks import check_text
 
     file_flag = file_flag or f"{flag}-file"
     values = getattr(args, flag.replace("-", "_"))
@@ -224,10 +224,10 @@ def tokens_of(layer, text: str, blank_ok: bool = False) -> list[int]:
 
 def single_token(layer, text: str, flag: str) -> int:
     """The id of the one token `text` is, by the rule of the library and the window
-    (`core.tokens.layer_token`): a text of several tokens is refused with its pieces and
+    (`core.model.tokens.layer_token`): a text of several tokens is refused with its pieces and
     one-token spellings ("--query \"Korea\" is 2 tokens (K|orea), not one; did you mean
     \" Korea\"?"), never cut to one of them."""
-    from detokgui.core.tokens import layer_token
+    from detokgui.core.model.tokens import layer_token
 
     return layer_token(layer, text, flag)
 

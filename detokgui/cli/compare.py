@@ -74,10 +74,10 @@ def _check_compare(args, shape):
     "and the assigned heads' metrics (--metrics-out)", _compare_args, check=_check_compare,
 )
 def export_compare(args, layer):
-    from detokgui.core.compare import Pair, iter_compare, matching_table, metric_pairs_table
-    from detokgui.core.corpus import corpus_counts
-    from detokgui.core.progress import run
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.progress import run
+    from detokgui.core.base.tables import write_csv
+    from detokgui.core.compare.pair import Pair, iter_compare, matching_table, metric_pairs_table
+    from detokgui.core.corpus.counts import corpus_counts
 
     other = load_b(args)
     counts_a = counts_b = None

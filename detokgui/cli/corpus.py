@@ -64,7 +64,7 @@ def _counts_args(p):
                 "(--bigrams: prev_id,next_id,count)", _counts_args)
 def export_counts(args, layer):
     from detokgui.api.corpus import counts
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.tables import write_csv
 
     out = out_path(args, (".csv",))
     return write_csv(out, _with_progress(counts.table, layer, args.corpus,
@@ -82,7 +82,7 @@ def _stats_args(p):
                 "self_rank,variance,top1_id,top1_token,top1_score", _stats_args)
 def export_stats(args, layer):
     from detokgui.api.corpus import stats
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.tables import write_csv
 
     out = out_path(args, (".csv",))
     return write_csv(out, _with_progress(stats.table, layer, heads=head_arg(layer, args.head),
@@ -104,7 +104,7 @@ def _auroc_args(p):
                 "auroc,positives,negatives; mean per head on stdout", _auroc_args)
 def export_auroc(args, layer):
     from detokgui.api.corpus import auroc
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.tables import write_csv
 
     out = out_path(args, (".csv",))
     res = _with_progress(auroc.table, layer, args.corpus, heads=head_arg(layer, args.head),
@@ -133,7 +133,7 @@ def _frequency_args(p):
                 "Spearman rho per head on stdout", _frequency_args)
 def export_frequency(args, layer):
     from detokgui.api.corpus import frequency
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.tables import write_csv
 
     out = out_path(args, (".csv",))
     res = _with_progress(frequency.table, layer, args.corpus,
@@ -171,7 +171,7 @@ def _neighbours_args(p):
                 "rank,token_id,token,cosine", _neighbours_args)
 def export_neighbours(args, layer):
     from detokgui.api.tokens import neighbours
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.tables import write_csv
 
     out = out_path(args, (".csv",))
     if args.k < 1:

@@ -2,8 +2,9 @@
 model's layer-0 checkpoint folder (config.json, the tokenizer files, a safetensors file
 with only the layer-0 tensors, and `detokgui-source.json` saying which repository,
 revision and commit it is) into FOLDER, to carry to a machine without network and open
-there with `detokgui --model FOLDER` (`core.hub.save_layer0`; docs/offline.md). Progress
-on stderr as `export` shows it; every failure is one line on stderr and a non-zero exit."""
+there with `detokgui --model FOLDER` (`core.model.sources.hub.save_layer0`;
+docs/offline.md). Progress on stderr as `export` shows it; every failure is one line on
+stderr and a non-zero exit."""
 
 from __future__ import annotations
 
@@ -40,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     from detokgui.cli.common import DownloadLine
-    from detokgui.core import hub
-    from detokgui.core.errors import DetokError
+    from detokgui.core.base.errors import DetokError
+    from detokgui.core.model.sources import hub
 
     progress = DownloadLine()
     try:

@@ -68,7 +68,7 @@ def _series_end(args) -> str | None:
     model), not of gpt2."""
     if not args.series:
         return None
-    from detokgui.core.series import expand_checkpoints, series_steps
+    from detokgui.core.compare.series import expand_checkpoints, series_steps
 
     names, folder_steps = expand_checkpoints(args.series)
     steps = series_steps(names, args.steps if args.steps is not None else folder_steps)
@@ -84,7 +84,7 @@ def _check_figures(args, shape):
     if args.steps and not args.series:
         raise CliError("--steps needs --series")
     if args.series:
-        from detokgui.core.series import expand_checkpoints, series_steps
+        from detokgui.core.compare.series import expand_checkpoints, series_steps
 
         names, folder_steps = expand_checkpoints(args.series)
         series_steps(names, args.steps if args.steps is not None else folder_steps)

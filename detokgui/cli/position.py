@@ -8,7 +8,7 @@ from detokgui.cli.common import export_command, head_arg, head_option
 
 
 def _bias_args(p):
-    from detokgui.core.conventions import (
+    from detokgui.core.model.conventions import (
         DEFAULT_POSITION_CONVENTION,
         POSITION_CONVENTIONS,
         POSITION_SIGMAS,
@@ -29,8 +29,8 @@ def _bias_args(p):
 
 
 def _check_bias(args, shape):
-    from detokgui.core.checks import check_position
-    from detokgui.core.errors import InputError
+    from detokgui.core.base.checks import check_position
+    from detokgui.core.base.errors import InputError
 
     head_arg(shape, args.head)
     if args.position is None:
@@ -48,13 +48,13 @@ def _check_bias(args, shape):
 )
 def export_bias(args, layer):
     from detokgui.api.position import bias
-    from detokgui.core.checks import check_position
-    from detokgui.core.conventions import temperature_label
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.checks import check_position
+    from detokgui.core.base.tables import write_csv
+    from detokgui.core.model.conventions import temperature_label
 
     i = None if args.position is None else check_position(layer, args.position)
     if i is None:
-        from detokgui.core.conventions import position_text
+        from detokgui.core.model.conventions import position_text
 
         print(f"note: query position {position_text(layer.n_positions)} (the default; "
               "--position to choose)", file=sys.stderr)
@@ -77,6 +77,6 @@ def _neurons_args(p):
 )
 def export_neurons(args, layer):
     from detokgui.api.position import neurons
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.tables import write_csv
 
     return write_csv(args.out, neurons.table(layer, scaled=args.scaled, progress=False).table)

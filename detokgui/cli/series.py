@@ -34,7 +34,7 @@ def _series_args(p):
 
 
 def _check_series(args, shape):
-    from detokgui.core.series import expand_checkpoints, series_steps
+    from detokgui.core.compare.series import expand_checkpoints, series_steps
 
     at_least(args.queries, "--queries")
     if args.workers is not None:
@@ -64,9 +64,9 @@ def _stderr_progress(p) -> None:
     check=_check_series, one_model=False,
 )
 def export_series(args, layer):
-    from detokgui.core.progress import run
-    from detokgui.core.series import iter_series
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.progress import run
+    from detokgui.core.base.tables import write_csv
+    from detokgui.core.compare.series import iter_series
 
     result = run(iter_series(args.models, args.steps, corpus=args.corpus,
                              n_queries=args.queries, seed=args.seed,

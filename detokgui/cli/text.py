@@ -43,7 +43,7 @@ def _check_head(args, shape):
     "head,i,j,term,value", _sentence_args, check=_check_head)
 def export_sentence(args, layer):
     from detokgui.api.text import sentence
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.tables import write_csv
 
     out = out_path(args, (".csv",))
     return write_csv(out, sentence.table(layer, tokens_of(layer, args.text),
@@ -51,7 +51,7 @@ def export_sentence(args, layer):
 
 
 def _empirical_args(p):
-    from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION, POSITION_CONVENTIONS
+    from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION, POSITION_CONVENTIONS
 
     _corpus_args(p)
     p.add_argument("--position", type=int, default=None,
@@ -72,13 +72,13 @@ def _empirical_args(p):
     check=_check_head)
 def export_empirical(args, layer):
     from detokgui.api.text import empirical
-    from detokgui.core.checks import check_position
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.checks import check_position
+    from detokgui.core.base.tables import write_csv
 
     out = out_path(args, (".csv",))
     i = None if args.position is None else check_position(layer, args.position)
     if i is None:
-        from detokgui.core.conventions import position_text
+        from detokgui.core.model.conventions import position_text
 
         print(f"note: query position {position_text(layer.n_positions)} (the default; "
               "--position to choose)", file=sys.stderr)
@@ -89,7 +89,7 @@ def export_empirical(args, layer):
 
 
 def _kl_args(p):
-    from detokgui.core.conventions import TEMPERATURE_NOTE
+    from detokgui.core.model.conventions import TEMPERATURE_NOTE
 
     _corpus_args(p)
     p.add_argument("--definition", choices=("paper", "code"), default="paper",
@@ -106,7 +106,7 @@ def _kl_args(p):
     check=_check_head)
 def export_kl(args, layer):
     from detokgui.api.text import kl
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.tables import write_csv
 
     out = out_path(args, (".csv",))
     return write_csv(out, kl.table(layer, args.corpus, definition=args.definition,
@@ -131,9 +131,9 @@ def _neuron_args(p):
     "else the vocabulary mean)", _neuron_args)
 def export_neuron(args, layer):
     from detokgui.api.circuits import neuron
-    from detokgui.core import circuits
-    from detokgui.core.checks import check_heads
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.checks import check_heads
+    from detokgui.core.base.tables import write_csv
+    from detokgui.core.text_side import circuits
 
     out = out_path(args, (".csv",))
     if args.k < 1:

@@ -30,7 +30,7 @@ def _read_text(args, shape):
                 check=_read_text)
 def export_terms(args, layer):
     from detokgui.api.tokens import terms
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.tables import write_csv
 
     return write_csv(args.out, terms.table(layer, tokens_of(layer, args.text_value),
                                            heads=head_arg(layer, args.head)).table)
@@ -43,7 +43,7 @@ def _sigma_args(p):
 @export_command("sigma", "sigma(e_v + p_j) over the vocabulary: position,mean,min,max", _sigma_args)
 def export_sigma(args, layer):
     from detokgui.api.tokens import sigma
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.tables import write_csv
 
     return write_csv(args.out, sigma.table(layer, progress=False).table)
 
@@ -98,7 +98,7 @@ def _check_topk(args, shape):
 )
 def export_topk(args, layer):
     from detokgui.api.tokens import topk
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.tables import write_csv
 
     flag = "--query" if args.direction == "keys" else "--key"
     anchors = [single_token(layer, text, flag) for text in args.anchor_texts]
@@ -126,8 +126,9 @@ def _check_heatmap(args, shape):
                 _heatmap_args, outputs=(".csv", ".png", ".svg"), check=_check_heatmap)
 def export_heatmap(args, layer):
     from detokgui.api.tokens import heatmap
-    from detokgui.core.affinity import MAX_HEATMAP_TOKENS, SigmaChoice, affinity_block
-    from detokgui.core.tables import write_csv
+    from detokgui.core.base.tables import write_csv
+    from detokgui.core.model.conventions import SigmaChoice
+    from detokgui.core.token_side.affinity import MAX_HEATMAP_TOKENS, affinity_block
 
     heads = head_arg(layer, args.head)
     ids = tokens_of(layer, args.tokens_value)

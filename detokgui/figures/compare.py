@@ -1,6 +1,6 @@
-"""The comparison of two models (`core.compare`), drawn: the head similarity matrix with the
+"""The comparison of two models (`core.compare.pair`), drawn: the head similarity matrix with the
 one-to-one assignment marked, and the matched heads' metrics side by side
-(`core.head_metrics`). Exported by `export figures --compare B` only (the figure is part
+(`core.compare.head_metrics`). Exported by `export figures --compare B` only (the figure is part
 of the set only when a model B is given: `registry.figure(..., only_with="compare")`);
 `api.plots` draws `dg.compare` / `dg.compare_metrics` frames with the same functions.
 """
@@ -131,10 +131,10 @@ def comparison_figure(similarity: np.ndarray, assignment, pairs: list[tuple], me
               "metrics in A against B",
         convention=COMPARE_CONVENTION, only_with="compare")
 def compare_heads(ctx: FigureContext):
-    from detokgui.core.compare import METRIC_PAIR_COLUMNS, Pair, iter_compare, metric_pairs
-    from detokgui.core.corpus import iter_corpus_counts
-    from detokgui.core.head_metrics import HEAD_METRICS
-    from detokgui.core.progress import rescaled
+    from detokgui.core.base.progress import rescaled
+    from detokgui.core.compare.head_metrics import HEAD_METRICS
+    from detokgui.core.compare.pair import METRIC_PAIR_COLUMNS, Pair, iter_compare, metric_pairs
+    from detokgui.core.corpus.counts import iter_corpus_counts
     from detokgui.figures.corpus import counts
 
     b = ctx.compare

@@ -3,7 +3,7 @@ left, 11), drawn as the authors' plots draw them:
 
 - Fig 2-C: ROC curves of T_ee(u, .) for one current token u, one panel per head; the
   positives are the tokens that precede u in the corpus (weighted by count), the
-  negatives every other token (`core.auroc.roc_curve`); sigma per token = mean over
+  negatives every other token (`core.token_side.auroc.roc_curve`); sigma per token = mean over
   positions. The paper's u is 'iens'; when it is not one token of the tokenizer or never
   follows anything in the corpus, the word-continuation token (lower-case letters, no
   leading space, like 'iens') preceded by the most distinct tokens (the index says which).
@@ -23,14 +23,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from detokgui.core.affinity import SigmaChoice
-from detokgui.core.auroc import NO_BIGRAM_LABELS, PositiveSets, iter_bigram_auroc, roc_curve
-from detokgui.core.conventions import sigma_stats_job
-from detokgui.core.corpus import iter_corpus_counts
-from detokgui.core.frequency import frequency_stats
-from detokgui.core.progress import Job
-from detokgui.core.progress import rescaled as _rescaled
-from detokgui.core.tokens import display_token, encode_text, token_strings
+from detokgui.core.base.progress import Job
+from detokgui.core.base.progress import rescaled as _rescaled
+from detokgui.core.corpus.counts import iter_corpus_counts
+from detokgui.core.model.conventions import SigmaChoice, sigma_stats_job
+from detokgui.core.model.tokens import display_token, encode_text, token_strings
+from detokgui.core.token_side.auroc import (
+    NO_BIGRAM_LABELS,
+    PositiveSets,
+    iter_bigram_auroc,
+    roc_curve,
+)
+from detokgui.core.token_side.frequency import frequency_stats
 from detokgui.figures import style
 from detokgui.figures.labels import footer, heads_text
 from detokgui.figures.registry import Drawn, FigureContext, figure

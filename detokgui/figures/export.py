@@ -23,11 +23,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from detokgui.core.atomic import atomic_folder, sweep_stale_parts
-from detokgui.core.conventions import temperature_label
-from detokgui.core.errors import InputError
-from detokgui.core.progress import Job, Progress, rescaled, run
-from detokgui.core.tables import write_csv
+from detokgui.core.base.atomic import atomic_folder, sweep_stale_parts
+from detokgui.core.base.errors import InputError
+from detokgui.core.base.progress import Job, Progress, rescaled, run
+from detokgui.core.base.tables import write_csv
+from detokgui.core.model.conventions import temperature_label
 from detokgui.figures import style
 from detokgui.figures.labels import model_name
 from detokgui.figures.registry import (
@@ -89,13 +89,13 @@ def check_formats(formats: str | Sequence[str]) -> tuple[str, ...]:
 def check_corpus(paths: Sequence[str | Path]) -> tuple[Path, ...]:
     """The corpus files and folders; "sample" (when no such file exists) is the sample
     corpus shipped in the package, as everywhere in the CLI."""
-    from detokgui.core.documents import SAMPLE_NAME
+    from detokgui.core.corpus.documents import SAMPLE_NAME
 
     out = []
     for p in paths:
         path = Path(p)
         if str(p) == SAMPLE_NAME and not path.exists():
-            from detokgui.core.demo import sample_corpus
+            from detokgui.core.model.sources.demo import sample_corpus
 
             path = sample_corpus()
         if not (path.is_file() or path.is_dir()):
@@ -118,7 +118,7 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
     style.RC["savefig.dpi"]); `data=False` writes no CSV files (a gallery). `compare`: a
     second model B (a Layer0): the comparison figures join the set. `series`: the
     checkpoints of a training series (with `series_steps`): the series figure joins it."""
-    from detokgui.core.checks import as_int, check_heads
+    from detokgui.core.base.checks import as_int, check_heads
 
     max_texts = as_int(max_texts, "maximum number of texts")
     if dpi is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from detokgui.core.conventions import temperature_label
+from detokgui.core.model.conventions import temperature_label
 from detokgui.figures.registry import FigureContext
 
 POSITION_LABEL = "Past token position ($j$)"
@@ -18,7 +18,7 @@ def model_name(layer) -> str:
     name = str(layer.name)
     commit = getattr(layer, "revision", None)
     if commit:
-        from detokgui.core.hub import split_revision
+        from detokgui.core.model.sources.hub import split_revision
 
         repo, rev = split_revision(name)
         return f"{repo.rsplit('/', 1)[-1]}{'@' + rev if rev else ''}, commit {commit[:10]}"

@@ -1,8 +1,8 @@
 """Fig 3-E's data and panel, shared by `fig03_position_bias` (panel E, with a corpus) and
 `fig03e_observed`: the model's layer-0 attention alpha_{i,j,h} at query position i, mean
 and 95% percentile interval over the corpus windows longer than i
-(`core.empirical.iter_attention_rows`), against the prediction
-softmax_j((T_pp + T_p)/tau) in the paper convention (`core.empirical.b3_prediction`),
+(`core.text_side.empirical.iter_attention_rows`), against the prediction
+softmax_j((T_pp + T_p)/tau) in the paper convention (`core.text_side.empirical.b3_prediction`),
 drawn over the last `ZOOM_KEYS` keys j = i-15..i as the paper's panel (485..500)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from detokgui.core.conventions import inverse_sigma_job
-from detokgui.core.empirical import AttentionRows, b3_prediction, iter_attention_rows
-from detokgui.core.progress import Job
-from detokgui.core.progress import rescaled as _rescaled
+from detokgui.core.base.progress import Job
+from detokgui.core.base.progress import rescaled as _rescaled
+from detokgui.core.model.conventions import inverse_sigma_job
+from detokgui.core.text_side.empirical import AttentionRows, b3_prediction, iter_attention_rows
 from detokgui.figures import style
 from detokgui.figures.registry import FigureContext
 

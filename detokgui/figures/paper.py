@@ -4,7 +4,7 @@ drawn with the authors' conventions and layouts (their `plots/` and `visualize/`
 - T_ee heatmaps: 100 tokens drawn uniformly with replacement (torch generator, seed 42,
   as theirs, so GPT-2 gives the paper's sample), sigma per token = mean over positions,
   red < 0 < blue (the authors' RdBu), colour bar on top, the sample index on both axes.
-- Position terms: the "paper" convention of `core.positional` (key side E_v[1/sigma],
+- Position terms: the "paper" convention of `core.position_side.positional` (key side E_v[1/sigma],
   query side sigma_i = vocabulary mean / max / min as three lines, 95% percentile bands
   over the vocabulary); the softmax is of the vocabulary-mean line divided by the model's
   temperature tau (sqrt(d'); 1 for GPT-Neo), which every footer states. Query positions
@@ -18,12 +18,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from detokgui.core import positional as pos
-from detokgui.core.affinity import SigmaChoice, affinity_block, topk_keys
-from detokgui.core.conventions import COLOUR_SIGN_NOTE, PAPER_QUERY_POSITION
-from detokgui.core.errors import InputError
-from detokgui.core.progress import Job
-from detokgui.core.tokens import display_token, resolve_token
+from detokgui.core.base.errors import InputError
+from detokgui.core.base.progress import Job
+from detokgui.core.model.conventions import COLOUR_SIGN_NOTE, PAPER_QUERY_POSITION, SigmaChoice
+from detokgui.core.model.tokens import display_token, resolve_token
+from detokgui.core.position_side import positional as pos
+from detokgui.core.token_side.affinity import affinity_block, topk_keys
 from detokgui.figures import style
 from detokgui.figures.labels import (
     POSITION_LABEL,

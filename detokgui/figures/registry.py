@@ -2,7 +2,7 @@
 whether it needs a corpus, and the function that draws it.
 
 A figure is a function `build(ctx: FigureContext) -> Drawn`, or a generator function
-yielding `core.progress.Progress` and returning `Drawn` (for long computations: they stay
+yielding `core.base.progress.Progress` and returning `Drawn` (for long computations: they stay
 cancellable and report progress), registered with `@figure(...)`:
 
     @figure("fig05_te_frequency", paper="Fig 5", needs_corpus=True,
@@ -35,8 +35,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from detokgui.core.progress import Job
-from detokgui.core.tables import Table
+from detokgui.core.base.progress import Job
+from detokgui.core.base.tables import Table
 
 FIGURE_MODULES = ("paper", "studies", "corpus", "text", "compare", "series")
 
@@ -87,7 +87,7 @@ class FigureSpec:
         """The title with its query positions as this model uses them: "{i}" is the
         paper's i = 500 and "{i3}" its i = 50, 500, 1000, each scaled to the model's
         positions (`conventions.paper_position`), e.g. "i = 62" for 128 positions."""
-        from detokgui.core.conventions import PAPER_QUERY_POSITION, paper_position
+        from detokgui.core.model.conventions import PAPER_QUERY_POSITION, paper_position
 
         def at(ps) -> str:
             return "i = " + ", ".join(str(i) for i in sorted({paper_position(p, n_positions)
@@ -156,8 +156,8 @@ class FigureContext:
             ("series",) if self.series else ())
 
     def texts(self):
-        """The first `max_texts` windows of the corpus (`core.empirical.TextSource`)."""
-        from detokgui.core.empirical import TextSource
+        """The first `max_texts` windows of the corpus (`core.text_side.empirical.TextSource`)."""
+        from detokgui.core.text_side.empirical import TextSource
 
         return TextSource.corpus(self.corpus, max_texts=self.max_texts)
 
@@ -179,7 +179,7 @@ class FigureContext:
     def paper_position(self, p: int) -> int:
         """A query position of the paper's GPT-2 figures, for this model
         (`conventions.paper_position`)."""
-        from detokgui.core.conventions import paper_position
+        from detokgui.core.model.conventions import paper_position
 
         return paper_position(p, self.n_positions)
 

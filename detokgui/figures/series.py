@@ -1,6 +1,6 @@
-"""The training-series figure (issue 20): every per-head metric of `core.head_metrics`
+"""The training-series figure (issue 20): every per-head metric of `core.compare.head_metrics`
 against the training step, one panel per metric, a line per head, for the checkpoints
-given to `export figures --series` (`core.series`).
+given to `export figures --series` (`core.compare.series`).
 
 The step axis is logarithmic where it matters and still shows step 0 (the initialisation):
 matplotlib's "symlog" scale, linear on [0, 1] and logarithmic above, so steps 0, 1, 10,
@@ -13,13 +13,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from detokgui.core.head_metrics import CORPUS_METRICS, HEAD_METRICS, METRIC_LABELS
-from detokgui.core.progress import Job
+from detokgui.core.base.progress import Job
+from detokgui.core.compare.head_metrics import CORPUS_METRICS, HEAD_METRICS, METRIC_LABELS
 from detokgui.figures import style
 from detokgui.figures.registry import Drawn, FigureContext, FigureSkipped, figure
 from detokgui.figures.style import TEXT_IN
 
-SERIES_CONVENTION = ("per-head metrics of core.head_metrics per checkpoint (B4 positional "
+SERIES_CONVENTION = ("per-head metrics of core.compare.head_metrics per checkpoint (B4 positional "
                      "pattern at n = min(399, L-1), key σ = vocabulary mean; seeded query "
                      "sample); step axis symlog (linear below 1)")
 SHORT_LABELS = {
@@ -78,7 +78,7 @@ def draw_series(result, metrics: Sequence[str] = HEAD_METRICS, *, highlight: int
         title="Per-head metrics against the training step, a line per head",
         convention=SERIES_CONVENTION, only_with="series")
 def series_figure(ctx: FigureContext) -> Job[Drawn]:
-    from detokgui.core.series import iter_series
+    from detokgui.core.compare.series import iter_series
 
     if not ctx.series:  # (an export lists it only with a series: only_with)
         raise FigureSkipped("needs a training series: give --series CKPT ...")

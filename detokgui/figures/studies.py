@@ -3,9 +3,10 @@
 - "contextual circuit" (B4): every head's positional pattern
   softmax_{j<=n}((T_ep + T_pp + T_p)/tau), averaged over a seeded sample of query
   tokens at n = 399 (400 keys: a 20 x 20 grid, j row by row, the query bottom right), with
-  the head's class from `core.positional.iter_classify_heads`;
+  the head's class from `core.position_side.positional.iter_classify_heads`;
 - "layer 0 by hand" (B6): the position embedding's dimensions P[:, k] as curves, grouped
-  linear / periodic / other by `core.neurons`, with the statistics that decide the group.
+  linear / periodic / other by `core.position_side.neurons`, with the statistics that decide
+  the group.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from detokgui.core import neurons as nr
-from detokgui.core import positional as pos
-from detokgui.core.progress import Job, rescaled
+from detokgui.core.base.progress import Job, rescaled
+from detokgui.core.position_side import neurons as nr
+from detokgui.core.position_side import positional as pos
 from detokgui.figures import style
 from detokgui.figures.labels import footer, with_temperature
 from detokgui.figures.registry import Drawn, FigureContext, FigureSkipped, figure
@@ -78,7 +79,8 @@ def b4_patterns(ctx: FigureContext) -> Job[Drawn]:
 @figure("study_b6_pe_neurons", paper="B6 (layer 0 by hand)",
         title="Position-embedding dimensions P[:, k] grouped linear / periodic / other, "
               "with the fit statistics that decide the group",
-        convention="raw position embedding (no LayerNorm); groups by core.neurons thresholds")
+        convention="raw position embedding (no LayerNorm); groups by "
+                   "core.position_side.neurons thresholds")
 def b6_neurons(ctx: FigureContext) -> Drawn:
     st = nr.neuron_stats(ctx.layer)
     curves = nr.position_curves(ctx.layer)
@@ -146,9 +148,9 @@ NEURON_TOKENS = 5
                    "ext(x) · W2[:, m] without ln_2's scale; neurons ranked by the std of c_m "
                    "over the vocabulary")
 def c5_neurons(ctx: FigureContext) -> Job[Drawn]:
-    from detokgui.core.circuits import iter_contextual_circuit, iter_rank_neurons
-    from detokgui.core.text_tables import neuron_ranking_table
-    from detokgui.core.tokens import display_token
+    from detokgui.core.model.tokens import display_token
+    from detokgui.core.text_side.circuits import iter_contextual_circuit, iter_rank_neurons
+    from detokgui.core.text_side.tables import neuron_ranking_table
 
     layer = ctx.layer
     res = yield from rescaled(ctx.memo("b4.classification",

@@ -20,7 +20,7 @@ from matplotlib.colors import LinearSegmentedColormap, TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from detokgui.core.conventions import DIVERGING_COLOURS
+from detokgui.core.model.conventions import DIVERGING_COLOURS
 
 CM = 1 / 2.54
 TEXT_IN = 16.0 * CM  # \textwidth (figure*, appendix)

@@ -5,7 +5,7 @@
   positions as the weight-only figures do) against its weight-only prediction
   (`figures.observed`).
 - Fig 4 / 13: the contribution C^X_{i,h} of each of the six terms per query position
-  (`core.empirical.iter_kl`, the paper's equation KL(P || Q) of softmaxes divided by the
+  (`core.text_side.empirical.iter_kl`, the paper's equation KL(P || Q) of softmaxes divided by the
   model's temperature tau), the mean
   over windows with its 95% confidence interval (mean ± 1.96 standard errors), on a log
   axis; i = 0 (one key: every contribution is 0) and the last position are left out,
@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from detokgui.core.conventions import PAPER_QUERY_POSITION
-from detokgui.core.empirical import (
+from detokgui.core.base.progress import Job
+from detokgui.core.model.conventions import PAPER_QUERY_POSITION
+from detokgui.core.model.terms import TERM_NAMES
+from detokgui.core.text_side.empirical import (
     DEFINITION_LABELS,
     DEFINITION_SHORT,
     definition_temperature,
     iter_kl,
 )
-from detokgui.core.progress import Job
-from detokgui.core.terms import TERM_NAMES
 from detokgui.figures import style
 from detokgui.figures.labels import (
     POSITION_LABEL,

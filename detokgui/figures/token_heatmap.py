@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from detokgui.core.atomic import atomic_open
-from detokgui.core.conventions import COLOUR_SIGN_NOTE
-from detokgui.core.tokens import display_token
+from detokgui.core.base.atomic import atomic_open
+from detokgui.core.model.conventions import COLOUR_SIGN_NOTE
+from detokgui.core.model.tokens import display_token
 from detokgui.figures import style
 from detokgui.figures.labels import model_name, tee_symbol
 
@@ -42,7 +42,7 @@ def _every(n: int, room_in: float) -> int:
 
 def token_heatmap(layer, values: np.ndarray, token_ids, head: int, sigma) -> Figure:
     """`values` [n, n] (query token i, key token j) for the n tokens `token_ids`, of head
-    `head` in the convention `sigma` (`core.affinity.SigmaChoice`)."""
+    `head` in the convention `sigma` (`core.token_side.affinity.SigmaChoice`)."""
     labels = [display_token(layer.tokenizer, t) for t in token_ids]
     n = len(labels)
     width = style.COLUMN_IN if n <= COLUMN_TOKENS else style.TEXT_IN

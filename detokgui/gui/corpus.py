@@ -22,7 +22,7 @@ TOOLTIP_SKIPPED = 20  # skipped entries listed in the label's tooltip
 
 
 def describe(paths, n_files: int, n_bytes: int, n_skipped: int = 0) -> str:
-    from detokgui.core.demo import sample_corpus
+    from detokgui.core.model.sources.demo import sample_corpus
 
     if [Path(p) for p in paths] == [sample_corpus()]:
         name = "sample corpus"
@@ -38,10 +38,10 @@ def check_corpus(paths):
     """Job body: the corpus files behind `paths` exist, are regular files, and each starts
     with a readable document (InputError if not: a named pipe or device, binary, empty,
     not UTF-8, bad JSON lines); returns the paths, a one-line description and the folder
-    entries skipped (`core.documents.Skipped`). Later problems surface when a view reads
+    entries skipped (`core.corpus.documents.Skipped`). Later problems surface when a view reads
     on."""
-    from detokgui.core.documents import CorpusReader, scan_corpus
-    from detokgui.core.progress import Progress
+    from detokgui.core.base.progress import Progress
+    from detokgui.core.corpus.documents import CorpusReader, scan_corpus
 
     scan = scan_corpus(paths)
     files = scan.files
@@ -96,7 +96,7 @@ class CorpusControl(QObject):
             self.open([folder])
 
     def use_sample(self) -> None:
-        from detokgui.core.demo import sample_corpus
+        from detokgui.core.model.sources.demo import sample_corpus
 
         self.open([str(sample_corpus())])
 

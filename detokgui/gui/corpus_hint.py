@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton
 def use_sample_corpus(state) -> None:
     """Open the sample corpus shipped with detokgui as the Corpus menu does (checked and
     remembered like a chosen corpus; see `AppState.request_corpus`)."""
-    from detokgui.core.demo import sample_corpus
+    from detokgui.core.model.sources.demo import sample_corpus
 
     state.request_corpus([str(sample_corpus())])
 

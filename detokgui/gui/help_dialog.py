@@ -3,7 +3,7 @@ keyboard shortcut, and the conventions in brief (sigma, temperature, colour sign
 query position, KL definition) with the documentation pages they come from.
 
 The texts are built from what they describe: the views' own titles and tooltips, the
-window's menu actions and their shortcuts, and the labels of `core.conventions`, so that
+window's menu actions and their shortcuts, and the labels of `core.model.conventions`, so that
 the help cannot drift from the window."""
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ import html
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTabWidget, QTextBrowser, QVBoxLayout
 
-from detokgui.core.auroc import NO_BIGRAM_LABELS
-from detokgui.core.conventions import (
+from detokgui.core.model.conventions import (
     COLOUR_SIGN_NOTE,
     PAPER_QUERY_POSITION,
     TEMPERATURE_HINT,
@@ -22,7 +21,8 @@ from detokgui.core.conventions import (
     position_text,
     temperature_label,
 )
-from detokgui.core.empirical import DEFINITION_LABELS
+from detokgui.core.text_side.empirical import DEFINITION_LABELS
+from detokgui.core.token_side.auroc import NO_BIGRAM_LABELS
 
 #: Where the documentation of each part lives, relative to detokgui's source folder.
 DOCS = {

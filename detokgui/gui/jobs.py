@@ -1,7 +1,7 @@
 """Background work: one runner for every computation the GUI starts.
 
 A job is a function that either returns its result or is a generator yielding
-`core.progress.Progress` and returning the result. It runs on a pool thread inside
+`core.base.progress.Progress` and returning the result. It runs on a pool thread inside
 `torch.inference_mode()`. Jobs have a *key* ("topk", "heatmap", ...): starting a job
 with a key cancels the previous job with that key (a queued one never starts, a running
 one stops at its next yield) and its result, if it still arrives, is dropped. Newest
@@ -35,8 +35,8 @@ from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QThreadPool, QTimer, Signal, Slot
 
-from detokgui.core.errors import Cancelled, DetokError
-from detokgui.core.progress import Progress
+from detokgui.core.base.errors import Cancelled, DetokError
+from detokgui.core.base.progress import Progress
 from detokgui.gui.allocator import fix_mmap_threshold, trim_in_background
 from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.scheduling import lower_worker_priority, shorten_time_slice

@@ -43,8 +43,8 @@ def corpus_arg(paths) -> list[str]:
     corpus's path, as the Corpus menu's *Use sample corpus* opens it."""
     from pathlib import Path
 
-    from detokgui.core.demo import sample_corpus
-    from detokgui.core.documents import SAMPLE_NAME
+    from detokgui.core.corpus.documents import SAMPLE_NAME
+    from detokgui.core.model.sources.demo import sample_corpus
 
     return [str(sample_corpus()) if p == SAMPLE_NAME and not Path(p).exists() else str(p)
             for p in paths]
@@ -53,8 +53,8 @@ def corpus_arg(paths) -> list[str]:
 def check_corpus_arg(paths) -> str | None:
     """None when the --corpus paths can be read as a corpus (each file starts with a
     readable document), else the one-line reason."""
-    from detokgui.core.errors import InputError
-    from detokgui.core.progress import run
+    from detokgui.core.base.errors import InputError
+    from detokgui.core.base.progress import run
     from detokgui.gui.corpus import check_corpus
 
     try:

@@ -23,8 +23,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from detokgui.core.conventions import default_query_position, temperature_label
-from detokgui.core.default_model import (
+from detokgui.core.base.errors import ModelLoadError
+from detokgui.core.model.conventions import default_query_position, temperature_label
+from detokgui.core.model.families import family_label
+from detokgui.core.model.sources.default_model import (
     DEFAULT_MODEL,
     NOT_PROBED,
     OFFLINE,
@@ -35,9 +37,7 @@ from detokgui.core.default_model import (
     probe_hub,
     why_not_cached,
 )
-from detokgui.core.demo import DEMO, DEMO_DESCRIPTION
-from detokgui.core.errors import ModelLoadError
-from detokgui.core.families import family_label
+from detokgui.core.model.sources.demo import DEMO, DEMO_DESCRIPTION
 from detokgui.gui.banner import NOTICE, Banner, BannerAction, carry_sentence
 from detokgui.gui.elided_label import ElidedLabel, StatusBar
 from detokgui.gui.jobs import JobRunner, dismantle, release_memory
@@ -77,7 +77,7 @@ def load_layer(name: str, device: str | None, report):
     """Job body: load a model (a demo model, a folder or a hub name), its sigma table and
     its tokenizer's pieces."""
     from detokgui.core import Layer0
-    from detokgui.core.tokens import prepare as prepare_tokens
+    from detokgui.core.model.tokens import prepare as prepare_tokens
 
     report(0.0, "")  # cancelled while waiting: stop here
     with _LOADING:
@@ -102,9 +102,9 @@ def load_default(name: str, device: str | None, report):
 
 def hub_request(text: str) -> tuple[str, str | None]:
     """(model name to load, problem or None) for what was typed into *Open hub model…*:
-    NAME or NAME@REVISION (a branch, tag or commit; `core.hub.split_revision`), spaces
+    NAME or NAME@REVISION (a branch, tag or commit; `core.model.sources.hub.split_revision`), spaces
     around the parts dropped."""
-    from detokgui.core.hub import split_revision
+    from detokgui.core.model.sources.hub import split_revision
 
     text = " ".join(str(text).split())
     name, revision = split_revision(text)
@@ -117,24 +117,24 @@ def hub_request(text: str) -> tuple[str, str | None]:
 
 
 def short_commit(layer) -> str | None:
-    """The commit a hub model resolved to, as people quote it (`core.hub.short`), or None
-    (a folder, a demo model, or a loader that does not say)."""
-    from detokgui.core.hub import short
+    """The commit a hub model resolved to, as people quote it
+    (`core.model.sources.hub.short`), or None (a folder, a demo model, or a loader that does not say)."""
+    from detokgui.core.model.sources.hub import short
 
     return short(getattr(layer, "revision", None)) or None
 
 
 def make_pair(a, b):
-    """Job body: the core.compare.Pair of A and B, their tokens mapped both ways."""
-    from detokgui.core.compare import Pair
-    from detokgui.core.compare_views import warm_pair
+    """Job body: the core.compare.pair.Pair of A and B, their tokens mapped both ways."""
+    from detokgui.core.compare.pair import Pair
+    from detokgui.core.compare.views import warm_pair
 
     return warm_pair(Pair(a, b))
 
 
 def match_heads(pair):
     """Job body (a generator): the head matching of a pair."""
-    from detokgui.core.compare import iter_match_heads
+    from detokgui.core.compare.pair import iter_match_heads
 
     return (yield from iter_match_heads(pair))
 
@@ -157,7 +157,7 @@ def with_family(name: str, family: str) -> str:
 
 def default_query(layer) -> int:
     """' Korea' (the paper's running example) when the tokenizer has it, else token 0."""
-    from detokgui.core.tokens import encode_text
+    from detokgui.core.model.tokens import encode_text
 
     tok = layer.tokenizer
     if tok is not None:

@@ -51,9 +51,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from detokgui.core.atomic import write_bytes
-from detokgui.core.conventions import DIVERGING_COLOURS
-from detokgui.core.tables import Table, write_csv
+from detokgui.core.base.atomic import write_bytes
+from detokgui.core.base.tables import Table, write_csv
+from detokgui.core.model.conventions import DIVERGING_COLOURS
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.grid_axis import GridAxis
 from detokgui.gui.paint_prep import prepare_before_paint

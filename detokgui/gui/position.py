@@ -124,11 +124,11 @@ CONVENTION_NAMES = {"paper": "paper convention", "mean-sigma": "mean-σ conventi
 
 
 class ConventionBox(QComboBox):
-    """The position-only sigma convention (core.conventions.POSITION_CONVENTIONS), the
+    """The position-only sigma convention (core.model.conventions.POSITION_CONVENTIONS), the
     authors' "paper" first: a combo box whose value (currentData) is the convention's key."""
 
     def __init__(self, parent=None):
-        from detokgui.core.conventions import POSITION_CONVENTIONS
+        from detokgui.core.model.conventions import POSITION_CONVENTIONS
 
         super().__init__(parent)
         for c in POSITION_CONVENTIONS:

@@ -8,7 +8,7 @@ import sys
 from PySide6.QtCore import QObject, QTimer, Slot
 from PySide6.QtWidgets import QApplication
 
-from detokgui.core.atomic import write_bytes
+from detokgui.core.base.atomic import write_bytes
 from detokgui.gui.plots import png_bytes
 
 

@@ -7,7 +7,7 @@ from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 from superqt.utils import signals_blocked
 
-from detokgui.core.conventions import TOKEN_SIGMA_LABELS, TOKEN_SIGMAS, SigmaChoice
+from detokgui.core.model.conventions import TOKEN_SIGMA_LABELS, TOKEN_SIGMAS, SigmaChoice
 
 
 class SigmaControls(QWidget):

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from PySide6.QtCore import QMetaMethod, QObject, Signal
 
-from detokgui.core.tokens import display_token
+from detokgui.core.model.tokens import display_token
 
 
 class AppState(QObject):
     """Model, head, query/key token, query position, token set, token sigma convention,
     corpus; and an optional second model B to compare with (`layer_b`), the `pair` of the
-    two (core.compare.Pair: tokens of A in B) and the head matching once computed.
+    two (core.compare.pair.Pair: tokens of A in B) and the head matching once computed.
 
     A's selection maps to B: `query_token_b` / `key_token_b` through the pair (None while
     B lacks the token), `head_b` through the matching (or a pair of heads chosen together,
@@ -28,13 +28,13 @@ class AppState(QObject):
     corpusChanged = Signal(tuple)  # the corpus paths (str), () when none
     corpusRequested = Signal(tuple)  # paths to open as a chosen corpus (request_corpus)
     compareChanged = Signal(object)  # B (Layer0) or None; also when the pair changes
-    matchingChanged = Signal(object)  # core.compare.HeadMatching or None
+    matchingChanged = Signal(object)  # core.compare.pair.HeadMatching or None
     headBChanged = Signal(int)  # B's head matched to A's selected one, -1 when none
     compareRequested = Signal()  # a panel asks for Model > Compare with… (request_compare)
     modelRequested = Signal(str)  # a model to open as the main model (request_model)
 
     def __init__(self, parent=None):
-        from detokgui.core.affinity import SigmaChoice
+        from detokgui.core.model.conventions import SigmaChoice
 
         super().__init__(parent)
         self._layer = None
@@ -91,7 +91,7 @@ class AppState(QObject):
 
     @property
     def corpus(self) -> tuple[str, ...]:
-        """The files and folders of the user's corpus (see core.documents), () when none."""
+        """The files and folders of the user's corpus (see core.corpus.documents), () when none."""
         return self._corpus
 
     @property
@@ -101,12 +101,12 @@ class AppState(QObject):
 
     @property
     def pair(self):
-        """core.compare.Pair(A, B) once made for the current A and B, else None."""
+        """core.compare.pair.Pair(A, B) once made for the current A and B, else None."""
         return self._pair
 
     @property
     def matching(self):
-        """core.compare.HeadMatching of the current pair once computed, else None."""
+        """core.compare.pair.HeadMatching of the current pair once computed, else None."""
         return self._matching
 
     @property
@@ -223,7 +223,7 @@ class AppState(QObject):
         before = (self._query, self._key, self._head, head_b)
         a, b = self._layer, self._layer_b
         self._layer, self._layer_b = b, a
-        from detokgui.core.compare_views import swapped_pair
+        from detokgui.core.compare.views import swapped_pair
 
         self._pair = None if self._pair is None else swapped_pair(self._pair)
         self._matching = None if self._matching is None else self._matching.swapped()

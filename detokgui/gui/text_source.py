@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QCheckBox, QWidget
 
-from detokgui.core.empirical import TextSource
+from detokgui.core.text_side.empirical import TextSource
 from detokgui.gui.option_rows import Control, option, spin
 
 PREPEND_LABEL = "prepend BOS"
@@ -55,7 +55,7 @@ class BosCheckBox(QCheckBox):
 
     def follow(self, layer) -> None:
         """Name `layer`'s BOS token in the tooltip; disable (and clear) the box without one."""
-        from detokgui.core.tokens import bos_description, bos_id
+        from detokgui.core.model.tokens import bos_description, bos_id
 
         if layer is None:
             self.setEnabled(True)

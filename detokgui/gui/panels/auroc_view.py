@@ -13,10 +13,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
-from detokgui.core import auroc as A
-from detokgui.core.affinity import SigmaChoice
-from detokgui.core.corpus import iter_layer_counts
-from detokgui.core.progress import rescaled
+from detokgui.core.base.progress import rescaled
+from detokgui.core.corpus.counts import iter_layer_counts
+from detokgui.core.model.conventions import SigmaChoice
+from detokgui.core.token_side import auroc as A
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.flow_layout import FlowLayout

@@ -30,7 +30,7 @@ from functools import partial
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
-from detokgui.core.conventions import COLOUR_SIGN_NOTE, POSITION_CONVENTIONS
+from detokgui.core.model.conventions import COLOUR_SIGN_NOTE, POSITION_CONVENTIONS
 from detokgui.gui.jobs import JobRunner
 from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.state import AppState
@@ -260,7 +260,7 @@ class Panel(QWidget):
     @staticmethod
     def compute(layer, request):
         """The job, on a worker thread: no widgets, no state; a generator may yield
-        core.progress.Progress and return the result."""
+        core.base.progress.Progress and return the result."""
         raise NotImplementedError
 
     def draw(self, result) -> None:

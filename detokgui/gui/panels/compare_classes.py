@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSplitter
 
-from detokgui.core import compare_views as cv
+from detokgui.core.compare import views as cv
 from detokgui.gui.controls import bare_column
 from detokgui.gui.panels.compare_base import ComparePanel
 from detokgui.gui.panels.head_classes import HeadClassesTable

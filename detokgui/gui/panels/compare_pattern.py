@@ -1,6 +1,6 @@
 """Compare (2): the positional pattern (B4) of the query token for A's selected head with
 B's matched head overlaid; B's pattern at n' = min(n, L_B - 1), drawn so that both
-queries sit at n (core.compare_views.pattern_pair)."""
+queries sit at n (core.compare.views.pattern_pair)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from detokgui.core import compare_views as cv
-from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION
+from detokgui.core.compare import views as cv
+from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, custom, option

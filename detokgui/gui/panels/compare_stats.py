@@ -1,4 +1,4 @@
-"""Compare (4): the head statistics (core.head_metrics) of A's selected head next to its
+"""Compare (4): the head statistics (core.compare.head_metrics) of A's selected head next to its
 match in B, with B - A; and both models' values of every matched pair."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from detokgui.core import compare_views as cv
+from detokgui.core.compare import views as cv
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.compare_base import ComparePanel
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
@@ -34,7 +34,7 @@ class CompareStatsPanel(ComparePanel):
         super().__init__(state, jobs, parent)
         lay = self.body_layout
         lay.addWidget(self.pair_text)
-        from detokgui.core.head_metrics import METRIC_LABELS, class_label
+        from detokgui.core.compare.head_metrics import METRIC_LABELS, class_label
 
         def shown(r, side):
             v = r[f"value_{side}"]
@@ -76,7 +76,7 @@ class CompareStatsPanel(ComparePanel):
         s, res = self.state, self.result
         if res is None or s.head_b is None:
             return []
-        from detokgui.core.head_metrics import HEAD_METRICS
+        from detokgui.core.compare.head_metrics import HEAD_METRICS
 
         names = [m for m in HEAD_METRICS if m in res[0] and m in res[1]]
         return cv.metric_pair_rows(res[0], res[1], s.head, s.head_b, names)

@@ -1,6 +1,6 @@
 """Compare (1): the top-k keys of the query token in A and in B side by side, for A's
 selected head and its match in B, each key with its rank in the other model
-(core.compare_views.side_by_side_topk)."""
+(core.compare.views.side_by_side_topk)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QSplitter
 
-from detokgui.core import compare_views as cv
-from detokgui.core.affinity import SigmaChoice
+from detokgui.core.compare import views as cv
+from detokgui.core.model.conventions import SigmaChoice
 from detokgui.gui.controls import bare_column
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.option_rows import OptionRow, option, spin

@@ -18,10 +18,10 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import signals_blocked
 
-from detokgui.core import circuits
-from detokgui.core.empirical import TextSource
-from detokgui.core.text_tables import validation_table
-from detokgui.core.tokens import display_token
+from detokgui.core.model.tokens import display_token
+from detokgui.core.text_side import circuits
+from detokgui.core.text_side.empirical import TextSource
+from detokgui.core.text_side.tables import validation_table
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.flow_layout import FlowLayout

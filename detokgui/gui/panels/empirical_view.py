@@ -16,15 +16,15 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from detokgui.core import empirical
-from detokgui.core.conventions import (
+from detokgui.core.model.conventions import (
     DEFAULT_POSITION_CONVENTION,
     POSITION_CONVENTIONS,
     default_query_position,
     temperature_label,
 )
-from detokgui.core.empirical import CONVENTION_LABELS, TextSource
-from detokgui.core.text_tables import empirical_table
+from detokgui.core.text_side import empirical
+from detokgui.core.text_side.empirical import CONVENTION_LABELS, TextSource
+from detokgui.core.text_side.tables import empirical_table
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadChooser, state_heads

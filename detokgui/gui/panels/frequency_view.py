@@ -11,9 +11,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
-from detokgui.core import frequency as F
-from detokgui.core.affinity import SigmaChoice
-from detokgui.core.corpus import iter_layer_counts
+from detokgui.core.corpus.counts import iter_layer_counts
+from detokgui.core.model.conventions import SigmaChoice
+from detokgui.core.token_side import frequency as F
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadSpin
@@ -188,6 +188,6 @@ class FrequencyPanel(Panel):
         fs = self.result
         if fs is None:
             return None
-        from detokgui.core.corpus_tables import frequency_table
+        from detokgui.core.token_side.tables import frequency_table
 
         return frequency_table(self.layer, fs)

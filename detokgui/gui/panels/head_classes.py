@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import signals_blocked
 
-from detokgui.core import positional as m
+from detokgui.core.position_side import positional as m
 from detokgui.gui.controls import wrapping_label
 from detokgui.gui.paint_prep import pace_paints
 from detokgui.gui.panels.base import StatusLine

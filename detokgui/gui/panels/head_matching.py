@@ -1,4 +1,4 @@
-"""Compare (5): the head matching of A and B (core.compare.HeadMatching) as a heatmap of
+"""Compare (5): the head matching of A and B (core.compare.pair.HeadMatching) as a heatmap of
 similarity, A's heads as rows and B's as columns, the one-to-one assignment marked: a
 solid white square where the pair is matched, a dashed grey one where it has no match
 (its similarity not above what unrelated heads reach); the hover shows a cell's parts and
@@ -170,7 +170,7 @@ class HeadMatchingPanel(ComparePanel):
             ev.accept()
 
     def _table(self):
-        from detokgui.core.compare import matching_table
+        from detokgui.core.compare.pair import matching_table
 
         m = self.state.matching
         return None if m is None else matching_table(m)

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from detokgui.core import vocab_stats as VS
-from detokgui.core.affinity import SigmaChoice
+from detokgui.core.model.conventions import SigmaChoice
+from detokgui.core.token_side import vocab_stats as VS
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.flow_layout import FlowLayout
@@ -310,7 +310,7 @@ class HeadStatsPanel(Panel):
         b = self.channel("matrix").result
         if b is None:
             return None
-        from detokgui.core.tokens import token_strings
+        from detokgui.core.model.tokens import token_strings
 
         names = token_strings(self.layer.tokenizer, self.layer.n_vocab)
         row_side, col_side = sides(b.direction)

@@ -14,10 +14,11 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from detokgui.core import affinity
-from detokgui.core.conventions import COLOUR_SIGN
-from detokgui.core.tables import heatmap_table
-from detokgui.core.tokens import display_token
+from detokgui.core.model import sample
+from detokgui.core.model.conventions import COLOUR_SIGN
+from detokgui.core.model.tokens import display_token
+from detokgui.core.token_side import affinity
+from detokgui.core.token_side.tables import heatmap_table
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
@@ -38,7 +39,7 @@ def heatmap_tokens(layer, source: str, token_set, query: int, head: int, sigma, 
     if source == "text":
         return list(token_set)[:MAX_TOKENS]
     if source == "sample":
-        return affinity.random_token_sample(layer, min(size, MAX_TOKENS), seed)
+        return sample.random_token_sample(layer, min(size, MAX_TOKENS), seed)
     if query < 0:
         return []
     res = affinity.topk_keys(layer, query, min(size, MAX_TOKENS) - 1, sigma, heads=[head])

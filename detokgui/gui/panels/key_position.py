@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from detokgui.core import positional
-from detokgui.core.tables import slope_histogram_table, token_position_curve_table
-from detokgui.core.tokens import display_token
+from detokgui.core.model.tokens import display_token
+from detokgui.core.position_side import positional
+from detokgui.core.position_side.tables import slope_histogram_table, token_position_curve_table
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.flow_layout import FlowLayout

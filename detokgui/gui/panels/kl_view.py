@@ -12,16 +12,16 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QVBoxLayout
 
-from detokgui.core import empirical
-from detokgui.core.empirical import (
+from detokgui.core.model.terms import TERM_NAMES
+from detokgui.core.text_side import empirical
+from detokgui.core.text_side.empirical import (
     DEFINITION_LABELS,
     DEFINITION_SHORT,
     DEFINITIONS,
     TextSource,
     definition_label,
 )
-from detokgui.core.terms import TERM_NAMES
-from detokgui.core.text_tables import kl_table
+from detokgui.core.text_side.tables import kl_table
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadChooser, state_heads

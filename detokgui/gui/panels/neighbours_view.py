@@ -15,8 +15,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from detokgui.core import neighbours as N
-from detokgui.core.tokens import layer_token
+from detokgui.core.model.tokens import layer_token
+from detokgui.core.token_side import neighbours as N
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.flow_layout import FlowLayout
@@ -164,7 +164,7 @@ class NeighboursPanel(Panel):
         nb = self.result
         if nb is None:
             return None
-        from detokgui.core.corpus_tables import neighbours_table
+        from detokgui.core.token_side.tables import neighbours_table
 
         return neighbours_table(self.layer, nb)
 

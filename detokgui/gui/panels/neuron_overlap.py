@@ -12,8 +12,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from detokgui.core import neurons
-from detokgui.core.tables import embedding_overlap_table
+from detokgui.core.position_side import neurons
+from detokgui.core.position_side.tables import embedding_overlap_table
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.base import StatusLine

@@ -11,8 +11,8 @@ from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, Signal, Slot
 from PySide6.QtWidgets import QAbstractItemView, QTableView
 from superqt.utils import signals_blocked
 
-from detokgui.core import neurons
-from detokgui.core.neurons import (
+from detokgui.core.position_side import neurons
+from detokgui.core.position_side.neurons import (
     LINEAR_MIN_R2,
     PERIODIC_MIN_CYCLES,
     PERIODIC_MIN_PEAK_SHARE,

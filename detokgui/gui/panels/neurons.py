@@ -23,9 +23,10 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import signals_blocked
 
-from detokgui.core import neurons
-from detokgui.core.neurons import NEURON_GROUPS
-from detokgui.core.tables import neuron_curves_table, neurons_table, write_csv
+from detokgui.core.base.tables import write_csv
+from detokgui.core.position_side import neurons
+from detokgui.core.position_side.neurons import NEURON_GROUPS
+from detokgui.core.position_side.tables import neuron_curves_table, neurons_table
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column
 from detokgui.gui.flow_layout import FlowLayout

@@ -12,9 +12,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
-from detokgui.core import circuits
-from detokgui.core.text_tables import ov_table
-from detokgui.core.tokens import display_token
+from detokgui.core.model.tokens import display_token
+from detokgui.core.text_side import circuits
+from detokgui.core.text_side.tables import ov_table
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num

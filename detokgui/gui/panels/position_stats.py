@@ -13,8 +13,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
-from detokgui.core.positional import LastPositionsPP, position_variance, raw_pp_last_positions
-from detokgui.core.tables import last_positions_table, position_variance_table
+from detokgui.core.position_side.positional import (
+    LastPositionsPP,
+    position_variance,
+    raw_pp_last_positions,
+)
+from detokgui.core.position_side.tables import last_positions_table, position_variance_table
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.head_grid import HeadCell, HeadGrid

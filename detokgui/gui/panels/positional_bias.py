@@ -4,7 +4,7 @@ at the query position i for the mean / max / min sigma of the query position, an
 T_pp + T_p with its softmax at the model's temperature tau. One query-position slider drives
 every plot; a window control zooms on the last w keys before i (Fig 3-E).
 
-The sigma convention (core.conventions): "paper" (the authors' figures, the default: keys
+The sigma convention (core.model.conventions): "paper" (the authors' figures, the default: keys
 weighted by E_v[1/sigma(e_v+p_j)], 95% bands) or "mean-sigma" (1/mean_v sigma on both
 sides, min..max band); every title and CSV names the one it shows."""
 
@@ -26,20 +26,20 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import signals_blocked
 
-from detokgui.core.conventions import (
+from detokgui.core.model.conventions import (
     DEFAULT_POSITION_CONVENTION,
     POSITION_SIGMAS,
     TEMPERATURE_HINT,
     temperature_label,
 )
-from detokgui.core.positional import (
+from detokgui.core.position_side.positional import (
     PositionalBias,
     PositionBiasBand,
     bias_lines,
     position_bias_band,
     positional_bias,
 )
-from detokgui.core.tables import bias_lines_table, position_band_table
+from detokgui.core.position_side.tables import bias_lines_table, position_band_table
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.head_grid import HeadCell, HeadGrid, envelope_decimate
@@ -86,7 +86,7 @@ class BiasResult:
     i: int
     heads: list[int]
     b3_sigma: str  # the sigma of T_pp + T_p and its softmax
-    convention: str  # "paper" or "mean-sigma" (core.conventions)
+    convention: str  # "paper" or "mean-sigma" (core.model.conventions)
     lines: dict[str, PositionalBias]  # B2: T_pp for sigma mean / max / min
     b3: PositionalBias  # B3: total and softmax with `sigma`
     band: PositionBiasBand  # B1 (does not depend on i)

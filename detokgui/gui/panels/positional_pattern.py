@@ -21,9 +21,9 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from detokgui.core import positional
-from detokgui.core.conventions import DEFAULT_POSITION_CONVENTION, temperature_label
-from detokgui.core.tables import pattern_table
+from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION, temperature_label
+from detokgui.core.position_side import positional
+from detokgui.core.position_side.tables import pattern_table
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.controls import bare_column
 from detokgui.gui.flow_layout import FlowLayout

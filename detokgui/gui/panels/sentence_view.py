@@ -11,12 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
-from detokgui.core import empirical
-from detokgui.core.conventions import COLOUR_SIGN, temperature_label
-from detokgui.core.empirical import SENTENCE_TERMS, TextSource
-from detokgui.core.progress import Progress
-from detokgui.core.text_tables import sentence_values_table
-from detokgui.core.tokens import display_token
+from detokgui.core.base.progress import Progress
+from detokgui.core.model.conventions import COLOUR_SIGN, temperature_label
+from detokgui.core.model.tokens import display_token
+from detokgui.core.text_side import empirical
+from detokgui.core.text_side.empirical import SENTENCE_TERMS, TextSource
+from detokgui.core.text_side.tables import sentence_values_table
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num

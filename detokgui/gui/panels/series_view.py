@@ -2,9 +2,9 @@
 head, for the checkpoints of a training series; the selected head is drawn thick, and a
 click on a point opens that checkpoint as the main model.
 
-The computation is `core.series.iter_series` (one checkpoint per worker process, cached
+The computation is `core.compare.series.iter_series` (one checkpoint per worker process, cached
 per checkpoint), started by "Compute" as a job with progress and Cancel; it needs no main
-model. The step axis is the figure's symlog axis (`core.series.step_position`).
+model. The step axis is the figure's symlog axis (`core.compare.series.step_position`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from detokgui.core.head_metrics import CORPUS_METRICS, HEAD_METRICS, METRIC_LABELS
+from detokgui.core.compare.head_metrics import CORPUS_METRICS, HEAD_METRICS, METRIC_LABELS
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, head_color
@@ -44,8 +44,8 @@ class SeriesRequest:
 
 
 def compute_series(request: SeriesRequest):
-    """The job (worker thread): `core.series.iter_series` of the request."""
-    from detokgui.core.series import iter_series
+    """The job (worker thread): `core.compare.series.iter_series` of the request."""
+    from detokgui.core.compare.series import iter_series
 
     return iter_series(list(request.checkpoints), list(request.steps),
                        corpus=list(request.corpus) or None, n_queries=request.n_queries)
@@ -62,7 +62,7 @@ class SeriesPanel(Panel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         self.checkpoints: list[tuple[str, int]] = []
-        self.series = None  # the drawn core.series.SeriesResult
+        self.series = None  # the drawn core.compare.series.SeriesResult
         lay = QVBoxLayout(self)
 
         pick = FlowLayout()  # rows wrap: the window's minimum width is not theirs
@@ -127,8 +127,8 @@ class SeriesPanel(Panel):
     # ------------------------------------------------------------------ checkpoints
 
     def choose_folder(self, folder: str | None = None) -> None:
-        from detokgui.core.errors import InputError
-        from detokgui.core.series import series_folder
+        from detokgui.core.base.errors import InputError
+        from detokgui.core.compare.series import series_folder
 
         if folder is None:
             folder = QFileDialog.getExistingDirectory(self, "Series folder")
@@ -140,7 +140,7 @@ class SeriesPanel(Panel):
             self.status.setText(str(exc))
 
     def add_checkpoint(self, folder: str | None = None) -> None:
-        from detokgui.core.series import series_steps
+        from detokgui.core.compare.series import series_steps
 
         if folder is None:
             folder = QFileDialog.getExistingDirectory(self, "Checkpoint folder")
@@ -214,7 +214,7 @@ class SeriesPanel(Panel):
     # ------------------------------------------------------------------ drawing
 
     def draw_series(self) -> None:
-        from detokgui.core.series import step_position, step_ticks
+        from detokgui.core.compare.series import step_position, step_ticks
 
         self.plot.clear()
         res = self.series

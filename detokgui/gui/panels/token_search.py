@@ -27,10 +27,10 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import signals_blocked
 
-from detokgui.core.encode import iter_encode
-from detokgui.core.errors import InputError
-from detokgui.core.progress import Progress
-from detokgui.core.tokens import (
+from detokgui.core.base.errors import InputError
+from detokgui.core.base.progress import Progress
+from detokgui.core.model.encode import iter_encode
+from detokgui.core.model.tokens import (
     SPACE_MARK,
     display_token,
     is_special,

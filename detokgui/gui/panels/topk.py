@@ -15,9 +15,9 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from detokgui.core import affinity
-from detokgui.core.tables import topk_table
-from detokgui.core.tokens import token_string
+from detokgui.core.model.tokens import token_string
+from detokgui.core.token_side import affinity
+from detokgui.core.token_side.tables import topk_table
 from detokgui.gui.controls import bare_column
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.option_rows import OptionRow, combo, option, spin

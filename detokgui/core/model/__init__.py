@@ -1,0 +1,10 @@
+"""The model: a checkpoint's layer 0 with LayerNorm folded in (`weights.Layer0`), the
+LayerNorm scale sigma (`sigma`), the six-term decomposition (`terms`), the conventions
+every view shares (`conventions`: sigma, temperature, colour sign, default position),
+tokenizers and the display form of tokens (`tokens`, `encode`), seeded token samples
+(`sample`), content identities for caches (`identity`), one adapter per model family
+(`families`), and where checkpoints come from (`sources`: local folders, the hub, the
+demo models, the default model).
+
+May import: `core.base`.
+"""

@@ -57,8 +57,8 @@ def test_help_and_readme_list_every_view(qtbot):
     names = win.view_names()
     assert "tokens" in names
     text = " ".join(build_parser().format_help().split())
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    view_sentence = readme[readme.index("draws one view"):][:400]
+    app_page = (Path(__file__).parent.parent / "docs" / "app.md").read_text(encoding="utf-8")
+    view_sentence = app_page[app_page.index("draws one view"):][:400]
     for name in names:
         assert name in text, name
         assert f"`{name}`" in view_sentence, name

@@ -24,14 +24,14 @@ def _hash_tensor(h, t: torch.Tensor) -> None:
     t = t.detach().contiguous()
     h.update(f"{tuple(t.shape)}|{t.dtype}|".encode())
     # the bytes as a buffer, not a copy: hashlib reads it without the GIL, where
-    # .tobytes() held it for the whole copy (~150 ms for GPT-2 small's E, the GUI frozen)
+    # .tobytes() holds it for the whole copy, and the window with it
     h.update(t.reshape(-1).view(torch.uint8).cpu().numpy())
 
 
 def model_identity(layer) -> str:
     """SHA-256 of everything the token-side analyses of `layer` depend on: the layer-0
     tensors E, P, ln_1 (gamma, beta), c_attn (W, b), the head count, eps and the dtype.
-    Computed once per Layer0 (about 0.2 s for GPT-2 small) and kept on it."""
+    Computed once per Layer0 (it reads every tensor) and kept on it."""
 
     def compute() -> str:
         h = hashlib.sha256(b"detokgui-layer0-v1|")

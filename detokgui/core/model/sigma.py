@@ -95,7 +95,7 @@ def row_variance(X: torch.Tensor, rows_per_chunk: int = 4096) -> torch.Tensor:
     """Var(x) = mean_k (x_k - mean(x))^2 for every row of X [n, d], as [n].
 
     Two plain passes per chunk of rows through one reused scratch buffer: on CPU this is
-    ~5x faster than torch.var_mean's one-pass (Welford) kernel."""
+    faster than torch.var_mean's one-pass (Welford) kernel (docs/performance.md)."""
     n = X.shape[0]
     var = torch.empty(n, dtype=X.dtype, device=X.device)
     scratch = torch.empty((min(n, rows_per_chunk), X.shape[1]), dtype=X.dtype, device=X.device)
@@ -170,12 +170,12 @@ def iter_inverse_sigma_stats(table: torch.Tensor, interval: float = 95.0,
 
     Streams column chunks: each chunk is copied transposed ([c, V], contiguous, at most
     ~32 MB) in blocks of rows small enough to stay in cache (one strided copy of the
-    whole chunk touches a new page per element: 4-5x slower on CPU), inverted in place,
+    whole chunk touches a new page per element), inverted in place,
     summed for the mean, and the two order statistics either side of each percentile
     rank are read from an unsorted partial selection of each column's tail (`topk` of
-    ~2.5% of V at each end, then the two extreme values of that tail: 3x faster than
-    `kthvalue` per rank, 4x faster than a full sort; `torch.quantile` refuses inputs
-    over 2^24 elements). The interpolation is done on 1/S itself, so the result equals
+    ~2.5% of V at each end, then the two extreme values of that tail: faster than
+    `kthvalue` per rank or a full sort; `torch.quantile` refuses inputs over 2^24
+    elements). The interpolation is done on 1/S itself, so the result equals
     numpy's percentile of the per-token values."""
     V, L = table.shape
     if V < 1:

@@ -106,8 +106,8 @@ def load_tokenizer(folder: Path, name: str, n_vocab: int):
 
 
 #: How many tokenizers `load_tokenizer` keeps. Loading one holds the GIL in long C calls
-#: (transformers' json.load of tokenizer.json and the Rust BPE's construction, 50-270 ms
-#: each for GPT-2's on a 2-core machine), during which the GUI thread cannot run;
+#: (transformers' json.load of tokenizer.json and the Rust BPE's construction), during
+#: which the GUI thread cannot run;
 #: switching back and forth between two models, or opening another with the same
 #: tokenizer files, then costs nothing.
 RECENT_TOKENIZERS = 2
@@ -390,7 +390,7 @@ def _decoder_kinds(tokenizer) -> set[str]:
         return set()
     try:
         # the decoder's own JSON: serialising the whole tokenizer and parsing it back
-        # held the GIL ~65 ms (GPT-2), stalling the window while a model loads
+        # holds the GIL long enough to stall the window while a model loads
         tree = json.loads(backend.decoder.__getstate__())
     except (ValueError, AttributeError, TypeError):
         try:
@@ -417,8 +417,7 @@ _PIECES_CHUNK = 4096
 
 def all_pieces(tokenizer) -> list:
     """convert_ids_to_tokens(0 .. len(tokenizer) - 1), in chunks: a fast tokenizer holds the
-    GIL for the whole call (~30 ms for 50k ids), which stalls the window when it runs in
-    a worker thread."""
+    GIL for the whole call, which stalls the window when it runs in a worker thread."""
     n = len(tokenizer)
     out: list = []
     for a in range(0, n, _PIECES_CHUNK):
@@ -445,7 +444,7 @@ def _raw(tokenizer, info: _Info) -> list[bytes | None]:
 
 def prepare(tokenizer) -> None:
     """Read now what is otherwise read on first use: the scheme, the special ids and every
-    piece's bytes (~0.2 s for 50k pieces). A window calls it in its load job, so that the
+    piece's bytes (a pass over the whole vocabulary). A window calls it in its load job, so that the
     first token it shows on the GUI thread is a lookup."""
     if tokenizer is not None:
         _raw(tokenizer, _info(tokenizer))
@@ -509,7 +508,7 @@ def display_token(tokenizer, token_id: int) -> str:
 def vocabulary(tokenizer, n_vocab: int) -> list[str]:
     """Display forms of ids 0..n_vocab-1 (ids beyond the tokenizer show as <id>).
 
-    Built once per tokenizer (~0.2-0.3 s of Python for 50k tokens, during which a worker
+    Built once per tokenizer (a Python pass over the vocabulary, during which a worker
     slows every GIL hand-over to the GUI thread), then copied: a model opened with the
     tokenizer of the one before (a checkpoint of the same run) costs nothing."""
     if tokenizer is None:

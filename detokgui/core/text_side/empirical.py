@@ -505,8 +505,8 @@ def kl_contributions(layer, token_ids, definition: str = "paper", heads=None) ->
     block's end only ([h, rows, keys], a few MB), one exponential pass per term into a
     reused buffer; no Python loop over heads, i or j. Exponents below log(finfo.tiny) + 2 (-85.3 in float32) are raised to it
     before exp: probabilities under 1e-37 (and the masked j > i) become 1e-37 instead of 0
-    or a subnormal, invisible at float32 precision, and exp runs ~7x faster (CPUs produce
-    subnormal results slowly)."""
+    or a subnormal, invisible at float32 precision, and exp runs several times faster
+    (CPUs produce subnormal results slowly)."""
     check_definition(definition)
     ids = layer.check_token_ids(token_ids)
     hs = check_heads(layer, heads)

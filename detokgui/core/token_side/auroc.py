@@ -57,7 +57,7 @@ NO_BIGRAM_LABELS = {
     "zero": "authors' convention: query tokens without bigrams count as AUROC 0",
 }
 #: Rows with more positives than this are sorted instead of swept once per positive: a
-#: sweep costs ~0.5 ns per score on a CPU, a sort ~20 ns (much less on a GPU).
+#: sweep costs a few tens of times less per score than a sort on a CPU (less so on a GPU).
 SMALL_MAX = {"cpu": 40, "cuda": 8}
 FORMAT = "detokgui-bigram-auroc-v1"
 

@@ -1,0 +1,400 @@
+"""Small multiples: a figure of per-head cells drawn in ONE pyqtgraph plot.
+
+Every head's cell sits at an offset in the plot's own coordinates, on a near-square grid
+(cell k at row k // cols, column k % cols; unit squares with gaps between them). What a
+figure shows is drawn per figure, not per cell:
+
+- a series (one line per head: T_pp for the mean sigma, the softmax, ...) is one curve
+  item for every cell, its cells separated by a NaN (`connect="finite"`);
+- a band (lower..upper per head) is one path of polygons;
+- the cells' frames, the grid lines, the keys past the query (masked) and the j = i
+  markers are one path each;
+- tick labels are the plot's own two axes with explicit ticks: the shared y values on
+  every row's left, the shared x values under every column (every cell shows the same
+  ranges, as matplotlib's sharex / sharey);
+- only the heads' names are an item per cell.
+
+A redraw is a few numpy operations and one `setData` per series, however many heads.
+`at(scene_pos)` maps the mouse back to (head, x, y) in data coordinates, and `data(name,
+head)` gives what a curve shows there (tests, hover text)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, QPointF, QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QPainterPath, QPen
+from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem, QLabel
+
+from detokgui.gui.plots import PlotFrame, head_color
+from detokgui.gui.view_ranges import nice_step, smaller_nice_step
+
+GAP_X = 0.14  # between two columns of cells, in cell widths
+GAP_Y = 0.10  # between two rows, in cell heights
+TICK_PX_X = 48  # at least this many pixels between labelled x ticks
+TICK_PX_Y = 26
+MASKED_BRUSH = QColor(120, 120, 120, 38)
+FRAME_PEN = QColor(150, 150, 150)
+GRID_PEN = QColor(0, 0, 0, 28)
+
+
+def grid_columns(n: int) -> int:
+    """Columns of a near-square grid of n cells."""
+    return 1 if n <= 1 else math.ceil(math.sqrt(n))
+
+
+def _cosmetic(color, width: float = 1.0, style=Qt.SolidLine) -> QPen:
+    pen = QPen(QColor(color), width, style)
+    pen.setCosmetic(True)
+    return pen
+
+
+class SmallMultiples(QObject):
+    """The per-head cells of one PlotFrame (see the module docstring). Set the heads, then
+    the shared ranges, then the series; `set_marker` marks j = i and shades j > i."""
+
+    def __init__(self, frame: PlotFrame, state=None, x_label: str = "", y_label: str = ""):
+        super().__init__(frame)
+        self.frame = frame
+        self.state = state  # with it, the selected head's cell is framed
+        self.title = QLabel(" ")
+        self.title.setWordWrap(True)
+        self.title.setTextFormat(Qt.RichText)
+        self.title.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+        self.title.setContentsMargins(6, 2, 6, 0)
+        frame.layout().insertWidget(0, self.title)
+        self.plot: pg.PlotItem = frame.view.addPlot()
+        self.vb: pg.ViewBox = self.plot.getViewBox()
+        self.vb.setMouseEnabled(False, False)
+        self.vb.setMenuEnabled(False)
+        self.vb.disableAutoRange()
+        self.plot.hideButtons()
+        for side, label in (("bottom", x_label), ("left", y_label)):
+            axis = self.plot.getAxis(side)
+            axis.enableAutoSIPrefix(False)
+            axis.setStyle(tickLength=-4)
+            if label:
+                self.plot.setLabel(side, label)
+        self.heads: list[int] = []
+        self.cols = self.rows = 0
+        self.x_range: tuple[float, float] | None = None
+        self.y_range: tuple[float, float] | None = None
+        self.marker_at: tuple[float, float] | None = None  # (i, mask_to)
+        # the ticks given to the bottom and left axes: (position in the plot, label)
+        self.x_ticks: list[tuple[float, str]] = []
+        self.y_ticks: list[tuple[float, str]] = []
+        self._data: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+        self._bands: dict[str, dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        self.curves: dict[str, pg.PlotCurveItem] = {}
+        self.band_items: dict[str, QGraphicsPathItem] = {}
+        self.names: dict[int, pg.TextItem] = {}
+        self.frames = self._path_item(_cosmetic(FRAME_PEN), -15)
+        self.grid_lines = self._path_item(_cosmetic(GRID_PEN), -20)
+        self.masked = self._path_item(QPen(Qt.NoPen), -30, QBrush(MASKED_BRUSH))
+        self.markers = self._path_item(_cosmetic(QColor(0, 0, 0, 170), 1, Qt.DashLine), -5)
+        self.selected = QGraphicsRectItem()
+        self.selected.setZValue(10)
+        self.selected.setVisible(False)
+        self.vb.addItem(self.selected, ignoreBounds=True)
+        self.vb.sigResized.connect(self._update_ticks)
+        if state is not None:
+            state.headChanged.connect(self.mark_head)
+
+    def _path_item(self, pen: QPen, z: float, brush: QBrush | None = None) -> QGraphicsPathItem:
+        item = QGraphicsPathItem()
+        item.setPen(pen)
+        if brush is not None:
+            item.setBrush(brush)
+        item.setZValue(z)
+        self.vb.addItem(item, ignoreBounds=True)
+        return item
+
+    # ------------------------------------------------------------------ layout
+
+    def set_title(self, html: str) -> None:
+        if html != self.title.text():
+            self.title.setText(html or " ")
+
+    def title_text(self) -> str:
+        return self.title.text()
+
+    def set_heads(self, heads: Sequence[int]) -> bool:
+        """Lay out the cells of `heads`; False when they are already shown."""
+        heads = [int(h) for h in heads]
+        if heads == self.heads:
+            return False
+        self.heads = heads
+        n = len(heads)
+        self.cols = grid_columns(n)
+        self.rows = math.ceil(n / self.cols) if n else 0
+        for h, item in self.names.items():
+            item.setVisible(h in heads)
+        for h in heads:
+            if h not in self.names:
+                item = pg.TextItem(f"head {h}", color=head_color(h), anchor=(0, 0))
+                font = QFont()
+                font.setPointSizeF(8.5)
+                font.setBold(True)
+                item.setFont(font)
+                item.setZValue(20)
+                self.vb.addItem(item, ignoreBounds=True)
+                self.names[h] = item
+            self.names[h].setVisible(True)
+        for h, (x, y) in self._cell_corners().items():
+            self.names[h].setPos(x + 0.01, y + 1.0 - 0.01)
+        width = max(1, self.cols) * (1 + GAP_X) - GAP_X
+        height = max(1, self.rows) * (1 + GAP_Y) - GAP_Y
+        self.vb.setRange(xRange=(-0.01, width + 0.01), yRange=(-0.01, height + 0.01), padding=0)
+        antialias = n <= 4  # at small-multiple size the difference is not visible
+        for curve in self.curves.values():
+            curve.setData(antialias=antialias)
+        self._relayout()
+        self.mark_head()
+        return True
+
+    def _cell_corners(self) -> dict[int, tuple[float, float]]:
+        """head -> (x, y) of its cell's lower-left corner in plot coordinates."""
+        out = {}
+        for k, h in enumerate(self.heads):
+            r, c = divmod(k, self.cols)
+            out[h] = (c * (1 + GAP_X), (self.rows - 1 - r) * (1 + GAP_Y))
+        return out
+
+    def set_ranges(self, x_range, y_range) -> None:
+        """The data ranges every cell shows (shared axes)."""
+        x_range = (float(x_range[0]), float(x_range[1]))
+        y_range = (float(y_range[0]), float(y_range[1]))
+        if y_range[1] <= y_range[0]:
+            y_range = (y_range[0] - 0.5, y_range[0] + 0.5)
+        if (x_range, y_range) == (self.x_range, self.y_range):
+            return
+        self.x_range, self.y_range = x_range, y_range
+        self._relayout()
+
+    def _relayout(self) -> None:
+        """Frames, ticks, grid lines, marker and every series, for the heads and ranges."""
+        corners = self._cell_corners()
+        frames = QPainterPath()
+        for x, y in corners.values():
+            frames.addRect(QRectF(x, y, 1.0, 1.0))
+        self.frames.setPath(frames)
+        self._update_ticks()
+        self._draw_marker()
+        for name in list(self._data):
+            self._draw_series(name)
+        for name in list(self._bands):
+            self._draw_band(name)
+        self.mark_head()
+
+    # ------------------------------------------------------------------ mapping
+
+    def _map(self, h: int, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Data (x, y) of head h's cell to plot coordinates; points outside the x range
+        are dropped, y is clipped to the cell."""
+        (x0, x1), (y0, y1) = self.x_range, self.y_range
+        cx, cy = self._cell_corners()[h]
+        keep = (x >= x0) & (x <= x1)
+        px = cx + (x[keep] - x0) / (x1 - x0)
+        py = cy + (np.clip(y[keep], y0, y1) - y0) / (y1 - y0)
+        return px, py
+
+    def at(self, scene_pos: QPointF) -> tuple[int, float, float] | None:
+        """(head, x, y) in data coordinates under a scene position, or None off the cells."""
+        if not self.heads or self.x_range is None or \
+                not self.vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        p = self.vb.mapSceneToView(scene_pos)
+        c = math.floor(p.x() / (1 + GAP_X))
+        r = self.rows - 1 - math.floor(p.y() / (1 + GAP_Y))
+        fx = p.x() - c * (1 + GAP_X)
+        fy = p.y() - (self.rows - 1 - r) * (1 + GAP_Y)
+        if not (0 <= c < self.cols and 0 <= r < self.rows and 0 <= fx <= 1 and 0 <= fy <= 1):
+            return None
+        k = r * self.cols + c
+        if k >= len(self.heads):
+            return None
+        (x0, x1), (y0, y1) = self.x_range, self.y_range
+        return self.heads[k], x0 + fx * (x1 - x0), y0 + fy * (y1 - y0)
+
+    def position(self, scene_pos: QPointF, n_positions: int) -> int | None:
+        """The key position j (nearest integer, within 0..n_positions-1) under a scene
+        position in any cell, or None."""
+        hit = self.at(scene_pos)
+        if hit is None or n_positions <= 0:
+            return None
+        return int(max(0, min(n_positions - 1, round(hit[1]))))
+
+    # ------------------------------------------------------------------ content
+
+    def add_series(self, name: str, pen) -> pg.PlotCurveItem:
+        """A series drawn with `pen` (one item for every cell)."""
+        curve = pg.PlotCurveItem(pen=pen, connect="finite", antialias=len(self.heads) <= 4)
+        self.vb.addItem(curve)
+        self.curves[name] = curve
+        self._data.setdefault(name, {})
+        return curve
+
+    def set_series(self, name: str, x: np.ndarray, ys) -> None:
+        """Series `name`: y over x for each shown head, `ys` [len(heads), len(x)] in the
+        order of `heads` (or a dict head -> y)."""
+        x = np.asarray(x, dtype=np.float64)
+        if isinstance(ys, dict):
+            per = {h: np.asarray(ys[h], dtype=np.float64) for h in self.heads if h in ys}
+        else:
+            arr = np.asarray(ys, dtype=np.float64)
+            per = {h: arr[r] for r, h in enumerate(self.heads)}
+        self._data[name] = {h: (x, y) for h, y in per.items()}
+        self._draw_series(name)
+
+    def show_series(self, name: str, shown: bool) -> None:
+        self.curves[name].setVisible(shown)
+
+    def _draw_series(self, name: str) -> None:
+        curve = self.curves.get(name)
+        if curve is None:
+            return
+        if self.x_range is None or not self._data.get(name):
+            curve.setData([], [])
+            return
+        xs, ys = [], []
+        for h in self.heads:
+            if h in self._data[name]:
+                px, py = self._map(h, *self._data[name][h])
+                xs += [px, [np.nan]]
+                ys += [py, [np.nan]]
+        if not xs:
+            curve.setData([], [])
+            return
+        curve.setData(np.concatenate(xs), np.concatenate(ys), connect="finite")
+
+    def data(self, name: str, head: int) -> tuple[np.ndarray, np.ndarray]:
+        """The (x, y) data series `name` shows for `head`, in data coordinates."""
+        return self._data[name][head]
+
+    def add_band(self, name: str, brush) -> QGraphicsPathItem:
+        """A band (lower..upper per head) filled with `brush`, behind the series."""
+        item = self._path_item(QPen(Qt.NoPen), -10, pg.mkBrush(brush))
+        self.band_items[name] = item
+        self._bands.setdefault(name, {})
+        return item
+
+    def set_band(self, name: str, x: np.ndarray, lower, upper) -> None:
+        """Band `name` between lower and upper [len(heads), len(x)] over x."""
+        x = np.asarray(x, dtype=np.float64)
+        lo, hi = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+        self._bands[name] = {h: (x, lo[r], hi[r]) for r, h in enumerate(self.heads)}
+        self._draw_band(name)
+
+    def band(self, name: str, head: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self._bands[name][head]
+
+    def _draw_band(self, name: str) -> None:
+        item = self.band_items.get(name)
+        if item is None:
+            return
+        path = QPainterPath()
+        if self.x_range is not None:
+            for h in self.heads:
+                if h not in self._bands[name]:
+                    continue
+                x, lo, hi = self._bands[name][h]
+                px, plo = self._map(h, x, lo)
+                _, phi = self._map(h, x, hi)
+                if px.size:
+                    path.addPolygon(pg.functions.arrayToQPolygonF(
+                        np.concatenate([px, px[::-1]]), np.concatenate([plo, phi[::-1]])))
+        item.setPath(path)
+
+    def set_marker(self, i: float | None, mask_to: float = 0.0) -> None:
+        """Mark j = i in every cell and shade the keys past it up to `mask_to`; None:
+        neither."""
+        self.marker_at = None if i is None else (float(i), float(mask_to))
+        self._draw_marker()
+
+    def _draw_marker(self) -> None:
+        lines, shade = QPainterPath(), QPainterPath()
+        if self.marker_at is not None and self.x_range is not None:
+            i, mask_to = self.marker_at
+            (x0, x1), _ = self.x_range, self.y_range
+            for cx, cy in self._cell_corners().values():
+                if x0 <= i <= x1:
+                    px = cx + (i - x0) / (x1 - x0)
+                    lines.moveTo(px, cy)
+                    lines.lineTo(px, cy + 1.0)
+                a, b = max(i + 0.5, x0), min(mask_to, x1)
+                if b > a:
+                    shade.addRect(QRectF(cx + (a - x0) / (x1 - x0), cy, (b - a) / (x1 - x0), 1.0))
+        self.markers.setPath(lines)
+        self.masked.setPath(shade)
+
+    def mark_head(self, *_) -> None:
+        """Frame the selected head's cell when several are shown."""
+        head = self.state.head if self.state is not None else None
+        corners = self._cell_corners()
+        if len(self.heads) > 1 and head in corners:
+            x, y = corners[head]
+            self.selected.setRect(QRectF(x, y, 1.0, 1.0))
+            self.selected.setPen(_cosmetic(head_color(head), 2))
+            self.selected.setVisible(True)
+        else:
+            self.selected.setVisible(False)
+
+    # ------------------------------------------------------------------ ticks
+
+    def _update_ticks(self, *_) -> None:
+        """Shared tick values from the cells' size in pixels, labelled under every column
+        and left of every row; light grid lines at them inside every cell."""
+        bottom, left = self.plot.getAxis("bottom"), self.plot.getAxis("left")
+        if self.x_range is None or not self.heads:
+            self.x_ticks, self.y_ticks = [], []
+            bottom.setTicks([[]])
+            left.setTicks([[]])
+            self.grid_lines.setPath(QPainterPath())
+            return
+        (x0, x1), (y0, y1) = self.x_range, self.y_range
+        view = self.vb.viewRect()
+        cell_w = self.vb.width() * 1.0 / max(view.width(), 1e-9)
+        cell_h = self.vb.height() * 1.0 / max(view.height(), 1e-9)
+        xs = _tick_values(x0, x1, (x1 - x0) * TICK_PX_X / max(cell_w, 1.0), inner=True)
+        ys = _tick_values(y0, y1, (y1 - y0) * TICK_PX_Y / max(cell_h, 1.0), inner=True)
+        x_step = xs[1] - xs[0] if len(xs) > 1 else 1.0
+        y_step = ys[1] - ys[0] if len(ys) > 1 else 1.0
+        x_text = bottom.tickStrings(xs, 1.0, x_step)
+        y_text = left.tickStrings(ys, 1.0, y_step)
+        x_ticks, y_ticks, grid = [], [], QPainterPath()
+        for c in range(self.cols):
+            cx = c * (1 + GAP_X)
+            x_ticks += [(cx + (v - x0) / (x1 - x0), t) for v, t in zip(xs, x_text)]
+        for r in range(self.rows):
+            cy = (self.rows - 1 - r) * (1 + GAP_Y)
+            y_ticks += [(cy + (v - y0) / (y1 - y0), t) for v, t in zip(ys, y_text)]
+        for cx, cy in self._cell_corners().values():
+            for v in xs:
+                px = cx + (v - x0) / (x1 - x0)
+                grid.moveTo(px, cy)
+                grid.lineTo(px, cy + 1.0)
+            for v in ys:
+                py = cy + (v - y0) / (y1 - y0)
+                grid.moveTo(cx, py)
+                grid.lineTo(cx + 1.0, py)
+        self.x_ticks, self.y_ticks = x_ticks, y_ticks
+        bottom.setTicks([x_ticks])
+        left.setTicks([y_ticks])
+        self.grid_lines.setPath(grid)
+
+
+def _tick_values(lo: float, hi: float, at_least: float, inner: bool = False) -> list[float]:
+    """Multiples of a 1-2-5 step of at least `at_least` within lo..hi; `inner`: none at the
+    very ends (a label there would touch the next row's), and at least two."""
+    step = nice_step(at_least)
+    for _ in range(4):
+        margin = 0.04 * (hi - lo) if inner else 0.0
+        first = math.ceil((lo + margin) / step - 1e-9)
+        last = math.floor((hi - margin) / step + 1e-9)
+        if last - first >= 1 or step < 1e-12:
+            break
+        step = smaller_nice_step(step)
+    return [k * step for k in range(first, last + 1)]

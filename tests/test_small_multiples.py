@@ -1,0 +1,128 @@
+"""Small multiples drawn as one plot: every head's cell at an offset, one curve item per
+series for every cell, the mouse mapped back to (head, x, y)."""
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6.QtCore import QObject, QPointF, Signal
+
+from detokgui.gui.plots import PlotFrame
+from detokgui.gui.small_multiples import GAP_X, GAP_Y, SmallMultiples, grid_columns
+
+
+class State(QObject):
+    headChanged = Signal(int)
+
+    def __init__(self, head=0):
+        super().__init__()
+        self.head = head
+
+
+@pytest.fixture
+def grid(qtbot):
+    frame = PlotFrame("test")
+    qtbot.addWidget(frame)
+    frame.resize(900, 600)
+    frame.show()
+    state = State(2)
+    sm = SmallMultiples(frame, state, x_label="key position j")
+    sm.state_for_test = state
+    return sm
+
+
+def cell_centre(sm, k):
+    r, c = divmod(k, sm.cols)
+    return sm.vb.mapViewToScene(QPointF(c * (1 + GAP_X) + 0.5,
+                                        (sm.rows - 1 - r) * (1 + GAP_Y) + 0.5))
+
+
+def test_layout_and_mouse_map_back_to_head_and_data(grid, qtbot):
+    heads = [3, 5, 7, 8, 10]
+    assert grid.set_heads(heads) and not grid.set_heads(heads)
+    assert (grid.cols, grid.rows) == (grid_columns(5), 2) == (3, 2)
+    grid.set_ranges((0, 100), (-2, 2))
+    qtbot.wait(10)
+    for k, h in enumerate(heads):
+        head, x, y = grid.at(cell_centre(grid, k))
+        assert head == h and x == pytest.approx(50, abs=0.5) and y == pytest.approx(0, abs=0.05)
+        assert grid.position(cell_centre(grid, k), 1000) == round(x)
+    empty = cell_centre(grid, 5)  # the grid's sixth place holds no cell
+    assert grid.at(empty) is None
+    gap = grid.vb.mapViewToScene(QPointF(1 + GAP_X / 2, (grid.rows - 1) * (1 + GAP_Y) + 0.5))
+    assert grid.at(gap) is None
+
+
+def test_one_item_per_series_whatever_the_heads(grid):
+    heads = list(range(12))
+    grid.set_heads(heads)
+    grid.add_series("mean", pg.mkPen("b"))
+    grid.add_series("max", pg.mkPen("r"))
+    x = np.arange(50.0)
+    ys = np.random.default_rng(0).normal(size=(12, 50))
+    grid.set_ranges((-1, 60), (-5, 5))
+    grid.set_series("mean", x, ys)
+    grid.set_series("max", x, ys + 1)
+    curves = [i for i in grid.vb.addedItems if isinstance(i, pg.PlotCurveItem)]
+    assert len(curves) == 2  # not 12 x 2
+    px, py = grid.curves["mean"].getData()
+    assert px.shape == (12 * 51,)  # each cell's points, then a break
+    assert np.isnan(px[50::51]).all() and np.isfinite(px[:50]).all()
+    for r, h in enumerate(heads):
+        gx, gy = grid.data("mean", h)
+        np.testing.assert_array_equal(gx, x)
+        np.testing.assert_array_equal(gy, ys[r])
+    # the cells are laid out row by row, left to right: head 4 is row 1, column 0
+    cx = px[4 * 51:4 * 51 + 50]
+    assert cx.min() == pytest.approx(1 / 61) and cx.max() < 1  # x = 0..49 of -1..60
+
+
+def test_points_outside_the_x_range_are_left_out_and_y_is_clipped(grid):
+    grid.set_heads([0])
+    grid.add_series("s", pg.mkPen("b"))
+    grid.set_ranges((10, 20), (0, 1))
+    grid.set_series("s", np.arange(30.0), np.full((1, 30), 5.0))
+    px, py = grid.curves["s"].getData()
+    assert np.count_nonzero(np.isfinite(px)) == 11  # x = 10..20
+    assert np.nanmax(py) == pytest.approx(1.0)  # clipped to the cell's top
+    assert grid.data("s", 0)[0].shape == (30,)  # the data as given
+
+
+def test_ticks_are_shared_and_marker_and_selection_drawn(grid, qtbot):
+    grid.set_heads([0, 1, 2, 3])
+    grid.set_ranges((0, 1000), (0, 1))
+    qtbot.wait(10)
+    # the shared x values under every column, at the same place within each cell
+    per_column = len(grid.x_ticks) // grid.cols
+    assert per_column >= 2 and len(grid.x_ticks) == per_column * grid.cols
+    first = [(pos, text) for pos, text in grid.x_ticks[:per_column]]
+    second = [(pos - (1 + GAP_X), text) for pos, text in grid.x_ticks[per_column:2 * per_column]]
+    assert [t for _, t in first] == [t for _, t in second]
+    np.testing.assert_allclose([p for p, _ in first], [p for p, _ in second])
+    values = [float(t) for _, t in first]
+    np.testing.assert_allclose([p for p, _ in first], np.array(values) / 1000)  # x of the cell
+    assert len(grid.y_ticks) == 2 * (len(grid.y_ticks) // 2)  # every row
+    grid.set_marker(400, 1000)
+    path = grid.markers.path()
+    assert path.elementCount() == 2 * 4  # one line per cell
+    assert grid.masked.path().boundingRect().width() > 0
+    state = grid.state_for_test
+    state.head = 3
+    state.headChanged.emit(3)
+    rect = grid.selected.rect()
+    assert grid.selected.isVisible() and rect.width() == pytest.approx(1.0)
+    assert grid.at(grid.vb.mapViewToScene(rect.center()))[0] == 3
+    grid.set_heads([3])
+    assert not grid.selected.isVisible()  # one head: nothing to pick out
+
+
+def test_band_is_one_path(grid):
+    grid.set_heads([0, 1, 2])
+    grid.add_band("b", (0, 0, 255, 60))
+    grid.set_ranges((0, 9), (-1, 1))
+    x = np.arange(10.0)
+    grid.set_band("b", x, np.full((3, 10), -0.5), np.full((3, 10), 0.5))
+    path = grid.band_items["b"].path()
+    assert path.toSubpathPolygons()  # one closed polygon per cell
+    assert len(path.toSubpathPolygons()) == 3
+    lo, hi = grid.band("b", 1)[1:]
+    assert (lo == -0.5).all() and (hi == 0.5).all()

@@ -1,0 +1,177 @@
+"""A grid of heatmaps (one per head, or one per term) as ONE image in ONE plot.
+
+The maps sit at the cells of a near-square grid, side by side in one array with a gap of
+NaN between them (drawn as the background), coloured by one colour map on one colour
+scale, so that the maps compare. Their titles are one text item each, the outlined cell
+of the selection is one path (the same cell in every map), the selected map's frame one
+rectangle: a grid of 12 or 25 maps costs what one heatmap costs.
+
+`cell_at(scene_pos)` maps the mouse back to (map, row, column)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QPainterPath, QPen
+from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem
+
+from detokgui.gui.plots import diverging_colormap
+from detokgui.gui.small_multiples import grid_columns
+
+GAP = 0.08  # between two maps, in map widths (at least one cell)
+TITLE_ROOM = 0.14  # above each map, in map heights, for its title
+
+
+def _cosmetic(color, width: float) -> QPen:
+    pen = QPen(QColor(color), width)
+    pen.setCosmetic(True)
+    return pen
+
+
+class HeatmapMosaic(QObject):
+    """The maps of one PlotItem (`plot`, added to a GraphicsLayout by the caller, or made
+    here in `layout` at row 0): `set_maps(values [k, n, m], titles, levels)`."""
+
+    cellClicked = Signal(int, int, int)  # map, row, column
+    cellHovered = Signal(int, int, int)  # map, row, column; (-1, -1, -1) off the maps
+
+    def __init__(self, layout: pg.GraphicsLayout, colormap: pg.ColorMap | None = None):
+        super().__init__()
+        self.plot: pg.PlotItem = layout.addPlot(row=0, col=0)
+        self.plot.hideAxis("left")
+        self.plot.hideAxis("bottom")
+        self.plot.hideButtons()
+        self.vb: pg.ViewBox = self.plot.getViewBox()
+        self.vb.setMouseEnabled(False, False)
+        self.vb.setMenuEnabled(False)
+        self.vb.invertY(True)  # row 0 at the top, as in a single heatmap
+        self.vb.setAspectLocked(False)
+        self.image = pg.ImageItem()
+        self.image.setColorMap(colormap or diverging_colormap())
+        self.vb.addItem(self.image)
+        self.frames = QGraphicsPathItem()
+        self.frames.setPen(_cosmetic("k", 1))
+        self.frames.setZValue(5)
+        self.vb.addItem(self.frames, ignoreBounds=True)
+        self.marks = QGraphicsPathItem()
+        self.marks.setPen(_cosmetic("k", 2))
+        self.marks.setZValue(10)
+        self.vb.addItem(self.marks, ignoreBounds=True)
+        self.selected = QGraphicsRectItem()
+        self.selected.setPen(_cosmetic("#d62728", 3))
+        self.selected.setZValue(11)
+        self.selected.setVisible(False)
+        self.vb.addItem(self.selected, ignoreBounds=True)
+        self.titles: list[pg.TextItem] = []
+        self.values = np.zeros((0, 0, 0), dtype=np.float32)
+        self.cols = self.rows = 0
+        self.gap = 1
+        self.title_rows = 1
+        self.plot.scene().sigMouseMoved.connect(self._hovered)
+        self.plot.scene().sigMouseClicked.connect(self._clicked)
+
+    # ------------------------------------------------------------------ layout
+
+    def _origin(self, k: int) -> tuple[int, int]:
+        """(x, y) of map k's top-left cell in the mosaic image."""
+        n, m = self.values.shape[1:]
+        r, c = divmod(k, self.cols)
+        return c * (m + self.gap), self.title_rows + r * (n + self.gap + self.title_rows)
+
+    def set_maps(self, values: np.ndarray, titles: Sequence[str],
+                 levels: tuple[float, float]) -> None:
+        """Show the maps `values` [k, n, m] (rows: queries, columns: keys) with their
+        titles, on one colour scale `levels`."""
+        values = np.asarray(values, dtype=np.float32)
+        k, n, m = values.shape
+        self.values = values
+        self.cols = grid_columns(k)
+        self.rows = math.ceil(k / self.cols) if k else 0
+        self.gap = max(1, round(GAP * m))
+        self.title_rows = max(1, round(TITLE_ROOM * n))
+        width = self.cols * (m + self.gap) - self.gap if k else 0
+        height = self.rows * (n + self.gap + self.title_rows) - self.gap if k else 0
+        mosaic = np.full((max(height, 1), max(width, 1)), np.nan, dtype=np.float32)
+        frames = QPainterPath()
+        for j in range(k):
+            x, y = self._origin(j)
+            mosaic[y:y + n, x:x + m] = values[j]
+            frames.addRect(QRectF(x, y, m, n))
+        self.image.setImage(mosaic, levels=levels)
+        self.frames.setPath(frames)
+        while len(self.titles) < k:
+            item = pg.TextItem("", color="k", anchor=(0, 1))
+            font = QFont()
+            font.setPointSizeF(9)
+            item.setFont(font)
+            self.vb.addItem(item, ignoreBounds=True)
+            self.titles.append(item)
+        for j, item in enumerate(self.titles):
+            item.setVisible(j < k)
+            if j < k:
+                x, y = self._origin(j)
+                item.setText(titles[j])
+                item.setPos(x, y)
+        self.vb.setRange(xRange=(0, max(width, 1)), yRange=(0, max(height, 1)), padding=0.01)
+
+    # ------------------------------------------------------------------ selection
+
+    def mark(self, r: int, c: int) -> None:
+        """Outline cell (r, c) in every map (row r alone when c < 0, column c alone when
+        r < 0; nothing when both are)."""
+        path = QPainterPath()
+        k, n, m = self.values.shape
+        for j in range(k):
+            x, y = self._origin(j)
+            if r >= 0 and c >= 0:
+                path.addRect(QRectF(x + c, y + r, 1, 1))
+            elif r >= 0:
+                path.addRect(QRectF(x, y + r, m, 1))
+            elif c >= 0:
+                path.addRect(QRectF(x + c, y, 1, n))
+        self.marks.setPath(path)
+
+    def select(self, k: int | None) -> None:
+        """A thick frame around map k (None: none)."""
+        maps, n, m = self.values.shape
+        if k is None or not 0 <= k < maps or maps < 2:
+            self.selected.setVisible(False)
+            return
+        x, y = self._origin(k)
+        self.selected.setRect(QRectF(x, y, m, n))
+        self.selected.setVisible(True)
+
+    # ------------------------------------------------------------------ mouse
+
+    def cell_at(self, scene_pos: QPointF) -> tuple[int, int, int] | None:
+        """(map, row, column) under a scene position, or None off the maps."""
+        k, n, m = self.values.shape
+        if not k or not self.vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        p = self.vb.mapSceneToView(scene_pos)
+        c_map = math.floor(p.x() / (m + self.gap))
+        r_map = math.floor(p.y() / (n + self.gap + self.title_rows))
+        j = r_map * self.cols + c_map
+        if not (0 <= c_map < self.cols and 0 <= j < k):
+            return None
+        x, y = self._origin(j)
+        col, row = math.floor(p.x() - x), math.floor(p.y() - y)
+        if 0 <= row < n and 0 <= col < m:
+            return j, row, col
+        return None
+
+    def _hovered(self, scene_pos) -> None:
+        hit = self.cell_at(scene_pos)
+        self.cellHovered.emit(*(hit if hit is not None else (-1, -1, -1)))
+
+    def _clicked(self, ev) -> None:
+        if ev.button() != Qt.LeftButton:
+            return
+        hit = self.cell_at(ev.scenePos())
+        if hit is not None:
+            self.cellClicked.emit(*hit)
+            ev.accept()

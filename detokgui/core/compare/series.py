@@ -12,7 +12,9 @@ the model. So memory stays flat however long the series, and the work spreads ov
 - a local `concurrent.futures.ProcessPoolExecutor` (spawn context) sized to the cores,
   the default, nothing to install; or
 - an existing Dask distributed cluster (`scheduler="tcp://HOST:PORT"`, the optional
-  extra `detokgui[cluster]`).
+  extra `detokgui[cluster]`),
+
+the pools of `core.base.pools`, which the corpus count uses too.
 
 Both run the same task function with the same torch thread count per task, so they give
 the same numbers. Results are cached per checkpoint (`core.base.diskcache`, folder "series"),
@@ -25,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ import numpy as np
 from detokgui.core.base.checks import check_count
 from detokgui.core.base.diskcache import Entry
 from detokgui.core.base.errors import DetokError, InputError
+from detokgui.core.base.pools import DaskPool, LocalPool, default_workers, task_threads
 from detokgui.core.base.progress import Job, Progress, run
 from detokgui.core.compare.head_metrics import DEFAULT_QUERIES, HEAD_METRICS, iter_head_metrics
 from detokgui.core.corpus.counts import corpus_counts
@@ -268,72 +270,6 @@ def _rss() -> int:
 # --------------------------------------------------------------------------- executors
 
 
-def default_workers() -> int:
-    """The cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
-
-
-def _init_worker() -> None:
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-class _LocalPool:
-    """A spawn-context process pool of `workers` processes."""
-
-    def __init__(self, workers: int):
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        self.pool = ProcessPoolExecutor(max_workers=workers,
-                                        mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_init_worker)
-        self.capacity = workers
-
-    def submit(self, *args):
-        return self.pool.submit(checkpoint_metrics, *args)
-
-    def close(self, cancel: bool) -> None:
-        self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
-
-
-class _DaskPool:
-    """Tasks on an existing Dask distributed cluster."""
-
-    def __init__(self, address):
-        try:
-            from distributed import Client
-        except ImportError:
-            raise InputError("Running on a Dask cluster needs dask.distributed: "
-                             "pip install detokgui[cluster]") from None
-        if not isinstance(address, str):
-            self.client, self.own = address, False  # a Client made by the caller
-        else:
-            try:
-                self.client, self.own = Client(address, timeout="10s"), True
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise InputError(f"Cannot reach the Dask scheduler at {address}: "
-                                 f"{' '.join(str(exc).split()) or type(exc).__name__}") from None
-        threads = sum(w.get("nthreads", 1) for w in
-                      self.client.scheduler_info().get("workers", {}).values())
-        self.capacity = max(1, threads)
-
-    def submit(self, *args):
-        return self.client.submit(checkpoint_metrics, *args, pure=False)
-
-    def close(self, cancel: bool) -> None:
-        if self.own:
-            self.client.close()
-
-
-def task_threads(workers: int) -> int:
-    """Torch threads per task: the cores shared out among the local workers (at least 1).
-    Dask tasks use 1 (a Dask worker runs one task per thread)."""
-    return max(1, default_workers() // max(1, workers))
-
-
 def iter_series(checkpoints: Sequence[str], steps: Sequence[int] | None = None, *,
                 corpus: Sequence[str] | str | None = None, n_queries: int = DEFAULT_QUERIES,
                 seed: int = 0, scheduler=None, workers: int | None = None,
@@ -360,12 +296,12 @@ def iter_series(checkpoints: Sequence[str], steps: Sequence[int] | None = None, 
         corpus = [str(corpus)]
     corpus_paths = [str(c) for c in corpus] if corpus else None
     if scheduler is not None:
-        pool = _DaskPool(scheduler)
+        pool = DaskPool(scheduler)
         per_task = threads or 1
     else:
         n = workers if workers is not None else default_workers()
         n = max(1, min(check_count(n, "number of workers"), len(names)))
-        pool = _LocalPool(n)
+        pool = LocalPool(n)
         per_task = threads or task_threads(n)
     total = len(names)
     results: list[dict | None] = [None] * total
@@ -378,8 +314,8 @@ def iter_series(checkpoints: Sequence[str], steps: Sequence[int] | None = None, 
     try:
         while done < total:
             while next_i < total and len(pending) < pool.capacity:
-                fut = pool.submit(names[next_i], corpus_paths, n_queries, seed, per_task,
-                                  use_cache)
+                fut = pool.submit(checkpoint_metrics, names[next_i], corpus_paths, n_queries,
+                                  seed, per_task, use_cache)
                 pending[fut] = next_i
                 next_i += 1
             ready = [f for f in pending if f.done()]

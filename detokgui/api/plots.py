@@ -10,6 +10,12 @@ min sigma colours) and ends with the footer every exported figure has: the model
 conventions of `df.attrs`. Per-head figures have one panel per head in the frame
 (`heads=[...]` keeps only some).
 
+The window's plots export their SVG and PDF through the same drawers (`gui.view_figures`):
+`DRAWERS` also holds one per table a view plots that no analysis returns (the positional
+bias's T_p band and B3 curves, the ROC curve, the sorted score matrix, ...), keyed by the
+name the view's `PlotFrame` declares; attrs["view"] and attrs["conventions"] (the view's
+own words for its conventions) then join the footer.
+
 `figure(layer, key, heads=..., corpus=...)` is the exported figure itself: the
 registry's builder (`detokgui.figures.registry`) with the paper's settings, the same
 code and the same Figure as `export figures --only KEY`.
@@ -37,8 +43,9 @@ from detokgui.figures.style import COLUMN_IN, SIGMA_COLOURS, TEXT_IN
 
 #: attrs shown in a figure's footer, in this order (the others are arguments already
 #: visible in the panels' titles)
-FOOTER_KEYS = ("sigma_label", "convention_label", "convention", "definition", "label",
-               "no_bigram_label", "zero_counts_label", "circuit", "final_norm", "source")
+FOOTER_KEYS = ("view", "sigma_label", "convention_label", "convention", "definition", "label",
+               "no_bigram_label", "zero_counts_label", "circuit", "final_norm", "source",
+               "conventions")
 PATTERN_FLOOR = 1e-4
 BAR_LABEL_CHARS = 12
 
@@ -102,9 +109,20 @@ def figure(layer, key: str, *, heads=None, corpus=(), max_texts: int | None = No
 
 
 def _footer(df: pd.DataFrame, *parts) -> list[str]:
+    """The model, `parts`, then the attrs of FOOTER_KEYS: a label as it is, another value
+    as "key: value", "conventions" (a list of texts, e.g. a window view's) one by one."""
     a = df.attrs
-    shown = [f"{a[k]}" if k.endswith("label") or k in ("circuit", "label") else f"{k}: {a[k]}"
-             for k in FOOTER_KEYS if a.get(k) not in (None, "")]
+    shown: list[str] = []
+    for k in FOOTER_KEYS:
+        value = a.get(k)
+        if value is None or (isinstance(value, (str, list, tuple)) and not value):
+            continue
+        if k == "conventions":
+            shown += [str(v) for v in value]
+        elif k.endswith("label") or k in ("circuit", "label"):
+            shown.append(str(value))
+        else:
+            shown.append(f"{k}: {value}")
     return [str(a.get("model", "")), *parts, *shown]
 
 
@@ -121,9 +139,14 @@ def _heads(df: pd.DataFrame) -> list[int]:
     return [int(h) for h in pd.unique(df["head"])]
 
 
-def _grid(df: pd.DataFrame, n: int, ncols: int, panel_h: float, *parts, width=TEXT_IN,
+def _grid(df: pd.DataFrame, n: int, ncols: int, panel_h: float, *parts, width=None,
           **kw):
-    nrows, ncols = style.grid_shape(n, ncols)
+    """n panels in rows of `ncols`; `width` by default the text width for a full row, a
+    row of fewer panels narrower (one: a column's width)."""
+    nrows, used = style.grid_shape(n, ncols)
+    if width is None:
+        width = max(TEXT_IN * used / ncols, COLUMN_IN)
+    ncols = used
     fig, axes = style.new_figure(width, nrows * panel_h + 0.15, nrows, ncols,
                                  footer=_footer(df, *parts), **kw)
     style.hide_unused(axes, n)
@@ -289,7 +312,8 @@ def _pattern(df):
                            np.nan)
             grid[rows["grid_row"].to_numpy(int), rows["grid_col"].to_numpy(int)] = np.clip(
                 rows["pattern"].to_numpy(float), PATTERN_FLOOR, 1.0)
-            im = ax.imshow(grid, norm=norm, cmap="viridis", interpolation="none")
+            # "nearest", as style.diverging_heatmap: librsvg and Qt smooth "none"'s image
+            im = ax.imshow(grid, norm=norm, cmap="viridis", interpolation="nearest")
             ax.set_xticks([])
             ax.set_yticks([])
             ax.set_title(f"head {h}", pad=2)
@@ -365,17 +389,31 @@ def _stats(df):
 
 def _auroc(df):
     means = df.groupby("head", sort=True)["auroc"].mean()
-    hs, values = means.index.to_numpy(), means.to_numpy()
-    best = int(np.nanargmax(values))
+    return _auroc_bars(df, means.index.to_numpy(), means.to_numpy(),
+                       f"mean over {df.groupby('head').size().iloc[0]} query tokens per head")
+
+
+def _auroc_means(df):
+    """The window's bar chart: one row per head with its mean AUROC already taken."""
+    rows = df.sort_values("head")
+    lo, hi = rows["query_tokens"].min(), rows["query_tokens"].max()
+    return _auroc_bars(df, rows["head"].to_numpy(int), rows["mean_auroc"].to_numpy(float),
+                       f"mean over the {lo if lo == hi else f'{lo}..{hi}'} query tokens "
+                       "with a bigram per head")
+
+
+def _auroc_bars(df, hs, values, note: str):
+    best = int(np.nanargmax(values)) if np.isfinite(values).any() else -1
     with style.style():
-        fig, axes = style.new_figure(COLUMN_IN, 0.42 * COLUMN_IN, footer=_footer(
-            df, f"mean over {df.groupby('head').size().iloc[0]} query tokens per head",
-            "as Fig 2-D"))
+        fig, axes = style.new_figure(COLUMN_IN, 0.42 * COLUMN_IN,
+                                     footer=_footer(df, note, "as Fig 2-D"))
         ax = axes[0, 0]
         ax.bar(hs, values, color=["C3" if r == best else "C0" for r in range(len(hs))],
                width=0.7)
         ax.axhline(0.5, color="0.3", linewidth=0.4, linestyle="--")
         for h, m in zip(hs, values):
+            if not np.isfinite(m):
+                continue
             ax.text(h, m + 0.01, f"{m:.2f}", ha="center", va="bottom",
                     fontsize=style.FOOTER_PT + 0.5)
         ax.set_xticks(hs)
@@ -513,6 +551,245 @@ def _head_metrics(df):
     return fig
 
 
+# --------------------------------------------------------------------------- window views
+# The tables the window's plots export beside those of the analyses above (their CSV is
+# the same table): a view's SVG and PDF are these figures.
+
+
+def _head_panels(df, panel_h: float, *parts, ncols: int = 4, **kw):
+    """A grid with one panel per head of `df`: (figure, [(axes, head, the head's rows)])."""
+    hs = _heads(df)
+    fig, axes = _grid(df, len(hs), ncols, panel_h, *parts, **kw)
+    return fig, axes, [(ax, h, df[df["head"] == h]) for ax, h in zip(axes.flat, hs)]
+
+
+def _x_labels(axes, text: str) -> None:
+    for ax in axes[-1]:
+        ax.set_xlabel(text)
+
+
+def _log_y(df, ax) -> None:
+    if df.attrs.get("log"):
+        ax.set_yscale("log")
+
+
+def _position_band(df):
+    paper = df["convention"].iloc[0] == "paper"
+    band = ("band: 95% PI over v of raw / σ(e_v+p_j)" if paper
+            else "band: raw / max σ .. raw / min σ over v")
+    with style.style():
+        fig, axes, panels = _head_panels(df, 0.2 * TEXT_IN, "T_p over every key position",
+                                         band, sharex=True)
+        for ax, h, rows in panels:
+            style.plot_band(ax, rows["j"], rows["t_p_mean"], rows["lower"], rows["upper"],
+                            color=SIGMA_COLOURS["mean"])
+            style.panel_title(ax, rf"$T^{{\mathrm{{p}}}}_{{j,{h}}}$")
+        _x_labels(axes, POSITION_LABEL)
+    return fig
+
+
+BIAS_LINES = {"t_pp": r"$T^{{\mathrm{{pp}}}}_{{{i},j,{h}}}$",
+              "total": r"$T^{{\mathrm{{pp}}}}+T^{{\mathrm{{p}}}}$ (head {h})",
+              "softmax": r"softmax$_j$ (head {h})"}
+
+
+def _bias_lines(df, column: str):
+    """One of the B3 curves at query position i per head, a line per sigma in the frame
+    (SIGMA_COLOURS)."""
+    i = int(df["i"].iloc[0])
+    sigmas = list(pd.unique(df["sigma"]))
+    with style.style():
+        fig, axes, panels = _head_panels(df, 0.2 * TEXT_IN, f"i = {i}",
+                                         f"σ: {', '.join(sigmas)}", sharex=True)
+        for ax, h, rows in panels:
+            for sg, t in rows.groupby("sigma", sort=False):
+                ax.plot(t["j"], t[column], color=SIGMA_COLOURS.get(sg, "0.3"), label=f"σ {sg}")
+            style.panel_title(ax, BIAS_LINES[column].format(i=i, h=h))
+        if len(sigmas) > 1:
+            style.top_legend(fig, axes[0, 0])
+        _x_labels(axes, POSITION_LABEL)
+    return fig
+
+
+def _pattern_lines(df):
+    with style.style():
+        fig, axes = style.new_figure(COLUMN_IN, 0.6 * COLUMN_IN, footer=_footer(
+            df, f"query {_shown(df['query_token'].iloc[0])} at n = {df['n'].iloc[0]}"))
+        ax = axes[0, 0]
+        for h in _heads(df):
+            rows = df[df["head"] == h]
+            ax.plot(rows["j"], rows["pattern"], color=f"C{h % 10}", label=f"head {h}")
+        _log_y(df, ax)
+        ax.set_xlabel(POSITION_LABEL)
+        ax.set_ylabel("Attention weight")
+        ax.legend(loc="upper left", ncols=4, fontsize=style.FOOTER_PT + 0.5)
+    return fig
+
+
+def _slope_histogram(df):
+    h = _heads(df)[0]
+    with style.style():
+        fig, axes = style.new_figure(COLUMN_IN, 0.5 * COLUMN_IN, footer=_footer(
+            df, f"head {h}", "slope of e_u W^QK p_j^T over j, per token u of the vocabulary"))
+        ax = axes[0, 0]
+        ax.bar(df["left"], df["count"], width=df["right"] - df["left"], align="edge",
+               color="C0")
+        _log_y(df, ax)
+        ax.set_xlabel("Slope per position")
+        ax.set_ylabel("Tokens")
+    return fig
+
+
+def _position_curve(df):
+    with style.style():
+        fig, axes, panels = _head_panels(df, 0.2 * TEXT_IN, "raw e_u W^QK p_j^T and its "
+                                         "least-squares line", ncols=2)
+        for ax, h, rows in panels:
+            ax.plot(rows["j"], rows["raw"], color="C0", label="raw")
+            ax.plot(rows["j"], rows["fit"], color="C3", linestyle="--", label="least squares")
+            style.panel_title(ax, f"{_shown(rows['token'].iloc[0])}, head {h}")
+        style.top_legend(fig, axes[0, 0])
+        _x_labels(axes, POSITION_LABEL)
+    return fig
+
+
+def _position_variance(df):
+    with style.style():
+        fig, axes = style.new_figure(COLUMN_IN, 0.5 * COLUMN_IN, footer=_footer(
+            df, "variance over the dimensions k of each position embedding"))
+        ax = axes[0, 0]
+        ax.plot(df["position"], df["variance"], color="C0")
+        _log_y(df, ax)
+        ax.set_xlabel("Position ($j$)")
+        ax.set_ylabel("Var$_k$ P[j, k]")
+    return fig
+
+
+def _last_positions(df):
+    with style.style():
+        fig, axes, panels = _head_panels(df, 0.2 * TEXT_IN, "T_pp without LayerNorm",
+                                         sharex=True)
+        for ax, h, rows in panels:
+            for i, t in rows.groupby("i", sort=True):
+                ax.plot(t["j"], t["raw_t_pp"], label=f"i = {i}")
+            style.panel_title(ax, f"head {h}")
+        style.top_legend(fig, axes[0, 0])
+        _x_labels(axes, POSITION_LABEL)
+    return fig
+
+
+def _neuron_curves(df):
+    with style.style():
+        fig, axes = style.new_figure(COLUMN_IN, 0.55 * COLUMN_IN, footer=_footer(
+            df, "P[j, k] / mean σ" if df.attrs.get("scaled") else "raw position embedding"))
+        ax = axes[0, 0]
+        for dim, rows in df.groupby("dim", sort=False):
+            ax.plot(rows["position"], rows["value"], label=f"k = {dim}")
+        ax.set_xlabel("Position ($j$)")
+        ax.set_ylabel("P[j, k]")
+        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return fig
+
+
+def _overlap(df):
+    with style.style():
+        fig, axes = style.new_figure(COLUMN_IN, 0.5 * COLUMN_IN, footer=_footer(
+            df, "share of each SVD direction's squared weight on the position-heavy dims"))
+        ax = axes[0, 0]
+        ax.bar(df["direction"], df["overlap"], color="C0", width=0.7)
+        ax.axhline(float(df["baseline"].iloc[0]), color="0.3", linewidth=0.6, linestyle="--",
+                   label="a random direction (m / d)")
+        ax.set_xlabel("SVD direction of the token embedding (0: largest)")
+        ax.set_ylabel("Share on heavy dims")
+        style.top_legend(fig, ax)
+    return fig
+
+
+def _validation(df):
+    neurons = [int(m) for m in pd.unique(df["neuron"])]
+    with style.style():
+        fig, axes = _grid(df, len(neurons), 3, 0.3 * TEXT_IN,
+                          "predicted (bag of tokens) against actual (forward pass) "
+                          "pre-activation")
+        for ax, m in zip(axes.flat, neurons):
+            rows = df[df["neuron"] == m]
+            ax.scatter(rows["predicted"], rows["actual"], s=2.0, alpha=0.5, linewidths=0)
+            ax.axline((0.0, 0.0), slope=1.0, color="0.5", linewidth=0.5, linestyle="--")
+            ax.set_title(f"neuron {m}: r = {rows['correlation'].iloc[0]:.2f}", pad=2)
+            ax.set_xlabel("Predicted")
+            ax.set_ylabel("Actual")
+    return fig
+
+
+def _pattern_pair(df):
+    with style.style():
+        fig, axes = style.new_figure(COLUMN_IN, 0.55 * COLUMN_IN, footer=_footer(
+            df, *([f"B: {df.attrs['model_b']}"] if df.attrs.get("model_b") else [])))
+        ax = axes[0, 0]
+        for name, rows in df.groupby("model", sort=False):
+            ax.plot(rows["key_position"], rows["weight"], label=str(name))
+        _log_y(df, ax)
+        ax.set_xlabel(POSITION_LABEL)
+        ax.set_ylabel("Attention weight")
+        ax.legend(loc="upper left")
+    return fig
+
+
+def _score_matrix(df):
+    row_side, col_side = df.columns[2].removesuffix("_id"), df.columns[5].removesuffix("_id")
+    values = _matrix_of(df, "variance_rank", "score_rank", "t_ee")
+    with style.style():
+        fig, axes = style.new_figure(COLUMN_IN, 0.8 * COLUMN_IN, footer=_footer(
+            df, f"head {_heads(df)[0]}", f"rows: {row_side} tokens by variance rank",
+            f"columns: each row's {col_side} tokens by score rank"))
+        ax = axes[0, 0]
+        im = ax.imshow(values, cmap="viridis", interpolation="nearest", aspect="auto")
+        cb = fig.colorbar(im, ax=ax, location="right", fraction=0.05, pad=0.02)
+        cb.set_label("$T^{\\mathrm{ee}}$")
+        ax.set_xlabel(f"{col_side.capitalize()} rank by score")
+        ax.set_ylabel(f"{row_side.capitalize()} by variance rank")
+    return fig
+
+
+def _matrix_of(rows: pd.DataFrame, i: str, j: str, value: str) -> np.ndarray:
+    """values at (rank i, rank j), both counted from 1, as a matrix; missing cells NaN."""
+    r, c = rows[i].to_numpy(int) - 1, rows[j].to_numpy(int) - 1
+    out = np.full((r.max() + 1, c.max() + 1), np.nan)
+    out[r, c] = rows[value].to_numpy(float)
+    return out
+
+
+def _roc(df):
+    with style.style():
+        fig, _, panels = _head_panels(df, 0.3 * TEXT_IN, "keys ranked by T_ee(u, v)",
+                                      "positives: the tokens that precede u", ncols=2)
+        for ax, h, rows in panels:
+            fpr, tpr = rows["fpr"].to_numpy(float), rows["tpr"].to_numpy(float)
+            ax.plot(fpr, tpr, color=f"C{h % 10}")
+            ax.plot([0, 1], [0, 1], color="0.5", linewidth=0.5, linestyle="--")
+            ax.set_title(f"query id {rows['query_id'].iloc[0]}, head {h}: "
+                         f"AUROC = {np.trapezoid(tpr, fpr):.3f}", pad=2)
+            ax.set_xlabel("False-positive rate")
+            ax.set_ylabel("True-positive rate")
+    return fig
+
+
+def _series(df):
+    metrics = list(pd.unique(df["metric"]))
+    with style.style():
+        fig, axes = _grid(df, len(metrics), 3, 0.25 * TEXT_IN, "per head over training")
+        for ax, m in zip(axes.flat, metrics):
+            rows = df[df["metric"] == m]
+            for h, t in rows.groupby("head", sort=True):
+                t = t.sort_values("step")
+                ax.plot(t["step"], t["value"], marker="o", markersize=2,
+                        color=f"C{int(h) % 10}", label=f"head {h}")
+            ax.set_title(m, pad=2, fontsize=style.SMALL_PT, parse_math=False)
+            ax.set_xlabel("Training step")
+        style.top_legend(fig, axes[0, 0], ncols=min(len(pd.unique(df["head"])), 8))
+    return fig
+
+
 DRAWERS: dict[str, Callable[[pd.DataFrame], Figure]] = {
     "terms": _terms, "sentence": _sentence, "sigma": _sigma, "topk": _topk,
     "heatmap": _heatmap, "neighbours": _neighbours, "bias": _bias, "neurons": _neurons,
@@ -520,4 +797,15 @@ DRAWERS: dict[str, Callable[[pd.DataFrame], Figure]] = {
     "counts": _counts, "stats": _stats, "auroc": _auroc, "frequency": _frequency,
     "empirical": _empirical, "kl": _kl, "neuron": _neuron, "ov": _ov,
     "compare": _compare, "compare_metrics": _compare_metrics, "head_metrics": _head_metrics,
+    "series": _series,
+    # the window's own tables (a view's SVG and PDF export)
+    "bias_tp": _position_band,
+    "bias_tpp": lambda df: _bias_lines(df, "t_pp"),
+    "bias_total": lambda df: _bias_lines(df, "total"),
+    "bias_softmax": lambda df: _bias_lines(df, "softmax"),
+    "pattern_lines": _pattern_lines, "slope_histogram": _slope_histogram,
+    "position_curve": _position_curve, "position_variance": _position_variance,
+    "last_positions": _last_positions, "neuron_curves": _neuron_curves,
+    "embedding_overlap": _overlap, "validation": _validation, "pattern_pair": _pattern_pair,
+    "score_matrix": _score_matrix, "auroc_means": _auroc_means, "roc": _roc,
 }

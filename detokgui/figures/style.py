@@ -193,10 +193,13 @@ def top_legend(fig: Figure, ax, ncols: int | None = None, fontsize: float | None
                fontsize=fontsize)
 
 
-def save(fig: Figure, path, fmt: str, dpi: int | None = None) -> None:
+def save(fig: Figure, path, fmt: str, dpi: int | None = None,
+         metadata: dict | None = None) -> None:
     """Write the figure at its printed size (no tight bounding box) in one format;
-    `dpi` for raster output (default RC["savefig.dpi"])."""
+    `dpi` for raster output (default RC["savefig.dpi"]); `metadata` adds to METADATA
+    (e.g. a Title)."""
     # fontTools warns about DejaVu's zero font timestamps while subsetting for PDF.
     logging.getLogger("fontTools").setLevel(logging.ERROR)
     extra = {"dpi": dpi} if dpi else {}
-    fig.savefig(path, format=fmt, metadata=METADATA.get(fmt), **extra)
+    meta = {**(METADATA.get(fmt) or {}), **(metadata or {})} or None
+    fig.savefig(path, format=fmt, metadata=meta, **extra)

@@ -1,5 +1,6 @@
-"""Rasterise an exported SVG (Qt's QSvgRenderer, or librsvg's rsvg-convert as a renderer
-independent of Qt) and compare it with the PNG export of the same plot."""
+"""Rasterise an exported SVG (librsvg's rsvg-convert, the renderer of GNOME and of many
+converters, or Qt's QSvgRenderer) and compare it with matplotlib's own PNG of the same
+figure: the SVG must draw the same lines, cells and text in another renderer."""
 
 from __future__ import annotations
 
@@ -84,12 +85,12 @@ def differences(png: np.ndarray, svg: np.ndarray) -> tuple[float, float]:
     return ink, colour
 
 
-#: What an SVG may differ from its PNG by: hairlines are 1 PNG pixel wide in the PNG (Qt
-#: draws cosmetic pens one device pixel wide) and scale with the drawing in the SVG, and
-#: fonts are rasterised differently: at most 0.002 (ink) and 0.0015 (colour) on the demo
-#: model's plots. Before the export fixes the broken ones differed by 0.007-0.72 (ink)
-#: and 0.03-0.99 (colour).
-MAX_INK, MAX_COLOUR = 0.006, 0.01
+#: What an SVG may differ from its PNG by: text is drawn as outlines in the SVG and by
+#: matplotlib's font rasteriser in the PNG, a rasterised scatter is resampled, and a spine
+#: on the figure's edge falls on one side or the other of the last pixel: at most 0.011
+#: (ink) and 0 (colour) on the demo model's view figures, 0 for most. A heatmap drawn
+#: smoothed (interpolation "none" in librsvg) differs in colour, a missing curve in ink.
+MAX_INK, MAX_COLOUR = 0.02, 0.01
 
 
 def assert_renders_like(png_path: Path, svg_path: Path, renderers=None) -> None:

@@ -75,7 +75,7 @@ def failing_sync(monkeypatch):
     monkeypatch.setattr(atomic.os, "fsync", fail)
 
 
-@pytest.mark.parametrize("fmt", ["png", "svg", "csv"])
+@pytest.mark.parametrize("fmt", ["png", "svg", "pdf", "csv"])
 def test_plot_export_failure_keeps_previous_file(window, qtbot, tmp_path, failing_sync, fmt):
     window.show_view("topk")
     frame = window.panel("topk").plot_frames()[0]
@@ -90,7 +90,7 @@ def test_plot_export_failure_keeps_previous_file(window, qtbot, tmp_path, failin
 
 
 @needs_dev_full
-@pytest.mark.parametrize("fmt", ["png", "svg", "csv"])
+@pytest.mark.parametrize("fmt", ["png", "svg", "pdf", "csv"])
 def test_gui_export_to_full_disk_warns(window, qtbot, tmp_path, monkeypatch, modal_dialogs, fmt):
     from PySide6.QtWidgets import QFileDialog
 
@@ -102,7 +102,9 @@ def test_gui_export_to_full_disk_warns(window, qtbot, tmp_path, monkeypatch, mod
     target.symlink_to("/dev/full")
     monkeypatch.setattr(QFileDialog, "getSaveFileName",
                         staticmethod(lambda *a, **k: (str(target), "")))
-    frame.export_dialog(fmt)
+    frame.export_dialog(fmt)  # SVG and PDF: drawn and written by a job
+    qtbot.waitUntil(lambda: any(name == "QMessageBox.warning" for name, _ in modal_dialogs),
+                    timeout=30000)
     warnings = [args for name, args in modal_dialogs if name == "QMessageBox.warning"]
     assert len(warnings) == 1, modal_dialogs
     assert "No space left on device" in warnings[0][2] and str(target) in warnings[0][2]

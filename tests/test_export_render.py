@@ -1,54 +1,134 @@
-"""Every exported SVG draws like its PNG, in Qt's renderer and in librsvg (rsvg-convert)."""
+"""Every plot of every view exports SVG and PDF as the matplotlib figure of its table (the
+figure `dg.plot` draws): the SVG holds the marks that table calls for (a curve per head
+and series, a bar per row, a heatmap per head), names the model and the view, and draws
+in librsvg (rsvg-convert) as matplotlib's own raster of the same figure; the PDF is one
+page of the same size with the model in its metadata."""
 
-import xml.etree.ElementTree as ET
+import re
 
-import numpy as np
 import pytest
 from conftest import SAMPLE_CORPUS, wait_idle
-from svgcheck import RSVG, assert_renders_like, png_array, render_svg
+from exported import pdf_info, svg_marks, svg_size, svg_text
+from svgcheck import RSVG, assert_renders_like
 from test_cli import run_cli
 from test_panels import BUTTON_VIEWS, VOCAB_VIEWS
 
+from detokgui.api.frames import frame as data_frame
+from detokgui.api.plots import DRAWERS
+from detokgui.figures import style
+from detokgui.figures.labels import model_text
+from detokgui.gui.view_figures import draw
 
-def _show(win, qtbot, panel):
-    win.show_view(panel.view_name)
-    qtbot.waitUntil(lambda: panel.isVisible(), timeout=10000)
+
+def _heads(df) -> int:
+    return df["head"].nunique()
 
 
-def _check_exports(win, qtbot, tmp_path, panels):
+def _lines_per_head(df, column: str) -> int:
+    return sum(rows[column].nunique() for _, rows in df.groupby("head"))
+
+
+#: The marks (`exported.svg_marks`) that the figure of an analysis's table draws, from the
+#: table: e.g. the bias view's T_pp plot a curve per head and sigma, the top-k view a bar
+#: per row and a zero line per panel, a signed heatmap an image and a colour bar per head.
+EXPECTED = {
+    "topk": lambda df: {"bars": len(df), "lines": df.groupby(["head", df.columns[0]]).ngroups},
+    "heatmap": lambda df: {"images": 2 * _heads(df)},
+    "sentence": lambda df: {"images": 2 * df["term"].nunique()},
+    "bias_tp": lambda df: {"lines": _heads(df), "collections": _heads(df)},
+    "bias_tpp": lambda df: {"lines": _lines_per_head(df, "sigma")},
+    "bias_total": lambda df: {"lines": _lines_per_head(df, "sigma")},
+    "bias_softmax": lambda df: {"lines": _lines_per_head(df, "sigma")},
+    "pattern_lines": lambda df: {"lines": _heads(df)},
+    "pattern": lambda df: {"images": _heads(df) + 1},
+    "slope_histogram": lambda df: {"bars": len(df)},
+    "position_curve": lambda df: {"lines": 2 * _heads(df)},
+    "position_variance": lambda df: {"lines": 1},
+    "last_positions": lambda df: {"lines": _lines_per_head(df, "i")},
+    "neuron_curves": lambda df: {"lines": df["dim"].nunique()},
+    "embedding_overlap": lambda df: {"bars": len(df), "lines": 1},
+    "empirical": lambda df: {"lines": 2 * _heads(df)},
+    "kl": lambda df: {"lines": _lines_per_head(df, "term")},
+    "validation": lambda df: {"lines": df["neuron"].nunique(),
+                              "collections": df["neuron"].nunique()},
+    "ov": lambda df: {"bars": len(df), "lines": _heads(df)},
+    "compare": lambda df: {"images": 2, "bars": int((df["assigned"] == 1).sum())},
+    "pattern_pair": lambda df: {"lines": df["model"].nunique()},
+    "score_matrix": lambda df: {"images": 2},
+    "auroc_means": lambda df: {"bars": len(df), "lines": 1},
+    "roc": lambda df: {"lines": 2 * _heads(df)},
+    "frequency": lambda df: {"images": _heads(df), "lines": _heads(df)},
+    "neighbours": lambda df: {"bars": len(df), "lines": 1},
+    "series": lambda df: {"lines": df.groupby(["metric", "head"]).ngroups},
+}
+
+
+def check_vector_exports(frame, folder, model: str, view_title: str) -> dict:
+    """Export `frame` as SVG and PDF and check both against its table; returns the SVG's
+    marks."""
+    assert frame.analysis in DRAWERS, (frame.name, frame.analysis)
+    stem = re.sub(r"[^A-Za-z0-9]+", "_", f"{view_title}-{frame.name}")
+    svg, pdf, png = (folder / f"{stem}.{ext}" for ext in ("svg", "pdf", "png"))
+    frame.export(svg)
+    frame.export(pdf)
+
+    req = frame.figure_request()
+    df = data_frame(req.table, req.analysis, req.layer, **req.attrs)
+    marks = svg_marks(svg)
+    want = EXPECTED[frame.analysis](df)
+    assert {k: marks[k] for k in want} == want, (frame.name, marks)
+
+    text = svg.read_text(encoding="utf-8")
+    title = re.search(r"<title>(.*?)</title>", text, re.DOTALL).group(1)
+    assert frame.name in title and model in title
+    footer = svg_text(svg)
+    assert model in footer and f"view: {view_title}" in footer, footer
+
+    info = pdf_info(pdf)
+    assert info["pages"] == 1 and model in info["Title"] and model in info["Subject"]
+    w, h = svg_size(svg)
+    assert info["size"] == pytest.approx((w, h), abs=0.5)  # the same figure, in pt
+
+    with style.style():  # matplotlib's own raster of the figure, which the SVG must match
+        style.save(draw(req), png, "png", dpi=100)
+    if RSVG:
+        assert_renders_like(png, svg, renderers=("rsvg",))
+    return marks
+
+
+def _check_views(win, qtbot, tmp_path, panels):
     win.state.set_corpus([str(SAMPLE_CORPUS)])  # the text views plot corpus statistics
+    model = model_text(win.state.layer)
     checked = []
     for panel in panels:
         options = getattr(panel, "options", None)
         if options is not None and hasattr(options.value, "max_texts"):
             options.set(max_texts=2)
-        _show(win, qtbot, panel)
+        win.show_view(panel.view_name)
+        qtbot.waitUntil(lambda p=panel: p.isVisible(), timeout=10000)
         for frame in panel.plot_frames():
             qtbot.waitUntil(frame.has_data, timeout=60000)
             wait_idle(qtbot, win)
-            stem = f"{panel.view_name}-{frame.name}".replace(" ", "_").replace("/", "-")
-            png, svg = tmp_path / f"{stem}.png", tmp_path / f"{stem}.svg"
-            frame.export(png)
-            frame.export(svg)
-            assert_renders_like(png, svg)
-            checked.append(stem)
+            check_vector_exports(frame, tmp_path, model, panel.title)
+            checked.append(frame.analysis)
     assert len(checked) >= len([p for p in panels if p.plot_frames()])
     if not RSVG:
-        pytest.skip("checked with Qt's renderer only: rsvg-convert (librsvg2-bin) is missing")
+        pytest.skip("the SVGs' rendering is not checked: rsvg-convert (librsvg2-bin) is "
+                    "missing")
+    return checked
 
 
-def test_every_plot_of_every_view_exports_svg_like_png(window, qtbot, tmp_path, tiny_ckpt):
+def test_every_plot_of_every_view_exports_svg_and_pdf(window, qtbot, tmp_path, tiny_ckpt):
     """The comparison views with the same checkpoint as model B; the training series'
     plot (drawn after its Compute button) is checked in test_series."""
     window.compare_with(str(tiny_ckpt))
     qtbot.waitUntil(lambda: window.state.matching is not None, timeout=120000)
-    _check_exports(window, qtbot, tmp_path,
-                   [p for p in window.panels
-                    if p.view_name not in VOCAB_VIEWS | BUTTON_VIEWS])
+    _check_views(window, qtbot, tmp_path,
+                 [p for p in window.panels if p.view_name not in VOCAB_VIEWS | BUTTON_VIEWS])
 
 
-def test_every_plot_of_the_vocabulary_views_exports_svg_like_png(vocab_window, qtbot,
-                                                                   tmp_path):
+def test_every_plot_of_the_vocabulary_views_exports_svg_and_pdf(vocab_window, qtbot,
+                                                                 tmp_path):
     """On the 400-token model (a whole-vocabulary pass of the 50,257-token one takes a
     minute); the query token is the corpus's most frequent, so that it has a ROC curve."""
     from detokgui.core.corpus.counts import layer_corpus_counts
@@ -56,8 +136,7 @@ def test_every_plot_of_the_vocabulary_views_exports_svg_like_png(vocab_window, q
     win = vocab_window
     counts = layer_corpus_counts(win.state.layer, [str(SAMPLE_CORPUS)])
     win.state.set_query_token(int(counts.unigrams.argmax()))
-    _check_exports(win, qtbot, tmp_path,
-                   [p for p in win.panels if p.view_name in VOCAB_VIEWS])
+    _check_views(win, qtbot, tmp_path, [p for p in win.panels if p.view_name in VOCAB_VIEWS])
 
 
 def test_cli_heatmap_svg_like_png(tiny_ckpt, tmp_path):
@@ -69,61 +148,3 @@ def test_cli_heatmap_svg_like_png(tiny_ckpt, tmp_path):
     assert_renders_like(tmp_path / "hm.png", tmp_path / "hm.svg")
     if not RSVG:
         pytest.skip("checked with Qt's renderer only: rsvg-convert (librsvg2-bin) is missing")
-
-
-def test_curves_outside_the_axes_are_clipped(qtbot, tmp_path):
-    """A zoomed plot: its curve runs far outside the view box, which must clip it in
-    the SVG as on screen (SVG Tiny, Qt's default, has no clipping)."""
-    import pyqtgraph as pg
-
-    from detokgui.gui.plots import PlotFrame
-
-    frame = PlotFrame("zoomed")
-    qtbot.addWidget(frame)
-    plot = frame.view.addPlot(title="zoomed in")
-    x = np.linspace(0, 10, 200)
-    plot.plot(x, 50 * np.sin(x), pen=pg.mkPen("#d62728", width=0))
-    plot.setYRange(-1, 1, padding=0)
-    frame.resize(500, 350)
-    frame.show()
-    qtbot.waitExposed(frame)
-    png, svg = tmp_path / "z.png", tmp_path / "z.svg"
-    frame.export(png)
-    frame.export(svg)
-    assert_renders_like(png, svg)
-    # Above the view box (the title's row) there is no red anywhere.
-    top = frame.view.mapFromScene(plot.vb.sceneBoundingRect().topLeft()).y() * 2 - 10
-    assert top > 40
-    for renderer in ("qt", *(("rsvg",) if RSVG else ())):
-        img = render_svg(svg, *png_array(png).shape[1::-1], renderer)
-        band = img[:top]
-        red = (band[..., 0] > 150) & (band[..., 1] < 120) & (band[..., 2] < 120)
-        assert not red.any(), renderer
-
-
-def test_cosmetic_strokes_are_baked_into_coordinates():
-    """A hairline inside a group scaled x600 keeps its width in any renderer: the
-    group's matrix moves into the points and the vector effect goes."""
-    from detokgui.gui.svg import portable_svg
-
-    src = b"""<?xml version="1.0"?>
-<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 100">
-<g stroke="#ff0000" stroke-width="1" transform="matrix(600,0,0,-2,10,90)">
-<polyline fill="none" vector-effect="non-scaling-stroke" points="0,0 0.1,40 " />
-<path vector-effect="non-scaling-stroke" d="M0,0 L0.1,1e1 C0,1 0,2 0.05,3 Z" />
-<rect vector-effect="non-scaling-stroke" x="0" y="0" width="0.1" height="10" />
-<text x="0" y="0">label</text>
-</g></svg>"""
-    root = ET.fromstring(portable_svg(src))
-    ns = "{http://www.w3.org/2000/svg}"
-    group = root.find(f"{ns}g")
-    assert group.get("transform") is None
-    line = group.find(f"{ns}polyline")
-    assert line.get("vector-effect") is None
-    assert line.get("points") == "10,90 70,10"
-    assert group.find(f"{ns}path").get("d") == "M 10,90 L 70,70 C 10,88 10,86 40,84 Z"
-    rect = group.find(f"{ns}rect")
-    assert [rect.get(k) for k in ("x", "y", "width", "height")] == ["10", "70", "60", "20"]
-    wrapper = group.find(f"{ns}g")  # the text keeps the matrix
-    assert wrapper.get("transform") == "matrix(600,0,0,-2,10,90)"
-    assert wrapper.find(f"{ns}text").text == "label"

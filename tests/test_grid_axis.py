@@ -8,7 +8,6 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QGraphicsItem
 
 from detokgui.gui.grid_axis import GridAxis
-from detokgui.gui.plots import PlotFrame, add_plot, render_svg
 
 
 def plot_image(qtbot, axis_class, cached: bool, grid: str, size=(600, 400),
@@ -51,18 +50,3 @@ def test_the_same_pixels_after_a_bigger_plot_with_other_lines(qtbot):
     ours = plot_image(qtbot, GridAxis, False, "xy")
     theirs = plot_image(qtbot, pg.AxisItem, False, "xy")
     assert np.abs(ours - theirs).max() <= 2
-
-
-def test_an_svg_export_keeps_the_grid_in_vectors(qtbot):
-    frame = PlotFrame("grid")
-    qtbot.addWidget(frame)
-    frame.resize(500, 350)
-    plot = add_plot(frame, grid="xy")
-    assert isinstance(plot.getAxis("left"), GridAxis)
-    plot.plot(np.arange(50.0), np.cos(np.arange(50.0) / 5))
-    frame.show()
-    qtbot.waitExposed(frame)
-    svg = render_svg(frame.view).decode()
-    assert "<image" not in svg
-    # pyqtgraph's grid lines at its opacities: stroke-opacity below 1 on several lines
-    assert svg.count('stroke-opacity="0.') >= 5

@@ -231,7 +231,8 @@ def test_right_click_offers_export(window, qtbot):
                            QContextMenuEvent(QContextMenuEvent.Mouse, QPoint(center)))
     qtbot.waitUntil(lambda: QApplication.activePopupWidget() is not None, timeout=3000)
     menu = QApplication.activePopupWidget()
-    assert [a.text() for a in menu.actions()] == ["Export PNG…", "Export SVG…", "Export CSV…"]
+    assert [a.text() for a in menu.actions()] == ["Export PNG…", "Export SVG…", "Export PDF…",
+                                                  "Export CSV…"]
     menu.close()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from svgcheck import assert_renders_like
+from exported import pdf_info, svg_marks
 
 from detokgui.core.base.progress import run
 from detokgui.core.base.tables import write_csv
@@ -203,10 +203,12 @@ def test_series_panel_draws_lines_and_opens_a_clicked_checkpoint(qtbot, series_d
     panel.metric_box.setCurrentIndex(panel.metric_box.findData("bqk_norm"))
     _, y = panel.plot.listDataItems()[0].getData()
     np.testing.assert_allclose(y, expected.metric("bqk_norm")[:, 0], rtol=1e-6)
-    (frame,) = panel.plot_frames()  # its export draws as the view does, SVG like PNG
-    frame.export(tmp_path / "series.png")
-    frame.export(tmp_path / "series.svg")
-    assert_renders_like(tmp_path / "series.png", tmp_path / "series.svg")
+    (frame,) = panel.plot_frames()  # its SVG and PDF: a panel per metric, a line per head
+    for fmt in ("png", "svg", "pdf"):
+        frame.export(tmp_path / f"series.{fmt}")
+    drawn = expected.frame().dropna().groupby(["metric", "head"]).ngroups
+    assert svg_marks(tmp_path / "series.svg")["lines"] == drawn >= 4 * 4
+    assert pdf_info(tmp_path / "series.pdf")["pages"] == 1
     opened = []
     state.modelRequested.connect(opened.append)
     item = panel.plot.listDataItems()[1]

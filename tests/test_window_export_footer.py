@@ -48,7 +48,7 @@ def test_exports_carry_the_model_footer(qtbot, tiny_ckpt, tmp_path):
 
             svg = tmp_path / f"{view}.svg"
             frame.export(svg)
-            assert model in _text_of(svg, "desc") and model in _text_of(svg, "title"), view
+            assert model in _text_of(svg, "description") and model in _text_of(svg, "title"), view
         heatmap = win.panel("heatmap").plot_frames()[0].footer()
         assert any("red < 0 < blue" in part for part in heatmap)  # the colour sign
         assert any("sigma" in part for part in heatmap)  # the token sigma of the result

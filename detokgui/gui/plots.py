@@ -1,8 +1,8 @@
 """Shared plotting: pyqtgraph set-up, an exportable plot frame, a heatmap with colour bar,
-hover and click, and PNG / SVG / CSV export.
+hover and click, and PNG / SVG / PDF / CSV export.
 
-SVG is written with QSvgGenerator + render(): pyqtgraph 0.14's SVGExporter raises with
-PySide6 6.12 (pyqtgraph issue #3485).
+PNG is the widget as drawn on screen; SVG and PDF are the matplotlib figure of the plot's
+table (`gui.view_figures`, the figure `dg.plot` draws); CSV is the table.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import html
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,6 @@ from PySide6.QtGui import (
     QFontMetricsF,
     QImage,
     QPainter,
-    QPainterPath,
     QPen,
     QTextOption,
 )
@@ -46,7 +46,6 @@ from PySide6.QtWidgets import (
     QGraphicsView,
     QMenu,
     QMessageBox,
-    QStyleOptionGraphicsItem,
     QVBoxLayout,
     QWidget,
 )
@@ -57,10 +56,21 @@ from detokgui.core.model.conventions import DIVERGING_COLOURS
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.grid_axis import GridAxis
 from detokgui.gui.paint_prep import prepare_before_paint
+from detokgui.gui.view_figures import (
+    VECTOR_FORMATS,
+    FigureRequest,
+    export_job,
+    figure_request,
+    panel_of,
+    write_figure,
+)
 
 pg.setConfigOptions(imageAxisOrder="row-major", background="w", foreground="k", antialias=True)
 
-EXPORT_FORMATS = ("png", "svg", "csv")
+EXPORT_FORMATS = ("png", "svg", "pdf", "csv")
+#: File > Export current view: each format's shortcut
+EXPORT_SHORTCUTS = {"png": "Ctrl+Shift+P", "svg": "Ctrl+Shift+S", "pdf": "Ctrl+Shift+E",
+                    "csv": "Ctrl+Shift+C"}
 HEAD_COLORS = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
     "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939",
@@ -307,23 +317,16 @@ def _footer_height(lines: Sequence[str]) -> float:
     return len(lines) * QFontMetricsF(_footer_font()).lineSpacing() + 2 * FOOTER_MARGIN
 
 
-def _paint_footer(painter: QPainter, top: float, width: float, lines: Sequence[str],
-                  outlines: bool = False) -> None:
-    """The footer's lines from `top` down; `outlines`: as glyph outlines (SVG: every
-    renderer then draws them alike, whatever fonts it has, as the figures' SVG text)."""
+def _paint_footer(painter: QPainter, top: float, width: float, lines: Sequence[str]) -> None:
+    """The footer's lines from `top` down."""
     font = _footer_font()
     metrics = QFontMetricsF(font)
     painter.save()
     painter.setPen(FOOTER_GREY)
+    painter.setFont(font)
     for k, line in enumerate(lines):
         baseline = top + FOOTER_MARGIN + k * metrics.lineSpacing() + metrics.ascent()
-        if outlines:
-            path = QPainterPath()
-            path.addText(QPointF(FOOTER_MARGIN, baseline), font, line)
-            painter.fillPath(path, FOOTER_GREY)
-        else:
-            painter.setFont(font)
-            painter.drawText(QPointF(FOOTER_MARGIN, baseline), line)
+        painter.drawText(QPointF(FOOTER_MARGIN, baseline), line)
     painter.restore()
 
 
@@ -362,114 +365,11 @@ def png_bytes(image) -> bytes:
     return bytes(buf.data())
 
 
-def paint_view(view: QGraphicsView, painter: QPainter) -> None:
-    """Paint what `view` shows onto `painter` (device coordinates = the viewport's pixels),
-    item by item as QGraphicsScene would, setting each item's clip explicitly.
-
-    QGraphicsScene.render relies on QPainter.restore() to bring back a parent's clip after
-    a child changed it (text items clip themselves); the SVG paint engine ignores that
-    restore and keeps the child's clip, so later items (axes, grids) would be clipped to
-    a label's box. Here no clip outlives the item it was set for."""
-    vp = view.viewport().rect()
-    painter.fillRect(QRectF(vp), view.backgroundBrush() if view.backgroundBrush().style()
-                     != Qt.NoBrush else QColor("white"))
-    view_tf = view.viewportTransform()
-    option = QStyleOptionGraphicsItem()
-    tops = [it for it in view.scene().items() if it.parentItem() is None]
-    for item in sorted(tops, key=lambda it: it.zValue()):  # items() lists topmost first
-        _paint_subtree(item, painter, view_tf, option, None)
-
-
-def _stacking_order(item) -> tuple[list, list]:
-    """(children drawn before `item`, children drawn after), each bottom to top."""
-    kids = item.childItems()  # in insertion order
-    order = sorted(range(len(kids)), key=lambda i: (
-        not kids[i].flags() & QGraphicsItem.ItemStacksBehindParent, kids[i].zValue(), i))
-    kids = [kids[i] for i in order]
-    behind = [k for k in kids if k.flags() & QGraphicsItem.ItemStacksBehindParent]
-    return behind, kids[len(behind):]
-
-
-def _paint_subtree(item, painter: QPainter, view_tf, option, clip) -> None:
-    """`clip`: the device-coordinate path that clips `item` (None: no clip)."""
-    if not item.isVisible() or item.effectiveOpacity() <= 0:
-        return
-    tf = item.deviceTransform(view_tf)
-    own_clip = clip
-    if item.flags() & QGraphicsItem.ItemClipsToShape:
-        own_clip = _intersect(clip, tf.map(item.shape()))
-    child_clip = clip
-    if item.flags() & QGraphicsItem.ItemClipsChildrenToShape:
-        child_clip = _intersect(clip, tf.map(item.shape()))
-    behind, front = _stacking_order(item)
-    for child in behind:
-        _paint_subtree(child, painter, view_tf, option, child_clip)
-    if not item.flags() & QGraphicsItem.ItemHasNoContents:
-        painter.save()
-        painter.resetTransform()
-        if own_clip is not None:
-            painter.setClipPath(own_clip, Qt.ReplaceClip)
-        painter.setTransform(tf)
-        painter.setOpacity(item.effectiveOpacity())
-        option.exposedRect = item.boundingRect()
-        item.paint(painter, option, None)
-        painter.restore()
-    for child in front:
-        _paint_subtree(child, painter, view_tf, option, child_clip)
-
-
-def _intersect(clip, path):
-    return path if clip is None else clip.intersected(path)
-
-
-def render_svg(widget: QWidget, title: str = "detokgui plot", footer: Sequence[str] = ()) -> bytes:
-    """`widget` as an SVG document (1 unit = 1 pixel on screen) that renders alike in
-    every SVG renderer (see `gui.svg.portable_svg`), `footer` below it as `render_png`'s."""
-    from PySide6.QtSvg import QSvgGenerator
-
-    from detokgui.gui.svg import portable_svg
-
-    size = _export_size(widget)
-    lines = footer_lines(footer, size.width())
-    plot_height = size.height()
-    size = QSize(size.width(), round(plot_height + _footer_height(lines)))
-    buf = QBuffer()
-    buf.open(QIODevice.WriteOnly)
-    # SVG 1.1 (not the default Tiny 1.2) keeps the plots' clipping: curves stay inside
-    # their axes.
-    gen = QSvgGenerator(QSvgGenerator.SvgVersion.Svg11)
-    gen.setOutputDevice(buf)
-    # The screen's resolution: pyqtgraph's axes replay a QPicture recorded at it, which
-    # a device of another resolution would scale (72 dpi: axes drawn at 3/4 size).
-    gen.setResolution(round(widget.logicalDpiX()))
-    gen.setSize(size)
-    gen.setViewBox(QRectF(0, 0, size.width(), size.height()))
-    gen.setTitle(title)
-    gen.setDescription(" · ".join(footer) if footer else "exported by detokgui")
-    painter = QPainter(gen)
-    painter.fillRect(QRectF(0, 0, size.width(), size.height()), QColor("white"))
-    if isinstance(widget, QGraphicsView):
-        paint_view(widget, painter)
-    else:
-        widget.render(painter)
-    _paint_footer(painter, plot_height, size.width(), lines, outlines=True)
-    ok = painter.end()
-    del painter, gen  # the generator must not outlive the QApplication
-    if not ok:
-        raise OSError("the SVG document could not be drawn")
-    return portable_svg(bytes(buf.data()))
-
-
 def save_png(widget: QWidget, path: str | Path, scale: float = 2.0,
              footer: Sequence[str] = ()) -> None:
     """Render `widget` into a PNG at `scale` times its on-screen size, `footer` below it;
     the file appears whole or not at all."""
     write_bytes(path, render_png(widget, scale, footer))
-
-
-def save_svg(widget: QWidget, path: str | Path, title: str = "detokgui plot",
-             footer: Sequence[str] = ()) -> None:
-    write_bytes(path, render_svg(widget, title, footer))
 
 
 def save_csv(table: Table, path: str | Path) -> int:
@@ -480,14 +380,17 @@ class PlotFrame(QWidget):
     """A pyqtgraph GraphicsLayoutWidget that knows how to export itself.
 
     `table_fn()` returns the plot's data as a tidy table (header, rows) for CSV, or
-    None when there is nothing to export yet."""
+    None when there is nothing to export yet; `analysis` names the drawer of
+    `api.plots.DRAWERS` that draws that table as the SVG and PDF figure."""
 
     exported = Signal(str)  # path
 
-    def __init__(self, name: str, table_fn: Callable[[], Table | None] | None = None, parent=None):
+    def __init__(self, name: str, table_fn: Callable[[], Table | None] | None = None,
+                 parent=None, *, analysis: str | None = None):
         super().__init__(parent)
         self.name = name
         self.table_fn = table_fn
+        self.analysis = analysis
         self.view = pg.GraphicsLayoutWidget()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -519,22 +422,19 @@ class PlotFrame(QWidget):
         """The parts of an exported image's footer: what the panel this plot belongs to
         says of itself (`Panel.export_footer`: the model and the conventions), as every
         exported figure's footer does; ["detokgui"] outside a panel."""
-        owner = self.parent()
-        while owner is not None and not hasattr(owner, "export_footer"):
-            owner = owner.parent()
+        owner = panel_of(self)
         return owner.export_footer() if owner is not None else ["detokgui"]
 
     def export(self, path: str | Path) -> int | None:
-        """Write PNG, SVG or CSV by the file's suffix; CSV returns the row count. PNG and
-        SVG carry `footer()` below the plot."""
+        """Write PNG, SVG, PDF or CSV by the file's suffix; CSV returns the row count. PNG
+        is the plot as shown with `footer()` below it; SVG and PDF are the figure of its
+        table (`view_figures`), whose footer says the same."""
         path = Path(path)
         fmt = path.suffix.lower().lstrip(".")
         if fmt == "png":
             save_png(self.view, path, footer=self.footer())
-        elif fmt == "svg":
-            footer = self.footer()
-            title = " — ".join([self.name, *footer[1:2]])
-            save_svg(self.view, path, title=title, footer=footer)
+        elif fmt in VECTOR_FORMATS:
+            write_figure(self.figure_request(), path, fmt)
         elif fmt == "csv":
             table = self.table_fn() if self.table_fn else None
             if table is None:
@@ -543,9 +443,20 @@ class PlotFrame(QWidget):
             self.exported.emit(str(path))
             return n
         else:
-            raise ValueError(f"Unknown export format {path.suffix!r}: use .png, .svg or .csv.")
+            raise ValueError(f"Unknown export format {path.suffix!r}: use .png, .svg, .pdf "
+                             "or .csv.")
         self.exported.emit(str(path))
         return None
+
+    def figure_request(self) -> FigureRequest:
+        """What the SVG and PDF exports draw now; ValueError when nothing is shown."""
+        if self.analysis is None:
+            raise ValueError(f"{self.name} has no figure to export as SVG or PDF: export "
+                             "PNG or CSV.")
+        req = figure_request(self)
+        if req is None:
+            raise ValueError(f"{self.name} has no data to export yet.")
+        return req
 
     def has_data(self) -> bool:
         return self.table_fn is not None and self.table_fn() is not None
@@ -568,11 +479,34 @@ class PlotFrame(QWidget):
         if not path.lower().endswith("." + fmt):
             path += "." + fmt
         settings.setValue("export/folder", str(Path(path).parent))
+        owner = panel_of(self)
+        if fmt in VECTOR_FORMATS and owner is not None:
+            self._export_in_background(owner.jobs, path, fmt)
+            return
         try:
             self.export(path)
         except (OSError, ValueError) as exc:
             QMessageBox.warning(self, "Export failed", failure_message(exc, path))
             return
+        notify(self, f"Saved {self.name} to {path}")
+
+    def _export_in_background(self, jobs, path: str, fmt: str) -> None:
+        """Draw and write the figure as a job (a figure of many panels takes a second or
+        more to draw); its table and conventions are read now."""
+        try:
+            req = self.figure_request()
+        except ValueError as exc:
+            QMessageBox.warning(self, "Export failed", failure_message(exc, path))
+            return
+        notify(self, f"Exporting {self.name} to {path}…")
+        jobs.submit(f"export {path}", partial(export_job, req, path, fmt),
+                    partial(self._written, path), label=f"Exporting {self.name}")
+
+    def _written(self, path: str, error: OSError | None) -> None:
+        if error is not None:
+            QMessageBox.warning(self, "Export failed", failure_message(error, path))
+            return
+        self.exported.emit(path)
         notify(self, f"Saved {self.name} to {path}")
 
 

@@ -18,7 +18,7 @@ class CorpusGridPanel(Panel):
     empty_names_input = True
 
     def add_grid(self, layout, tip: str) -> None:
-        self.frame = PlotFrame(self.frame_name, self.table)
+        self.frame = PlotFrame(self.frame_name, self.table, analysis=self.view_name)
         self.grid = HeadGrid(self.frame, "", self.build_cell, self.state)
         layout.addWidget(self.frame, 1)
         self.status.setWordWrap(True)

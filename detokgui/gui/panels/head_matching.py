@@ -34,7 +34,7 @@ class HeadMatchingPanel(ComparePanel):
         super().__init__(state, jobs, parent)
         lay = self.body_layout
         lay.addWidget(self.pair_text)
-        self.frame = PlotFrame("Head matching", self._table)
+        self.frame = PlotFrame("Head matching", self._table, analysis="compare")
         self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True,
                              left="head of A", bottom="head of B")
         self.image = pg.ImageItem()

@@ -111,7 +111,7 @@ class SeriesPanel(Panel):
         row.addWidget(self.cancel_button)
         lay.addLayout(row)
 
-        self.frame = PlotFrame("Training series", self.table)
+        self.frame = PlotFrame("Training series", self.table, analysis="series")
         self.plot = add_plot(self.frame, bottom="training step", grid="xy")
         self.plot.addLegend(offset=(-10, 10), labelTextSize="8pt")
         lay.addWidget(self.frame, 1)

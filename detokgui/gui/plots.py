@@ -491,8 +491,8 @@ class PlotFrame(QWidget):
         notify(self, f"Saved {self.name} to {path}")
 
     def _export_in_background(self, jobs, path: str, fmt: str) -> None:
-        """Draw and write the figure as a job (a figure of many panels takes a second or
-        more to draw); its table and conventions are read now."""
+        """Draw and write the figure as a job, off the GUI thread (matplotlib drawing a
+        grid of panels would stall the window); its table and conventions are read now."""
         try:
             req = self.figure_request()
         except ValueError as exc:

@@ -775,11 +775,16 @@ def _roc(df):
 
 
 def _series(df):
-    metrics = list(pd.unique(df["metric"]))
+    """A panel per metric with values (the corpus metrics of a series without a corpus
+    have none: named in the footer), a line per head over the steps."""
+    drawn = df[np.isfinite(df["value"].to_numpy(float))]
+    metrics = list(pd.unique(drawn["metric"]))
+    empty = [m for m in pd.unique(df["metric"]) if m not in metrics]
     with style.style():
-        fig, axes = _grid(df, len(metrics), 3, 0.25 * TEXT_IN, "per head over training")
+        fig, axes = _grid(df, len(metrics), 3, 0.25 * TEXT_IN, "per head over training",
+                          *([f"no values: {', '.join(empty)}"] if empty else []))
         for ax, m in zip(axes.flat, metrics):
-            rows = df[df["metric"] == m]
+            rows = drawn[drawn["metric"] == m]
             for h, t in rows.groupby("head", sort=True):
                 t = t.sort_values("step")
                 ax.plot(t["step"], t["value"], marker="o", markersize=2,

@@ -13,6 +13,7 @@ from conftest import SAMPLE_CORPUS
 from test_documents import BAD_INPUTS
 
 import detokgui.core.corpus.counts as C
+import detokgui.core.corpus.pieces as P
 from detokgui.core.base.errors import InputError
 from detokgui.core.corpus.documents import CorpusReader
 from detokgui.core.corpus.tables import bigrams_table, counts_table
@@ -66,8 +67,8 @@ def write_mixed_corpus(folder):
 def test_counts_equal_a_direct_count(tmp_path, cache, tok, monkeypatch):
     docs_txt, docs_jsonl = write_mixed_corpus(tmp_path / "corpus")
     # Flush and merge after a handful of tokens so every boundary case is crossed.
-    monkeypatch.setattr(C, "FLUSH_TOKENS", 5)
-    monkeypatch.setattr(C, "MERGE_MIN", 3)
+    monkeypatch.setattr(P, "FLUSH_TOKENS", 5)
+    monkeypatch.setattr(P, "MERGE_MIN", 3)
     counts = C.corpus_counts(tmp_path / "corpus", tok)
     uni, bi = direct_counts(tok, docs_txt + docs_jsonl)
     np.testing.assert_array_equal(counts.unigrams, uni)
@@ -84,8 +85,8 @@ def test_pieces_of_one_long_document_are_joined(tmp_path, cache, tok, monkeypatc
     text = "".join(f"Line {i} of a long book, with words.\n" for i in range(300))
     f = tmp_path / "long.txt"
     f.write_text(text + "<|endoftext|>\nA second document.\n")
-    monkeypatch.setattr(C, "CorpusReader", lambda p: CorpusReader(p, piece_chars=400))
-    monkeypatch.setattr(C, "FLUSH_TOKENS", 50)
+    monkeypatch.setattr(C, "PIECE_CHARS", 400)
+    monkeypatch.setattr(P, "FLUSH_TOKENS", 50)
     counts = C.corpus_counts(f, tok)
     uni, bi = direct_counts(tok, [text, "A second document.\n"])
     np.testing.assert_array_equal(counts.unigrams, uni)
@@ -118,7 +119,8 @@ def test_cache_reused_by_content_and_invalidated_on_change(tmp_path, cache, tok,
         raise AssertionError("tokenized although cached")
 
     with monkeypatch.context() as m:
-        m.setattr(C, "iter_token_pieces", no_tokenizing)
+        m.setattr(C, "iter_count_piece", no_tokenizing)
+        m.setattr(C, "count_piece", no_tokenizing)
         again = C.corpus_counts(f, tok)
         np.testing.assert_array_equal(again.unigrams, first.unigrams)
         assert as_dict(again) == as_dict(first) and again.key == first.key
@@ -152,10 +154,10 @@ def test_cancel_mid_pass_leaves_no_cache(tmp_path, cache, tok, monkeypatch):
     words = " ".join(f"w{i}" for i in range(250))  # 400 documents of 1 KB: 400 KB
     f = write_jsonl(tmp_path / "c.jsonl", [f"document {i}: {words}" for i in range(400)])
     monkeypatch.setattr(C, "_PROGRESS_SECONDS", 0.0)
-    monkeypatch.setattr(C, "BATCH_CHARS", 200)
-    job = C.iter_corpus_counts(f, tok)
+    monkeypatch.setattr(P, "BATCH_CHARS", 200)
+    job = C.iter_corpus_counts(f, tok, workers=1)
     seen = [next(job) for _ in range(5)]
-    assert 0 < seen[-1].fraction < 1 and seen[-1].message.startswith("counting tokens")
+    assert 0 < seen[-1].fraction < 1 and seen[-1].message.startswith("counting the corpus")
     job.close()
     assert cache_files(cache) == []
     # run to the end: monotone progress, ending at 1, and a cache entry
@@ -209,30 +211,31 @@ def test_missing_paths_and_no_tokenizer(tmp_path, cache, tok):
     assert cache_files(cache) == []
 
 
-def test_a_file_changed_while_counted_is_not_cached(tmp_path, cache, tok, monkeypatch,
-                                                    caplog):
+def test_a_file_changed_while_counted_is_refused_and_not_cached(tmp_path, cache, tok,
+                                                                monkeypatch):
     """The files are hashed for the cache key, then read again to count; a file edited in
-    between gives counts of what was read, kept out of the cache (issue 16, item 3)."""
+    between is refused in one line, and nothing of it is kept (issue 43)."""
     f = write_jsonl(tmp_path / "c.jsonl", [f"document {i}: some words here" for i in range(50)])
     monkeypatch.setattr(C, "_PROGRESS_SECONDS", 0.0)
-    monkeypatch.setattr(C, "BATCH_CHARS", 100)
-    job = C.iter_corpus_counts(f, tok)
-    while not next(job).message.startswith("counting tokens"):
+    monkeypatch.setattr(P, "BATCH_CHARS", 100)
+    job = C.iter_corpus_counts(f, tok, workers=1)
+    while not next(job).message.startswith("counting the corpus"):
         pass
     with open(f, "a", encoding="utf-8") as out:  # an edit after hashing
         out.write(json.dumps({"text": "appended later"}) + "\n")
-    with caplog.at_level("WARNING", logger="detokgui.corpus"):
+    with pytest.raises(InputError) as err:
         while True:
-            try:
-                next(job)
-            except StopIteration as stop:
-                counts = stop.value
-                break
-    assert counts.n_documents >= 50 and cache_files(cache) == []
-    assert [r.getMessage() for r in caplog.records] == [
-        f"{f} changed while the corpus was counted; these counts are not kept in the cache"]
+            next(job)
+    assert str(err.value) == (f"{f} changed while it was read; nothing of it is kept: count "
+                              "the corpus again once it no longer changes.")
+    assert cache_files(cache) == [] and piece_files(cache) == []
     C.corpus_counts(f, tok)  # unchanged now: counted and cached
     assert len(cache_files(cache)) == 1
+
+
+def piece_files(cache):
+    folder = cache / "corpus-pieces"
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
 
 
 def test_unreadable_file(tmp_path, cache, tok, monkeypatch):

@@ -37,7 +37,7 @@ def corpus_folder(root):
     sock.close()  # the socket file stays
     kinds = {"pipe.txt": "a named pipe (FIFO)", "zero.txt": "a character device",
              "s.txt": "a socket", "gone.jsonl": "a broken link",
-             "notes.md": "not a .txt or .jsonl file"}
+             "notes.md": "not a corpus file type"}
     return folder, good, kinds
 
 
@@ -50,6 +50,7 @@ CORE = r"""
 import json, os, sys
 from pathlib import Path
 import detokgui.core.corpus.documents as D
+import detokgui.core.corpus.readers as R
 from detokgui.core.corpus.counts import corpus_counts
 from detokgui.core.base.errors import InputError
 from detokgui.core.model.tokens import gpt2_tokenizer
@@ -69,14 +70,14 @@ for name in ("pipe.txt", "zero.txt", "s.txt"):
     out["refused"][name] = got
 # A path that passes the first check but is a FIFO when opened: the open does not wait
 # and the opened file is refused.
-real_stat = D._stat
-D._stat = lambda p: real_stat(folder / "sub" / "good.jsonl")
+real_stat = R.stat_path
+R.stat_path = lambda p: real_stat(folder / "sub" / "good.jsonl")
 try:
     D.open_corpus_file(folder / "pipe.txt")
     out["swapped"] = "read"
 except InputError as exc:
     out["swapped"] = str(exc)
-D._stat = real_stat
+R.stat_path = real_stat
 scan = D.scan_corpus(folder)
 out["files"] = [str(f) for f in scan.files]
 out["skipped"] = {s.path.name: s.reason for s in scan.skipped}

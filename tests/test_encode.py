@@ -28,7 +28,7 @@ def test_pieces_give_the_ids_of_one_encode(tok):
     text = corpus_text(30)
     assert text.count("\n") > 100
     seen = []
-    ids = run(iter_encode(tok, text, piece_chars=1500), seen.append)
+    ids = run(iter_encode(tok, text, piece_chars=1500, batch_chars=6000), seen.append)
     assert ids == tok.encode(text)
     assert len(seen) > 5 and all(isinstance(p, Progress) for p in seen)
     assert seen[-1].fraction == 1.0

@@ -20,6 +20,7 @@ The CLI prints the logger's lines on stderr, the GUI shows them in its status ba
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -79,14 +80,37 @@ class Entry:
 
     def save(self, arrays: Mapping[str, np.ndarray], **meta) -> None:
         """Store `arrays` (and `meta`, JSON values); on an unusable cache, warn and go on."""
+        self.write(self.encode(arrays, **meta))
+
+    def encode(self, arrays: Mapping[str, np.ndarray], compressed: bool = False,
+               **meta) -> bytes:
+        """The bytes of the entry file `save` writes (zip-compressed with `compressed`):
+        a worker process can make them where the cache folder is out of its reach."""
+        record = json.dumps({"format": self.format, "key": self.key, **meta})
+        buf = io.BytesIO()
+        (np.savez_compressed if compressed else np.savez)(buf, **arrays,
+                                                          **{META: np.array(record)})
+        return buf.getvalue()
+
+    def decode(self, data: bytes, build: Callable[[dict[str, np.ndarray], dict], T]) -> T:
+        """`build(arrays, meta)` of entry bytes made by `encode`, checked as `load` checks
+        a file; Damaged (a ValueError) when they fail a check."""
+        arrays, meta = _read(io.BytesIO(data), self.arrays)
+        self._check(arrays, meta)
+        try:
+            return build(arrays, meta)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise Damaged(_one_line(exc)) from None
+
+    def write(self, data: bytes) -> None:
+        """Store entry bytes made by `encode`; on an unusable cache, warn and go on."""
         path = _path(self.folder, self.key)
         if path is None:
             return
-        record = json.dumps({"format": self.format, "key": self.key, **meta})
         try:
             sweep_stale_parts(path.parent)
             with atomic_open(path, "wb") as f:
-                np.savez(f, **arrays, **{META: np.array(record)})
+                f.write(data)
         except OSError as exc:
             _without_cache(f"could not write the cache file {path}", exc)
         else:
@@ -113,7 +137,7 @@ class Entry:
                               f"expected [{want}]")
 
 
-def _read(path: Path, names) -> tuple[dict[str, np.ndarray], object]:
+def _read(path, names) -> tuple[dict[str, np.ndarray], object]:
     """The arrays `names` that the file holds, and its decoded meta (None if it has none).
     Reading a member to its end checks its CRC-32."""
     try:

@@ -1,23 +1,42 @@
-"""Unigram and bigram counts of a user corpus, streamed and cached on disk
-(docs/math/text-side.md#c4-corpus-counts).
+"""Unigram and bigram counts of a user corpus, counted in pieces by worker processes (or on
+a Dask cluster), resumable, cached on disk (docs/math/text-side.md#c4-corpus-counts,
+docs/large-corpora.md).
 
     unigrams[t]        = number of times token t occurs
     bigrams[v, u]      = c(v, u): number of times token u directly follows token v
                          inside one document (never across two documents)
 
-Documents come from `core.corpus.documents` (a jsonl line's `text`, or a .txt part between
-`<|endoftext|>` lines, a file convention whatever the model), tokenised in batches by the
-model's own tokenizer (byte-level BPE, sentencepiece, ...) without special tokens. Bigram counts are a `scipy.sparse.csr_array` [V, V] (rows = previous
-token): a corpus has far fewer distinct bigrams than V^2.
+Documents come from `core.corpus.readers` (a jsonl line's text field, a .txt part between
+`<|endoftext|>` lines, a parquet or arrow row's text column), tokenised by the model's own
+tokenizer without special tokens. Bigram counts are a `scipy.sparse.csr_array` [V, V]
+(rows = previous token): a corpus has far fewer distinct bigrams than V^2.
 
-The counts are cached in `cache_dir("corpus")` under a key made of each file's content
-hash (SHA-256), size and kind (.txt/.jsonl, gzipped or not), the tokenizer's identity and
-V; the key ignores file names and order, so the same texts are counted once. The cache
-entry (core.base.diskcache) is written atomically after the whole pass; a cancelled or failed
-pass writes nothing, and a damaged entry is discarded and counted again. The files are read
-twice (hashed for the key, then counted), so only regular files are accepted
-(core.corpus.documents), and a file that changes between the two reads (its size, time or inode)
-leaves the counts out of the cache, with one line on the `detokgui.corpus` logger.
+How a corpus is counted (`iter_corpus_counts`):
+
+1. Every corpus file (shard) is hashed (SHA-256) and planned into pieces of about
+   PIECE_BYTES of text (`readers.plan_shard`); its first document is read, so that most
+   bad input is refused before anything is counted. This survey is kept in the cache by
+   the file's stamp (path, device, inode, size, times), so a second run does not hash
+   the files again.
+2. The whole corpus's key is made of the files' hashes, sizes and kinds (not their names
+   or order), the tokenizer's identity, V and the text column; counts kept under it are
+   returned at once.
+3. Otherwise each piece not yet in the cache is counted (`pieces.count_piece`): in this
+   process when one worker is asked for (or one piece is left), else on a local pool of
+   `workers` processes (default: one per core) or, with `scheduler`, on a Dask cluster
+   (`core.base.pools`, the seam the training series uses). Each finished piece is kept
+   in the cache at once (atomically), so a killed run counts only the pieces it had not
+   finished, and a changed file only its own pieces.
+4. The pieces' counts are added up. Counts are integers, so the result is the same bit
+   for bit whatever the number of workers or the order in which pieces finish.
+
+Progress gives the stored bytes read, their rate, tokens per second and the time left;
+stopping the job (Cancel, Ctrl+C) tells the workers to stop (they check between tokenizer
+calls) and keeps the finished pieces. A file that changes while it is hashed or read is
+refused (InputError) and nothing of it is kept; bad input of one file leaves the finished
+pieces of the other files in the cache, so a corrected corpus resumes.
+
+A counts file (`core.corpus.countsfile`, `.npz`) among the paths stands for its counts.
 """
 
 from __future__ import annotations
@@ -28,8 +47,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections import deque
 from functools import partial
 from pathlib import Path
 
@@ -38,218 +56,484 @@ from scipy import sparse
 
 from detokgui.core.base.diskcache import Entry
 from detokgui.core.base.errors import InputError
+from detokgui.core.base.pools import default_workers, make_pool
 from detokgui.core.base.progress import Job, Progress, rescaled, run
-from detokgui.core.corpus.documents import (
-    CorpusReader,
-    _kind,
-    corpus_files,
-    iter_token_pieces,
-    open_corpus_file,
+from detokgui.core.corpus.countsfile import read_counts
+from detokgui.core.corpus.documents import scan_corpus
+from detokgui.core.corpus.pieces import (
+    FLUSH_BIGRAMS,
+    Accumulator,
+    Piece,
+    PieceCounts,
+    Shard,
+    TokenizerSpec,
+    count_piece,
+    iter_count_piece,
+    load_piece,
+    piece_entry,
+    piece_key,
+    read_piece,
+    survey_shard,
 )
-from detokgui.core.model.identity import iter_file_digest, tokenizer_identity
+from detokgui.core.corpus.readers import (
+    PIECE_CHARS,
+    PlannedPiece,
+    Unit,
+    file_stamp,
+    kind_of,
+)
+from detokgui.core.corpus.result import CorpusCounts, csr_of
+from detokgui.core.corpus.spec import as_corpus
+from detokgui.core.model.identity import tokenizer_identity
+from detokgui.core.model.tokens import BYTE_LEVEL, scheme
+
+__all__ = ["FORMAT", "PIECE_BYTES", "CorpusCounts", "corpus_counts", "iter_corpus_counts",
+           "iter_layer_counts", "layer_corpus_counts", "tokenizer_key"]
 
 log = logging.getLogger("detokgui.corpus")
-FORMAT = "detokgui-corpus-counts-v1"
-BATCH_CHARS = 1 << 18  # characters per tokenizer call: the Cancel granularity
-FLUSH_TOKENS = 1 << 20  # tokens gathered before they are counted
-MERGE_MIN = 1 << 20  # distinct bigrams pending before the runs are merged
-_HASH_SHARE = 0.02  # share of the progress bar for hashing (it is ~100x faster than tokenising)
+FORMAT = "detokgui-corpus-counts-v2"
+SURVEY_FORMAT = "detokgui-corpus-survey-v1"
+PIECE_BYTES = 64 << 20  # text per piece: a few seconds of one core's tokenizing per MB
+#: Less stored text than this to count is counted in this process unless workers are asked
+#: for: starting worker processes costs about a second.
+PARALLEL_MIN_BYTES = 16 << 20
 _PROGRESS_SECONDS = 0.1
+_POLL_SECONDS = 0.02
 
 
-@dataclass(eq=False)
-class CorpusCounts:
-    """Token counts of a corpus. `bigrams[v, u]` = c(v, u), u following v."""
+# --------------------------------------------------------------------------- the tokenizer
 
-    unigrams: np.ndarray  # [V] int64
-    bigrams: sparse.csr_array  # [V, V] int64, rows = previous token
-    n_tokens: int
-    n_documents: int
-    files: tuple[str, ...]
-    key: str
-    _by_next: sparse.csr_array | None = field(default=None, repr=False)
 
-    @property
-    def n_vocab(self) -> int:
-        return int(self.unigrams.shape[0])
+def tokenizer_key(tokenizer) -> str:
+    """The identity of everything that decides the ids a tokenizer gives: its full
+    definition (`identity.tokenizer_identity`), and for a sentencepiece model the model
+    itself (its scores and normaliser)."""
+    ident = tokenizer_identity(tokenizer)
+    sp = getattr(tokenizer, "sp_model", None)
+    if sp is None:
+        return ident
+    extra = hashlib.sha256(sp.serialized_model_proto()).hexdigest()
+    return hashlib.sha256(f"{ident}|{extra}".encode()).hexdigest()
 
-    @property
-    def n_bigrams(self) -> int:
-        """Total number of bigram occurrences."""
-        return int(self.bigrams.data.sum())
 
-    @property
-    def n_distinct_bigrams(self) -> int:
-        return int(self.bigrams.nnz)
+def tokenizer_spec(tokenizer) -> TokenizerSpec:
+    """What a worker process needs to tokenize as `tokenizer` does (its fast form's JSON;
+    None when it has none)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    return TokenizerSpec(tokenizer_key(tokenizer),
+                         backend.to_str() if backend is not None else None,
+                         scheme(tokenizer) == BYTE_LEVEL)
 
-    def by_next(self) -> sparse.csr_array:
-        """c transposed, [V, V]: row u lists the tokens v that precede u, with c(v, u)."""
-        if self._by_next is None:
-            self._by_next = self.bigrams.T.tocsr()
-            self._by_next.sort_indices()
-        return self._by_next
 
-    def require_bigrams(self, what: str) -> None:
-        """InputError when the corpus has no bigram (every document is one token), which
-        `what` (e.g. "a bigram AUROC") needs; unigram counts exist all the same."""
-        if self.bigrams.nnz == 0:
-            raise InputError(f"The corpus yields no bigrams (every document is a single "
-                             f"token), so there is no {what}; it needs longer texts.")
+# --------------------------------------------------------------------------- survey
 
-    def bigram_triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(prev, next, count) of every distinct bigram, sorted by (prev, next)."""
-        b = self.bigrams
-        prev = np.repeat(np.arange(b.shape[0]), np.diff(b.indptr))
-        return prev, b.indices.astype(np.int64), b.data
+
+def _survey_entry(path: str, kind: str, stamp: tuple, text_column: str,
+                  piece_bytes: int) -> Entry:
+    spec = json.dumps([SURVEY_FORMAT, os.path.realpath(path), list(stamp), kind, text_column,
+                       int(piece_bytes)])
+    return Entry("corpus-survey", hashlib.sha256(spec.encode()).hexdigest(), SURVEY_FORMAT, {})
+
+
+def _save_survey(entry: Entry, shard: Shard) -> None:
+    entry.save({}, digest=shard.digest, size=shard.size, plan=[
+        [p.start, p.end, p.weight, [list(u.__dict__.values()) for u in p.units]]
+        for p in shard.plan])
+
+
+def _load_survey(entry: Entry, path: str, kind: str, stamp: tuple) -> Shard | None:
+    def build(arrays, meta) -> Shard:
+        plan = tuple(PlannedPiece(int(a), None if b is None else int(b), int(w),
+                                  tuple(Unit(*map(int, u)) for u in units))
+                     for a, b, w, units in meta["plan"])
+        return Shard(path, kind, str(meta["digest"]), int(meta["size"]), tuple(stamp), plan)
+
+    return entry.load(build)
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _duration(s: float) -> str:
+    s = round(s)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+class _Meter:
+    """The progress of a count: stored bytes done (finished pieces, including those from
+    the cache, and the running pieces' reported share), the rates of this run, the time
+    left."""
+
+    def __init__(self, total: int, processes: int):
+        self.total = max(1, total)
+        self.processes = processes
+        self.done = 0.0  # stored bytes of finished pieces (weight x share read)
+        self.cached = 0.0
+        self.chars = 0
+        self.tokens = 0
+        self.running: dict[str, tuple[float, float, int, int]] = {}  # key -> weight, share,
+        self.start = time.monotonic()                              # chars, tokens
+
+    def report(self, key: str, weight: float, share: float, chars: int, tokens: int) -> None:
+        self.running[key] = (weight, share, chars, tokens)
+
+    def finish(self, key: str, weight: float, chars: int, tokens: int,
+               cached: bool = False) -> None:
+        self.running.pop(key, None)
+        self.done += weight
+        if cached:
+            self.cached += weight
+        else:
+            self.chars += chars
+            self.tokens += tokens
+
+    def progress(self, lo: float, hi: float, pieces: str) -> Progress:
+        running = sum(w * s for w, s, _, _ in self.running.values())
+        tokens = self.tokens + sum(t for *_, t in self.running.values())
+        done = min(self.total, self.done + running)
+        elapsed = max(1e-9, time.monotonic() - self.start)
+        counted = done - self.cached
+        rate = counted / elapsed
+        message = f"counting the corpus: {_size(done)} of {_size(self.total)} ({pieces})"
+        if counted > 0 and elapsed >= 1.0:
+            left = (self.total - done) / rate if rate > 0 else float("inf")
+            message += (f", {rate / 1e6:,.1f} MB/s, {tokens / elapsed / 1e6:,.2f} M tokens/s, "
+                        f"{_duration(left) if left != float('inf') else '?'} left")
+        if self.processes > 1:
+            message += f", {self.processes} processes"
+        return Progress(lo + (hi - lo) * done / self.total, message)
 
 
 # --------------------------------------------------------------------------- counting
 
 
-class _Accumulator:
-    """Running counts. Bigrams are int64 keys prev * V + next; each flush contributes its
-    sorted unique keys with counts, and the pending runs are merged once they outgrow the
-    merged run (amortised O(n log n), memory bounded by the distinct bigrams)."""
-
-    def __init__(self, n_vocab: int):
-        self.V = n_vocab
-        self.unigrams = np.zeros(n_vocab, dtype=np.int64)
-        self.n_tokens = 0
-        self.n_documents = 0
-        self.merged = (np.empty(0, np.int64), np.empty(0, np.int64))
-        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
-        self.pending_size = 0
-        self.parts: list[np.ndarray] = []
-        self.new_doc: list[bool] = []
-        self.part_tokens = 0
-        self.last: int | None = None  # last token of the previous flush
-        self.broken = False  # a token-less new document came since the last piece
-
-    def add(self, ids: list[int], continued: bool) -> None:
-        if not continued:
-            self.n_documents += 1
-        if not ids:  # a piece without tokens still ends the previous document
-            self.broken = self.broken or not continued
-            return
-        self.parts.append(np.asarray(ids, dtype=np.int64))
-        self.new_doc.append(self.broken or not continued)
-        self.broken = False
-        self.part_tokens += len(ids)
-        if self.part_tokens >= FLUSH_TOKENS:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.parts:
-            return
-        ids = np.concatenate(self.parts)
-        lengths = np.fromiter((p.shape[0] for p in self.parts), np.int64, len(self.parts))
-        new_doc = np.asarray(self.new_doc, dtype=bool)
-        self.parts, self.new_doc, self.part_tokens = [], [], 0
-        lo, hi = int(ids.min()), int(ids.max())
-        if lo < 0 or hi >= self.V:
-            raise InputError(f"The tokenizer produced token id {hi if hi >= self.V else lo}, "
-                             f"outside the model's vocabulary of {self.V}.")
-        self.unigrams += np.bincount(ids, minlength=self.V)
-        self.n_tokens += int(ids.shape[0])
-        # Pairs of consecutive tokens of [last, *ids], where `last` ends the previous flush,
-        # except those whose second token starts a document.
-        seq = ids if self.last is None else np.concatenate(([self.last], ids))
-        starts = np.cumsum(lengths) - lengths + (seq.shape[0] - ids.shape[0])
-        keep = np.ones(seq.shape[0] - 1, dtype=bool)
-        cut = starts[new_doc]
-        keep[cut[cut > 0] - 1] = False
-        keys = seq[:-1][keep] * self.V + seq[1:][keep]
-        if keys.shape[0]:
-            self._add_run(*np.unique(keys, return_counts=True))
-        self.last = int(ids[-1])
-
-    def _add_run(self, keys: np.ndarray, counts: np.ndarray) -> None:
-        self.pending.append((keys, counts.astype(np.int64)))
-        self.pending_size += keys.shape[0]
-        if self.pending_size > max(MERGE_MIN, self.merged[0].shape[0]):
-            self._merge()
-
-    def _merge(self) -> None:
-        runs = [self.merged, *self.pending]
-        self.pending, self.pending_size = [], 0
-        keys = np.concatenate([k for k, _ in runs])
-        counts = np.concatenate([c for _, c in runs])
-        if keys.shape[0] == 0:
-            return
-        order = np.argsort(keys, kind="stable")
-        keys, counts = keys[order], counts[order]
-        first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-        self.merged = (keys[first], np.add.reduceat(counts, first))
-
-    def result(self) -> tuple[np.ndarray, sparse.csr_array]:
-        self.flush()
-        self._merge()
-        keys, counts = self.merged
-        V = self.V
-        prev, nxt = np.divmod(keys, V)
-        indptr = np.zeros(V + 1, dtype=np.int64)
-        np.cumsum(np.bincount(prev, minlength=V), out=indptr[1:])
-        bigrams = sparse.csr_array((counts, nxt, indptr), shape=(V, V))
-        return self.unigrams, bigrams
-
-
 def iter_corpus_counts(paths, tokenizer, n_vocab: int | None = None, *,
-                       use_cache: bool = True) -> Job[CorpusCounts]:
-    """Generator job: unigram and bigram counts of the corpus at `paths` (files or folders;
-    see `core.corpus.documents`), tokenised by `tokenizer` into ids below `n_vocab` (default: the
-    tokenizer's size). Yields Progress by bytes (hashing, then reading); stopping it between
-    yields writes nothing. Returns a `CorpusCounts`, from the cache when the same files were
-    counted before with the same tokenizer.
+                       use_cache: bool = True, workers: int | None = None, scheduler=None,
+                       text_column: str | None = None, piece_bytes: int = PIECE_BYTES,
+                       flush_bigrams: int = FLUSH_BIGRAMS, model: str = ""
+                       ) -> Job[CorpusCounts]:
+    """Generator job: unigram and bigram counts of the corpus at `paths` (files, folders,
+    glob patterns, a `spec.Corpus`; see the module docstring and `core.corpus.documents`),
+    tokenised by `tokenizer` into ids below `n_vocab` (default: the tokenizer's size).
 
-    Raises InputError (one line naming the file and place) for unreadable, empty, binary or
-    non-UTF-8 files, files that are not regular files, and jsonl lines without a string
-    `text`. A corpus without any bigram (single-token documents) has unigram counts and
-    an empty `bigrams`; what needs bigrams refuses it (`CorpusCounts.require_bigrams`)."""
+    `workers` processes count it (default: the Corpus's, else one per core; 1: in this
+    process), or the Dask cluster at `scheduler`; `text_column` names the text of parquet,
+    arrow and jsonl files (default "text"). `piece_bytes` and `flush_bigrams` set the
+    pieces' size and the distinct bigrams a worker holds before it hands its counts on.
+    With `use_cache` False nothing is read from or written to the cache.
+
+    A counts file (.npz) among the paths is read instead (checked against the tokenizer
+    and V; `model` names the model in the message when they differ). Raises InputError
+    (one line naming the file and place) for bad input. A corpus without any bigram has
+    unigram counts and an empty `bigrams`; what needs bigrams refuses it
+    (`CorpusCounts.require_bigrams`)."""
     if tokenizer is None:
         raise InputError("The model has no tokenizer files, so a corpus cannot be tokenized.")
     V = int(n_vocab) if n_vocab is not None else len(tokenizer)
-    reader = CorpusReader(paths)
-    before = _stamps(reader.files)
-    key = yield from _iter_key(reader.files, reader.total_bytes, tokenizer, V)
-    entry = _entry(key, V)
-    if use_cache:
-        cached = entry.load(partial(_from_entry, key=key, files=reader.files))
-        if cached is not None:
-            yield Progress(1.0, "corpus counts (cached)")
-            return cached
-    acc = _Accumulator(V)
-    last = time.monotonic()
-    for piece in iter_token_pieces(tokenizer, reader, batch_chars=BATCH_CHARS):
-        acc.add(piece.ids, piece.continued)
-        now = time.monotonic()
-        if now - last >= _PROGRESS_SECONDS:
-            last = now
-            f = reader.fraction
-            yield Progress(_HASH_SHARE + (1 - _HASH_SHARE) * f,
-                           f"counting tokens: {f:.0%} of {_mb(reader.total_bytes)} read")
-    unigrams, bigrams = acc.result()
-    counts = CorpusCounts(unigrams, bigrams, acc.n_tokens, acc.n_documents,
-                          tuple(str(f) for f in reader.files), key)
-    changed = [f for f, a, b in zip(reader.files, before, _stamps(reader.files)) if a != b]
-    if changed:
-        log.warning(f"{changed[0]} changed while the corpus was counted; these counts are "
-                    "not kept in the cache")
-    else:
-        _save(entry, counts)
-    yield Progress(1.0, f"counted {counts.n_tokens} tokens in {counts.n_documents} documents")
-    return counts
+    corpus = as_corpus(paths, text_column=text_column, workers=workers, scheduler=scheduler)
+    scan = scan_corpus(corpus)
+    key_of_tokenizer = tokenizer_key(tokenizer)
+    if scan.counts:
+        if scan.files:
+            raise InputError(f"{scan.counts[0]} is a counts file: it cannot be mixed with "
+                             "corpus texts; give the counts files alone, or the texts.")
+        counts = _read_counts_files(scan.counts, key_of_tokenizer, V, model)
+        yield Progress(1.0, "corpus counts (from the counts file)")
+        return counts
+    count = _Count(corpus, tokenizer, V, key_of_tokenizer, use_cache, piece_bytes,
+                   flush_bigrams)
+    try:
+        result = yield from count.run(scan.files)
+    finally:
+        count.close()
+    return result
+
+
+class _Count:
+    """One corpus count: the state `iter_corpus_counts` keeps while it runs."""
+
+    def __init__(self, corpus, tokenizer, V, key_of_tokenizer, use_cache, piece_bytes,
+                 flush_bigrams):
+        self.corpus, self.tokenizer, self.V = corpus, tokenizer, V
+        self.tok_key = key_of_tokenizer
+        self.use_cache = use_cache
+        self.piece_bytes, self.flush_bigrams = int(piece_bytes), int(flush_bigrams)
+        self.scheduler = corpus.scheduler
+        self.asked = corpus.workers is not None
+        self.workers = corpus.workers if self.asked else default_workers()
+        self.pool = None
+        self.finished = False
+        self.spec: TokenizerSpec | None = None
+
+    # ---------------------------------------------------------------- the pool
+
+    def _pool(self):
+        if self.pool is None:
+            self.pool = make_pool(self.workers, self.scheduler)
+        return self.pool
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close(cancel=not self.finished)
+            self.pool = None
+
+    def _parallel(self, n_tasks: int, size: float) -> bool:
+        if self.scheduler is not None:
+            return True
+        return self.workers > 1 and n_tasks > 1 and (self.asked or size >= PARALLEL_MIN_BYTES)
+
+    # ---------------------------------------------------------------- steps
+
+    def run(self, files: list[Path]) -> Job[CorpusCounts]:
+        column = self.corpus.text_column
+        shards = yield from self._survey(files)
+        inputs = tuple((s.path, s.digest, s.size, s.kind) for s in shards)
+        spec = [FORMAT, self.tok_key, self.V, column,
+                sorted((s.digest, s.size, s.kind) for s in shards)]
+        key = hashlib.sha256(json.dumps(spec).encode()).hexdigest()
+        entry = _entry(key, self.V)
+        files_ = tuple(s.path for s in shards)
+        if self.use_cache:
+            cached = entry.load(partial(_from_entry, key=key, files=files_, inputs=inputs,
+                                        column=column, tok_key=self.tok_key))
+            if cached is not None:
+                self.finished = True
+                yield Progress(1.0, "corpus counts (cached)")
+                return cached
+        base = json.dumps([self.tok_key, self.V, column])
+        pieces = [Piece(i, s.path, s.kind, p.start, p.end, p.weight, s.digest, s.stamp,
+                        column, piece_key(base, s.kind, s.digest, p.start, p.end,
+                                          self.flush_bigrams), p.units)
+                  for i, s in enumerate(shards) for p in s.plan]
+        total = Accumulator(self.V)
+        meter = _Meter(sum(s.size for s in shards), 1)
+        todo, n_cached = self._from_cache(pieces, base, total, meter)
+        self.spec = tokenizer_spec(self.tokenizer)
+        n_counted, peak = yield from self._count(todo, base, total, meter, n_cached)
+        keys, counts_ = total.keys_counts()
+        counts = CorpusCounts(total.unigrams, csr_of(keys, counts_, self.V), total.n_tokens,
+                              total.n_documents, files_, key, inputs=inputs,
+                              text_column=column, tokenizer_key=self.tok_key,
+                              pieces_counted=n_counted, pieces_cached=n_cached, peak_rss=peak)
+        if self.use_cache:
+            _save(entry, counts)
+        self.finished = True
+        yield Progress(1.0, f"counted {counts.n_tokens:,} tokens in {counts.n_documents:,} "
+                            f"documents")
+        return counts
+
+    def _survey(self, files: list[Path]) -> Job[list[Shard]]:
+        """Every file's Shard, from the cache by its stamp or surveyed (in worker tasks
+        when the count runs in parallel)."""
+        column = self.corpus.text_column
+        shards: list[Shard | None] = [None] * len(files)
+        todo = []
+        for i, f in enumerate(files):
+            kind = kind_of(f)
+            stamp = tuple(file_stamp(f))
+            entry = _survey_entry(str(f), kind, stamp, column, self.piece_bytes)
+            got = _load_survey(entry, str(f), kind, stamp) if self.use_cache else None
+            if got is None:
+                todo.append((i, str(f), kind, entry))
+            else:
+                shards[i] = got
+        total = sum(os.stat(f).st_size for _, f, _, _ in todo) or 1
+        done = 0
+        if todo and self._parallel(len(todo), total):
+            pool = self._pool()
+            futures = {pool.submit(survey_shard, f, kind, column, self.piece_bytes): (i, entry)
+                       for i, f, kind, entry in todo}
+            yield Progress(0.0, f"hashing {len(todo)} corpus files")
+            while futures:
+                ready = [fut for fut in futures if fut.done()]
+                if not ready:
+                    time.sleep(_POLL_SECONDS)
+                    yield Progress(0.0, f"hashing the corpus files: {_size(done)} of "
+                                        f"{_size(total)}")
+                    continue
+                for fut in ready:
+                    i, entry = futures.pop(fut)
+                    shards[i] = fut.result()
+                    done += shards[i].size
+                    if self.use_cache:
+                        _save_survey(entry, shards[i])
+        else:
+            for i, f, kind, entry in todo:
+                yield Progress(0.0, f"hashing {Path(f).name}")
+                shards[i] = survey_shard(f, kind, column, self.piece_bytes)
+                if self.use_cache:
+                    _save_survey(entry, shards[i])
+        return shards
+
+    def _from_cache(self, pieces: list[Piece], base: str, total: Accumulator,
+                    meter: _Meter) -> tuple[deque, int]:
+        """Add the finished pieces kept in the cache (following each piece's chain of
+        stops); return the pieces left to count and how many were cached."""
+        todo: deque = deque()
+        n_cached = 0
+        for piece in pieces:
+            while True:
+                got = load_piece(piece.key, self.V) if self.use_cache else None
+                if got is None:
+                    todo.append(piece)
+                    break
+                n_cached += 1
+                done = piece.weight * got.fraction
+                _add(total, got)
+                meter.finish(piece.key, done, got.text_chars, got.n_tokens, cached=True)
+                if got.stop is None:
+                    break
+                piece = self._rest(piece, got.stop, piece.weight - done, base)
+        return todo, n_cached
+
+    def _rest(self, piece: Piece, stop: int, weight: float, base: str) -> Piece:
+        return piece.rest(stop, int(weight), piece_key(base, piece.kind, piece.digest, stop,
+                                                       piece.end, self.flush_bigrams))
+
+    def _finished(self, piece: Piece, blob: bytes, total: Accumulator, meter: _Meter,
+                  todo: deque, base: str) -> PieceCounts:
+        got = read_piece(piece.key, blob, self.V)
+        if self.use_cache:
+            piece_entry(piece.key).write(blob)
+        _add(total, got)
+        done = piece.weight * got.fraction
+        meter.finish(piece.key, done, got.text_chars, got.n_tokens)
+        if got.stop is not None:
+            todo.appendleft(self._rest(piece, got.stop, piece.weight - done, base))
+        return got
+
+    def _count(self, todo: deque, base: str, total: Accumulator, meter: _Meter,
+               n_cached: int) -> Job[tuple[int, int]]:
+        """Count the pieces of `todo` (and the rests of those that stop early); returns
+        (pieces counted, the largest peak memory of a counting process)."""
+        n_counted, peak = 0, 0
+        wanted = self._parallel(len(todo), sum(p.weight for p in todo))
+        parallel = wanted and self.spec.json is not None
+        if wanted and self.spec.json is None:
+            if self.scheduler is not None:
+                raise InputError("The model's tokenizer has no fast (Rust) form to send to "
+                                 "the Dask workers; count this corpus without a scheduler.")
+            log.info("the model's tokenizer has no fast form; the corpus is counted in this "
+                     "process")
+        last = 0.0
+
+        def pieces_line() -> str:
+            return (f"{n_counted} piece{'s' * (n_counted != 1)} counted"
+                    + (f", {n_cached} from the cache" if n_cached else ""))
+
+        if not parallel:
+            while todo:
+                piece = todo.popleft()
+                job = iter_count_piece(piece, self.spec, self.V, tokenizer=self.tokenizer,
+                                       flush_bigrams=self.flush_bigrams,
+                                       piece_chars=PIECE_CHARS)
+                while True:
+                    try:
+                        share, chars, tokens = next(job)
+                    except StopIteration as stop:
+                        result = stop.value
+                        break
+                    meter.report(piece.key, piece.weight, share, chars, tokens)
+                    now = time.monotonic()
+                    if now - last >= _PROGRESS_SECONDS:
+                        last = now
+                        yield meter.progress(0.02, 1.0, pieces_line())
+                self._finished(piece, result.blob, total, meter, todo, base)
+                n_counted += 1
+                peak = max(peak, result.peak_rss)
+                yield meter.progress(0.02, 1.0, pieces_line())
+            return n_counted, peak
+
+        pool = self._pool()
+        meter.processes = pool.capacity
+        running: dict = {}
+        while todo or running:
+            while todo and len(running) < pool.capacity:
+                piece = todo.popleft()
+                fut = pool.submit(count_piece, piece, self.spec, self.V, self.flush_bigrams,
+                                  PIECE_CHARS, pool.control)
+                running[fut] = piece
+            for key, share, chars, tokens in pool.reports():
+                piece = next((p for p in running.values() if p.key == key), None)
+                if piece is not None:
+                    meter.report(key, piece.weight, share, chars, tokens)
+            ready = [fut for fut in running if fut.done()]
+            for fut in ready:
+                piece = running.pop(fut)
+                result = fut.result()
+                self._finished(piece, result.blob, total, meter, todo, base)
+                n_counted += 1
+                peak = max(peak, result.peak_rss)
+            now = time.monotonic()
+            if ready or now - last >= _PROGRESS_SECONDS:
+                last = now
+                yield meter.progress(0.02, 1.0, pieces_line())
+            if not ready:
+                time.sleep(_POLL_SECONDS)
+        return n_counted, peak
+
+
+def _add(total: Accumulator, got: PieceCounts) -> None:
+    total.unigrams += got.unigrams
+    total.n_tokens += got.n_tokens
+    total.n_documents += got.n_documents
+    if got.keys.shape[0]:
+        total.add_run(got.keys, got.counts)
+
+
+def _read_counts_files(files: list[Path], tok_key: str, V: int, model: str) -> CorpusCounts:
+    """The counts of one counts file, or the sum of several (InputError when one input
+    file is in two of them)."""
+    parts = [read_counts(f, tok_key, V, model) for f in files]
+    if len(parts) == 1:
+        return parts[0]
+    seen: dict[str, Path] = {}
+    for f, c in zip(files, parts):
+        for _, digest, _, _ in c.inputs:
+            if digest in seen:
+                raise InputError(f"{f} and {seen[digest]} both count the same corpus file; "
+                                 "counting it twice would double its counts.")
+            seen[digest] = f
+    total = Accumulator(V)
+    for c in parts:
+        prev, nxt, cnt = c.bigram_triples()
+        total.unigrams += c.unigrams
+        total.n_tokens += c.n_tokens
+        total.n_documents += c.n_documents
+        if cnt.shape[0]:
+            total.add_run(prev * V + nxt, cnt)
+    keys, counts = total.keys_counts()
+    inputs = tuple(i for c in parts for i in c.inputs)
+    key = hashlib.sha256(json.dumps(sorted(c.key for c in parts)).encode()).hexdigest()
+    return CorpusCounts(total.unigrams, csr_of(keys, counts, V), total.n_tokens,
+                        total.n_documents, tuple(i[0] for i in inputs), key, inputs=inputs,
+                        text_column=parts[0].text_column, tokenizer_key=tok_key,
+                        source=", ".join(str(f) for f in files))
 
 
 def corpus_counts(paths, tokenizer, n_vocab: int | None = None, *, use_cache: bool = True,
-                  on_progress=None) -> CorpusCounts:
-    """`iter_corpus_counts` run to completion."""
-    return run(iter_corpus_counts(paths, tokenizer, n_vocab, use_cache=use_cache), on_progress)
+                  on_progress=None, **options) -> CorpusCounts:
+    """`iter_corpus_counts` run to completion (`options`: its keyword arguments)."""
+    return run(iter_corpus_counts(paths, tokenizer, n_vocab, use_cache=use_cache, **options),
+               on_progress)
 
 
-def layer_corpus_counts(layer, paths, *, use_cache: bool = True, on_progress=None) -> CorpusCounts:
+def layer_corpus_counts(layer, paths, *, use_cache: bool = True, on_progress=None,
+                        **options) -> CorpusCounts:
     """Counts of a corpus tokenised with the model's tokenizer, over its n_vocab ids."""
     return corpus_counts(paths, layer.tokenizer, layer.n_vocab, use_cache=use_cache,
-                         on_progress=on_progress)
+                         on_progress=on_progress, model=layer.name, **options)
 
 
 _COUNTS_KEY = "layer_corpus_counts"
@@ -257,16 +541,21 @@ _COUNTING = threading.Lock()
 
 
 def _files_stamp(paths) -> tuple:
-    """(file, size, mtime) of every corpus file behind `paths`: what identifies the counts
-    between two computations without hashing the files again."""
-    return tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in corpus_files(paths))
+    """(file, size, mtime) of every corpus and counts file behind `paths`, and the text
+    column: what identifies the counts between two computations without hashing the
+    files again."""
+    corpus = as_corpus(paths)
+    scan = scan_corpus(corpus)
+    return (corpus.text_column, *((str(f), f.stat().st_size, f.stat().st_mtime_ns)
+                                  for f in (*scan.files, *scan.counts)))
 
 
 def iter_layer_counts(layer, paths, lo: float = 0.0, hi: float = 1.0) -> Job:
-    """Generator job: `corpus.CorpusCounts` of the corpus at `paths` with the model's
-    tokenizer (disk cache of core.corpus.counts), kept on the layer for as long as the files keep
-    their sizes and times, so that a GUI view does not hash the corpus again. Progress is
-    mapped into [lo, hi]."""
+    """Generator job: `CorpusCounts` of the corpus at `paths` (a `spec.Corpus` says how
+    many workers count it, or which Dask scheduler) with the model's tokenizer (disk cache
+    of core.corpus.counts), kept on the layer for as long as the files keep their sizes
+    and times, so that a GUI view does not hash the corpus again. Progress is mapped into
+    [lo, hi]."""
     # Two views asking at once: the second waits (cancellably) for the first's counts
     # instead of counting the corpus again.
     while not _COUNTING.acquire(timeout=0.05):
@@ -277,55 +566,10 @@ def iter_layer_counts(layer, paths, lo: float = 0.0, hi: float = 1.0) -> Job:
         if not layer.is_cached(key):
             layer.forget(_COUNTS_KEY)  # one corpus at a time
         return (yield from layer.cached_job(key, lambda: rescaled(
-            iter_corpus_counts(paths, layer.tokenizer, layer.n_vocab), lo, hi)))
+            iter_corpus_counts(paths, layer.tokenizer, layer.n_vocab, model=layer.name),
+            lo, hi)))
     finally:
         _COUNTING.release()
-
-
-def _stamps(files) -> list[tuple | None]:
-    """(device, inode, size, mtime) of each file: what a rewrite or an edit changes."""
-    out = []
-    for f in files:
-        try:
-            st = os.stat(f)
-        except OSError:
-            out.append(None)
-            continue
-        out.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
-    return out
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"
-
-
-def _iter_key(files: Iterable[Path], total: int, tokenizer, V: int) -> Job[str]:
-    """Cache key from the files' contents (hash, size, kind), the tokenizer and V."""
-    entries, done = [], 0
-    for f in files:
-        digest, size = yield from _progress_digest(f, done, total)
-        done += size
-        entries.append((digest, size, _kind(f)))
-    entries.sort()
-    spec = [FORMAT, tokenizer_identity(tokenizer), V, entries]
-    sp = getattr(tokenizer, "sp_model", None)
-    if sp is not None:  # a sentencepiece model: its scores and normaliser decide the ids too
-        spec.append(hashlib.sha256(sp.serialized_model_proto()).hexdigest())
-    return hashlib.sha256(json.dumps(spec).encode()).hexdigest()
-
-
-def _progress_digest(path: Path, done: int, total: int) -> Job[tuple[str, int]]:
-    gen = iter_file_digest(path, open_corpus_file)
-    last = time.monotonic()
-    while True:
-        try:
-            n = next(gen)
-        except StopIteration as stop:
-            return stop.value
-        now = time.monotonic()
-        if now - last >= _PROGRESS_SECONDS:
-            last = now
-            yield Progress(_HASH_SHARE * (done + n) / max(1, total), f"hashing {path.name}")
 
 
 def _entry(key: str, V: int) -> Entry:
@@ -339,7 +583,8 @@ def _save(entry: Entry, c: CorpusCounts) -> None:
                 "data": b.data}, n_tokens=c.n_tokens, n_documents=c.n_documents)
 
 
-def _from_entry(arrays: dict, meta: dict, key: str, files) -> CorpusCounts:
+def _from_entry(arrays: dict, meta: dict, key: str, files, inputs, column, tok_key
+                ) -> CorpusCounts:
     """The counts of a cache entry; ValueError when they contradict each other."""
     uni, indptr, indices, data = (arrays[n] for n in ("unigrams", "indptr", "indices", "data"))
     V, nnz = uni.shape[0], indices.shape[0]
@@ -350,5 +595,5 @@ def _from_entry(arrays: dict, meta: dict, key: str, files) -> CorpusCounts:
             or int(uni.sum()) != n_tokens):
         raise ValueError("its counts contradict each other")
     bigrams = sparse.csr_array((data, indices, indptr), shape=(V, V))
-    return CorpusCounts(uni, bigrams, n_tokens, int(meta["n_documents"]),
-                        tuple(str(f) for f in files), key)
+    return CorpusCounts(uni, bigrams, n_tokens, int(meta["n_documents"]), tuple(files), key,
+                        inputs=inputs, text_column=column, tokenizer_key=tok_key)

@@ -1,132 +1,66 @@
-"""Reading a user's corpus: files -> documents -> token pieces -> windows, streamed.
+"""A user's corpus: paths -> corpus files -> documents -> token pieces -> windows, streamed.
 
-A corpus is one or more files or folders. Files are `.txt` or `.jsonl`, each optionally
-gzipped (`.txt.gz`, `.jsonl.gz`); folders are searched recursively for such files.
+A corpus is one or more files, folders or glob patterns (`scan_corpus`). Corpus files are
+`.txt` or `.jsonl` (plain, `.gz` or `.zst`), `.parquet` and `.arrow` (an Arrow IPC file,
+or a folder written by `datasets`' save_to_disk or found in its cache); folders are
+searched recursively. A file is read by `core.corpus.readers` (what a document is in each
+format, and the messages of bad input); this module walks the paths and reads the files
+one after the other (`CorpusReader`), tokenizes documents in batches with the model's
+fast tokenizer (`iter_token_pieces`) and cuts them into windows (`iter_windows`).
 
-- A document is a jsonl line's `text` field (other fields are ignored, blank lines are
-  skipped), or a part of a `.txt` file between lines that hold only `<|endoftext|>`
-  (EOT_LINE). That line is a file-format convention (GPT-2 corpora are written so), read
-  whatever the model's tokenizer: it is never tokenized, and need not be a token of the
-  model.
-- Nothing is held whole: files are read line by line, and a very long `.txt` document is
-  handed on in pieces of about `PIECE_CHARS` characters, cut only where GPT-2's
-  pre-tokenizer would cut too (after a line ending in one newline, before a line starting
-  with a non-space character), so the pieces tokenize exactly as the whole would (with a
-  byte-level BPE tokenizer; `iter_token_pieces` joins them back for any other).
-  `Document.continued` marks a piece that continues the previous piece's document: no
-  bigram and no window spans two documents, but they do span the pieces of one.
+- No bigram and no window spans two documents; they do span the pieces of one long
+  `.txt` document (`Document.continued`).
 - Only regular files (or links to them) are read: a named pipe, a device (a link to
   /dev/zero), a socket named as a corpus file is refused before anything is read from it
   (it could be read forever, or only once). In a folder, such entries and files of other
-  types are not read but listed as skipped (`CorpusScan.skipped`, `skipped_line`).
-- Bad input raises `InputError` with a one-line message naming the file (and the line or
-  byte offset): missing or unreadable paths, unsupported file types, files that are not
-  regular files, empty files, binary or non-UTF-8 data, invalid gzip, jsonl lines that
-  are not JSON objects with a string `text`.
+  types are not read but listed as skipped (`CorpusScan.skipped`, `skipped_line`); so are
+  the files of a `datasets` folder that are not its data (`cache-*.arrow` results of a
+  map or filter beside dataset_info.json, arrow files state.json does not list), while
+  its metadata files (state.json, dataset_info.json, dataset_dict.json, locks) are passed
+  over in silence.
+- A counts file (`.npz`, `core.corpus.countsfile`) stands for a counted corpus where
+  counts are asked for (`CorpusScan.counts`); what reads texts refuses it in one line.
 """
 
 from __future__ import annotations
 
-import codecs
-import gzip
+import glob
 import json
 import os
 import stat
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from detokgui.core.base.errors import InputError
+from detokgui.core.corpus.readers import (
+    EOT_LINE,
+    KINDS_LINE,
+    PIECE_CHARS,
+    SUFFIXES,
+    Document,
+    Progress,
+    file_type,
+    kind_of,
+    not_regular,
+    open_corpus_file,
+    read_documents,
+    stat_path,
+    whole_documents,
+)
+from detokgui.core.corpus.spec import Corpus, as_corpus
+from detokgui.core.model.fast_tokenizer import encode_batch
 from detokgui.core.model.sources.demo import sample_corpus
 from detokgui.core.model.tokens import BYTE_LEVEL, bos_id, scheme
 
-SUFFIXES = (".txt", ".jsonl", ".txt.gz", ".jsonl.gz")
-EOT_LINE = "<|endoftext|>"  # the .txt document separator line (a file convention, not a token)
-PIECE_CHARS = 1 << 20  # hand a long .txt document on in pieces of about 1M characters
-_READ_BYTES = 1 << 16
-
-
-@dataclass(frozen=True)
-class Document:
-    """One document, or one piece of a long one (`continued`: same document as the
-    previous piece)."""
-
-    text: str
-    source: str  # the file it came from
-    line: int  # 1-based line where it starts in that (decompressed) file
-    continued: bool = False
-
-
-def _kind(path: Path) -> str | None:
-    name = path.name.lower()
-    for s in SUFFIXES:
-        if name.endswith(s):
-            return s
-    return None
-
+__all__ = ["EOT_LINE", "PIECE_CHARS", "SUFFIXES", "Corpus", "CorpusReader", "CorpusScan",
+           "Document", "Skipped", "TokenPiece", "as_corpus", "corpus_files", "corpus_windows",
+           "file_type", "iter_token_pieces", "iter_windows", "open_corpus_file", "scan_corpus",
+           "skipped_line"]
 
 SAMPLE_NAME = "sample"
-
-_NOT_REGULAR = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                (stat.S_ISSOCK, "a socket"))
-
-
-def file_type(mode: int) -> str:
-    """What a stat mode is, in words: "a regular file", "a named pipe (FIFO)", ..."""
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    return next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
-
-
-def _not_regular(path: Path, mode: int) -> InputError:
-    link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
-    return InputError(f"{path}{link} is {file_type(mode)}, not a regular file; only regular "
-                      "files are read as corpus files.")
-
-
-def _stat(path: Path) -> os.stat_result:
-    """os.stat of `path` (following links); InputError when it cannot be made."""
-    try:
-        return os.stat(path)
-    except FileNotFoundError:
-        if os.path.islink(path):
-            raise InputError(f"{path} is a link to {os.readlink(path)}, which does not "
-                             "exist.") from None
-        raise InputError(f"The corpus file {path} does not exist (no such file or "
-                         "folder).") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc}).") from exc
-
-
-def open_corpus_file(path: str | os.PathLike) -> BinaryIO:
-    """`path` opened for reading bytes, when it is (or links to) a regular file; else
-    InputError naming the path and what it is (a FIFO, a device, a socket, a folder).
-
-    The open itself never waits (O_NONBLOCK: opening a FIFO without a writer would), and
-    the check is repeated on the opened file, so a path swapped for a FIFO in between is
-    refused too."""
-    path = Path(path)
-    st = _stat(path)
-    if not stat.S_ISREG(st.st_mode):
-        raise _not_regular(path, st.st_mode)
-    nonblock = getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, os.O_RDONLY | nonblock | getattr(os, "O_BINARY", 0))
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open ({exc.strerror or exc}).") from exc
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _not_regular(path, mode)
-        if nonblock:
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+COUNTS_SUFFIX = ".npz"  # a counts file (core.corpus.countsfile)
+_DATASET_META = ("state.json", "dataset_info.json", "dataset_dict.json")
 
 
 @dataclass(frozen=True)
@@ -139,14 +73,42 @@ class Skipped:
 
 @dataclass(frozen=True)
 class CorpusScan:
-    """The corpus files behind some paths, and the folder entries skipped."""
+    """The corpus files behind some paths, the folder entries skipped, and the counts
+    files named."""
 
     files: list[Path]
     skipped: list[Skipped] = field(default_factory=list)
+    counts: list[Path] = field(default_factory=list)
 
 
-def _folder_entry(f: Path) -> Path | Skipped | None:
-    """A folder entry as a corpus file, a Skipped entry, or None (a sub-folder)."""
+def is_counts_file(path) -> bool:
+    return str(path).lower().endswith(COUNTS_SUFFIX)
+
+
+class _Folder:
+    """What a folder's `datasets` files say about its other files."""
+
+    def __init__(self):
+        self.known: dict[Path, tuple[set[str] | None, bool]] = {}
+
+    def of(self, folder: Path) -> tuple[set[str] | None, bool]:
+        """(the data files state.json lists, or None; whether dataset_info.json is there)"""
+        if folder not in self.known:
+            listed = None
+            try:
+                state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+                files = state.get("_data_files") if isinstance(state, dict) else None
+                if isinstance(files, list):
+                    listed = {f.get("filename") for f in files if isinstance(f, dict)}
+            except (OSError, ValueError):
+                pass
+            self.known[folder] = (listed, (folder / "dataset_info.json").is_file())
+        return self.known[folder]
+
+
+def _folder_entry(f: Path, folders: _Folder) -> Path | Skipped | None:
+    """A folder entry as a corpus file, a Skipped entry, or None (a sub-folder, or a
+    `datasets` metadata file)."""
     try:
         mode = os.stat(f).st_mode
     except FileNotFoundError:
@@ -157,62 +119,110 @@ def _folder_entry(f: Path) -> Path | Skipped | None:
         return None
     if not stat.S_ISREG(mode):
         return Skipped(f, file_type(mode))
-    if _kind(f) is None:
-        return Skipped(f, "not a .txt or .jsonl file")
+    kind = kind_of(f)
+    if kind is None:
+        if f.name in _DATASET_META or f.name.endswith(".lock"):
+            return None
+        if is_counts_file(f):
+            return Skipped(f, "a counts file: open it on its own")
+        return Skipped(f, "not a corpus file type")
+    if kind == ".arrow":
+        listed, info = folders.of(f.parent)
+        if listed is not None and f.name not in listed:
+            return Skipped(f, "not one of the dataset's data files (state.json)")
+        if listed is None and info and f.name.startswith("cache-"):
+            return Skipped(f, "a datasets cache file (the result of a map or filter)")
     return f
 
 
+def _glob(pattern: str) -> list[Path]:
+    matches = sorted(glob.glob(pattern, recursive=True))
+    if not matches:
+        raise InputError(f"{pattern} matches no file.")
+    return [Path(m) for m in matches]
+
+
 def scan_corpus(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> CorpusScan:
-    """The corpus files named by `paths`: files, or folders searched recursively for
-    .txt/.jsonl[.gz] regular files (in sorted order), and the folder entries skipped
-    (other file types, named pipes, devices, sockets, broken links). Hidden entries (a name
-    starting with ".", such as .git, and everything under them) are neither read nor listed. Raises InputError
-    for a missing path, a path named explicitly that is not a regular corpus file, or when
-    no corpus file is found. The name SAMPLE_NAME ("sample"), when no such file exists, is
-    the sample corpus shipped in the package."""
+    """The corpus files named by `paths`: files, glob patterns ("data/*.parquet",
+    "**/*.jsonl.zst", when no file has that very name), or folders searched recursively
+    for corpus files (in sorted order); the folder entries skipped (other file types,
+    named pipes, devices, sockets, broken links, `datasets` files that are not data);
+    and the counts files named (.npz). Hidden entries (a name starting with ".", such as
+    .git, and everything under them) are neither read nor listed. Raises InputError for a
+    missing path, a pattern that matches nothing, a path named explicitly that is not a
+    regular corpus file, or when no corpus file is found. The name SAMPLE_NAME
+    ("sample"), when no such file exists, is the sample corpus shipped in the package."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files: list[Path] = []
     skipped: list[Skipped] = []
-    for p in map(Path, paths):
-        if str(p) == SAMPLE_NAME and not os.path.lexists(p):
-
+    counts: list[Path] = []
+    folders = _Folder()
+    for item in paths:
+        p = Path(item)
+        if str(item) == SAMPLE_NAME and not os.path.lexists(p):
             files.append(sample_corpus())
             continue
-        mode = _stat(p).st_mode
-        if stat.S_ISDIR(mode):
-            try:
-                entries = sorted(f for f in p.rglob("*") if not _hidden(f.relative_to(p)))
-            except OSError as exc:
-                raise InputError(f"{p}: cannot list the folder ({exc.strerror or exc}).") from exc
-            for f in entries:
-                got = _folder_entry(f)
-                if isinstance(got, Skipped):
+        from_glob = not os.path.lexists(p) and glob.has_magic(str(item))
+        for q in (_glob(str(item)) if from_glob else [p]):
+            mode = stat_path(q).st_mode
+            if stat.S_ISDIR(mode):
+                try:
+                    entries = sorted(f for f in q.rglob("*") if not _hidden(f.relative_to(q)))
+                except OSError as exc:
+                    raise InputError(f"{q}: cannot list the folder "
+                                     f"({exc.strerror or exc}).") from exc
+                for f in entries:
+                    got = _folder_entry(f, folders)
+                    if isinstance(got, Skipped):
+                        skipped.append(got)
+                    elif got is not None:
+                        files.append(got)
+            elif from_glob:
+                got = _folder_entry(q, folders)
+                if isinstance(got, Skipped) and is_counts_file(q):
+                    counts.append(q)
+                elif isinstance(got, Skipped):
                     skipped.append(got)
                 elif got is not None:
                     files.append(got)
-        elif not stat.S_ISREG(mode):
-            raise _not_regular(p, mode)
-        elif _kind(p) is None:
-            raise InputError(
-                f"{p}: unsupported file type; a corpus file ends in {', '.join(SUFFIXES)}."
-            )
-        else:
-            files.append(p)
-    if not files:
-        raise InputError("No corpus files (.txt, .jsonl, optionally .gz) were found"
+            elif not stat.S_ISREG(mode):
+                raise not_regular(q, mode)
+            elif is_counts_file(q):
+                counts.append(q)
+            elif kind_of(q) is None:
+                raise InputError(f"{q}: unsupported file type; a corpus file is {KINDS_LINE}, "
+                                 "or a counts file (.npz).")
+            else:
+                files.append(q)
+    if not files and not counts:
+        raise InputError(f"No corpus files ({KINDS_LINE}) were found"
                          + (f"; {skipped_line(skipped)}." if skipped else "."))
+    return CorpusScan(_unique(files), skipped, _unique(counts))
+
+
+def _unique(files: list[Path]) -> list[Path]:
     seen, unique = set(), []
     for f in files:
         key = f.resolve()
         if key not in seen:
             seen.add(key)
             unique.append(f)
-    return CorpusScan(unique, skipped)
+    return unique
 
 
 def _hidden(relative: Path) -> bool:
-    return any(part.startswith(".") for part in relative.parts)
+    return any(part.startswith(".") and part not in (".", "..") for part in relative.parts)
+
+
+def text_files(paths) -> list[Path]:
+    """The corpus files of `scan_corpus(paths)`; InputError when a counts file is among
+    them (it has no texts to read)."""
+    scan = scan_corpus(paths)
+    if scan.counts:
+        raise InputError(f"{scan.counts[0]} is a counts file (token counts without the "
+                         "texts); reading texts needs the corpus files themselves.")
+    return scan.files
 
 
 def corpus_files(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
@@ -222,7 +232,7 @@ def corpus_files(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list
 
 def skipped_line(skipped: Sequence[Skipped], shown: int = 5) -> str:
     """One line listing the skipped folder entries: "skipped 2 files: a/notes.md (not a
-    .txt or .jsonl file), a/p.txt (a named pipe (FIFO))", the first `shown` of them."""
+    corpus file type), a/p.txt (a named pipe (FIFO))", the first `shown` of them."""
     items = [f"{s.path} ({s.reason})" for s in skipped[:shown]]
     if len(skipped) > shown:
         items.append(f"and {len(skipped) - shown} more")
@@ -233,16 +243,20 @@ def skipped_line(skipped: Sequence[Skipped], shown: int = 5) -> str:
 class CorpusReader:
     """Iterate the documents of some corpus files, tracking bytes read for progress.
 
-    `bytes_read` / `total_bytes` is the fraction of the files (as stored, compressed or
-    not) consumed so far."""
+    `paths` may be a `Corpus` (its `text_column` names the text of parquet, arrow and jsonl
+    files). `bytes_read` / `total_bytes` is the fraction of the files (as stored,
+    compressed or not) consumed so far."""
 
-    def __init__(self, paths, piece_chars: int = PIECE_CHARS):
-        self.files = corpus_files(paths)
+    def __init__(self, paths, piece_chars: int = PIECE_CHARS, text_column: str | None = None):
+        corpus = as_corpus(paths, text_column=text_column)
+        self.text_column = corpus.text_column
+        self.files = text_files(corpus)
         self.piece_chars = int(piece_chars)
         try:
-            self.total_bytes = sum(f.stat().st_size for f in self.files)
+            self.sizes = [f.stat().st_size for f in self.files]
         except OSError as exc:
             raise InputError(f"{exc.filename}: cannot read ({exc.strerror or exc}).") from exc
+        self.total_bytes = sum(self.sizes)
         self.bytes_read = 0
 
     @property
@@ -251,138 +265,18 @@ class CorpusReader:
 
     def __iter__(self) -> Iterator[Document]:
         done = 0
-        for f in self.files:
-            for doc, consumed in self._read(f):
-                self.bytes_read = done + consumed
+        for f, size in zip(self.files, self.sizes):
+            where = Progress()
+            n_docs = 0
+            for doc in read_documents(f, text_column=self.text_column,
+                                      piece_chars=self.piece_chars, where=where):
+                n_docs += 1
+                self.bytes_read = done + int(where.fraction * size)
                 yield doc
-            done += _size(f)
+            if n_docs == 0:
+                raise InputError(f"{f}: the file holds no text.")
+            done += size
             self.bytes_read = done
-
-    # ------------------------------------------------------------------ one file
-
-    def _read(self, path: Path) -> Iterator[tuple[Document, int]]:
-        kind = _kind(path)
-        n_docs = 0
-        lines = _lines(path, kind.endswith(".gz"))
-        docs = _jsonl_documents if kind.startswith(".jsonl") else self._txt_documents
-        for doc, consumed in docs(path, lines):
-            n_docs += 1
-            yield doc, consumed
-        if n_docs == 0:
-            raise InputError(f"{path}: the file holds no text.")
-
-    def _txt_documents(self, path: Path, lines) -> Iterator[tuple[Document, int]]:
-        buf: list[str] = []
-        size, start, continued, consumed = 0, 1, False, 0
-        for lineno, line, consumed in lines:
-            if line.strip() == EOT_LINE:
-                if buf and "".join(buf).strip():
-                    yield Document("".join(buf), str(path), start, continued), consumed
-                buf, size, start, continued = [], 0, lineno + 1, False
-                continue
-            if size >= self.piece_chars and _safe_cut(buf[-1], line):
-                yield Document("".join(buf), str(path), start, continued), consumed
-                buf, size, start, continued = [], 0, lineno, True
-            buf.append(line)
-            size += len(line)
-        if buf and ("".join(buf).strip() or continued):
-            yield Document("".join(buf), str(path), start, continued), consumed
-
-
-def _safe_cut(previous: str, line: str) -> bool:
-    """Cutting between these two lines leaves GPT-2's pre-tokenization unchanged: the
-    previous line ends in a single newline after a non-space, the next starts with a
-    non-space character."""
-    return (previous.endswith("\n") and len(previous) >= 2 and not previous[-2].isspace()
-            and bool(line) and not line[0].isspace())
-
-
-def _jsonl_documents(path: Path, lines) -> Iterator[tuple[Document, int]]:
-    for lineno, line, consumed in lines:
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}, line {lineno}: not valid JSON ({exc.msg}).") from None
-        if not isinstance(obj, dict):
-            raise InputError(f"{path}, line {lineno}: {_json_type(obj)}, not an object with a "
-                             "\"text\" field.")
-        if "text" not in obj:
-            raise InputError(f"{path}, line {lineno}: the JSON object has no \"text\" field.")
-        text = obj["text"]
-        if not isinstance(text, str):
-            raise InputError(f"{path}, line {lineno}: \"text\" is not a string.")
-        if "\x00" in text:
-            raise InputError(f"{path}, line {lineno}: the text holds NUL characters "
-                             "(binary data?).")
-        if text.strip():
-            yield Document(text, str(path), lineno), consumed
-
-
-def _json_type(value) -> str:
-    """A JSON value's type in words: "a JSON array", "a JSON string", ..."""
-    for types, name in ((list, "a JSON array"), (str, "a JSON string"),
-                        (bool, f"JSON {json.dumps(value)}"), ((int, float), "a JSON number"),
-                        (type(None), "JSON null")):
-        if isinstance(value, types):
-            return name
-    return "not a JSON object"
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _lines(path: Path, gz: bool) -> Iterator[tuple[int, str, int]]:
-    """(line number, line with its newline, stored bytes consumed so far), decoding UTF-8
-    strictly; binary data (NUL bytes) and invalid UTF-8 raise InputError with the
-    (decompressed) byte offset."""
-    where = "decompressed byte offset" if gz else "byte offset"
-    with open_corpus_file(path) as raw:
-        stream = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
-        decoder = codecs.getincrementaldecoder("utf-8")("strict")
-        offset, lineno, pending, empty = 0, 0, "", True
-        while True:
-            try:
-                chunk = stream.read(_READ_BYTES)
-            except (OSError, EOFError, zlib.error) as exc:
-                if gz:
-                    raise InputError(f"{path}: not a valid gzip file ({exc}).") from None
-                raise InputError(f"{path}: cannot read ({exc}).") from None
-            final = not chunk
-            if chunk:
-                empty = False
-                nul = chunk.find(b"\x00")
-                if nul >= 0:
-                    raise InputError(
-                        f"{path}: binary data (a NUL byte at {where} {offset + nul}); "
-                        "a corpus file must be UTF-8 text.")
-            held = len(decoder.getstate()[0])  # bytes of a split character, from before
-            try:
-                text = decoder.decode(chunk, final=final)
-            except UnicodeDecodeError as exc:
-                raise InputError(
-                    f"{path}: not UTF-8 text (an invalid byte at {where} "
-                    f"{offset - held + exc.start}).") from None
-            offset += len(chunk)
-            consumed = raw.tell()
-            pending += text
-            if final:
-                break
-            parts = pending.split("\n")
-            pending = parts.pop()
-            for part in parts:
-                lineno += 1
-                yield lineno, part + "\n", consumed
-        if empty:
-            raise InputError(f"{path}: the file is empty.")
-        if pending:
-            lineno += 1
-            yield lineno, pending, raw.tell()
 
 
 # --------------------------------------------------------------------------- tokens
@@ -408,7 +302,7 @@ def iter_token_pieces(tokenizer, documents: Iterable[Document],
         raise InputError("The model has no tokenizer files, so a corpus cannot be tokenized.")
 
     if scheme(tokenizer) != BYTE_LEVEL:
-        documents = _whole_documents(documents)
+        documents = whole_documents(documents)
     batch: list[Document] = []
     size = 0
     for doc in documents:
@@ -421,31 +315,9 @@ def iter_token_pieces(tokenizer, documents: Iterable[Document],
         yield from _encode(tokenizer, batch)
 
 
-def _whole_documents(documents: Iterable[Document]) -> Iterator[Document]:
-    """The documents with each one's continued pieces joined to it (once, not piece by
-    piece: a document of many pieces is copied once)."""
-    head: Document | None = None
-    parts: list[str] = []
-
-    def whole() -> Document:
-        return head if len(parts) == 1 else Document("".join(parts), head.source, head.line,
-                                                     head.continued)
-
-    for doc in documents:
-        if doc.continued and head is not None:
-            parts.append(doc.text)
-            continue
-        if head is not None:
-            yield whole()
-        head, parts = doc, [doc.text]
-    if head is not None:
-        yield whole()
-
-
 def _encode(tokenizer, batch: Sequence[Document]) -> Iterator[TokenPiece]:
-    enc = tokenizer([d.text for d in batch], add_special_tokens=False)["input_ids"]
-    for doc, ids in zip(batch, enc):
-        yield TokenPiece(list(ids), doc.continued)
+    for doc, ids in zip(batch, encode_batch(tokenizer, [d.text for d in batch])):
+        yield TokenPiece(ids, doc.continued)
 
 
 def iter_windows(pieces: Iterable[TokenPiece], n_positions: int,

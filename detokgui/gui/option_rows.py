@@ -9,8 +9,24 @@ binds them to the dataclass and remembers them as `BoundOptions` does ("<group>/
         log: bool = option(False, check("Log counts", "Logarithmic count axis"))
 
     self.options = OptionRow("slopes", Options, self)
-    self.options.add_to(row)               # label + widget of each field, in field order
     self.options.widget("k")               # the spin box, for range changes and tests
+
+A panel's row of options is declared where the panel lays itself out: `row(*groups)`
+builds it as a FlowLayout from the names of the options, group by group, with the
+panel's other widgets of the row among them:
+
+    lay.addLayout(self.options.row(
+        HeadSpin(state),                   # a widget: placed as it is
+        ("k", "log"),                      # a group: label, widget (and unit) of each field
+        STRETCH,                           # the row's stretch here (else at its end)
+        (QLabel("Show"), "curves"),        # names and widgets mix in a group
+        SigmaControls(state)))
+
+A bare name or widget is a group of one. Between two groups stands a gap of `gap` pixels
+(12 unless told); STRETCH stands instead of a gap where the row's stretch goes, and a row
+without one ends with it. The declaration says which options, in which groups and in
+which order; the spacing comes from one place, so rows look alike from panel to panel.
+`add_to(row, *names)` places options in a layout built some other way.
 
 A field without a control has no widget: it keeps its remembered value (or its default)
 and changes only through `options.set(...)`.
@@ -20,12 +36,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Final
 
 from PySide6.QtWidgets import QLabel, QLineEdit, QToolButton, QWidget
 
 from detokgui.gui.controls import check_box, combo_box, spin_box
+from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.options import BoundOptions
+
+
+class _Stretch:
+    def __repr__(self) -> str:
+        return "STRETCH"
+
+
+#: Where a row of `OptionRow.row` has its stretch (instead of the gap between two groups).
+STRETCH: Final = _Stretch()
+
+#: Pixels between two groups of a row.
+GROUP_GAP = 12
+
+#: What a group of `OptionRow.row` holds: option names and widgets.
+RowItem = str | QWidget
 
 
 @dataclass(frozen=True)
@@ -121,3 +153,29 @@ class OptionRow(BoundOptions):
             row.addWidget(self.widgets[name])
             if name in self.units:
                 row.addWidget(self.units[name])
+
+    def row(self, *groups: RowItem | Iterable[RowItem] | _Stretch,
+            gap: int = GROUP_GAP) -> FlowLayout:
+        """A FlowLayout of `groups` in order: each group's items side by side (an option
+        name: its label, widget and unit, as `add_to`; a widget: itself), `gap` pixels
+        between two groups, and the stretch where STRETCH stands (at the end if nowhere).
+        A bare name or widget is a group of one."""
+        row = FlowLayout()
+        stretched = False
+        after_group = False  # a gap goes before the next group
+        for group in groups:
+            if group is STRETCH:
+                row.addStretch(1)
+                stretched, after_group = True, False
+                continue
+            if after_group:
+                row.addSpacing(gap)
+            for item in (group,) if isinstance(group, (str, QWidget)) else group:
+                if isinstance(item, str):
+                    self.add_to(row, item)
+                else:
+                    row.addWidget(item)
+            after_group = True
+        if not stretched:
+            row.addStretch(1)
+        return row

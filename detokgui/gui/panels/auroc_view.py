@@ -19,7 +19,6 @@ from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side import auroc as A
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.corpus_hint import CorpusHint
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, option
@@ -74,25 +73,20 @@ class AUROCPanel(Panel):
         lay = QVBoxLayout(self)
         lay.addWidget(CorpusHint(state, "The bigram AUROC counts which tokens precede each "
                                         "query token in a corpus."))
-        row = FlowLayout()
-        row.addWidget(HeadSpin(state))
-        row.addSpacing(12)
         self.options = OptionRow("auroc", Options, self)
-        self.options.add_to(row)
-        row.addSpacing(12)
-        row.addWidget(SigmaControls(state))
-        row.addStretch(1)
-        lay.addLayout(row)
+        lay.addLayout(self.options.row(HeadSpin(state), "no_bigram", SigmaControls(state)))
         self.options.changed.connect(self.redraw)
 
         split = QSplitter(Qt.Horizontal)
         plots = QSplitter(Qt.Vertical)
-        self.bars_frame = PlotFrame("Mean bigram AUROC per head", self._bars_table)
+        self.bars_frame = PlotFrame("Mean bigram AUROC per head", self._bars_table,
+                                    analysis="auroc_means")
         self.bars = add_plot(self.bars_frame, controls=False, mouse=False, grid="y", alpha=0.3,
                              bottom="head (click a bar to select it)", left="mean AUROC")
         self.bars_frame.view.scene().sigMouseClicked.connect(self._bar_clicked)
         plots.addWidget(self.bars_frame)
-        self.roc_frame = PlotFrame("ROC curve of the query token", self._roc_table)
+        self.roc_frame = PlotFrame("ROC curve of the query token", self._roc_table,
+                                   analysis="roc")
         self.roc = add_plot(self.roc_frame, controls=False, mouse=False,
                             bottom="false-positive rate (share of non-preceding tokens)",
                             left="true-positive rate (weighted)")

@@ -12,9 +12,8 @@ from PySide6.QtCore import Qt
 
 from detokgui.core.compare import views as cv
 from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
-from detokgui.gui.option_rows import OptionRow, check, custom, option
+from detokgui.gui.option_rows import STRETCH, OptionRow, check, custom, option
 from detokgui.gui.panels.compare_base import MISSING, ComparePanel
 from detokgui.gui.plots import PlotFrame, add_plot, set_log_y
 from detokgui.gui.position import (
@@ -54,15 +53,11 @@ class ComparePatternPanel(ComparePanel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         lay = self.body_layout
-        row = FlowLayout()
-        row.addWidget(self.pair_text)
-        row.addSpacing(12)
-        row.addWidget(QueryPositionControl(state, "position n"))
-        row.addStretch(1)
         self.options = OptionRow("comparepattern", Options, self)
-        self.options.add_to(row, "convention", "log")
-        lay.addLayout(row)
-        self.frame = PlotFrame("Positional pattern A vs B", self._table)
+        lay.addLayout(self.options.row(self.pair_text, QueryPositionControl(state, "position n"),
+                                       STRETCH, ("convention", "log")))
+        self.frame = PlotFrame("Positional pattern A vs B", self._table,
+                               analysis="pattern_pair")
         self.plot = add_plot(self.frame, grid="xy", bottom="key position j",
                              left="attention weight")
         self.legend = self.plot.addLegend(offset=(-10, 10), brush=(255, 255, 255, 210),

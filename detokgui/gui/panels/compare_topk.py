@@ -12,8 +12,7 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QSplitter
 from detokgui.core.compare import views as cv
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.gui.controls import bare_column
-from detokgui.gui.flow_layout import FlowLayout
-from detokgui.gui.option_rows import OptionRow, option, spin
+from detokgui.gui.option_rows import STRETCH, OptionRow, option, spin
 from detokgui.gui.panels.base import StatusLine
 from detokgui.gui.panels.compare_base import MISSING, ComparePanel
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
@@ -69,13 +68,8 @@ class CompareTopKPanel(ComparePanel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         lay = self.body_layout
-        row = FlowLayout()
-        row.addWidget(self.pair_text)
-        row.addStretch(1)
         self.options = OptionRow("comparetopk", Options, self)
-        self.options.add_to(row)
-        row.addWidget(SigmaControls(state))
-        lay.addLayout(row)
+        lay.addLayout(self.options.row(self.pair_text, STRETCH, ("k", SigmaControls(state))))
         text_a, text_b = state.token_text, state.token_text_b
         self.table = TokenTableView(RecordsModel([
             Column("rank", lambda r: r["rank"], "d"),

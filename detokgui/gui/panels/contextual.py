@@ -24,7 +24,6 @@ from detokgui.core.text_side.empirical import TextSource
 from detokgui.core.text_side.tables import validation_table
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.corpus_hint import CorpusHint
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadSet, parse_heads
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, custom, option, spin
@@ -115,16 +114,9 @@ class ContextualPanel(Panel):
         super().__init__(state, jobs, parent)
         self.neuron = -1  # the neuron shown on the right
         lay = QVBoxLayout(self)
-        row = FlowLayout()
         self.options = OptionRow("contextual", Options, self)
         self.heads_box = self.options.widget("heads")
-        self.options.add_to(row, "heads")
-        row.addSpacing(12)
-        self.options.add_to(row, "k")
-        row.addSpacing(12)
-        self.options.add_to(row, "max_texts", "prepend")
-        row.addStretch(1)
-        lay.addLayout(row)
+        lay.addLayout(self.options.row("heads", "k", ("max_texts", "prepend")))
         self.options.changed.connect(self.refresh)
 
         split = QSplitter(Qt.Horizontal)
@@ -160,7 +152,8 @@ class ContextualPanel(Panel):
         bottom, bl = bare_column()
         bl.addWidget(CorpusHint(state, "The validation scatter compares the prediction with "
                                        "the model on corpus texts."))
-        self.scatter_frame = PlotFrame("Contextual neuron validation", self._scatter_table)
+        self.scatter_frame = PlotFrame("Contextual neuron validation", self._scatter_table,
+                                       analysis="validation")
         self.plot = add_plot(self.scatter_frame, grid="xy",
                              bottom="predicted pre-activation (bag of tokens)",
                              left="actual pre-activation (forward pass)")

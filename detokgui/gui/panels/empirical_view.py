@@ -26,7 +26,6 @@ from detokgui.core.text_side import empirical
 from detokgui.core.text_side.empirical import CONVENTION_LABELS, TextSource
 from detokgui.core.text_side.tables import empirical_table
 from detokgui.gui.corpus_hint import CorpusHint
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, combo, custom, option, spin
@@ -79,18 +78,10 @@ class EmpiricalPanel(CorpusGridPanel):
         lay = QVBoxLayout(self)
         lay.addWidget(CorpusHint(state, "This view averages the model's attention over "
                                         "corpus texts."))
-        row = FlowLayout()
         self.options = OptionRow("empirical", Options, self)
         self.heads_box = self.options.widget("heads")
-        self.options.add_to(row, "heads")
-        row.addSpacing(12)
-        self.options.add_to(row, "convention")
-        row.addSpacing(12)
-        self.options.add_to(row, "max_texts", "prepend")
-        row.addSpacing(12)
-        self.options.add_to(row, "window", "log")
-        row.addStretch(1)
-        lay.addLayout(row)
+        lay.addLayout(self.options.row("heads", "convention", ("max_texts", "prepend"),
+                                       ("window", "log")))
         self.options.changed.connect(self.refresh)
         self.options.changed.connect(self.redraw)
 

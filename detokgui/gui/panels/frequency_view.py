@@ -15,7 +15,6 @@ from detokgui.core.corpus.counts import iter_layer_counts
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side import frequency as F
 from detokgui.gui.corpus_hint import CorpusHint
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, option
@@ -59,18 +58,13 @@ class FrequencyPanel(Panel):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
         lay.addWidget(CorpusHint(state, "The frequency plots count the tokens of a corpus."))
-        row = FlowLayout()
-        row.addWidget(HeadSpin(state))
-        row.addSpacing(12)
         self.options = OptionRow("frequency", Options, self)
-        self.options.add_to(row)
-        row.addWidget(SigmaControls(state))
-        row.addStretch(1)
-        lay.addLayout(row)
+        lay.addLayout(self.options.row(HeadSpin(state),
+                                       ("kind", "zero_counts", SigmaControls(state))))
         self.options.changed.connect(self.refresh)
         self.options.changed.connect(self.redraw)
 
-        self.frame = PlotFrame("Frequency scatter", self._table)
+        self.frame = PlotFrame("Frequency scatter", self._table, analysis="frequency")
         self.plot = add_plot(self.frame, controls=False, grid="xy", alpha=0.2)
         self.points = PointCloud(self.plot)
         self.points.hovered.connect(self._hover)

@@ -21,7 +21,6 @@ from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side import vocab_stats as VS
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.controls import bare_column, wrapping_label
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, option, spin
@@ -84,15 +83,9 @@ class HeadStatsPanel(Panel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
-        row = FlowLayout()
-        row.addWidget(HeadSpin(state))
-        row.addSpacing(12)
         self.options = OptionRow("headstats", Options, self)
-        self.options.add_to(row, "direction", "sort")
-        row.addSpacing(12)
-        row.addWidget(SigmaControls(state))
-        row.addStretch(1)
-        lay.addLayout(row)
+        lay.addLayout(self.options.row(HeadSpin(state), ("direction", "sort"),
+                                       SigmaControls(state)))
 
         split = QSplitter(Qt.Horizontal)
         left, ll = bare_column()
@@ -105,11 +98,9 @@ class HeadStatsPanel(Panel):
         split.addWidget(left)
 
         right, rl = bare_column()
-        zoom = FlowLayout()
-        self.options.add_to(zoom, "rows", "cols")
-        zoom.addStretch(1)
-        rl.addLayout(zoom)
-        self.frame = PlotFrame("Sorted score matrix", self._block_table)
+        rl.addLayout(self.options.row(("rows", "cols")))
+        self.frame = PlotFrame("Sorted score matrix", self._block_table,
+                               analysis="score_matrix")
         self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True)
         self.image = pg.ImageItem()
         self.image.setColorMap(pg.colormap.get("viridis"))

@@ -19,7 +19,6 @@ from detokgui.core.model.conventions import COLOUR_SIGN
 from detokgui.core.model.tokens import display_token
 from detokgui.core.token_side import affinity
 from detokgui.core.token_side.tables import heatmap_table
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
 from detokgui.gui.panels.base import Panel
@@ -109,13 +108,10 @@ class HeatmapPanel(Panel):
         self._draw_when_built = False  # a result waits for them
         lay = QVBoxLayout(self)
 
-        row = FlowLayout()
         self.options = OptionRow("heatmap", Options, self)
-        self.options.add_to(row)
-        row.addStretch(1)
-        lay.addLayout(row)
+        lay.addLayout(self.options.row(("source", "size", "seed", "all_heads", "layernorm")))
 
-        self.frame = PlotFrame("Affinity heatmap", self._table)
+        self.frame = PlotFrame("Affinity heatmap", self._table, analysis="heatmap")
         lay.addWidget(self.frame, 1)
         self.status.setToolTip("Hover over a cell; click it to select its query and key tokens")
         lay.addWidget(self.status)

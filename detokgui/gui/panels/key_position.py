@@ -25,9 +25,8 @@ from detokgui.core.position_side import positional
 from detokgui.core.position_side.tables import slope_histogram_table, token_position_curve_table
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column, wrapping_label
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
-from detokgui.gui.option_rows import OptionRow, check, option, spin
+from detokgui.gui.option_rows import STRETCH, OptionRow, check, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
@@ -74,24 +73,22 @@ class KeyPositionPanel(Panel):
         self.curves: tuple[pg.PlotDataItem, pg.PlotDataItem] | None = None  # raw, fit
         lay = QVBoxLayout(self)
 
-        controls = FlowLayout()
         self.head_label = QLabel()
         self.head_label.setTextFormat(Qt.RichText)
-        controls.addWidget(self.head_label)
-        controls.addStretch(1)
         self.options = OptionRow("slopes", Options, self)
-        self.options.add_to(controls)
-        lay.addLayout(controls)
+        lay.addLayout(self.options.row(self.head_label, STRETCH, ("k", "bins", "log")))
 
         # the plots beside the extremes tables; above them, side by side, in a narrow panel
         split = AdaptiveSplitter(SIDE_BY_SIDE_MIN_WIDTH)
         plots = QSplitter(Qt.Vertical)
-        self.hist_frame = PlotFrame("Token-position slopes histogram", self._hist_table)
+        self.hist_frame = PlotFrame("Token-position slopes histogram", self._hist_table,
+                                    analysis="slope_histogram")
         self.hist_plot = add_plot(self.hist_frame, grid="xy", left="tokens",
                                   bottom="slope of e_u W^QK p_j^T over j (per position)")
         self.hist_frame.setToolTip("The red line marks the selected query token")
         plots.addWidget(self.hist_frame)
-        self.curve_frame = PlotFrame("Query token vs key position", self._curve_table)
+        self.curve_frame = PlotFrame("Query token vs key position", self._curve_table,
+                                     analysis="position_curve")
         self.curve_plot = add_plot(self.curve_frame, grid="xy", bottom="key position j",
                                    left="raw e_u W^QK p_j^T")
         self.curve_frame.setToolTip("The selected query token's raw term over key positions "

@@ -23,7 +23,6 @@ from detokgui.core.text_side.empirical import (
 )
 from detokgui.core.text_side.tables import kl_table
 from detokgui.gui.corpus_hint import CorpusHint
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, combo, custom, option
@@ -65,16 +64,9 @@ class KLPanel(CorpusGridPanel):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
         lay.addWidget(CorpusHint(state, "This view averages over corpus texts."))
-        row = FlowLayout()
         self.options = OptionRow("kl", Options, self)
         self.heads_box = self.options.widget("heads")
-        self.options.add_to(row, "heads")
-        row.addSpacing(12)
-        self.options.add_to(row, "definition")
-        row.addSpacing(12)
-        self.options.add_to(row, "max_texts", "prepend", "log")
-        row.addStretch(1)
-        lay.addLayout(row)
+        lay.addLayout(self.options.row("heads", "definition", ("max_texts", "prepend", "log")))
         self.options.changed.connect(self.refresh)
         self.options.changed.connect(self.redraw)
         state.headChanged.connect(self.redraw)  # every head is computed: only redraw

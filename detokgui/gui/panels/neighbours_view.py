@@ -19,7 +19,6 @@ from detokgui.core.model.tokens import layer_token
 from detokgui.core.token_side import neighbours as N
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column, wrapping_label
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, line_edit, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
@@ -75,14 +74,9 @@ class NeighboursPanel(Panel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
-        row = FlowLayout()
         self.options = OptionRow("neighbours", Options, self)
-        self.options.add_to(row, "k", "centred")
-        row.addSpacing(24)
-        row.addWidget(QLabel("<b>Analogy</b>"))
-        self.options.add_to(row, "a", "b", "c")
-        row.addStretch(1)
-        lay.addLayout(row)
+        lay.addLayout(self.options.row(("k", "centred"), (QLabel("<b>Analogy</b>"), "a", "b", "c"),
+                                       gap=24))
         self.options.changed.connect(self.refresh)
 
         # the tables beside the plot; above it in a narrow panel (beside it, a 1024-pixel
@@ -92,7 +86,7 @@ class NeighboursPanel(Panel):
         self.near_label, self.near = self._table_box(tables)
         self.analogy_label, self.analogy = self._table_box(tables)
         split.addWidget(tables)
-        self.frame = PlotFrame("Nearest tokens by cosine", self._table)
+        self.frame = PlotFrame("Nearest tokens by cosine", self._table, analysis="neighbours")
         self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True, grid="x",
                              alpha=0.3, bottom="cosine similarity")
         self.bar_labels = BarLabels(self.plot)

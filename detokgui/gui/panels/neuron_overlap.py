@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
 
 from detokgui.core.position_side import neurons
 from detokgui.core.position_side.tables import embedding_overlap_table
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.base import StatusLine
 from detokgui.gui.plots import PlotFrame, add_plot, fit_label
@@ -65,12 +64,11 @@ class OverlapView(QWidget):
         self.overlap: neurons.EmbeddingOverlap | None = None
         bl = QVBoxLayout(self)
         bl.setContentsMargins(0, 0, 0, 0)
-        orow = FlowLayout()
-        options.add_to(orow, "r", "m", "centre")
+        self.options_row = options.row(("r", "m", "centre"))
+        bl.addLayout(self.options_row)
         self.r_spin, self.m_spin = options.widget("r"), options.widget("m")
-        orow.addStretch(1)
-        bl.addLayout(orow)
-        self.frame = PlotFrame("PE-token SVD overlap", self._table)
+        self.frame = PlotFrame("PE-token SVD overlap", self._table,
+                               analysis="embedding_overlap")
         self.plot = add_plot(self.frame, grid="y", mouse=False, left="share on heavy dims",
                              bottom=AXIS_TITLES[0])
         self.legend = legend(columns=2)
@@ -88,7 +86,6 @@ class OverlapView(QWidget):
         self.info.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
         self.info.setFixedHeight(2 * self.info.fontMetrics().lineSpacing() + 4)
         bl.addWidget(self.info)
-        self.options_row = orow
         self.frame.view.scene().sigMouseMoved.connect(self._hover)
         self.plot.getAxis("bottom").geometryChanged.connect(self._fit_axis_title)
 

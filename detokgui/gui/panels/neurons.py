@@ -29,7 +29,6 @@ from detokgui.core.position_side.neurons import NEURON_GROUPS
 from detokgui.core.position_side.tables import neuron_curves_table, neurons_table
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
 from detokgui.gui.options import EXPORT_FOLDER, remember, remembered
@@ -107,20 +106,16 @@ class NeuronBrowserPanel(Panel):
         self._more_item = pg.PlotDataItem([], [], pen=pg.mkPen(None))  # "… and n more"
         lay = QVBoxLayout(self)
 
-        row = FlowLayout()
         self.options = OptionRow("neurons", Options, self)
-        self.options.add_to(row, "group", "scaled", "fits")
         self.top_button = QPushButton(f"Top {DEFAULT_SELECTION} by norm")
         self.top_button.setToolTip(f"Select the {DEFAULT_SELECTION} highest-norm dimensions "
                                    "of the shown group")
-        row.addWidget(self.top_button)
         self.export_table_button = QPushButton("Export table…")
         self.export_table_button.setToolTip(
             "Save the statistics of all d dimensions (dim, norm, slope, r2, period, group)\n"
             "as CSV — the same table as `detokgui export neurons`")
-        row.addWidget(self.export_table_button)
-        row.addStretch(1)
-        lay.addLayout(row)
+        lay.addLayout(self.options.row(("group", "scaled", "fits", self.top_button,
+                                        self.export_table_button)))
 
         # the table beside the plots; above them, side by side, in a narrow panel
         split = AdaptiveSplitter(SIDE_BY_SIDE_MIN_WIDTH)
@@ -138,7 +133,8 @@ class NeuronBrowserPanel(Panel):
         # ---- right: curves over overlap
         right = QSplitter(Qt.Vertical)
         top, tl = bare_column()
-        self.curve_frame = PlotFrame("PE neuron curves", self._curves_table)
+        self.curve_frame = PlotFrame("PE neuron curves", self._curves_table,
+                                     analysis="neuron_curves")
         self.curve_plot = add_plot(self.curve_frame, grid="xy", bottom="position j")
         # Legends sit beside / under their plots (not over the curves), in the exported image too.
         self.legend = legend()

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import QSplitter, QVBoxLayout
 from detokgui.core.model.tokens import display_token
 from detokgui.core.text_side import circuits
 from detokgui.core.text_side.tables import ov_table
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, custom, option, spin
@@ -58,16 +57,9 @@ class OVCircuitPanel(Panel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
-        row = FlowLayout()
         self.options = OptionRow("ov", Options, self)
         self.heads_box = self.options.widget("heads")
-        self.options.add_to(row, "direction")
-        row.addSpacing(12)
-        self.options.add_to(row, "heads")
-        row.addSpacing(12)
-        self.options.add_to(row, "k")
-        row.addStretch(1)
-        lay.addLayout(row)
+        lay.addLayout(self.options.row("direction", "heads", "k"))
         self.options.changed.connect(self.refresh)
         state.headChanged.connect(self.when_visible(self._draw_bars))
 
@@ -86,7 +78,7 @@ class OVCircuitPanel(Panel):
             lambda tid, as_key: (self.state.set_key_token if as_key
                                  else self.state.set_query_token)(tid))
         split.addWidget(self.table)
-        self.frame = PlotFrame("OV circuit", self._table)
+        self.frame = PlotFrame("OV circuit", self._table, analysis="ov")
         self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True, grid="x",
                              bottom="score")
         self.bars = [pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], brush=c, pen=None)

@@ -19,7 +19,6 @@ from detokgui.core.position_side.positional import (
     raw_pp_last_positions,
 )
 from detokgui.core.position_side.tables import last_positions_table, position_variance_table
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.head_grid import HeadCell, HeadGrid
 from detokgui.gui.option_rows import OptionRow, check, custom, option, spin
@@ -85,18 +84,12 @@ class PositionStatsPanel(Panel):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
 
-        row = FlowLayout()
         self.options = OptionRow("position-stats", Options, self)
         self.heads_box = self.options.widget("heads")
-        self.options.add_to(row, "heads")
-        row.addSpacing(12)
-        self.options.add_to(row, "count")
-        row.addSpacing(12)
-        self.options.add_to(row, "log")
-        row.addStretch(1)
-        lay.addLayout(row)
+        lay.addLayout(self.options.row("heads", "count", "log"))
 
-        self.var_frame = PlotFrame("Position embedding variance", self._variance_table)
+        self.var_frame = PlotFrame("Position embedding variance", self._variance_table,
+                                   analysis="position_variance")
         self.var_plot = add_plot(self.var_frame, controls=False, grid="xy", bottom="position j",
                                  left="Var_k P[j, k]")
         self.var_curve = self.var_plot.plot(pen=pg.mkPen("#1f77b4", width=1))
@@ -112,7 +105,8 @@ class PositionStatsPanel(Panel):
         self.var_plot.addItem(self.marker, ignoreBounds=True)
         self.var_frame.setMinimumHeight(160)
 
-        self.pp_frame = PlotFrame("Raw T_pp at the last positions", self._last_table)
+        self.pp_frame = PlotFrame("Raw T_pp at the last positions", self._last_table,
+                                  analysis="last_positions")
         self.grid = HeadGrid(self.pp_frame, "", self._build_cell, state)
 
         split = QSplitter(Qt.Vertical)

@@ -40,12 +40,20 @@ from detokgui.core.position_side.positional import (
     positional_bias,
 )
 from detokgui.core.position_side.tables import bias_lines_table, position_band_table
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.head_grid import HeadCell, HeadGrid, envelope_decimate
 from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.numbers import num
-from detokgui.gui.option_rows import OptionRow, check, combo, custom, option, spin, toggle
+from detokgui.gui.option_rows import (
+    STRETCH,
+    OptionRow,
+    check,
+    combo,
+    custom,
+    option,
+    spin,
+    toggle,
+)
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, head_color
 from detokgui.gui.position import (
@@ -158,20 +166,11 @@ class PositionalBiasPanel(Panel):
         self._x_range = None  # x range of the T_pp / total / softmax plots
         lay = QVBoxLayout(self)
 
-        row = FlowLayout()
         self.options = OptionRow("bias", Options, self)
         self.heads_box = self.options.widget("heads")
-        self.options.add_to(row, "heads")
-        row.addSpacing(12)
-        self.options.add_to(row, "convention")
-        row.addSpacing(12)
-        self.options.add_to(row, "b3_sigma", "raw")
-        row.addSpacing(12)
-        self.options.add_to(row, "window", "window_size")
-        row.addStretch(1)
-        row.addWidget(QLabel("Show"))
-        self.options.add_to(row, *(f"show_{key}" for key, *_ in FRAMES))
-        lay.addLayout(row)
+        lay.addLayout(self.options.row(
+            "heads", "convention", ("b3_sigma", "raw"), ("window", "window_size"), STRETCH,
+            (QLabel("Show"), *(f"show_{key}" for key, *_ in FRAMES))))
 
         self.position = QueryPositionControl(
             state, "Query position i", slider=True,
@@ -183,7 +182,7 @@ class PositionalBiasPanel(Panel):
         self.frames: dict[str, PlotFrame] = {}
         self.grids: dict[str, HeadGrid] = {}
         for key, name, _text, _tip in FRAMES:
-            frame = PlotFrame(name, lambda k=key: self._table(k))
+            frame = PlotFrame(name, lambda k=key: self._table(k), analysis=f"bias_{key}")
             frame.setMinimumSize(160, 120)
             self.frames[key] = frame
             grid = HeadGrid(frame, "", lambda c, k=key: self._build(c, k), state)

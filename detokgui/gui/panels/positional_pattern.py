@@ -26,9 +26,8 @@ from detokgui.core.position_side import positional
 from detokgui.core.position_side.tables import pattern_table
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.controls import bare_column
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
-from detokgui.gui.option_rows import OptionRow, check, combo, custom, option, spin
+from detokgui.gui.option_rows import STRETCH, OptionRow, check, combo, custom, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.head_classes import HeadClassesTable
 from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y
@@ -86,26 +85,22 @@ class PositionalPatternPanel(Panel):
         self.line_items: dict[int, pg.PlotDataItem] = {}
         lay = QVBoxLayout(self)
 
-        controls = FlowLayout()
         self.query_label = QLabel()
         self.query_label.setTextFormat(Qt.RichText)
         self.query_label.setToolTip("The query token x (select it in the Tokens panel or any "
                                     "token table)")
-        controls.addWidget(self.query_label)
-        controls.addSpacing(12)
         self.position = QueryPositionControl(
             state, "position n", tip="Query position n (0-based), shared with the other "
             "position panels.\nClicking a position on either plot sets it too.")
         self.n_spin = self.position.spin
-        controls.addWidget(self.position)
-        controls.addStretch(1)
         self.options = OptionRow("pattern", Options, self)
-        self.options.add_to(controls, "convention", "heads", "log", "columns")
-        lay.addLayout(controls)
+        lay.addLayout(self.options.row(self.query_label, self.position, STRETCH,
+                                       ("convention", "heads", "log", "columns")))
 
         vsplit = QSplitter(Qt.Vertical)
         plots = QSplitter(Qt.Horizontal)
-        self.line_frame = PlotFrame("Positional pattern", self._line_table)
+        self.line_frame = PlotFrame("Positional pattern", self._line_table,
+                                    analysis="pattern_lines")
         self.line_plot = add_plot(self.line_frame, grid="xy", bottom="key position j",
                                   left="attention weight")
         self.legend = self.line_plot.addLegend(offset=(-10, 10), colCount=4,
@@ -113,7 +108,8 @@ class PositionalPatternPanel(Panel):
         self.line_frame.setToolTip("Click a position to make it the query position n")
         plots.addWidget(self.line_frame)
 
-        self.grid_frame = PlotFrame("Positional pattern grid", self._grid_table)
+        self.grid_frame = PlotFrame("Positional pattern grid", self._grid_table,
+                                    analysis="pattern")
         self.grid_plot = add_plot(self.grid_frame, controls=False, mouse=False, invert_y=True,
                                   left="first j of the row", bottom="column (j mod C)")
         self.grid_image = pg.ImageItem()

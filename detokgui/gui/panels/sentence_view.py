@@ -18,9 +18,8 @@ from detokgui.core.text_side import empirical
 from detokgui.core.text_side.empirical import SENTENCE_TERMS, TextSource
 from detokgui.core.text_side.tables import sentence_values_table
 from detokgui.gui.corpus_hint import CorpusHint
-from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.numbers import num
-from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
+from detokgui.gui.option_rows import STRETCH, OptionRow, check, combo, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame
 from detokgui.gui.text_source import bos_check, text_source
@@ -119,20 +118,15 @@ class SentenceViewPanel(Panel):
         self.hint = CorpusHint(state, "A corpus text needs one.",
                                needed=self._needs_corpus)
         lay.addWidget(self.hint)
-        row = FlowLayout()
         self.options = OptionRow("sentence", Options, self)
-        self.options.add_to(row, "source", "index", "prepend")
-        row.addSpacing(12)
-        self.options.add_to(row, "all_heads", "matrix")
-        row.addStretch(1)
         self.exact = QLabel(" ")
         self.exact.setToolTip("max over i, j (and the shown heads) of |predicted − actual|: the\n"
                               "six terms reproduce the model's attention when this is ~1e-6")
-        row.addWidget(self.exact)
-        lay.addLayout(row)
+        lay.addLayout(self.options.row(("source", "index", "prepend"), ("all_heads", "matrix"),
+                                       STRETCH, self.exact))
         self.options.changed.connect(self._options_changed)
 
-        self.frame = PlotFrame("Sentence view", self._table)
+        self.frame = PlotFrame("Sentence view", self._table, analysis="sentence")
         lay.addWidget(self.frame, 1)
         self.status.setToolTip("Hover over a cell to read every term; click it to select the "
                                "query and key tokens and the query position i")

@@ -19,8 +19,7 @@ from detokgui.core.model.tokens import token_string
 from detokgui.core.token_side import affinity
 from detokgui.core.token_side.tables import topk_table
 from detokgui.gui.controls import bare_column
-from detokgui.gui.flow_layout import FlowLayout
-from detokgui.gui.option_rows import OptionRow, combo, option, spin
+from detokgui.gui.option_rows import STRETCH, OptionRow, combo, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import BarLabels, PlotFrame, add_plot
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
@@ -66,15 +65,11 @@ class TopKPanel(Panel):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
 
-        controls = FlowLayout()
         self.anchor_label = QLabel()
         self.anchor_label.setTextFormat(Qt.RichText)
-        controls.addWidget(self.anchor_label)
-        controls.addStretch(1)
         self.options = OptionRow("topk", Options, self)
-        self.options.add_to(controls)
-        controls.addWidget(SigmaControls(state))
-        lay.addLayout(controls)
+        lay.addLayout(self.options.row(self.anchor_label, STRETCH,
+                                       ("direction", "k", SigmaControls(state))))
 
         split = QSplitter(Qt.Horizontal)
         left, ll = bare_column()
@@ -94,7 +89,7 @@ class TopKPanel(Panel):
             Column("resulting sequence", lambda r: repr(self._sequence(r[1]))),
         ], token=lambda r: r[1]), tip="Click a token to select it")
         rl.addWidget(self.detail, 1)
-        self.frame = PlotFrame("Top-k affinity", self._table)
+        self.frame = PlotFrame("Top-k affinity", self._table, analysis="topk")
         self.bars = add_plot(self.frame)
         self.bars.invertY(True)
         self.bars.setMenuEnabled(False)

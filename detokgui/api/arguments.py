@@ -9,6 +9,7 @@ from pathlib import Path
 
 from detokgui.core.base.checks import check_heads, check_text, check_token
 from detokgui.core.base.errors import InputError
+from detokgui.core.corpus.spec import Corpus, as_corpus
 from detokgui.core.model.tokens import encode_text, layer_token
 
 
@@ -60,15 +61,23 @@ def heads_of(layer, heads) -> list[int]:
     return check_heads(layer, heads)
 
 
-def corpus_paths(corpus) -> list[str]:
-    """Corpus files or folders (a path or a list of them); "sample" is the sample corpus
-    shipped with detokgui, as on the command line."""
+def corpus_paths(corpus, *, text_column: str | None = None, workers: int | None = None,
+                 scheduler=None):
+    """Corpus files, folders, glob patterns or counts files (a path or a list of them, or
+    a `core.corpus.spec.Corpus`) as a Corpus with the options given; "sample" is the
+    sample corpus shipped with detokgui, as on the command line."""
     if corpus is None:
         raise InputError("This analysis needs a corpus: corpus=\"sample\" or file paths.")
-    items = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise InputError(f"workers must be a whole number of at least 1, not {workers!r}.")
+    if text_column is not None and (not isinstance(text_column, str) or not text_column):
+        raise InputError(f"text_column must be a column name, not {text_column!r}.")
+    items = corpus if isinstance(corpus, Corpus) else (
+        [corpus] if isinstance(corpus, (str, Path)) else list(corpus))
     if not items:
         raise InputError("No corpus path was given.")
-    return [str(p) for p in items]
+    return as_corpus(items, text_column=text_column, workers=workers, scheduler=scheduler)
 
 
 def text_source(corpus, prepend_bos: bool = False, max_texts: int | None = None):

@@ -1,9 +1,16 @@
 """`detokgui export counts|stats|auroc|frequency|neighbours`: corpus counts (C4) and the
 whole-vocabulary token statistics (A4-A7). `auroc` and `frequency` print their summary
-lines (mean AUROC, Spearman rho per head) before the `wrote` line."""
+lines (mean AUROC, Spearman rho per head) before the `wrote` line.
+
+The commands that count a corpus take it as --corpus (files, folders, glob patterns, or
+counts files) or --counts (counts files written by `export counts --out FILE.npz`), with
+--text-column, --workers and --scheduler saying how it is read and counted
+(docs/large-corpora.md). On a terminal the count shows a tqdm bar with its rate and the
+time left; Ctrl+C stops it within a second, keeping the pieces already counted."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from detokgui.cli.common import (
@@ -19,29 +26,47 @@ from detokgui.help_texts import CORPUS_PATHS
 SIGMA_HELP = "sigma per token: mean over positions (default) or none (raw, without LayerNorm)"
 
 
-def _progress():
-    """Progress on stderr when it is a terminal (a pass over V x V scores takes minutes)."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(p):
-        print(f"\r{p.fraction:4.0%} {p.message[:70]:70s}", end="", file=sys.stderr, flush=True)
-
-    return show
-
-
 def _with_progress(call, *args, **kwargs):
-    """A call of the library's that takes `progress=`: progress on stderr when it is a
-    terminal, and the line ended after it."""
-    result = call(*args, progress=_progress() or False, **kwargs)
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
-    return result
+    """A call of the library's that takes `progress=`: a tqdm bar on stderr when it is a
+    terminal (a corpus count or a pass over V x V scores takes minutes), else none."""
+    return call(*args, progress=sys.stderr.isatty(), **kwargs)
+
+
+def _counts_file(value: str) -> str:
+    if not value.lower().endswith(".npz"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a counts file (.npz)")
+    return value
 
 
 def _corpus_arg(p):
-    p.add_argument("--corpus", required=True, nargs="+", metavar="PATH",
-                   help=CORPUS_PATHS)
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("--corpus", nargs="+", metavar="PATH", help=CORPUS_PATHS)
+    group.add_argument("--counts", nargs="+", metavar="FILE", dest="corpus", type=_counts_file,
+                       help="counts files (.npz, written by export counts --out FILE.npz) "
+                            "instead of a corpus")
+    counting_args(p)
+
+
+def counting_args(p):
+    """--text-column, --workers, --scheduler: how a corpus is read and counted."""
+    p.add_argument("--text-column", metavar="NAME", default=None,
+                   help="the column of parquet and arrow files, and the field of jsonl "
+                        "lines, that holds the text (default: text)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes that count the corpus (default: one per core; 1: in "
+                        "this process); the counts are the same whatever N")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="count the corpus on the Dask cluster whose scheduler is at ADDRESS "
+                        "(tcp://host:port) instead of local processes (pip install "
+                        "detokgui[cluster])")
+
+
+def counting(args) -> dict:
+    """The counting options of the command line, as the library takes them."""
+    if args.workers is not None and args.workers < 1:
+        raise CliError(f"--workers must be at least 1, not {args.workers}")
+    return {"text_column": args.text_column, "workers": args.workers,
+            "scheduler": args.scheduler}
 
 
 def _head_sigma_out_args(p):
@@ -57,18 +82,37 @@ def _counts_args(p):
     _corpus_arg(p)
     p.add_argument("--bigrams", action="store_true",
                    help="write bigram counts prev_id,next_id,count instead of token counts")
-    p.add_argument("--out", required=True, help="CSV file")
+    p.add_argument("--out", required=True,
+                   help="CSV file, or a counts file (.npz: unigram and bigram counts with "
+                        "the tokenizer's identity, V, the input files' hashes and detokgui's "
+                        "version, which --counts and --corpus accept)")
 
 
 @export_command("counts", "corpus token counts: token_id,token,count "
-                "(--bigrams: prev_id,next_id,count)", _counts_args)
+                "(--bigrams: prev_id,next_id,count; --out FILE.npz: a counts file)",
+                _counts_args, outputs=(".csv", ".npz"))
 def export_counts(args, layer):
-    from detokgui.api.corpus import counts
+    from detokgui.api.corpus import corpus_counts, write_counts_file
     from detokgui.core.base.tables import write_csv
+    from detokgui.core.corpus.tables import bigrams_table, counts_table
 
-    out = out_path(args, (".csv",))
-    return write_csv(out, _with_progress(counts.table, layer, args.corpus,
-                                         bigrams=args.bigrams).table)
+    out = out_path(args, (".csv", ".npz"))
+    npz = out.suffix.lower() == ".npz"
+    if npz and args.bigrams:
+        raise CliError("--bigrams writes a CSV; a counts file (.npz) holds the bigrams anyway")
+    c = _with_progress(corpus_counts, layer, args.corpus, **counting(args))
+    if c.pieces_cached and c.pieces_counted:
+        print(f"detokgui export counts: note: {c.pieces_cached} of "
+              f"{c.pieces_cached + c.pieces_counted} pieces of the corpus were counted by an "
+              "earlier run (kept in the cache)", file=sys.stderr)
+    if npz:
+        write_counts_file(layer, c, out)
+        print(f"{c.n_tokens:,} tokens in {c.n_documents:,} documents of {len(c.files)} "
+              f"file{'s' * (len(c.files) != 1)}, {c.n_distinct_bigrams:,} distinct bigrams "
+              f"(V = {c.n_vocab})")
+        return None
+    table = bigrams_table(c) if args.bigrams else counts_table(layer.tokenizer, c)
+    return write_csv(out, table)
 
 
 # --------------------------------------------------------------------------- stats
@@ -108,7 +152,7 @@ def export_auroc(args, layer):
 
     out = out_path(args, (".csv",))
     res = _with_progress(auroc.table, layer, args.corpus, heads=head_arg(layer, args.head),
-                         sigma=args.sigma, no_bigram=args.no_bigram)
+                         sigma=args.sigma, no_bigram=args.no_bigram, **counting(args))
     n = write_csv(out, res.table)
     c = res.conventions
     for h in c["heads"]:
@@ -138,7 +182,7 @@ def export_frequency(args, layer):
     out = out_path(args, (".csv",))
     res = _with_progress(frequency.table, layer, args.corpus,
                          heads=head_arg(layer, args.head), sigma=args.sigma,
-                         zero_counts=args.zero_counts)
+                         zero_counts=args.zero_counts, **counting(args))
     n = write_csv(out, res.table)
     c = res.conventions
     for h in c["heads"]:

@@ -1,20 +1,36 @@
 """The corpus the corpus and text views read: the Corpus menu, a status-bar label, and the
-paths in AppState. Choosing files checks them off the GUI thread (a folder may hold many
-files) before they become the shared corpus; the last corpus is remembered."""
+corpus in AppState. Choosing files checks them off the GUI thread (a folder may hold many
+files) before they become the shared corpus; the last corpus is remembered.
+
+The corpus in AppState is a `core.corpus.spec.Corpus`: the paths, the text column of
+parquet, arrow and jsonl files (*Text column…*), and how its counts are made: by how many
+worker processes (*Counting processes*, one per core by default) or on which Dask cluster
+(*Count on a Dask cluster…*) — the same settings as the command line's --text-column,
+--workers and --scheduler. *Open counts…* opens a counts file (.npz, `detokgui export
+counts --out FILE.npz`): the views that need counts (bigram AUROC, frequency) use it, those
+that need texts say they need corpus files."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from PySide6.QtCore import QObject
-from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtGui import QActionGroup, QKeySequence
+from PySide6.QtWidgets import QFileDialog, QInputDialog
 
+from detokgui.core.base.pools import default_workers
+from detokgui.core.corpus.readers import TEXT_COLUMN
+from detokgui.core.corpus.spec import Corpus
 from detokgui.gui.elided_label import ElidedLabel
 from detokgui.gui.options import remember, remembered
 
 CORPUS, LAST_FOLDER = "corpus/paths", "corpus/last_folder"
-FILE_FILTER = "Corpus files (*.txt *.jsonl *.txt.gz *.jsonl.gz);;All files (*)"
+TEXT_COLUMN_KEY, WORKERS_KEY, SCHEDULER_KEY = ("corpus/text_column", "corpus/workers",
+                                               "corpus/scheduler")
+FILE_FILTER = ("Corpus files (*.txt *.jsonl *.txt.gz *.jsonl.gz *.txt.zst *.jsonl.zst "
+               "*.parquet *.arrow);;All files (*)")
+COUNTS_FILTER = "Counts files (*.npz);;All files (*)"
+WORKER_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
 TOOLTIP = "The corpus read by the corpus and text views (Corpus menu)"
@@ -34,23 +50,42 @@ def describe(paths, n_files: int, n_bytes: int, n_skipped: int = 0) -> str:
     return f"{name} ({n_files} file{'s' * (n_files != 1)}, {n_bytes / 1e6:.1f} MB{skipped})"
 
 
-def check_corpus(paths):
-    """Job body: the corpus files behind `paths` exist, are regular files, and each starts
-    with a readable document (InputError if not: a named pipe or device, binary, empty,
-    not UTF-8, bad JSON lines); returns the paths, a one-line description and the folder
-    entries skipped (`core.corpus.documents.Skipped`). Later problems surface when a view reads
-    on."""
+def check_corpus(paths, layer=None):
+    """Job body: the corpus files behind `paths` (a Corpus) exist, are regular files, and
+    each starts with a readable document (InputError if not: a named pipe or device,
+    binary, empty, not UTF-8, bad JSON lines, a damaged parquet or arrow file, no such
+    text column); a counts file is read and, with `layer`, checked against its tokenizer
+    and V. Returns the corpus, a one-line description and the folder entries skipped
+    (`core.corpus.documents.Skipped`). Later problems surface when a view reads on."""
     from detokgui.core.base.progress import Progress
+    from detokgui.core.corpus import countsfile
+    from detokgui.core.corpus.counts import tokenizer_key
     from detokgui.core.corpus.documents import CorpusReader, scan_corpus
 
     scan = scan_corpus(paths)
+    if scan.counts:
+        if scan.files:
+            from detokgui.core.base.errors import InputError
+
+            raise InputError(f"{scan.counts[0]} is a counts file: open it alone (Open "
+                             "counts…), not with corpus files.")
+        parts = []
+        for f in scan.counts:
+            meta = countsfile.counts_meta(f)
+            if layer is not None and layer.tokenizer is not None:
+                countsfile.check_tokenizer(f, meta, tokenizer_key(layer.tokenizer),
+                                           layer.n_vocab, layer.name)
+            parts.append(meta)
+        n_tokens = sum(m["n_tokens"] for m in parts)
+        name = scan.counts[0].name + (f" + {len(parts) - 1} more" if len(parts) > 1 else "")
+        return paths, f"counts {name} ({n_tokens / 1e6:,.1f} M tokens)", ()
     files = scan.files
     for k, f in enumerate(files):
-        next(iter(CorpusReader([f])))
+        next(iter(CorpusReader(Corpus([f], text_column=paths.text_column))))
         yield Progress((k + 1) / len(files), f"Checking {f.name}")
     n_bytes = sum(f.stat().st_size for f in files)
-    return (tuple(str(p) for p in paths),
-            describe(paths, len(files), n_bytes, len(scan.skipped)), tuple(scan.skipped))
+    return (paths, "corpus: " + describe(paths, len(files), n_bytes, len(scan.skipped)),
+            tuple(scan.skipped))
 
 
 class CorpusControl(QObject):
@@ -65,14 +100,98 @@ class CorpusControl(QObject):
         self.label.set_note(TOOLTIP)
         act = window._action
         act(menu, "Open corpus files…", self.ask_files, QKeySequence("Ctrl+Shift+O"),
-            ".txt or .jsonl files (a \"text\" field per line), optionally .gz")
+            ".txt or .jsonl files (a \"text\" field per line), optionally .gz or .zst; "
+            ".parquet and .arrow files (a \"text\" column)")
         act(menu, "Open corpus folder…", self.ask_folder, None,
-            "Every .txt / .jsonl (.gz) file below a folder")
+            "Every corpus file below a folder (a folder written by datasets' save_to_disk "
+            "too)")
+        act(menu, "Open counts…", self.ask_counts, None,
+            "A counts file (.npz) written by detokgui export counts --out FILE.npz: the "
+            "counts of a corpus counted elsewhere")
         act(menu, "Use sample corpus", self.use_sample, QKeySequence("Ctrl+Shift+K"),
             "3 MB of public-domain English shipped with detokgui (Austen, Bibles, State of "
             "the Union addresses, Bierce)")
+        menu.addSeparator()
+        act(menu, "Text column…", self.ask_text_column, None,
+            "The column of parquet and arrow files, and the field of jsonl lines, that "
+            "holds the text (default: text)")
+        self.workers_menu = menu.addMenu("Counting processes")
+        self.workers_group = QActionGroup(self)
+        self.workers_actions = {}
+        cores = default_workers()
+        for n in (0, *(n for n in WORKER_CHOICES if n < cores)):
+            a = self.workers_menu.addAction(f"One per core ({cores})" if n == 0 else str(n))
+            a.setCheckable(True)
+            a.setStatusTip("Worker processes that count the corpus (the counts are the same "
+                           "whatever their number)")
+            a.triggered.connect(lambda _=False, n=n: self.set_workers(n))
+            self.workers_group.addAction(a)
+            self.workers_actions[n] = a
+        act(menu, "Count on a Dask cluster…", self.ask_scheduler, None,
+            "Count corpora on an existing Dask cluster (its scheduler's address) instead "
+            "of local processes")
+        menu.addSeparator()
         act(menu, "Clear corpus", self.clear, None, "Use no corpus")
+        self.text_column = remembered(TEXT_COLUMN_KEY, TEXT_COLUMN) or TEXT_COLUMN
+        self.workers = int(remembered(WORKERS_KEY, 0) or 0)
+        self.scheduler = remembered(SCHEDULER_KEY, "") or ""
+        self.workers_actions.get(self.workers, self.workers_actions[0]).setChecked(True)
         self.state.corpusRequested.connect(self.open)  # e.g. a panel's "Use sample corpus"
+
+    # ------------------------------------------------------------------ settings
+
+    def corpus(self, paths) -> Corpus:
+        """`paths` with the menu's text column and counting settings."""
+        return Corpus([str(p) for p in paths], text_column=self.text_column,
+                      workers=self.workers or None, scheduler=self.scheduler or None)
+
+    def set_workers(self, n: int) -> None:
+        """Count with `n` processes (0: one per core) from now on."""
+        self.workers = int(n)
+        remember(WORKERS_KEY, self.workers)
+        if n in self.workers_actions:
+            self.workers_actions[n].setChecked(True)
+        self._apply_counting()
+
+    def set_scheduler(self, address: str) -> None:
+        """Count on the Dask cluster at `address` ("" for local processes) from now on."""
+        self.scheduler = address.strip()
+        remember(SCHEDULER_KEY, self.scheduler)
+        self._apply_counting()
+        self.window.show_message(
+            f"Corpora are counted on the Dask cluster at {self.scheduler}" if self.scheduler
+            else "Corpora are counted by local processes", 5000)
+
+    def _apply_counting(self) -> None:
+        if self.state.corpus:
+            self.state.set_corpus(self.corpus(self.state.corpus))
+        self._show(self.text)
+
+    def ask_scheduler(self) -> None:
+        address, ok = QInputDialog.getText(
+            self.window, "Count on a Dask cluster",
+            "Address of the Dask scheduler (tcp://host:port); empty: local processes",
+            text=self.scheduler)
+        if ok:
+            self.set_scheduler(address)
+
+    def ask_text_column(self) -> None:
+        column, ok = QInputDialog.getText(
+            self.window, "Text column",
+            "The column of parquet and arrow files (and the field of jsonl lines) that "
+            "holds the text", text=self.text_column)
+        if ok:
+            self.set_text_column(column)
+
+    def set_text_column(self, column: str) -> None:
+        """Read the text from `column` ("" for the default) from now on; the open corpus
+        is checked again with it."""
+        self.text_column = column.strip() or TEXT_COLUMN
+        remember(TEXT_COLUMN_KEY, self.text_column)
+        if self.state.corpus:
+            self.open(list(self.state.corpus))
+
+    # ------------------------------------------------------------------ opening
 
     def restore(self) -> None:
         """Reopen the last corpus if its files are still there."""
@@ -95,6 +214,14 @@ class CorpusControl(QObject):
             remember(LAST_FOLDER, folder)
             self.open([folder])
 
+    def ask_counts(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(
+            self.window, "Open counts", remembered(LAST_FOLDER, str(Path.home())),
+            COUNTS_FILTER)
+        if files:
+            remember(LAST_FOLDER, str(Path(files[0]).parent))
+            self.open(files)
+
     def use_sample(self) -> None:
         from detokgui.core.model.sources.demo import sample_corpus
 
@@ -106,32 +233,40 @@ class CorpusControl(QObject):
         remember(CORPUS, [])
 
     def open(self, paths, quiet: bool = False) -> None:
-        paths = [str(p) for p in paths]
+        corpus = self.corpus(paths)
+        layer = self.state.layer
         self.label.setText("checking corpus…")
-        self.window.jobs.submit("corpus", lambda: check_corpus(paths), self._opened,
+        self.window.jobs.submit("corpus", lambda: check_corpus(corpus, layer), self._opened,
                                 label="Checking the corpus",
                                 on_error=self._quiet_failure if quiet else self._failed)
 
     def _opened(self, result) -> None:
-        paths, text, skipped = result
-        self._show(f"corpus: {text}", skipped)
-        self.state.set_corpus(paths)
-        remember(CORPUS, list(paths))
+        corpus, text, skipped = result
+        self._show(text, skipped)
+        self.state.set_corpus(corpus)
+        remember(CORPUS, list(corpus))
         if skipped:
             n = len(skipped)
             self.window.show_message(
                 f"Corpus opened; {n} file{'s' * (n != 1)} skipped: "
                 f"{', '.join(s.path.name for s in skipped)} (the corpus label's tooltip says "
                 "why)", 20000)
+        elif text.startswith("counts"):
+            self.window.show_message("Counts opened: the bigram AUROC and frequency views use "
+                                     "them; the views that read texts need corpus files", 8000)
         else:
             self.window.show_message("Corpus opened: the views that read texts use it now",
                                      5000)
 
     def _show(self, text: str, skipped=()) -> None:
-        """The label's text; its tooltip lists the folder entries skipped."""
+        """The label's text; its tooltip says how the corpus is counted and lists the
+        folder entries skipped."""
         self.text = text
         self.label.setText(text)
-        tip = TOOLTIP
+        how = (f"on the Dask cluster at {self.scheduler}" if self.scheduler else
+               f"by {self.workers or default_workers()} local process"
+               f"{'es' * ((self.workers or default_workers()) != 1)}")
+        tip = f"{TOOLTIP}\nText column: {self.text_column}; counted {how}"
         if skipped:
             lines = [f"{s.path} ({s.reason})" for s in skipped[:TOOLTIP_SKIPPED]]
             if len(skipped) > TOOLTIP_SKIPPED:
@@ -143,7 +278,9 @@ class CorpusControl(QObject):
         from PySide6.QtWidgets import QMessageBox
 
         self.label.setText(self.text)
-        QMessageBox.warning(self.window, "Corpus", f"The corpus cannot be used: {exc}")
+        hint = (" Choose the column with Corpus › Text column…"
+                if "name the column that holds the text" in str(exc) else "")
+        QMessageBox.warning(self.window, "Corpus", f"The corpus cannot be used: {exc}{hint}")
 
     def _quiet_failure(self, exc, _message: str = "") -> None:
         self.label.setText(self.text)

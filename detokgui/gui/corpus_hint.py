@@ -31,7 +31,8 @@ class CorpusHint(QFrame):
         lay.setContentsMargins(8, 4, 8, 4)
         self.label = QLabel(
             f"<b>No corpus is open.</b> {what} Choose texts with <i>Corpus › Open corpus "
-            "files…</i> or <i>Open corpus folder…</i> (.txt / .jsonl, optionally .gz), or use "
+            "files…</i> or <i>Open corpus folder…</i> (.txt / .jsonl, optionally .gz or .zst; "
+            ".parquet; .arrow), open counts made elsewhere with <i>Open counts…</i>, or use "
             "the sample corpus shipped with detokgui.")
         self.label.setWordWrap(True)
         lay.addWidget(self.label, 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QMetaMethod, QObject, Signal
 
+from detokgui.core.corpus.spec import as_corpus
 from detokgui.core.model.tokens import display_token
 
 
@@ -45,7 +46,7 @@ class AppState(QObject):
         self._position = 0
         self._token_set: list[int] = []
         self._sigma = SigmaChoice()
-        self._corpus: tuple[str, ...] = ()
+        self._corpus: tuple[str, ...] = as_corpus(())
         self._layer_b = None
         self._pair = None
         self._matching = None
@@ -284,16 +285,20 @@ class AppState(QObject):
             self.sigmaChanged.emit(choice)
 
     def set_corpus(self, paths) -> None:
-        paths = tuple(str(p) for p in paths)
-        if paths != self._corpus:
-            self._corpus = paths
+        """The corpus (paths, or a `core.corpus.spec.Corpus` with how it is read and
+        counted); a corpus equal to the last (the same paths and text column) is kept
+        without a signal: its counting options say only how counts are made."""
+        paths = as_corpus(paths)
+        changed = paths != self._corpus
+        self._corpus = paths
+        if changed:
             self.corpusChanged.emit(paths)
 
     def request_corpus(self, paths) -> None:
         """Open `paths` as the user's chosen corpus: the window's corpus control, connected
         to `corpusRequested`, checks them off the GUI thread, then sets and remembers them;
         with nothing connected (a panel on its own) they become the corpus at once."""
-        paths = tuple(str(p) for p in paths)
+        paths = as_corpus(paths)
         if self.isSignalConnected(QMetaMethod.fromSignal(self.corpusRequested)):
             self.corpusRequested.emit(paths)
         else:

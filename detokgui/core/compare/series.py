@@ -42,6 +42,7 @@ from detokgui.core.base.pools import DaskPool, LocalPool, default_workers, task_
 from detokgui.core.base.progress import Job, Progress, run
 from detokgui.core.compare.head_metrics import DEFAULT_QUERIES, HEAD_METRICS, iter_head_metrics
 from detokgui.core.corpus.counts import corpus_counts
+from detokgui.core.corpus.spec import as_corpus
 from detokgui.core.model.identity import model_identity
 from detokgui.core.model.weights import Layer0
 
@@ -234,8 +235,9 @@ def checkpoint_metrics(source: str, corpus: Sequence[str] | None, n_queries: int
         counts = None
         if corpus:
 
-            counts = corpus_counts(list(corpus), layer.tokenizer, layer.n_vocab,
-                                   use_cache=use_cache)
+            # one process per checkpoint already: the corpus is counted in this one
+            counts = corpus_counts(corpus, layer.tokenizer, layer.n_vocab,
+                                   use_cache=use_cache, workers=1)
         corpus_key = counts.key if counts is not None else None
         entry = cache_entry(model_identity(layer), n_queries, seed, corpus_key)
         record = entry.load(lambda arrays, meta: {
@@ -292,9 +294,7 @@ def iter_series(checkpoints: Sequence[str], steps: Sequence[int] | None = None, 
         raise InputError("A training series needs at least one checkpoint.")
     step_list = series_steps(names, steps if steps is not None else folder_steps)
     n_queries = check_count(n_queries, "number of sampled query tokens")
-    if isinstance(corpus, (str, Path)):
-        corpus = [str(corpus)]
-    corpus_paths = [str(c) for c in corpus] if corpus else None
+    corpus_paths = as_corpus(corpus) if corpus else None
     if scheduler is not None:
         pool = DaskPool(scheduler)
         per_task = threads or 1

@@ -37,6 +37,7 @@ from detokgui.core.base.checks import as_int, check_choice, check_heads, check_p
 from detokgui.core.base.errors import InputError
 from detokgui.core.base.progress import Job, Progress, rescaled, run
 from detokgui.core.corpus.documents import CorpusReader, corpus_windows
+from detokgui.core.corpus.spec import as_corpus
 from detokgui.core.model.conventions import (
     DEFAULT_POSITION_CONVENTION,
     check_position_convention,
@@ -76,11 +77,9 @@ class TextSource:
     @classmethod
     def corpus(cls, paths, *, prepend_bos: bool = False, max_texts: int | None = None
                ) -> TextSource:
-        """The windows of the corpus at `paths` (files or folders, see core.corpus.documents)."""
-        if isinstance(paths, (str, os.PathLike)):
-            paths = [paths]
-        return cls(paths=tuple(str(p) for p in paths), prepend_bos=bool(prepend_bos),
-                   max_texts=max_texts)
+        """The windows of the corpus at `paths` (files or folders, see core.corpus.documents;
+        a `Corpus` keeps its text column)."""
+        return cls(paths=as_corpus(paths), prepend_bos=bool(prepend_bos), max_texts=max_texts)
 
     @classmethod
     def tokens(cls, windows: Sequence[Sequence[int]], *, max_texts: int | None = None

@@ -120,3 +120,61 @@ def test_a_folders_skipped_entries_are_shown(window, qtbot, tmp_path, monkeypatc
     message = win.statusBar().currentMessage()
     assert message == (f"Corpus opened; 5 files skipped: {', '.join(sorted(kinds))} (the corpus "
                        "label's tooltip says why)")
+
+
+def test_open_counts_drives_the_auroc_and_frequency_views(vocab_window, qtbot, tmp_path,
+                                                          monkeypatch, modal_dialogs):
+    """Corpus › Open counts… (a counts file written by `export counts --out FILE.npz`):
+    the bigram AUROC and frequency views compute from it exactly what they compute from
+    the corpus itself; a view that reads texts says it needs corpus files; counts of
+    another tokenizer are refused naming both (issue 43)."""
+    import numpy as np
+
+    import detokgui as dg
+    from detokgui.core.corpus.counts import layer_corpus_counts
+    from detokgui.core.token_side import auroc as A
+    from detokgui.core.token_side.frequency import frequency_stats
+
+    win, state = vocab_window, vocab_window.state
+    layer = state.layer
+    corpus = tmp_path / "c.jsonl"
+    with gzip.open(sample_corpus(), "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["text"][:3000] for line in f][:40]
+    corpus.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    npz = tmp_path / "c.npz"
+    dg.counts(layer, corpus, out=npz, progress=False)
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames",
+                        staticmethod(lambda *a, **k: ([str(npz)], "")))
+    win.corpus.ask_counts()
+    qtbot.waitUntil(lambda: win.state.corpus == (str(npz),), timeout=10000)
+    assert win.corpus.label.text().startswith("counts c.npz (")
+    counts = layer_corpus_counts(layer, corpus)
+    win.show_view("auroc")
+    wait_idle(qtbot, win, timeout=60000)
+    panel = win.panel("auroc")
+    np.testing.assert_array_equal(panel.result.auroc, A.bigram_auroc(layer, counts).auroc)
+    win.show_view("frequency")
+    wait_idle(qtbot, win, timeout=60000)
+    fs = frequency_stats(layer, counts)
+    np.testing.assert_array_equal(win.panel("frequency").result.rho_t_e, fs.rho_t_e)
+    win.show_view("empirical")
+    wait_idle(qtbot, win, timeout=60000)
+    status = win.panel("empirical").status.text()
+    assert f"{npz} is a counts file (token counts without the texts)" in status
+
+    # the counting settings travel with the corpus; equal paths keep the views' results
+    win.corpus.set_workers(1)
+    assert win.state.corpus.workers == 1 and win.state.corpus == (str(npz),)
+
+    # counts of another tokenizer: refused when opened, naming both
+    other = tmp_path / "gpt2.npz"
+    dg.counts(dg.load("demo"), corpus, out=other, progress=False)
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames",
+                        staticmethod(lambda *a, **k: ([str(other)], "")))
+    win.corpus.ask_counts()
+    qtbot.waitUntil(lambda: bool(modal_dialogs), timeout=20000)
+    name, args = modal_dialogs.pop()
+    assert name == "QMessageBox.warning"
+    assert "holds counts made with the tokenizer of demo" in args[2]
+    assert f"the model {layer.name} has tokenizer" in args[2] and "V = 400" in args[2]
+    assert win.state.corpus == (str(npz),)

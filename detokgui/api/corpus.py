@@ -31,8 +31,8 @@ def corpus_counts(layer, corpus, progress: ProgressArg = True, *,
     if isinstance(corpus, CorpusCounts):
         if corpus.tokenizer_key:
             meta = {"tokenizer": corpus.tokenizer_key, "n_vocab": corpus.n_vocab,
-                    "tokenizer_name": "the tokenizer of these counts"}
-            check_tokenizer("the counts given", meta, tokenizer_key(layer.tokenizer),
+                    "model": "another model"}
+            check_tokenizer("The CorpusCounts given", meta, tokenizer_key(layer.tokenizer),
                             layer.n_vocab, layer.name)
         return corpus
     paths = corpus_paths(corpus, text_column=text_column, workers=workers,

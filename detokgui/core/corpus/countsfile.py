@@ -92,9 +92,9 @@ def check_tokenizer(path, meta: dict, tokenizer: str, V: int, model: str = "") -
     theirs = meta.get("model") or meta.get("tokenizer_name") or "another model"
     ours = f"the model {model}" if model else "this model"
     raise InputError(
-        f"{path} holds counts made with {theirs}'s tokenizer (tokenizer "
+        f"{path} holds counts made with the tokenizer of {theirs} (tokenizer "
         f"{str(meta.get('tokenizer'))[:12]}, V = {meta.get('n_vocab')}); {ours} has tokenizer "
-        f"{tokenizer[:12]} and V = {V}: count the corpus with {ours}'s tokenizer.")
+        f"{tokenizer[:12]} and V = {V}: count the corpus with this model to use its counts.")
 
 
 def read_counts(path: str | os.PathLike, tokenizer: str, V: int, model: str = ""):

@@ -307,9 +307,15 @@ class Accumulator:
         self.merged = (keys[first], np.add.reduceat(counts, first))
 
     def over(self, bound: int) -> bool:
-        """Whether more than `bound` distinct bigrams are held (merging to know)."""
-        if self.merged[0].shape[0] + self.pending_size <= bound:
+        """Whether more than `bound` distinct bigrams are held. Their number is at most
+        merged + pending + tokens not yet counted; past `bound`, the tokens are counted
+        (once an eighth of `bound` has gathered, so that the merges stay rare) and the
+        runs merged to know."""
+        held = self.merged[0].shape[0] + self.pending_size
+        if held + self.part_tokens <= bound:
             return False
+        if self.part_tokens > bound // 8:
+            self.flush()
         self.merge()
         return self.merged[0].shape[0] > bound
 

@@ -1,4 +1,5 @@
-"""A panel's row of options, declared once in its options dataclass.
+"""A panel's options, declared once in its options dataclass, and its row of options,
+declared as the groups of option names it shows.
 
 Each field says how it is edited; `OptionRow` builds those widgets (and their labels),
 binds them to the dataclass and remembers them as `BoundOptions` does ("<group>/<field>"):

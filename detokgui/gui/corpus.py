@@ -61,7 +61,9 @@ def check_corpus(paths, layer=None):
     from detokgui.core.corpus import countsfile
     from detokgui.core.corpus.counts import tokenizer_key
     from detokgui.core.corpus.documents import CorpusReader, scan_corpus
+    from detokgui.core.corpus.spec import as_corpus
 
+    paths = as_corpus(paths)
     scan = scan_corpus(paths)
     if scan.counts:
         if scan.files:

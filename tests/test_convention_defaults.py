@@ -91,12 +91,11 @@ def test_core_cli_and_gui_give_the_same_curve(tiny_ckpt, tiny_layer, tmp_path, c
             _close(getattr(res.b3, c), getattr(core, c), f"GUI vs core: {c}")
             _close(getattr(res.b3, c), got[c], f"GUI vs CLI: {c}")
         for h in res.heads:  # and what it draws
-            _close(curve_y(panel.grids["total"].cells[h], "total"), core.total[h], "total")
-            _close(curve_y(panel.grids["softmax"].cells[h], "softmax"), core.softmax[h],
-                   "softmax")
-            _close(curve_y(panel.grids["tp"].cells[h], "mean"), band.mean[h], "T_p band")
+            _close(curve_y(panel.grids["total"], "total", h), core.total[h], "total")
+            _close(curve_y(panel.grids["softmax"], "softmax", h), core.softmax[h], "softmax")
+            _close(curve_y(panel.grids["tp"], "mean", h), band.mean[h], "T_p band")
             for s in ("mean", "max", "min"):
-                _close(curve_y(panel.grids["tpp"].cells[h], s), lines[s].t_pp[h], f"T_pp {s}")
+                _close(curve_y(panel.grids["tpp"], s, h), lines[s].t_pp[h], f"T_pp {s}")
     finally:
         close_jobs(win)
 

@@ -8,9 +8,10 @@ import time
 
 import pytest
 from conftest import close_jobs, open_window, wait_idle
-from PySide6.QtCore import QRect, QSettings, Qt
+from PySide6.QtCore import QPointF, QRect, QSettings, Qt
 
 from detokgui.core.model.tokens import SPACE_MARK
+from detokgui.gui.plots import head_color
 
 KOREA, NORTH = 4969, 2258
 
@@ -361,18 +362,18 @@ def test_small_softmax_values_keep_their_tick_labels(window, qtbot):
     panel = win.panel("bias")
     qtbot.waitUntil(lambda: panel.result is not None and panel.settled(), timeout=10000)
     grid = panel.grids["softmax"]
+    left = grid.plot.getAxis("left")
     for top in (0.00042, 0.0000031, 0.9):
-        grid.set_view((-0.5, 60.0), (0.0, top), 50, 60.0)
+        grid.set_ranges((-0.5, 60.0), (0.0, top))
         qtbot.wait(20)
-        cell = grid.visible()[0]
-        texts = drawn_tick_texts(cell.left)
+        texts = drawn_tick_texts(left)
         assert len(texts) >= 2, (top, texts)
-        assert all(w <= cell.left.width() for w, _ in texts), (top, texts, cell.left.width())
+        assert all(w <= left.width() for w, _ in texts), (top, texts, left.width())
         assert all("e" not in t or "e-" in t for _, t in texts)  # real values, no multiplier
-        values = sorted(float(t) for _, t in texts)
+        values = sorted({float(t) for _, t in texts})
         assert values[0] >= 0 and values[-1] <= top
-        step = cell.left._tickSpacing[0][0]
-        inner = [k * step for k in range(1, int(top / step))]  # all but the ends: labelled
+        step = values[1] - values[0]
+        inner = [k * step for k in range(1, int(top / step + 1e-9))]  # all but the ends
         assert all(any(abs(v - x) < step / 10 for v in values) for x in inner), (top, texts)
 
 
@@ -408,55 +409,23 @@ def test_selected_head_framed_in_position_grids(window, qtbot):
                     and panel.settled(), timeout=10000)
 
     def framed(grid):
-        return [h for h in grid.heads if grid.cells[h].vb.border is not None
-                and grid.cells[h].vb.border.style() != Qt.NoPen]
+        """The head whose cell the selection frame outlines, and the frame's colour."""
+        if not grid.selected.isVisible():
+            return None
+        rect = grid.selected.rect()
+        head = grid.at(grid.vb.mapViewToScene(rect.center()))[0]
+        corner = grid.at(grid.vb.mapViewToScene(rect.topLeft() + QPointF(0.01, 0.01)))
+        assert corner is not None and corner[0] == head  # it frames that one cell
+        assert (rect.width(), rect.height()) == (1.0, 1.0)
+        return head, grid.selected.pen().color().name()
 
-    def underlined(grid):
-        return [h for h in grid.heads if grid.cells[h].name.font().underline()]
-
-    win.state.set_head(3)
-    for grid in panel.grids.values():
-        assert framed(grid) == [3] and underlined(grid) == [3]
-    borders = {(g, h): grid.cells[h].vb.border for g, grid in panel.grids.items()
-               for h in grid.heads}
-    win.state.set_head(1)
-    qtbot.waitUntil(lambda: all(framed(grid) == [1] for grid in panel.grids.values()),
-                    timeout=10000)
-    for g, grid in panel.grids.items():
-        assert underlined(grid) == [1]
-        # the cells whose frame did not change were not given a new border (a repaint)
-        assert all(grid.cells[h].vb.border is borders[g, h] for h in grid.heads
-                   if h not in (3, 1))
-    win.state.set_head(3)
+    for h in (3, 1):
+        win.state.set_head(h)
+        for grid in panel.grids.values():
+            assert framed(grid) == (h, head_color(h))
     panel.heads_box.set_mode("selected")
-    qtbot.waitUntil(lambda: panel.result.heads == [3] and panel.settled(), timeout=10000)
-    cell = panel.grids["tp"].cells[3]
-    assert cell.vb.border is None or cell.vb.border.style() == Qt.NoPen  # alone: no frame
-
-
-def test_heatmap_tile_sets_only_what_its_selection_changes(qtbot):
-    import pyqtgraph as pg
-
-    from detokgui.gui.plots import HeatmapTile
-
-    view = pg.GraphicsLayoutWidget()
-    qtbot.addWidget(view)
-    tile = HeatmapTile("head 2")
-    view.addItem(tile)
-    plain = tile.view.border
-    tile.set_selected(False)
-    assert tile.view.border is plain and tile.title.text == "head 2"
-    tile.set_selected(True)
-    framed = tile.view.border
-    assert framed.width() == 3 and framed.color().name() == "#d62728"
-    assert tile.title.text == "<b>head 2</b>"
-    tile.set_selected(True)
-    assert tile.view.border is framed  # unchanged: no new border, no repaint
-    tile.title.setText("head 7")  # a new result titles the tile anew
-    tile.set_selected(True)
-    assert tile.title.text == "<b>head 7</b>" and tile.view.border is framed
-    tile.set_selected(False)
-    assert tile.title.text == "head 7" and tile.view.border.width() == 1
+    qtbot.waitUntil(lambda: panel.result.heads == [1] and panel.settled(), timeout=10000)
+    assert framed(panel.grids["tp"]) is None  # alone: no frame
 
 
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # no overflow from the old range

@@ -31,8 +31,17 @@ def show_bias(win, qtbot, i=None):
     return panel
 
 
-def curve_y(cell, name):
-    return cell.curves[name].getData()[1]
+def curve_y(grid, name, h):
+    """The y values series `name` of a SmallMultiples holds for head h, after checking
+    that its curve item draws them: every point within the x range, y clipped to the
+    cells' y range."""
+    x, y = grid.data(name, h)
+    (x0, x1), (y0, y1) = grid.x_range, grid.y_range
+    keep = (x >= x0) & (x <= x1)
+    xd, yd = grid.drawn(name, h)
+    np.testing.assert_allclose(xd, x[keep], rtol=0, atol=1e-9 * (x1 - x0))
+    np.testing.assert_allclose(yd, np.clip(y[keep], y0, y1), rtol=0, atol=1e-9 * (y1 - y0))
+    return y
 
 
 def assert_bias_plots(panel, layer, i, sigma="mean", convention="paper"):
@@ -42,31 +51,41 @@ def assert_bias_plots(panel, layer, i, sigma="mean", convention="paper"):
     lines = positional.bias_lines(layer, i, heads, convention=convention)
     b3 = positional.positional_bias(layer, i, sigma, heads, convention)
     band = positional.position_bias_band(layer, heads, convention)
+    tp = panel.grids["tp"]
+    polygons = tp.band_items["band"].path().toSubpathPolygons()
+    assert len(polygons) == len(heads)  # one outline per cell, in the order of the heads
     for r, h in enumerate(heads):
+        grid = panel.grids["tpp"]
         for s in ("mean", "max", "min"):
-            cell = panel.grids["tpp"].cells[h]
-            np.testing.assert_allclose(curve_y(cell, s), lines[s].t_pp[r], rtol=1e-6, atol=1e-6)
-            np.testing.assert_array_equal(cell.curves[s].getData()[0], np.arange(i + 1))
-        np.testing.assert_allclose(curve_y(panel.grids["total"].cells[h], "total"), b3.total[r],
+            np.testing.assert_allclose(curve_y(grid, s, h), lines[s].t_pp[r], rtol=1e-6,
+                                       atol=1e-6)
+            np.testing.assert_array_equal(grid.data(s, h)[0], np.arange(i + 1))
+        np.testing.assert_allclose(curve_y(panel.grids["total"], "total", h), b3.total[r],
                                    rtol=1e-6, atol=1e-6)
-        np.testing.assert_allclose(curve_y(panel.grids["softmax"].cells[h], "softmax"),
+        np.testing.assert_allclose(curve_y(panel.grids["softmax"], "softmax", h),
                                    b3.softmax[r], rtol=1e-6, atol=1e-7)
-        tp = panel.grids["tp"].cells[h]
-        np.testing.assert_allclose(curve_y(tp, "mean"), band.mean[r], rtol=1e-6, atol=1e-6)
-        _j, lower, upper = tp.band_data
+        np.testing.assert_allclose(curve_y(tp, "mean", h), band.mean[r], rtol=1e-6, atol=1e-6)
+        j, lower, upper = tp.band("band", h)
         np.testing.assert_allclose(lower, band.lower[r], rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(upper, band.upper[r], rtol=1e-6, atol=1e-6)
-        # drawn along lower and back along upper, thinned to the cell's pixels
-        outline = tp.band.path().toFillPolygon()
-        xs = np.array([outline.at(k).x() for k in range(outline.size())])
-        ys = np.array([outline.at(k).y() for k in range(outline.size())])
-        assert outline.size() <= 2 * lower.shape[0] + 1
-        assert (xs.min(), xs.max()) == (_j[0], _j[-1])
-        assert ys.min() == pytest.approx(lower.min(), rel=1e-6, abs=1e-6)
-        assert ys.max() == pytest.approx(upper.max(), rel=1e-6, abs=1e-6)
-        for key in ("tp", "tpp", "total", "softmax"):
-            marker = panel.grids[key].cells[h].marker
-            assert marker.isVisible() and marker.line().x1() == i  # j = i
+        # drawn along lower and back along upper, every key in view, clipped to the cell
+        outline = polygons[r]
+        pts = np.array([(outline.at(k).x(), outline.at(k).y()) for k in range(outline.size())])
+        xs, ys = tp.to_data(h, pts[:, 0], pts[:, 1])
+        (x0, x1), (y0, y1) = tp.x_range, tp.y_range
+        keep = (j >= x0) & (j <= x1)
+        assert outline.size() >= 2 * keep.sum()
+        assert xs.min() == pytest.approx(j[keep][0]) and xs.max() == pytest.approx(j[keep][-1])
+        assert ys.min() == pytest.approx(max(y0, lower[keep].min()), rel=1e-6, abs=1e-6)
+        assert ys.max() == pytest.approx(min(y1, upper[keep].max()), rel=1e-6, abs=1e-6)
+    for key in ("tp", "tpp", "total", "softmax"):
+        grid = panel.grids[key]
+        assert grid.marker_at[0] == i  # j = i, in every cell
+        marks = grid.markers.path()
+        assert marks.elementCount() == 2 * len(heads)
+        for k in range(0, marks.elementCount(), 2):
+            h = heads[k // 2]
+            assert grid.to_data(h, marks.elementAt(k).x, 0)[0] == pytest.approx(i)
 
 
 def test_slider_drives_all_plots_with_core_values(window, qtbot):
@@ -84,8 +103,11 @@ def test_slider_drives_all_plots_with_core_values(window, qtbot):
         assert grid.heads == list(range(layer.n_heads))
     assert_bias_plots(panel, layer, 77)
     # the causal region: keys past i are shaded in every cell
-    mask = panel.grids["softmax"].cells[0].masked
-    assert mask.isVisible() and mask.rect().left() == 77.5
+    grid = panel.grids["softmax"]
+    shaded = grid.masked.path().toSubpathPolygons()
+    assert len(shaded) == layer.n_heads
+    left = shaded[0].boundingRect().left()
+    assert grid.to_data(0, left, 0)[0] == pytest.approx(77.5)
     # the spin box and the shared state drive it too
     panel.spin.setValue(5)
     assert win.state.query_position == 5 and panel.slider.value() == 5
@@ -109,25 +131,29 @@ def test_sigma_raw_window_and_head_choice(window, qtbot):
     qtbot.waitUntil(drawn(panel, 60), timeout=10000)
     assert panel.result.b3_sigma == "max"
     assert_bias_plots(panel, layer, 60, "max")
-    assert "σ max" in panel.grids["total"].title.text
+    assert "σ max" in panel.grids["total"].title_text()
 
     panel.options.widget("raw").setChecked(True)
-    cell = panel.grids["tp"].cells[2]
+    tp = panel.grids["tp"]
     band = positional.position_bias_band(layer, [2], "paper")
-    assert cell.curves["raw"].isVisible() and not cell.curves["mean"].isVisible()
-    assert not cell.band.isVisible()
-    np.testing.assert_allclose(curve_y(cell, "raw"), band.raw[0], rtol=1e-6)
-    assert "without LayerNorm" in panel.grids["tp"].title.text
+    assert tp.curves["raw"].isVisible() and not tp.curves["mean"].isVisible()
+    assert not tp.band_items["band"].isVisible()
+    np.testing.assert_allclose(curve_y(tp, "raw", 2), band.raw[0], rtol=1e-6)
+    assert "without LayerNorm" in tp.title_text()
 
     panel.options.widget("window_size").setValue(10)
     panel.options.widget("window").setChecked(True)
-    qtbot.waitUntil(panel.settled, timeout=5000)  # a plot per pass
+    qtbot.waitUntil(panel.settled, timeout=5000)
     for key in ("tp", "tpp", "total", "softmax"):
-        (x0, x1), _ = panel.grids[key].cells[2].vb.viewRange()
+        x0, x1 = panel.grids[key].x_range
         assert x0 == pytest.approx(50.5) and 60 < x1 <= 62  # keys 51..60 and the mask past i
+        xd, _ = panel.grids[key].drawn("raw" if key == "tp" else
+                                      {"tpp": "mean"}.get(key, key), 2)
+        last = np.floor(x1) if key == "tp" else 60  # T_p: every key in view, past i too
+        assert xd.min() == pytest.approx(51) and xd.max() == pytest.approx(last)
     panel.options.widget("window").setChecked(False)
     qtbot.waitUntil(panel.settled, timeout=5000)
-    (x0, x1), _ = panel.grids["tpp"].cells[2].vb.viewRange()
+    x0, x1 = panel.grids["tpp"].x_range
     assert x0 < 0 and 60 < x1
 
     panel.heads_box.set_mode("set", "3, 1")
@@ -163,16 +189,16 @@ def test_paper_convention_by_default_and_mean_sigma_as_option(window, qtbot, tmp
     qtbot.waitUntil(drawn(panel, 30), timeout=10000)
     assert panel.options.widget("convention").currentData() == "paper"
     t_p, lo, hi, t_pp = _paper_by_hand(layer, 30, [1])
-    cell = panel.grids["tp"].cells[1]
-    np.testing.assert_allclose(curve_y(cell, "mean"), t_p[0], rtol=1e-4, atol=1e-5)
-    _j, lower, upper = cell.band_data
+    tp = panel.grids["tp"]
+    np.testing.assert_allclose(curve_y(tp, "mean", 1), t_p[0], rtol=1e-4, atol=1e-5)
+    _j, lower, upper = tp.band("band", 1)
     np.testing.assert_allclose(lower, lo[0], rtol=1e-3, atol=1e-4)
     np.testing.assert_allclose(upper, hi[0], rtol=1e-3, atol=1e-4)
-    np.testing.assert_allclose(curve_y(panel.grids["tpp"].cells[1], "mean"), t_pp[0],
+    np.testing.assert_allclose(curve_y(panel.grids["tpp"], "mean", 1), t_pp[0],
                                rtol=1e-4, atol=1e-5)
     for key in ("tp", "tpp", "total", "softmax"):  # every title names the convention
-        assert "paper convention" in panel.grids[key].title.text
-    assert "Fig 3-A" in panel.grids["tp"].title.text and "B1" not in panel.grids["tp"].title.text
+        assert "paper convention" in panel.grids[key].title_text()
+    assert "Fig 3-A" in tp.title_text() and "B1" not in tp.title_text()
 
     box = panel.options.widget("convention")
     box.setCurrentIndex(box.findData("mean-sigma"))
@@ -180,7 +206,7 @@ def test_paper_convention_by_default_and_mean_sigma_as_option(window, qtbot, tmp
                     timeout=10000)
     assert_bias_plots(panel, layer, 30, convention="mean-sigma")
     for key in ("tp", "tpp", "total", "softmax"):
-        assert "mean-σ convention" in panel.grids[key].title.text
+        assert "mean-σ convention" in panel.grids[key].title_text()
     panel.plot_frames()[1].export(tmp_path / "tpp.csv")
     assert {row["convention"] for row in _rows(tmp_path / "tpp.csv")} == {"mean-sigma"}
 
@@ -243,50 +269,27 @@ def test_dragging_never_queues_work(window, qtbot, monkeypatch):
     assert_bias_plots(panel, win.state.layer, 119)
 
 
-def test_new_head_cells_are_built_one_per_pass(window, qtbot):
-    """Showing all heads the first time builds each new cell (~7 ms) in a pass of its own,
-    then draws the plot (issue 16: four plots of new cells were four 100 ms passes)."""
+def test_a_result_draws_every_plot_of_every_head_at_once(window, qtbot):
+    """Showing all heads draws every head's cell of the four plots when the result is
+    drawn, in that one call (one plot item per figure: no cells to build)."""
     win = window
     panel = show_bias(win, qtbot)
-    grid = panel.grids["tp"]
-    before = len(grid.cells)
     n_heads = win.state.layer.n_heads
-    assert before < n_heads
+    assert panel.result.heads != list(range(n_heads))
     at_draw = []
-    panel.drawn.connect(lambda _name: at_draw.append(len(grid.cells)))
+
+    def check(_name):
+        i = panel.result.i
+        at_draw.append([sorted(h for h in g.heads if len(g.data(s, h)[0]) == i + 1)
+                        for g, s in ((panel.grids["tpp"], "min"),
+                                     (panel.grids["softmax"], "softmax"))])
+
+    panel.drawn.connect(check)
     panel.heads_box.set_mode("all")
     qtbot.waitUntil(lambda: bool(at_draw), timeout=10000)
-    assert at_draw[0] == before + 1  # the result's own pass built one cell
+    assert at_draw[0] == [list(range(n_heads))] * 2
     qtbot.waitUntil(drawn(panel), timeout=10000)
-    assert grid.heads == list(range(n_heads)) and len(grid.cells) == n_heads
     assert_bias_plots(panel, win.state.layer, win.state.query_position)
-
-
-def test_plots_left_to_update_wait_while_the_panel_is_hidden(window, qtbot):
-    """A result's plots after the first are updated one per pass while the panel is shown;
-    a tab switched to in between does not pay for them (issue 16: they ran in its passes),
-    and they are updated when the panel is shown again."""
-    win = window
-    panel = show_bias(win, qtbot)
-    old_i = win.state.query_position
-    switched = []
-
-    def away(_name):
-        if not switched:
-            switched.append(True)
-            win.show_view("topk")
-
-    panel.drawn.connect(away)
-    win.state.set_query_position(90)
-    qtbot.waitUntil(lambda: bool(switched), timeout=10000)
-    qtbot.wait(200)
-    assert not panel.isVisible() and not panel.settled()  # plots are left to update
-    tpp = panel.grids["tpp"].cells[win.state.head]
-    assert len(curve_y(tpp, "mean")) == old_i + 1  # not updated while hidden
-    panel.drawn.disconnect(away)
-    win.show_view("bias")
-    qtbot.waitUntil(drawn(panel, 90), timeout=10000)
-    assert_bias_plots(panel, win.state.layer, 90)
 
 
 def test_click_on_a_plot_chooses_the_query_position(window, qtbot):
@@ -295,9 +298,9 @@ def test_click_on_a_plot_chooses_the_query_position(window, qtbot):
     win.state.set_query_position(90)
     qtbot.waitUntil(drawn(panel, 90), timeout=10000)
     frame = panel.frames["tpp"]
-    cell = panel.grids["tpp"].cells[win.state.head]
-    (_x0, _x1), (y0, y1) = cell.vb.viewRange()
-    scene_pos = cell.vb.mapViewToScene(QPointF(20.2, (y0 + y1) / 2))
+    grid = panel.grids["tpp"]
+    (x0, x1) = grid.x_range
+    scene_pos = grid.vb.mapViewToScene(QPointF((20.2 - x0) / (x1 - x0), 0.5))  # one cell
     pos = frame.view.mapFromScene(scene_pos)
     qtbot.mouseMove(frame.view.viewport(), pos)
     qtbot.waitUntil(lambda: "j = 20" in panel.status.text() and "T_pp" in panel.status.text(),
@@ -429,22 +432,22 @@ def test_position_stats_against_direct_computation(window, qtbot, tiny_ckpt):
     qtbot.waitUntil(labels_inside, timeout=3000)
     # the panel's value, shown to 3 digits; the direct one may round to the other side
     assert any(f"Var(p_0) = {s}" in stats.status.text() for s in roundings(var[0], "{:.3g}", 1e-5))
-    colors = stats.grid.title.text
+    grid = stats.grid
+    colors = grid.title_text()
     for i in range(L - 5, L):
         assert f"i = {i}" in colors
     for h in (1, 2):
-        cell = stats.grid.cells[h]
         for n, i in enumerate(range(L - 5, L)):
-            xs, ys = cell.curves[f"q{n}"].getData()
+            xs = grid.data(f"q{n}", h)[0]
             expected = (k[: i + 1, h] @ q[i, h]).numpy()  # (p_i Wq_h)(p_j Wk_h)^T, j <= i
             np.testing.assert_array_equal(xs, np.arange(i + 1))
-            np.testing.assert_allclose(ys, expected, rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(curve_y(grid, f"q{n}", h), expected, rtol=1e-4,
+                                       atol=1e-5)
     stats.options.widget("count").setValue(2)
     qtbot.waitUntil(lambda: stats.settled() and stats.shown_request.count == 2, timeout=10000)
-    cell = stats.grid.cells[1]
-    assert [c.isVisible() for c in cell.curves.values()] == [True, True, False, False, False]
-    np.testing.assert_allclose(cell.curves["q1"].getData()[1],
-                               (k[:L, 1] @ q[L - 1, 1]).numpy(), rtol=1e-4, atol=1e-5)
+    assert [c.isVisible() for c in grid.curves.values()] == [True, True, False, False, False]
+    np.testing.assert_allclose(curve_y(grid, "q1", 1), (k[:L, 1] @ q[L - 1, 1]).numpy(),
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
@@ -463,7 +466,7 @@ def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
         assert_bias_plots(panel, layer, 255)
         panel.options.widget("window").setChecked(True)  # window at the last position
         qtbot.waitUntil(panel.settled, timeout=5000)
-        (x0, _x1), _ = panel.grids["softmax"].cells[0].vb.viewRange()
+        x0, _x1 = panel.grids["softmax"].x_range
         assert x0 == pytest.approx(255 - panel.options.widget("window_size").value() + 0.5)
         frame = panel.plot_frames()[1]
         assert frame.export(tmp_path / "tpp.csv") == 4 * 3 * 256
@@ -476,48 +479,16 @@ def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
         var, q, k = _direct_b5(folder)
         np.testing.assert_allclose(stats.var_curve.getOriginalDataset()[1], var, rtol=1e-5)
         h = win.state.head
-        np.testing.assert_allclose(stats.grid.cells[h].curves["q4"].getData()[1],
-                                   (k[:, h] @ q[255, h]).numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(curve_y(stats.grid, "q4", h), (k[:, h] @ q[255, h]).numpy(),
+                                   rtol=1e-4, atol=1e-5)
     finally:
         close_jobs(win)
 
 
-def test_a_thinned_band_is_never_thinner_than_the_data():
-    from detokgui.gui.head_grid import envelope_decimate
-
-    rng = np.random.default_rng(1)
-    x = np.arange(1024, dtype=np.float64)
-    lower = np.cumsum(rng.normal(size=1024))
-    upper = lower + rng.random(1024)
-    xs, lo, hi = envelope_decimate(x, lower, upper, 130)
-    assert len(xs) <= 2 * 131 and np.all(np.diff(xs) >= 0)
-    assert (xs[0], xs[-1]) == (0, 1023)
-    # each bin runs from its first x to its last at its points' least lower / greatest upper
-    for a, b, low, high in zip(xs[::2], xs[1::2], lo[::2], hi[::2]):
-        inside = (x >= a) & (x <= b)
-        assert low == lower[inside].min() and high == upper[inside].max()
-    covered = np.zeros(1024, dtype=bool)
-    for a, b in zip(xs[::2], xs[1::2]):
-        covered[int(a):int(b) + 1] = True
-    assert covered.all()  # every point falls in a bin
-    # few points for the pixels: drawn as they are
-    few = lower[:200]
-    assert envelope_decimate(x[:200], few, upper[:200], 130)[1] is few
-    assert envelope_decimate(x, lower, upper, None)[2] is upper
-
-
-def test_decimation_keeps_every_spike():
+def test_head_lists_and_stable_ranges():
     from detokgui.gui.head_controls import parse_heads
-    from detokgui.gui.head_grid import peak_decimate
     from detokgui.gui.view_ranges import stable_range
 
-    rng = np.random.default_rng(0)
-    x, y = np.arange(1024), rng.normal(size=1024)
-    xs, ys = peak_decimate(x, y, 100)
-    assert len(xs) < 250 and ys.max() == y.max() and ys.min() == y.min()
-    assert xs[-1] == 1023 and ys[-1] == y[-1] and np.all(np.diff(xs) >= 0)
-    assert peak_decimate(x[:150], y[:150], 100)[1] is y[:150] or len(peak_decimate(
-        x[:150], y[:150], 100)[1]) == 150  # few points: drawn as they are
     assert parse_heads("3, 0-1 7 99", 8) == [0, 1, 3, 7]
     r = stable_range(None, -3.2, 4.1)
     assert r[0] <= -3.2 and r[1] >= 4.1

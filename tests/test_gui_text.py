@@ -40,6 +40,13 @@ def hover_view(qtbot, frame, vb, x, y):
     qtbot.mouseMove(frame.view.viewport(), pos)
 
 
+def cell_point(grid, h, x):
+    """The view position in head h's cell of small multiples `grid` at data x, half way
+    up: for a real click or hover there."""
+    y0, y1 = grid.y_range
+    return grid.frame.view.mapFromScene(grid.scene_pos(h, x, (y0 + y1) / 2))
+
+
 def read_csv(path):
     with open(path, newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f))
@@ -117,7 +124,7 @@ def test_sentence_view_reads_a_corpus_text(window, qtbot):
 def test_empirical_vs_predicted(window, qtbot, tmp_path):
     win, layer, state = window, window.state.layer, window.state
     panel = show(win, qtbot, "empirical")
-    assert panel.result is None and "Choose a corpus" in panel.grid.title.text
+    assert panel.result is None and "Choose a corpus" in panel.grid.title_text()
     hint = panel.findChild(CorpusHint)
     assert not hint.isHidden() and "Use sample corpus" == hint.button.text()
     panel.options.widget("max_texts").setValue(3)
@@ -131,10 +138,14 @@ def test_empirical_vs_predicted(window, qtbot, tmp_path):
     assert (res.i, res.heads, res.windows) == (20, heads, exp.windows)
     for name in ("empirical", "predicted", "pattern"):
         np.testing.assert_allclose(getattr(res, name), getattr(exp, name), atol=1e-9)
-        x, y = panel.grid.cell(1).full[name]
+        x, y = panel.grid.data(name, 1)
         np.testing.assert_array_equal(x, np.arange(21))
         np.testing.assert_allclose(y, getattr(exp, name)[1])
-    title = panel.grid.title.text
+        xd, yd = panel.grid.drawn(name, 1)  # what its curve item draws in head 1's cell
+        np.testing.assert_allclose(xd, x, atol=1e-9)
+        (y0, y1) = panel.grid.y_range
+        np.testing.assert_allclose(yd, np.clip(y, y0, y1), atol=1e-9 * (y1 - y0))
+    title = panel.grid.title_text()
     assert f"{exp.windows} windows" in title and "paper convention" in title
 
     convention = panel.options.widget("convention")
@@ -142,7 +153,7 @@ def test_empirical_vs_predicted(window, qtbot, tmp_path):
     wait_idle(qtbot, win)
     np.testing.assert_allclose(panel.result.predicted,
                                empirical.b3_prediction(layer, 20, heads, "mean-sigma"))
-    assert "mean-sigma convention" in panel.grid.title.text
+    assert "mean-sigma convention" in panel.grid.title_text()
 
     panel.frame.export(tmp_path / "e.csv")
     rows = read_csv(tmp_path / "e.csv")
@@ -153,7 +164,8 @@ def test_empirical_vs_predicted(window, qtbot, tmp_path):
     panel.default_button.click()
     # the paper's 500 scaled to this model's 128 positions, as everywhere
     assert state.query_position == default_query_position(layer.n_positions) == 62
-    click_view(qtbot, panel.frame, panel.grid.cell(0).vb, 10, 0.5)
+    qtbot.mouseClick(panel.frame.view.viewport(), Qt.LeftButton,
+                     pos=cell_point(panel.grid, 0, 10))
     assert state.query_position == 10
     wait_idle(qtbot, win)
     assert panel.result.i == 10
@@ -162,7 +174,7 @@ def test_empirical_vs_predicted(window, qtbot, tmp_path):
 def test_six_term_contribution(window, qtbot, tmp_path):
     win, layer, state = window, window.state.layer, window.state
     panel = show(win, qtbot, "kl")
-    assert panel.result is None and "Choose a corpus" in panel.grid.title.text
+    assert panel.result is None and "Choose a corpus" in panel.grid.title_text()
     panel.options.widget("max_texts").setValue(2)
     definition = panel.options.widget("definition")
     definition.setCurrentIndex(definition.findData("code"))
@@ -172,10 +184,14 @@ def test_six_term_contribution(window, qtbot, tmp_path):
     res = panel.result
     np.testing.assert_allclose(res.contribution, exp.contribution, equal_nan=True)
     n = int(np.count_nonzero(exp.texts))
-    x, y = panel.grid.cell(2).full["pp"]
+    x, y = panel.grid.data("pp", 2)
     np.testing.assert_array_equal(x, np.arange(n))
     np.testing.assert_allclose(y, exp.line(2, "pp")[:n])
-    assert "authors' code" in panel.grid.title.text
+    xd, yd = panel.grid.drawn("pp", 2)
+    (y0, y1) = panel.grid.y_range
+    np.testing.assert_allclose(xd, x, atol=1e-9)
+    np.testing.assert_allclose(yd, np.clip(y, y0, y1), atol=1e-9 * (y1 - y0))
+    assert "authors' code" in panel.grid.title_text()
     panel.frame.export(tmp_path / "kl.csv")
     rows = read_csv(tmp_path / "kl.csv")
     assert {r["definition"] for r in rows} == {"code"}
@@ -185,7 +201,7 @@ def test_six_term_contribution(window, qtbot, tmp_path):
     state.set_head(1)
     wait_idle(qtbot, win)
     assert panel.grid.heads == [1] and panel.result is res  # drawn again, not computed
-    hover_view(qtbot, panel.frame, panel.grid.cell(1).vb, 7, 0)
+    qtbot.mouseMove(panel.frame.view.viewport(), cell_point(panel.grid, 1, 7))
     qtbot.waitUntil(lambda: "i = 7" in panel.status.text(), timeout=3000)
     assert f"ee {num(float(exp.line(1, 'ee')[7]))}" in panel.status.text()
 

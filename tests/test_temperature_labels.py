@@ -144,7 +144,7 @@ def test_panel_title_and_status_bar(qtbot, unscaled_ckpt):
         panel = win.panel("bias")
         qtbot.waitUntil(lambda: panel.shown_request is not None and panel.settled(),
                         timeout=10000)
-        title = panel.grids["softmax"].title.text
+        title = panel.grids["softmax"].title_text()
         assert "/ τ" in title and UNSCALED in title and "√d′" not in title
     finally:
         close_jobs(win)
@@ -156,14 +156,14 @@ def test_gpt2_panel_title_says_sqrt_d(window, qtbot):
     win.show_view("bias")
     panel = win.panel("bias")
     qtbot.waitUntil(lambda: panel.shown_request is not None and panel.settled(), timeout=10000)
-    assert "τ = √d′ = 4" in panel.grids["softmax"].title.text
+    assert "τ = √d′ = 4" in panel.grids["softmax"].title_text()
 
 
 def test_recent_models_show_the_family(qtbot, tiny_ckpt):
     from conftest import close_jobs, open_window
     from PySide6.QtCore import QSettings
 
-    from detokgui.gui.main_window import RECENT, RECENT_FAMILIES
+    from detokgui.gui.models import RECENT, RECENT_FAMILIES
     from detokgui.gui.options import flush_settings
 
     win = open_window(qtbot, tiny_ckpt)

@@ -77,6 +77,12 @@ HEAD_COLORS = [
 ]
 
 
+#: The figures' colours of the query σ's lines (`figures.style.SIGMA_COLOURS`, matplotlib's
+#: C0, C1, C2), and grey for none (raw, without LayerNorm).
+SIGMA_COLORS = {"mean": HEAD_COLORS[0], "max": HEAD_COLORS[1], "min": HEAD_COLORS[2],
+                "none": "#4d4d4d"}
+
+
 def head_color(h: int) -> str:
     return HEAD_COLORS[h % len(HEAD_COLORS)]
 

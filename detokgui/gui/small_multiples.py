@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QPainterPath, QPen
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem, QLabel
 
 from detokgui.gui.plots import PlotFrame, head_color
@@ -201,6 +201,20 @@ class SmallMultiples(QObject):
         py = cy + (np.clip(y[keep], y0, y1) - y0) / (y1 - y0)
         return px, py
 
+    def scene_pos(self, h: int, x: float, y: float) -> QPointF:
+        """The scene position of data point (x, y) in head h's cell."""
+        (x0, x1), (y0, y1) = self.x_range, self.y_range
+        cx, cy = self._cell_corners()[h]
+        return self.vb.mapViewToScene(QPointF(cx + (x - x0) / (x1 - x0),
+                                              cy + (y - y0) / (y1 - y0)))
+
+    def to_data(self, h: int, px, py) -> tuple[np.ndarray, np.ndarray]:
+        """Plot coordinates in head h's cell back to data coordinates (`_map` inverted)."""
+        (x0, x1), (y0, y1) = self.x_range, self.y_range
+        cx, cy = self._cell_corners()[h]
+        return (x0 + (np.asarray(px) - cx) * (x1 - x0),
+                y0 + (np.asarray(py) - cy) * (y1 - y0))
+
     def at(self, scene_pos: QPointF) -> tuple[int, float, float] | None:
         """(head, x, y) in data coordinates under a scene position, or None off the cells."""
         if not self.heads or self.x_range is None or \
@@ -219,18 +233,26 @@ class SmallMultiples(QObject):
         (x0, x1), (y0, y1) = self.x_range, self.y_range
         return self.heads[k], x0 + fx * (x1 - x0), y0 + fy * (y1 - y0)
 
-    def position(self, scene_pos: QPointF, n_positions: int) -> int | None:
-        """The key position j (nearest integer, within 0..n_positions-1) under a scene
-        position in any cell, or None."""
+    def position_at(self, scene_pos: QPointF, n_positions: int) -> tuple[int, int] | None:
+        """(head, position) under a scene position: x rounded to the nearest integer
+        within 0..n_positions-1; None off the cells."""
         hit = self.at(scene_pos)
         if hit is None or n_positions <= 0:
             return None
-        return int(max(0, min(n_positions - 1, round(hit[1]))))
+        return hit[0], int(max(0, min(n_positions - 1, round(hit[1]))))
+
+    def position(self, scene_pos: QPointF, n_positions: int) -> int | None:
+        """The position under a scene position in any cell (`position_at`), or None."""
+        hit = self.position_at(scene_pos, n_positions)
+        return None if hit is None else hit[1]
 
     # ------------------------------------------------------------------ content
 
     def add_series(self, name: str, pen) -> pg.PlotCurveItem:
-        """A series drawn with `pen` (one item for every cell)."""
+        """A series drawn with `pen` (one item for every cell). Every point is drawn:
+        pyqtgraph's setDownsampling(method="peak") drops the last partial bin of a curve,
+        here the j = i end of every head's line, the point a query position's plot is
+        about."""
         curve = pg.PlotCurveItem(pen=pen, connect="finite", antialias=len(self.heads) <= 4)
         self.vb.addItem(curve)
         self.curves[name] = curve
@@ -271,8 +293,20 @@ class SmallMultiples(QObject):
         curve.setData(np.concatenate(xs), np.concatenate(ys), connect="finite")
 
     def data(self, name: str, head: int) -> tuple[np.ndarray, np.ndarray]:
-        """The (x, y) data series `name` shows for `head`, in data coordinates."""
+        """The (x, y) data of series `name` for `head`, as given."""
         return self._data[name][head]
+
+    def drawn(self, name: str, head: int) -> tuple[np.ndarray, np.ndarray]:
+        """What the curve item of series `name` draws in `head`'s cell, in data
+        coordinates: the points within the x range, y clipped to the y range."""
+        px, py = self.curves[name].getData()
+        if px is None:
+            return np.zeros(0), np.zeros(0)
+        breaks = np.flatnonzero(np.isnan(px))
+        starts = np.r_[0, breaks[:-1] + 1]
+        with_data = [h for h in self.heads if h in self._data.get(name, {})]
+        k = with_data.index(head)
+        return self.to_data(head, px[starts[k]:breaks[k]], py[starts[k]:breaks[k]])
 
     def add_band(self, name: str, brush) -> QGraphicsPathItem:
         """A band (lower..upper per head) filled with `brush`, behind the series."""
@@ -383,7 +417,19 @@ class SmallMultiples(QObject):
         self.x_ticks, self.y_ticks = x_ticks, y_ticks
         bottom.setTicks([x_ticks])
         left.setTicks([y_ticks])
+        self._fit_left_axis(y_text)
         self.grid_lines.setPath(grid)
+
+    def _fit_left_axis(self, texts: list[str]) -> None:
+        """The left axis as wide as its widest label now: pyqtgraph widens it only when it
+        paints them, and the cells would move under the mouse after that paint."""
+        left = self.plot.getAxis("left")
+        font = left.style.get("tickFont") or QFont()
+        widest = max((QFontMetrics(font).horizontalAdvance(t) for t in texts), default=0)
+        label = QFontMetrics(QFont()).height() + 4 if left.label.isVisible() else 0
+        width = max(30, widest + 12 + label)
+        if left.width() != width:
+            left.setWidth(width)
 
 
 def _tick_values(lo: float, hi: float, at_least: float, inner: bool = False) -> list[float]:

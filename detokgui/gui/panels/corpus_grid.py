@@ -3,23 +3,26 @@ corpus texts (C2 Empirical, C3 KL)."""
 
 from __future__ import annotations
 
-from detokgui.gui.head_grid import HeadGrid
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame
 from detokgui.gui.position import connect_position_clicks
+from detokgui.gui.small_multiples import SmallMultiples
 
 
 class CorpusGridPanel(Panel):
     """A panel of per-head plots over positions computed on corpus texts (C2, C3): one
-    PlotFrame of HeadGrid cells (`build_cell` adds a new cell's curves), hover text from
-    `describe(head, position)`, a click that chooses the query position."""
+    PlotFrame of small multiples (`add_series` gives it its series, one curve item
+    each for every head), hover text from `describe(head, position)`, a click that
+    chooses the query position."""
 
     frame_name = "plot"
+    x_label = "key position j"
     empty_names_input = True
 
     def add_grid(self, layout, tip: str) -> None:
         self.frame = PlotFrame(self.frame_name, self.table, analysis=self.view_name)
-        self.grid = HeadGrid(self.frame, "", self.build_cell, self.state)
+        self.grid = SmallMultiples(self.frame, self.state, x_label=self.x_label)
+        self.add_series(self.grid)
         layout.addWidget(self.frame, 1)
         self.status.setWordWrap(True)
         self.status.setToolTip(tip)
@@ -29,7 +32,7 @@ class CorpusGridPanel(Panel):
                                 self.state.set_query_position)
         scene.sigMouseMoved.connect(self._hover)
 
-    def build_cell(self, cell) -> None:
+    def add_series(self, grid: SmallMultiples) -> None:
         raise NotImplementedError
 
     def describe(self, head: int, position: int) -> str:
@@ -55,7 +58,7 @@ class CorpusGridPanel(Panel):
 
     def _hover(self, pos) -> None:
         res = self.result
-        hit = self.grid.at(pos, self.n_positions())
+        hit = self.grid.position_at(pos, self.n_positions())
         if res is not None and hit is not None and hit[0] in res.heads:
             self.status.setText(self.describe(*hit))
 

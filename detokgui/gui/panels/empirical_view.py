@@ -30,12 +30,15 @@ from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, combo, custom, option, spin
 from detokgui.gui.panels.corpus_grid import CorpusGridPanel
-from detokgui.gui.plots import head_color
+from detokgui.gui.plots import HEAD_COLORS
 from detokgui.gui.position import QueryPositionControl
 from detokgui.gui.text_source import max_texts_option, prepend_option, text_source
 from detokgui.gui.view_ranges import data_range, stable_range
 
 CURVES = ("empirical", "predicted", "pattern")
+# the figures' observed (C0) and predicted (C1, dashed); the mean pattern grey, dotted
+PENS = {"empirical": (HEAD_COLORS[0], Qt.SolidLine), "predicted": (HEAD_COLORS[1], Qt.DashLine),
+        "pattern": ("#7f7f7f", Qt.DotLine)}
 LOG_FLOOR = 1e-6
 
 
@@ -128,12 +131,10 @@ class EmpiricalPanel(CorpusGridPanel):
 
     # ------------------------------------------------------------------ draw
 
-    def build_cell(self, cell) -> None:
-        cell.vb.setMouseEnabled(False, False)
-        color = head_color(cell.head)
-        cell.add_curve("empirical", pg.mkPen("k", width=1))
-        cell.add_curve("predicted", pg.mkPen(color, width=1))
-        cell.add_curve("pattern", pg.mkPen(color, width=1, style=Qt.DashLine))
+    def add_series(self, grid) -> None:
+        for name in CURVES:
+            color, style = PENS[name]
+            grid.add_series(name, pg.mkPen(color, width=1, style=style))
 
     def draw(self, res: empirical.EmpiricalAttention | None) -> None:
         if res is None:
@@ -142,24 +143,26 @@ class EmpiricalPanel(CorpusGridPanel):
         o = self.options.value
         i, w = res.i, o.window
         a = max(0, i - w + 1) if w else 0
-        self.grid.set_heads(res.heads)
+        grid = self.grid
+        grid.set_heads(res.heads)
         arrays = [res.empirical, res.predicted, res.pattern]
         if o.log:
             arrays = [np.log10(np.maximum(x, LOG_FLOOR)) for x in arrays]
         y = stable_range(None, *data_range(arrays, a, i + 1), zero_based=not o.log)
         pad = max(0.5, 0.02 * (i - a + 1))
-        self.grid.set_view((a - pad, i + pad), y, i, i)
+        grid.set_ranges((a - pad, i + pad), y)
+        grid.set_marker(i, i)
         J = np.arange(i + 1)
-        for r, h in enumerate(res.heads):
-            cell = self.grid.cell(h)
-            for name, arr in zip(CURVES, arrays):
-                cell.set_curve(name, J, arr[r])
-        self.grid.set_title(
+        for name, arr in zip(CURVES, arrays):
+            grid.set_series(name, J, arr)
+        c = {name: PENS[name][0] for name in CURVES}
+        grid.set_title(
             f"<b>Observed vs predicted attention</b> {'(log<sub>10</sub>) ' if o.log else ''}"
-            f"at i = {i} (Fig 3-E) — black: mean over {res.windows} windows · colour: "
-            f"position-only prediction softmax((T<sub>pp</sub> + T<sub>p</sub>) / τ) "
-            f"({res.convention} convention, {temperature_label(self.layer)}) · dashed: mean "
-            "positional pattern")
+            f"at i = {i} (Fig 3-E) — <span style='color:{c['empirical']}'>mean over "
+            f"{res.windows} windows</span> · <span style='color:{c['predicted']}'>position-only"
+            f" prediction</span> softmax((T<sub>pp</sub> + T<sub>p</sub>) / τ) "
+            f"({res.convention} convention, {temperature_label(self.layer)}, dashed) · "
+            f"<span style='color:{c['pattern']}'>mean positional pattern</span> (dotted)")
         self.status.setText(
             f"i = {i} · {res.windows} of {res.texts} windows are longer than i ({res.source})"
             f" · {res.convention} convention · hover to read values, click to choose i")

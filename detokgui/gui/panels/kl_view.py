@@ -57,6 +57,7 @@ class KLPanel(CorpusGridPanel):
     frame_name = "Six-term contribution"
     title = "Six-term contribution"
     view_name = "kl"
+    x_label = "query position i"
     tooltip = ("Each term's contribution to the attention, as a KL divergence over query "
                "positions, averaged over corpus texts (C3, Figs 4 and 13)")
 
@@ -90,10 +91,9 @@ class KLPanel(CorpusGridPanel):
 
     # ------------------------------------------------------------------ draw
 
-    def build_cell(self, cell) -> None:
-        cell.vb.setMouseEnabled(False, False)
+    def add_series(self, grid) -> None:
         for t in TERM_NAMES:
-            cell.add_curve(t, pg.mkPen(TERM_COLORS[t], width=1))
+            grid.add_series(t, pg.mkPen(TERM_COLORS[t], width=1))
 
     def shown_heads(self) -> list[int]:
         return state_heads(self.options.value.heads, self.state)
@@ -116,20 +116,16 @@ class KLPanel(CorpusGridPanel):
         n = vals.shape[-1]
         heads = [h for h in self.shown_heads() if h in res.heads]
         rows = [res.heads.index(h) for h in heads]
-        self.grid.set_heads(heads)
-        for cell in self.grid.visible():
-            if cell.bottom.labelText:
-                cell.bottom.setLabel("query position i")
+        grid = self.grid
+        grid.set_heads(heads)
         log = self.options.value.log
         y = stable_range(None, *data_range([vals[rows]], 0, n), zero_based=not log)
         pad = max(0.5, 0.02 * n)
-        i = min(self.state.query_position, n - 1)
-        self.grid.set_view((-pad, n - 1 + pad), y, i, 0)
+        grid.set_ranges((-pad, n - 1 + pad), y)
+        grid.set_marker(min(self.state.query_position, n - 1))
         x = np.arange(n)
-        for r, h in zip(rows, heads):
-            cell = self.grid.cell(h)
-            for k, t in enumerate(res.terms):
-                cell.set_curve(t, x, vals[r, k])
+        for k, t in enumerate(res.terms):
+            grid.set_series(t, x, vals[rows, k])
         self.grid.set_title(f"<b>Six-term contribution</b> {'log<sub>10</sub> ' if log else ''}"
                             f"c<sup>X</sup><sub>i,h</sub> over query position i (Fig 4) — "
                             f"{definition_label(self.layer, res.definition)}"

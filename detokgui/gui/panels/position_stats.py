@@ -20,11 +20,11 @@ from detokgui.core.position_side.positional import (
 )
 from detokgui.core.position_side.tables import last_positions_table, position_variance_table
 from detokgui.gui.head_controls import HeadChooser, state_heads
-from detokgui.gui.head_grid import HeadCell, HeadGrid
 from detokgui.gui.option_rows import OptionRow, check, custom, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, set_log_y
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
+from detokgui.gui.small_multiples import SmallMultiples
 from detokgui.gui.view_ranges import data_range, stable_range
 
 DEFAULT_COUNT = 5
@@ -107,7 +107,7 @@ class PositionStatsPanel(Panel):
 
         self.pp_frame = PlotFrame("Raw T_pp at the last positions", self._last_table,
                                   analysis="last_positions")
-        self.grid = HeadGrid(self.pp_frame, "", self._build_cell, state)
+        self.grid = SmallMultiples(self.pp_frame, state, x_label="key position j")
 
         split = QSplitter(Qt.Vertical)
         split.addWidget(self.var_frame)
@@ -185,9 +185,6 @@ class PositionStatsPanel(Panel):
         self.var_plot.setTitle(f"<b>Variance of each position embedding</b> p<sub>j</sub> "
                                f"over its {self.layer.d} dimensions (Fig 6 right)", size="10pt")
 
-    def _build_cell(self, cell: HeadCell) -> None:
-        cell.vb.setMouseEnabled(x=True, y=True)
-
     def _draw_last(self) -> None:
         res = self.result
         if res is None:
@@ -195,23 +192,18 @@ class PositionStatsPanel(Panel):
         last = res.last
         L = self.layer.n_positions
         colors = position_colors(len(last.positions))
-        self.grid.set_heads(last.heads)
-        for r, h in enumerate(last.heads):
-            cell = self.grid.cell(h)
-            for k, i in enumerate(last.positions):
-                name = f"q{k}"
-                curve = cell.curves.get(name)
-                if curve is None:
-                    curve = cell.add_curve(name, None)
-                last_one = k == len(last.positions) - 1
-                curve.setPen(pg.mkPen(colors[k], width=1))  # hairlines: wider AA lines paint ~20x slower
-                curve.setZValue(2 if last_one else 1)
-                curve.setData(np.arange(i + 1), last.values[r, k, : i + 1])
-                curve.setVisible(True)
-            for k in range(len(last.positions), len(cell.curves)):
-                cell.curves[f"q{k}"].setVisible(False)
-        y = stable_range(None, *data_range([last.values], 0, L))
-        self.grid.set_view((-0.5, L - 0.5), y)
+        grid = self.grid
+        grid.set_heads(last.heads)
+        grid.set_ranges((-0.5, L - 0.5), stable_range(None, *data_range([last.values], 0, L)))
+        for k, i in enumerate(last.positions):  # a series per query position, all heads
+            name = f"q{k}"
+            curve = grid.curves.get(name) or grid.add_series(name, None)
+            curve.setPen(pg.mkPen(colors[k], width=1))
+            curve.setZValue(2 if k == len(last.positions) - 1 else 1)  # the last on top
+            grid.set_series(name, np.arange(i + 1), last.values[:, k, : i + 1])
+            grid.show_series(name, True)
+        for k in range(len(last.positions), len(grid.curves)):
+            grid.show_series(f"q{k}", False)
         names = " ".join(f"<span style='color:{c}'>{'<b>' if k == len(colors) - 1 else ''}"
                          f"i = {i}{'</b>' if k == len(colors) - 1 else ''}</span>"
                          for k, (c, i) in enumerate(zip(colors, last.positions)))
@@ -234,13 +226,11 @@ class PositionStatsPanel(Panel):
 
     def _hover_pp(self, pos) -> None:
         res = self.result
-        hit = self.grid.at(pos, self._n_positions())
-        if res is None or hit is None:
+        hit = self.grid.position_at(pos, self._n_positions())
+        if res is None or hit is None or hit[0] not in res.last.heads:
             return
         h, j = hit
         last = res.last
-        if h not in last.heads:
-            return
         r = last.heads.index(h)
         vals = ", ".join(f"i = {i}: {last.values[r, k, j]:.4g}" for k, i in enumerate(last.positions)
                          if j <= i)

@@ -12,18 +12,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QBrush, QColor, QPainterPath, QPen
-from PySide6.QtWidgets import (
-    QGraphicsPathItem,
-    QLabel,
-    QSplitter,
-    QVBoxLayout,
-)
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 from superqt.utils import signals_blocked
 
 from detokgui.core.model.conventions import (
@@ -41,8 +35,6 @@ from detokgui.core.position_side.positional import (
 )
 from detokgui.core.position_side.tables import bias_lines_table, position_band_table
 from detokgui.gui.head_controls import HeadChooser, state_heads
-from detokgui.gui.head_grid import HeadCell, HeadGrid, envelope_decimate
-from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import (
     STRETCH,
@@ -55,7 +47,7 @@ from detokgui.gui.option_rows import (
     toggle,
 )
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import PlotFrame, head_color
+from detokgui.gui.plots import SIGMA_COLORS, PlotFrame
 from detokgui.gui.position import (
     CONVENTION_NAMES as CONVENTION_SHORT,
 )
@@ -64,11 +56,11 @@ from detokgui.gui.position import (
     QueryPositionControl,
     connect_position_clicks,
 )
+from detokgui.gui.small_multiples import SmallMultiples
 from detokgui.gui.view_ranges import data_range, growing_x_range, stable_range
 
 DEFAULT_WINDOW = 32
 LINE_SIGMAS = ("mean", "max", "min")  # the B2 lines
-LINE_STYLES = {"mean": Qt.SolidLine, "max": Qt.DashLine, "min": Qt.DotLine}
 SIGMA_SHORT = {"mean": "σ mean", "max": "σ max", "min": "σ min", "none": "no LayerNorm"}
 SIGMA_ITEM = {"mean": "σ_i = vocabulary mean", "max": "σ_i = vocabulary max",
               "min": "σ_i = vocabulary min", "none": "no LayerNorm (raw)"}
@@ -140,10 +132,14 @@ class Request:
     convention: str
 
 
-def _pen(color: str, style=Qt.SolidLine):
-    """Hairline pens only: Qt strokes a 1024-point antialiased line of width 1.5 some 20x
-    slower than one of width 1 (12 ms against 0.25 ms per plot), too slow for a slider."""
-    return pg.mkPen(color, width=1, style=style)
+def _pen(sigma: str):
+    """The line of a σ's curves (the figures' colours), a hairline: Qt strokes a wide
+    antialiased line many times slower, too slow for a slider."""
+    return pg.mkPen(SIGMA_COLORS.get(sigma, SIGMA_COLORS["none"]), width=1)
+
+
+def _coloured(sigma: str) -> str:
+    return f"<span style='color:{SIGMA_COLORS[sigma]}'>{sigma}</span>"
 
 
 class PositionalBiasPanel(Panel):
@@ -157,12 +153,7 @@ class PositionalBiasPanel(Panel):
         # so that a dragged slider never queues work and redraws as fast as it computes.
         self.channel().coalesce = True
         self.draw_ms = 0.0  # GUI-thread time of the last draw, all its plots together
-        # draw() updates one plot now and the others one per event-loop pass (_next_plot,
-        # later_pass): the window repaints in between, so a slider step or a change of
-        # heads blocks the GUI for one plot's update and paint at a time, not for all four.
-        self._queued: list = []
-        self._next_due = False  # a call of _next_plot_when_shown waits for its pass
-        self._b1_keys: dict[int, tuple] = {}  # head -> what its B1 curves hold
+        self._b1_key = None  # what the T_p curves and band hold
         self._x_range = None  # x range of the T_pp / total / softmax plots
         lay = QVBoxLayout(self)
 
@@ -180,17 +171,27 @@ class PositionalBiasPanel(Panel):
         lay.addWidget(self.position)
 
         self.frames: dict[str, PlotFrame] = {}
-        self.grids: dict[str, HeadGrid] = {}
+        self.grids: dict[str, SmallMultiples] = {}
         for key, name, _text, _tip in FRAMES:
             frame = PlotFrame(name, lambda k=key: self._table(k), analysis=f"bias_{key}")
             frame.setMinimumSize(160, 120)
             self.frames[key] = frame
-            grid = HeadGrid(frame, "", lambda c, k=key: self._build(c, k), state)
+            grid = SmallMultiples(frame, state, x_label="key position j")
             self.grids[key] = grid
             connect_position_clicks(frame.view.scene(),
                                     lambda p, g=grid: g.position(p, self._n_positions()),
                                     self.state.set_query_position)
             frame.view.scene().sigMouseMoved.connect(lambda pos, k=key: self._hover(k, pos))
+        tp = self.grids["tp"]
+        band = QColor(SIGMA_COLORS["mean"])
+        band.setAlpha(64)  # the figures' band alpha
+        tp.add_band("band", band)
+        tp.add_series("mean", _pen("mean"))
+        tp.add_series("raw", _pen("mean"))
+        for s in LINE_SIGMAS:
+            self.grids["tpp"].add_series(s, _pen(s))
+        self.grids["total"].add_series("total", _pen("mean"))
+        self.grids["softmax"].add_series("softmax", _pen("mean"))
         self.split = QSplitter(Qt.Vertical)
         self.rows = []
         for keys in (("tp", "tpp"), ("total", "softmax")):
@@ -207,11 +208,7 @@ class PositionalBiasPanel(Panel):
         self.options.changed.connect(self._options_changed)
 
     def plot_frames(self):
-        self.finish_drawing()  # exported as they will look
         return [self.frames[key] for key, *_ in FRAMES]
-
-    def settled(self) -> bool:
-        return not self._queued and super().settled()
 
     def _n_positions(self) -> int:
         return self.layer.n_positions if self.layer is not None else 0
@@ -219,7 +216,7 @@ class PositionalBiasPanel(Panel):
     # ------------------------------------------------------------------ state
 
     def model_changed(self, layer) -> None:
-        self._b1_keys.clear()
+        self._b1_key = None
         if layer is not None:
             window_size = self.options.widget("window_size")
             with signals_blocked(window_size):
@@ -264,30 +261,6 @@ class PositionalBiasPanel(Panel):
 
     # ------------------------------------------------------------------ draw
 
-    def _build(self, cell: HeadCell, key: str) -> None:
-        cell.vb.setMouseEnabled(False, False)  # the slider and the window set the view
-        color = head_color(cell.head)
-        if key == "tpp":
-            for s in LINE_SIGMAS:
-                cell.add_curve(s, _pen(color, LINE_STYLES[s]))
-            return
-        if key != "tp":
-            cell.add_curve(key, _pen(color))
-            return
-        fill_color = QColor(color)
-        fill_color.setAlpha(70)
-        cell.band = QGraphicsPathItem()
-        cell.band.setBrush(QBrush(fill_color))
-        cell.band.setPen(QPen(Qt.NoPen))
-        cell.band.setZValue(-1)
-        # Filling the band of a jagged T_p costs ~4 ms per plot; it changes only with the
-        # model or the window, so paint it from a cached pixmap while the slider moves.
-        cell.band.setCacheMode(cell.band.CacheMode.DeviceCoordinateCache)
-        cell.band_data = None  # (j, lower, upper) the band shows
-        cell.vb.addItem(cell.band, ignoreBounds=True)
-        cell.add_curve("mean", _pen(color))
-        cell.add_curve("raw", _pen(color), visible=False)
-
     def _shown(self, key: str) -> bool:
         return getattr(self.options.value, f"show_{key}")
 
@@ -301,92 +274,48 @@ class PositionalBiasPanel(Panel):
         return (a - 0.5, i + pad), a, i + 1
 
     def draw(self, res: BiasResult | None) -> None:
-        """Show `res`: the first shown plot now, the others one per event-loop pass (a
-        newer result drops what is left of an older one)."""
-        self._queued = []  # a call already waiting for its pass draws from the new list
+        """Show `res` in every shown plot: a figure is one plot with a curve item per
+        series, so all heads of all four plots redraw in one pass."""
         layer = self.layer
         if res is None or layer is None:
             return
         t0 = time.perf_counter()
-        i, heads, L = res.i, res.heads, layer.n_positions
+        i, heads = res.i, res.heads
         win = self.x_window(i)
         if win is None:  # keys 0..i, with a strip of the masked keys past i
             self._x_range = growing_x_range(self._x_range, i)
             xr, a, b = self._x_range, 0, i + 1
         else:
             xr, a, b = win
-        J = np.arange(i + 1)
-        self._queued = [partial(self._draw_plot, key, res, J, xr, a, b, L, win is not None)
-                        for key, *_ in FRAMES if self._shown(key)]
+        for key, *_ in FRAMES:
+            if self._shown(key):
+                self.grids[key].set_heads(heads)
+                getattr(self, f"_draw_{key}")(self.grids[key], res, xr, a, b, win is not None)
         self.status.setText(
             f"i = {i} · {len(heads)} head{'s' if len(heads) != 1 else ''} · "
             f"keys {a}..{i}" + (f" (window w = {self.options.value.window_size})" if win else "")
             + " · hover to read values, click to choose i")
         self.draw_ms = 1000 * (time.perf_counter() - t0)
-        self._next_plot()
 
-    def _draw_plot(self, key: str, res, *args) -> None:
-        grid = self.grids[key]
-        missing = [h for h in res.heads if h not in grid.cells]
-        if missing:  # a new cell costs ~7 ms: one per pass, then the plot
-            grid.cell(missing[0])
-            self._queued.insert(0, partial(self._draw_plot, key, res, *args))
-            return
-        grid.set_heads(res.heads)
-        getattr(self, f"_draw_{key}")(grid, res, *args)
-
-    @Slot()
-    def _next_plot(self) -> None:
-        """Update the next queued plot; the one after it on the next event-loop pass."""
-        if not self._queued:
-            return
-        t0 = time.perf_counter()
-        self._queued.pop(0)()
-        self.draw_ms += 1000 * (time.perf_counter() - t0)
-        if self._queued and not self._next_due:
-            self._next_due = True
-            in_a_later_pass(self._next_plot_when_shown, owner=self)
-
-    def _next_plot_when_shown(self) -> None:
-        """The next queued plot now if the panel is shown, else once it is shown again (a
-        tab switched away from went on updating its plots in the passes of the new tab)."""
-        self._next_due = False
-        if self.isVisible():
-            self._next_plot()
-        elif self._queued:
-            self._on_show[self._next_plot] = None
-
-    def finish_drawing(self) -> None:
-        """Update every plot still queued by draw() now."""
-        while self._queued:
-            self._next_plot()
-
-    def _draw_tp(self, grid, res, J, xr, a, b, L, windowed) -> None:
+    def _draw_tp(self, grid: SmallMultiples, res, xr, a, b, windowed) -> None:
         raw = self.options.value.raw
-        band = res.band
+        band, L = res.band, self.layer.n_positions
         x_range = xr if windowed else (-0.02 * L, L - 1 + 0.02 * L)
         lo_j = max(0, int(np.floor(x_range[0] + 0.5)))
         hi_j = min(L, int(np.ceil(x_range[1])) + 1)
         arrays = [band.raw] if raw else [band.lower, band.upper, band.mean]
-        y_range = stable_range(grid.y_range, *data_range(arrays, lo_j, hi_j))
-        grid.set_view(x_range, y_range, res.i, x_range[1])
-        # All positions, or with the window only the keys in view (a short band fills fast).
-        s0, s1 = (max(0, lo_j - 1), min(L, hi_j + 1)) if windowed else (0, L)
-        js = np.arange(s0, s1)
-        for r, h in enumerate(res.heads):
-            cell = grid.cell(h)
-            key = (self.serial, band.convention, raw, s0, s1, round(cell.vb.width()))
-            if self._b1_keys.get(h) == key:
-                continue  # unchanged: only the marker moved
-            self._b1_keys[h] = key
-            cell.band_data = (js, band.lower[r, s0:s1], band.upper[r, s0:s1])
-            cell.band.setPath(band_path(*envelope_decimate(*cell.band_data,
-                                                           cell.pixels_across(js))))
-            cell.set_curve("mean", js, band.mean[r, s0:s1])
-            cell.set_curve("raw", js, band.raw[r, s0:s1])
-            cell.band.setVisible(not raw)
-            cell.curves["mean"].setVisible(not raw)
-            cell.curves["raw"].setVisible(raw)
+        grid.set_ranges(x_range, stable_range(grid.y_range, *data_range(arrays, lo_j, hi_j)))
+        grid.set_marker(res.i, x_range[1])
+        key = (self.serial, band.convention, tuple(res.heads))
+        if self._b1_key != key:  # T_p does not depend on i: the slider moves the marker only
+            self._b1_key = key
+            js = np.arange(L)
+            grid.set_band("band", js, band.lower, band.upper)
+            grid.set_series("mean", js, band.mean)
+            grid.set_series("raw", js, band.raw)
+        grid.band_items["band"].setVisible(not raw)
+        grid.show_series("mean", not raw)
+        grid.show_series("raw", raw)
         if raw:
             grid.set_title("<b>Position self-assertion without LayerNorm</b> b<sup>QK</sup>"
                            "p<sub>j</sub><sup>T</sup> (Fig 8)")
@@ -399,48 +328,47 @@ class PositionalBiasPanel(Panel):
                            "p<sub>j</sub><sup>T</sup> / mean σ<sub>j</sub> — band: σ min…max;"
                            " mean-σ convention")
 
-    def _draw_tpp(self, grid, res, J, xr, a, b, L, windowed) -> None:
+    def _draw_tpp(self, grid: SmallMultiples, res, xr, a, b, windowed) -> None:
         arrays = [res.lines[s].t_pp for s in LINE_SIGMAS]
-        grid.set_view(xr, stable_range(grid.y_range, *data_range(arrays, a, b)), res.i, xr[1])
-        for r, h in enumerate(res.heads):
-            cell = grid.cell(h)
-            for s in LINE_SIGMAS:
-                cell.set_curve(s, J, res.lines[s].t_pp[r])
+        grid.set_ranges(xr, stable_range(grid.y_range, *data_range(arrays, a, b)))
+        grid.set_marker(res.i, xr[1])
+        J = np.arange(res.i + 1)
+        for s in LINE_SIGMAS:
+            grid.set_series(s, J, res.lines[s].t_pp)
         grid.set_title(f"<b>Position-position term</b> T<sub>pp</sub>(i = {res.i}, j) (Fig 3-B)"
-                       f" — σ<sub>i</sub> mean (solid), max (dashed), min (dotted); "
+                       f" — σ<sub>i</sub> {', '.join(_coloured(s) for s in LINE_SIGMAS)}; "
                        f"{CONVENTION_SHORT[res.convention]}")
 
-    def _draw_total(self, grid, res, J, xr, a, b, L, windowed) -> None:
-        self._draw_one(grid, "total", res.b3.total, res.i, J, xr, a, b)
+    def _draw_total(self, grid: SmallMultiples, res, xr, a, b, windowed) -> None:
+        self._draw_one(grid, "total", res, res.b3.total, xr, a, b)
         grid.set_title(f"<b>Positional bias</b> T<sub>pp</sub> + T<sub>p</sub> at i = {res.i}"
                        f" (Fig 3-C) — {_sigma_note(res)}")
 
-    def _draw_softmax(self, grid, res, J, xr, a, b, L, windowed) -> None:
+    def _draw_softmax(self, grid: SmallMultiples, res, xr, a, b, windowed) -> None:
         # the largest probability jumps as i moves: keep the range while it stays above 1/4
-        self._draw_one(grid, "softmax", res.b3.softmax, res.i, J, xr, a, b, zero_based=True,
+        self._draw_one(grid, "softmax", res, res.b3.softmax, xr, a, b, zero_based=True,
                        min_fill=0.25)
         grid.set_title(f"<b>Attention from position</b> softmax<sub>j≤i</sub>((T<sub>pp</sub>"
                        f" + T<sub>p</sub>) / τ), i = {res.i}, {temperature_label(self.layer)}"
                        f" (Fig 3-D) — {_sigma_note(res)}")
 
     @staticmethod
-    def _draw_one(grid, name, values, i, J, xr, a, b, **range_kw) -> None:
-        """One curve per head, values [heads, i+1], the y range from keys a..b-1."""
-        grid.set_view(xr, stable_range(grid.y_range, *data_range([values], a, b), **range_kw),
-                      i, xr[1])
-        for r, h in enumerate(grid.heads):
-            grid.cell(h).set_curve(name, J, values[r])
+    def _draw_one(grid: SmallMultiples, name, res, values, xr, a, b, **range_kw) -> None:
+        """One series, values [heads, i+1] in the colour of its σ, the y range from keys
+        a..b-1."""
+        grid.set_ranges(xr, stable_range(grid.y_range, *data_range([values], a, b), **range_kw))
+        grid.set_marker(res.i, xr[1])
+        grid.curves[name].setPen(_pen(res.b3_sigma))
+        grid.set_series(name, np.arange(res.i + 1), values)
 
     # ------------------------------------------------------------------ hover & export
 
     def _hover(self, key: str, pos) -> None:
         res = self.result
-        hit = self.grids[key].at(pos, self._n_positions())
-        if res is None or hit is None:
+        hit = self.grids[key].position_at(pos, self._n_positions())
+        if res is None or hit is None or hit[0] not in res.heads:
             return
         h, j = hit
-        if h not in res.heads:
-            return
         r, i = res.heads.index(h), res.i
         where = f"head {h} · i = {i} · j = {j}: "
         if key == "tp":
@@ -469,17 +397,6 @@ class PositionalBiasPanel(Panel):
             return position_band_table(layer, res.heads, res.convention)
         sigmas = LINE_SIGMAS if key == "tpp" else (res.b3_sigma,)
         return bias_lines_table(layer, res.i, sigmas, res.heads, res.convention)
-
-
-def band_path(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> QPainterPath:
-    """The region between two curves over x: one polygon, along `lower` and back along
-    `upper`. (pyqtgraph's FillBetweenItem builds the same polygon from its two curves'
-    paths, ~4.7 ms for 1024 points against ~0.3 ms here, and again on each curve's
-    change.)"""
-    path = QPainterPath()
-    path.addPolygon(pg.functions.arrayToQPolygonF(np.concatenate([x, x[::-1]]),
-                                                  np.concatenate([lower, upper[::-1]])))
-    return path
 
 
 def _sigma_note(res: BiasResult) -> str:

@@ -6,7 +6,7 @@ and with detokgui's GridAxis, in the same run.
 
 A 700 x 450 plot of a 1000-point curve with grid lines on both axes (alpha 0.25, as the
 app's), its axes cached as the app caches them, with the app's setting of the C heap
-(gui/allocator.py: new images' pages were faulted in afresh under an earlier one). Prints
+(gui/process.py: new images' pages were faulted in afresh under an earlier one). Prints
 the median GUI-thread CPU time of one paint with each axis, and GridAxis's as a ratio of
 pyqtgraph's (target: at most 0.75).
 """
@@ -60,10 +60,10 @@ def main() -> None:
     import pyqtgraph as pg
     from PySide6.QtWidgets import QApplication
 
-    from detokgui.gui.allocator import fix_mmap_threshold
     from detokgui.gui.grid_axis import GridAxis
+    from detokgui.gui.process import MMAP_THRESHOLD, fix_mmap_threshold
 
-    fix_mmap_threshold()  # as the app's job runner does
+    fix_mmap_threshold(MMAP_THRESHOLD)  # as the app's configure_process does
     app = QApplication([])
     pg.setConfigOptions(background="w", foreground="k", antialias=True)
     paint_ms(app, GridAxis, 10)  # warm up fonts and caches

@@ -146,11 +146,22 @@ def _isolated_cache(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _gui_isolation(request):
-    """For gui tests only (the others never import Qt): settings in a temp folder, modal
-    dialogs recorded instead of shown (`modal_dialogs`)."""
+    """For gui tests only (the others never import Qt): settings in a temp folder, garbage
+    collected on the GUI thread, modal dialogs recorded instead of shown
+    (`modal_dialogs`)."""
     if request.node.get_closest_marker("gui") is not None:
         request.getfixturevalue("_isolated_qsettings")
+        request.getfixturevalue("_gui_thread_garbage_collection")
         request.getfixturevalue("modal_dialogs")
+
+
+@pytest.fixture(scope="session")
+def _gui_thread_garbage_collection(qapp):
+    """Garbage is collected on the GUI thread only, as in the app (`gui.process`): a
+    collection in a job's worker thread that frees Qt objects deadlocks or crashes."""
+    from detokgui.gui.process import collect_garbage_on_gui_thread
+
+    collect_garbage_on_gui_thread(qapp)
 
 
 @pytest.fixture(scope="session")

@@ -59,31 +59,6 @@ def test_result_and_progress_arrive_on_gui_thread(qtbot, runner):
     assert [e for e in rec.events if e[0] == "progress"][-1] == ("progress", "a", 1.0)
 
 
-def test_results_arriving_together_are_handed_over_one_pass_each(qtbot, runner):
-    """Two results that reach the GUI thread together are drawn in two passes of the event
-    loop, with the window's other work (a posted event here; a paint, input) between them,
-    and each job counts as running until its result was handed over (issue 16)."""
-    from PySide6.QtCore import QTimer
-
-    r, _rec = runner
-    order = []
-
-    def done(name):
-        def on_done(_result):
-            order.append(name)
-            QTimer.singleShot(0, lambda: order.append(f"after {name}"))
-        return on_done
-
-    r.submit("a", lambda: 1, done("a"))
-    r.submit("b", lambda: 2, done("b"))
-    assert r.wait(5000)  # both results are waiting for the GUI thread
-    time.sleep(0.05)
-    assert r.busy
-    qtbot.waitUntil(lambda: len(order) == 4, timeout=5000)
-    assert order.index("after a") < order.index("b") or order.index("after b") < order.index("a")
-    assert not r.busy
-
-
 def test_cancel_stops_a_running_generator(qtbot, runner):
     r, rec = runner
     results = []
@@ -334,127 +309,36 @@ def test_runner_deleted_before_its_ended_jobs():
     assert out.returncode == 0 and "survived" in out.stdout, out.stderr[-2000:]
 
 
-def test_dismantle_frees_a_model_it_alone_holds_and_leaves_a_shared_one_whole(tiny_ckpt):
-    """The previous model is freed piece by piece off the GUI thread (issue 16, item 4):
-    all of it when the job holds its last reference; nothing taken from it otherwise."""
+def test_a_switched_model_is_freed(window, qtbot, tmp_path):
+    """After a model switch, and after closing a comparison, nothing holds the model let
+    go of: the window only drops its references (weak references tell; no collection
+    needed)."""
     import weakref
 
-    from detokgui.core import Layer0
-    from detokgui.gui.jobs import dismantle
+    from conftest import wait_idle
 
-    layer = Layer0.from_pretrained(str(tiny_ckpt), device="cpu")
-    sigma = layer.sigma_stats()  # a cached result, held by the test as a panel would
-    E = layer.E
-    gone = weakref.ref(layer)
-    box = [layer]
-    del layer
-    dismantle(box)
-    assert box == [] and gone() is None
-    assert E.shape[0] > 0 and vars(sigma)  # what others hold is untouched
+    from detokgui.core.model.sources.demo import write_random_checkpoint
 
-    shared = Layer0.from_pretrained(str(tiny_ckpt), device="cpu")
-    before = dict(vars(shared))
-    dismantle([shared])
-    assert vars(shared) == before and shared.E is before["E"]
+    other = write_random_checkpoint(tmp_path / "other", seed=5)
+    old = weakref.ref(window.state.layer)
+    window.load_model(str(other))
+    qtbot.waitUntil(lambda: window.state.layer is not old(), timeout=60000)
+    wait_idle(qtbot, window)
+    _collect_deferred()
+    assert old() is None
 
-
-FROZEN_BASELINE = """
-import gc, weakref
-from detokgui.gui.jobs import release_memory
-
-class Thing:
-    pass
-
-def cycle():
-    t = Thing()
-    t.me = t
-    return t
-
-held = cycle()
-held.model = Thing()
-old = weakref.ref(held.model)
-keep = [held]
-del held
-release_memory()                      # the first call freezes all that is alive
-frozen = gc.get_freeze_count()
-assert frozen > 1000, frozen
-fresh = weakref.ref(cycle())          # garbage made after the freeze
-release_memory()
-assert fresh() is None and gc.get_freeze_count() == frozen, "collected, nothing unfrozen"
-keep.clear()                          # a frozen cycle now holds the old model
-release_memory()
-assert old() is not None and gc.get_freeze_count() == frozen, "frozen garbage stays"
-release_memory(old)                   # ... unless it holds the model let go of
-assert old() is None
-print("ok")
-"""
+    window.compare_with(str(window.state.layer.name))
+    qtbot.waitUntil(lambda: window.state.layer_b is not None, timeout=60000)
+    wait_idle(qtbot, window)
+    b = weakref.ref(window.state.layer_b)
+    window.close_comparison()
+    wait_idle(qtbot, window)
+    _collect_deferred()
+    assert b() is None and window.state.layer is not None
 
 
-def test_release_memory_freezes_once_and_collects_the_rest(tmp_path):
-    """Switches after the first collect only what is not frozen (the modules' ~260,000
-    objects are not traversed again), and a model that a frozen cycle keeps alive is
-    still freed (issue 16, item 4). In a subprocess: freezing is process-wide."""
-    import subprocess
-    import sys
+def _collect_deferred() -> None:
+    """Run the deferred deletions the event loop would run (the ended jobs' objects)."""
+    from PySide6.QtCore import QCoreApplication, QEvent
 
-    from conftest import SUBPROCESS_ENV
-
-    out = subprocess.run([sys.executable, "-c", FROZEN_BASELINE], capture_output=True,
-                         text=True, timeout=120, env=SUBPROCESS_ENV, check=False)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
-
-
-HELD_BY_A_JOB = """
-import gc, weakref
-from PySide6.QtCore import QCoreApplication, QTimer
-from detokgui.gui import jobs
-
-app = QCoreApplication([])
-jobs.RELEASE_RETRY_MS = 50
-unfrozen = []
-real_unfreeze = gc.unfreeze
-gc.unfreeze = lambda: (unfrozen.append(1), real_unfreeze())
-
-class Thing:
-    pass
-
-ring = Thing()
-ring.me = ring
-ring.model = Thing()                  # frozen below inside a cycle
-held = weakref.ref(ring.model)
-jobs.release_memory()                 # the first call freezes all that is alive
-del ring                              # a frozen cycle now holds `held`'s model
-
-model = Thing()
-old = weakref.ref(model)
-job = [model]                         # a running job's reference to the old model
-del model
-jobs.release_memory(old)
-assert old() is not None and not unfrozen, "no full collection while a job holds it"
-QTimer.singleShot(20, job.clear)      # the job ends
-QTimer.singleShot(400, app.quit)
-app.exec()
-assert old() is None and not unfrozen, "freed by the job's end, without a full collection"
-
-jobs.release_memory(held)             # only a full collection frees it: after the retries
-assert held() is not None and not unfrozen
-QTimer.singleShot(1000, app.quit)
-app.exec()
-assert held() is None and unfrozen == [1]
-print("ok")
-"""
-
-
-def test_release_memory_waits_for_a_job_to_let_go_of_the_old_model():
-    """A model switch while a job of the old model runs: the full collection (0.4 s of
-    GUI-thread CPU) is put off while cheap ones are retried, and is not needed once the
-    job lets go; a model only a frozen cycle holds is still freed, after the retries
-    (issue 16, item 4). In a subprocess: freezing is process-wide."""
-    import subprocess
-    import sys
-
-    from conftest import SUBPROCESS_ENV
-
-    out = subprocess.run([sys.executable, "-c", HELD_BY_A_JOB], capture_output=True,
-                         text=True, timeout=120, env=SUBPROCESS_ENV, check=False)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)

@@ -16,32 +16,52 @@ A finished job holds nothing: its function, callbacks, task and signal objects a
 released when it ends, so a result's model can be freed once nothing shown needs it.
 
 Callbacks run on the GUI thread: worker signals are connected to @Slot methods of a
-GUI-thread QObject (a plain function or lambda would run in the worker thread).
+GUI-thread QObject (a plain function or lambda would run in the worker thread), so Qt
+queues each report as an event for the GUI thread's event loop.
+
+A runner changes no interpreter or process setting; the application's are made by
+`gui.process.configure_process`, which only the launcher calls.
 """
 
 from __future__ import annotations
 
-import gc
 import inspect
 import itertools
+import os
 import sys
 import threading
 import time
 import traceback
-import weakref
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QObject, QThreadPool, QTimer, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, QThreadPool, Signal, Slot
 
 from detokgui.core.base.errors import Cancelled, DetokError
 from detokgui.core.base.progress import Progress
-from detokgui.gui.allocator import fix_mmap_threshold, trim_in_background
-from detokgui.gui.later_pass import in_a_later_pass
-from detokgui.gui.scheduling import lower_worker_priority, shorten_time_slice
 
 PROGRESS_INTERVAL_S = 0.1
+#: A worker thread's niceness (Linux): a third of a normal thread's weight, so that on a
+#: machine with few cores the GUI thread gets a core to draw the workers' results while
+#: they compute (measured in the soak benchmark: docs/performance.md). It is a property of
+#: the runner's own pool threads, not of the process.
+WORKER_NICENESS = 5
+
+_worker = threading.local()
+
+
+def lower_worker_priority() -> None:
+    """Run the calling thread (a runner's pool thread, and threads it starts) at
+    WORKER_NICENESS or nicer, once per thread; Linux only, elsewhere nothing."""
+    if getattr(_worker, "niced", False) or not sys.platform.startswith("linux"):
+        return
+    _worker.niced = True
+    tid = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid,
+                       max(os.getpriority(os.PRIO_PROCESS, tid), WORKER_NICENESS))
+    except OSError:
+        pass  # not allowed here: the default priority
 
 
 class _Signals(QObject):
@@ -177,7 +197,7 @@ class Job(QObject):
         self.shown_at = 0.0  # perf_counter() of the last progress passed on
         self.signals = _Signals(self)
         self.signals.progress.connect(self._progress)
-        self.signals.done.connect(self._arrived)
+        self.signals.done.connect(self._done)
         self.signals.failed.connect(self._failed)
         self.signals.cancelled.connect(self._cancelled)
         self.task: _Task | None = _Task(task_fn, self.signals, self.cancel_event)
@@ -208,12 +228,6 @@ class Job(QObject):
             self.runner.progress.emit(self.key, fraction, message or self.label)
 
     @Slot(object)
-    def _arrived(self, result: Any) -> None:
-        # Handed over in a pass of its own: results that reach the GUI thread together
-        # used to be drawn one after the other before the window could paint or handle
-        # input. The job runs until then (a Cancel in between is reported as before).
-        in_a_later_pass(partial(self._done, result))
-
     def _done(self, result: Any) -> None:
         on_done, on_cancel = self.on_done, self.on_cancel
         if not self._finish() or self.stale:
@@ -271,109 +285,6 @@ class Job(QObject):
         return alive
 
 
-_gc_timer: QTimer | None = None
-
-#: The GIL's switch interval in the application. A worker thread running Python keeps the
-#: GIL for up to this long each time the GUI thread asks for it back, and a repaint asks
-#: hundreds of times (each Python paint method, signal and callback): with 1 ms, the GUI
-#: thread spent 60-150 ms of a model switch's longest stalls waiting for the GIL (its
-#: scheduler statistics, bench_soak), with 0.2 ms 40-60 ms (Python's default is 5 ms).
-GIL_SWITCH_INTERVAL_S = 0.0002
-
-
-def collect_garbage_on_gui_thread(interval_ms: int = 500) -> None:
-    """Run Python's cyclic garbage collector only on the GUI thread (once per process).
-
-    The automatic collector runs in whichever thread allocates when a threshold is
-    crossed. When that is a job's worker thread and the garbage holds GUI-thread Qt objects
-    (a closed window's pyqtgraph items), their destructors run there and deadlock against
-    the GUI thread or crash PySide. So: automatic collection off, and a GUI-thread timer
-    that collects a generation whenever its count has passed its threshold."""
-    global _gc_timer
-    app = QCoreApplication.instance()
-    if _gc_timer is not None or app is None:
-        return
-    gc.disable()
-    _gc_timer = QTimer(app)
-    _gc_timer.timeout.connect(_collect_due_generation)
-    _gc_timer.start(interval_ms)
-
-
-_baseline_frozen = False
-RELEASE_RETRY_MS = 1500  # release_memory: how long to wait for a job to let go of the old model
-RELEASE_TRIES = 4
-
-
-def release_memory(old: weakref.ref | None = None, tries: int = RELEASE_TRIES) -> None:
-    """Collect garbage and hand the freed heap back to the system (glibc's malloc_trim, on
-    a short-lived thread; nothing elsewhere). After a model switch the old model's hundreds
-    of MB are free but mostly stay in the allocator's arenas, fragmented by small
-    allocations made meanwhile, and the process's resident size would keep them.
-
-    A collection never traverses frozen objects (gc.freeze). The first call freezes
-    everything then alive, without collecting: the 300,000-500,000 objects of torch's,
-    transformers', Qt's and pyqtgraph's modules, the first model and its views, over which
-    a full collection costs 0.4-0.45 s of GUI-thread CPU (measured; it would find ~30
-    unreachable objects). Later calls collect only what was created since, the later
-    models and views: 5-11 ms of CPU after switching a GPT-2-small-sized model. Garbage
-    among frozen objects is not collected, with one exception: when `old` (a weak
-    reference to the model just let go of) is still alive after that collection, a frozen
-    cycle may hold it, so everything is unfrozen, collected and frozen again (the full
-    cost, only then). Within an application that full collection waits: a job of the old
-    model still running (or just cancelled) holds it until it ends, and freeing it then
-    needs no collection at all; so the cheap collection is tried again every
-    RELEASE_RETRY_MS, `tries` times, before the full one (0.4 s of GUI-thread CPU that a
-    switch would otherwise often pay at once)."""
-    global _baseline_frozen
-    if not _baseline_frozen:
-        gc.freeze()
-        _baseline_frozen = True
-    else:
-        gc.collect()
-    if old is not None and old() is not None:
-        app = QCoreApplication.instance()
-        if tries > 0 and app is not None:
-            QTimer.singleShot(RELEASE_RETRY_MS, app, lambda: release_memory(old, tries - 1))
-            return  # the heap is trimmed once the model is gone
-        gc.unfreeze()
-        gc.collect()
-        gc.freeze()
-    trim_in_background()
-
-
-def dismantle(box: list) -> None:
-    """Job body: free the one object in `box` (its only reference) piece by piece, the
-    GIL handed back between pieces, so that freeing a model's hundreds of MB (~70 ms for
-    GPT-2 small: its cache 31, E 23, tokenizer 15, measured) never holds the GUI thread
-    at once. An object is taken apart only while nothing else refers to it (a plain dict
-    or list, or an instance of one of detokgui's classes); anything still shared (a job
-    of the old model still running, a reference cycle) is only let go of, and freed by
-    its last holder or by the garbage collector."""
-    todo = [box.pop()]
-    while todo:
-        obj = todo.pop()
-        if sys.getrefcount(obj) == 2:  # `obj` and the call's argument: ours alone
-            if type(obj) in (dict, list):
-                parts = list(obj.values() if type(obj) is dict else obj)
-                obj.clear()
-                todo.extend(parts)
-                del parts
-            elif type(obj).__module__.startswith("detokgui.") and \
-                    type(getattr(obj, "__dict__", None)) is dict:
-                todo.append(dict(obj.__dict__))
-                obj.__dict__.clear()
-        del obj
-        time.sleep(0.0005)  # the GIL to the GUI thread between pieces
-
-
-def _collect_due_generation() -> None:
-    counts, thresholds = gc.get_count(), gc.get_threshold()
-    for gen in (2, 1, 0):
-        if counts[gen] > thresholds[gen]:
-            gc.collect(gen)
-            return
-
-
 class JobRunner(QObject):
     """Submit jobs by key; emits progress/finished/failed for the status bar."""
 
@@ -386,10 +297,6 @@ class JobRunner(QObject):
 
     def __init__(self, parent=None, max_threads: int = 2):
         super().__init__(parent)
-        collect_garbage_on_gui_thread()
-        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_S))
-        shorten_time_slice()  # the GUI thread's: see gui/scheduling.py
-        fix_mmap_threshold()  # see gui/allocator.py
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max_threads)
         self._latest: dict[str, int] = {}  # key -> serial of the newest job (not the job)

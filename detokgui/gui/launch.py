@@ -1,11 +1,14 @@
-"""Start the GUI: argument parsing, QApplication, main window, screenshot mode."""
+"""Start the GUI: argument parsing, the display check, QApplication and the process's
+settings (`gui.process.configure_process`, called here only), main window, screenshot
+mode."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from detokgui.gui.arguments import build_parser  # noqa: F401  (the one definition; re-exported)
+from detokgui.gui.arguments import build_parser  # the one definition; re-exported
+from detokgui.gui.display import display_problem
 
 #: Harmless warnings of the offscreen platform, dropped from stderr.
 _NOISE = ("propagateSizeHints",)
@@ -81,6 +84,10 @@ def launch(argv: list[str]) -> int:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if args.screenshot and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    problem = display_problem()
+    if problem is not None:  # Qt would abort the process (a core dump) with its own message
+        print(f"detokgui: error: {problem}", file=sys.stderr)
+        return 2
     if args.device == "cuda":
         import torch
 
@@ -89,15 +96,18 @@ def launch(argv: list[str]) -> int:
                   file=sys.stderr)
             return 2
 
+    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
     from detokgui.gui.main_window import MainWindow
+    from detokgui.gui.process import configure_process
 
     quiet_qt_messages()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("detokgui")
     app.setApplicationName("detokgui")
     app.setWindowIcon(app_icon())
+    configure_process(app)  # before the window, whose jobs may start as it is built
     win = MainWindow(model=None, device=args.device)
     if args.view and not win.show_view(args.view):
         names = ", ".join(win.view_names())
@@ -113,11 +123,11 @@ def launch(argv: list[str]) -> int:
         from detokgui.gui.screenshot import ScreenshotWhenIdle
 
         shooter = ScreenshotWhenIdle(win, args.screenshot, args.timeout)
-        open_models(win, args)
-        app.exec()
-        return shooter.exit_code
-    open_models(win, args)
-    return app.exec()
+    # In the event loop's first pass, after configure_process froze what is alive then:
+    # not a model being loaded (its garbage would never be collected).
+    QTimer.singleShot(0, win, lambda: open_models(win, args))
+    code = app.exec()
+    return shooter.exit_code if args.screenshot else code
 
 
 def open_models(win, args) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-import weakref
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
@@ -40,10 +39,11 @@ from detokgui.core.model.sources.default_model import (
 from detokgui.core.model.sources.demo import DEMO, DEMO_DESCRIPTION
 from detokgui.gui.banner import NOTICE, Banner, BannerAction, carry_sentence
 from detokgui.gui.elided_label import ElidedLabel, StatusBar
-from detokgui.gui.jobs import JobRunner, dismantle, release_memory
+from detokgui.gui.jobs import JobRunner
 from detokgui.gui.notices import LogNotices
 from detokgui.gui.options import flush_settings, remember, remembered
 from detokgui.gui.page_tabs import PageTabs
+from detokgui.gui.plots import EXPORT_SHORTCUTS
 from detokgui.gui.progress_bar import ProgressBar
 from detokgui.gui.state import AppState
 
@@ -344,7 +344,7 @@ class MainWindow(QMainWindow):
                      "Read a text file as the Tokens view's text (any size: a long one is "
                      "shown as a read-only preview and tokenised whole)")
         file_menu.addSeparator()
-        for fmt, key in (("png", "Ctrl+Shift+P"), ("svg", "Ctrl+Shift+S"), ("csv", "Ctrl+Shift+C")):
+        for fmt, key in EXPORT_SHORTCUTS.items():
             self._action(file_menu, f"Export current view as {fmt.upper()}…",
                          lambda _=False, f=fmt: self.export_current(f), QKeySequence(key))
         file_menu.addSeparator()
@@ -527,20 +527,9 @@ class MainWindow(QMainWindow):
                 self.state.set_query_token(default_query(layer))
             if self.state.model_serial == 0 and self.state.query_position == 0:
                 self.state.set_query_position(default_query_position(layer.n_positions))
-        # The previous model, held only here from now on, is freed off the GUI thread,
-        # then its memory handed back.
-        previous = [self.state.layer] if self.state.layer is not None else []
-        old = weakref.ref(previous[0]) if previous else None
-        self.state.set_model(layer)
+        self.state.set_model(layer)  # the previous model is freed once nothing holds it
         if self.state.query_token < 0:
             self.state.set_query_token(default_query(layer))
-        if previous:
-            after = lambda *_: QTimer.singleShot(0, self, lambda: release_memory(old))
-            self.jobs.submit("release", lambda: dismantle(previous), after,
-                             label="Freeing the previous model", on_error=after,
-                             on_cancel=after)
-        else:
-            QTimer.singleShot(0, self, release_memory)
         for note in layer.notes:
             self.show_message(note)
         if name == DEMO:
@@ -697,9 +686,7 @@ class MainWindow(QMainWindow):
     def _compare_loaded(self, name: str, layer) -> None:
         self.loading_b_name = None
         self._remember(name, layer.family)
-        previous = [self.state.layer_b] if self.state.layer_b is not None else []
         self.state.set_compare(layer)
-        self._release(previous)
         for note in layer.notes:
             self.show_message(f"B: {note}")
 
@@ -710,24 +697,12 @@ class MainWindow(QMainWindow):
         self.banner.show_text(f"<b>The model to compare with could not be loaded.</b><br>"
                               f"{_html(str(exc))}")
 
-    def _release(self, previous: list) -> None:
-        """Free the one model in `previous` (its last reference) off the GUI thread, then
-        hand its memory back."""
-        if not previous:
-            return
-        old = weakref.ref(previous[0])
-        after = lambda *_: QTimer.singleShot(0, self, lambda: release_memory(old))
-        self.jobs.submit("release_b", lambda: dismantle(previous), after,
-                         label="Freeing the previous model", on_error=after, on_cancel=after)
-
     def close_comparison(self) -> None:
         self.jobs.discard("model_b")
         self.jobs.discard("pair")
         self.jobs.discard("matching")
         self.loading_b_name = None
-        previous = [self.state.layer_b] if self.state.layer_b is not None else []
         self.state.set_compare(None)
-        self._release(previous)
         self._show_model_label()
 
     def swap_models(self) -> None:

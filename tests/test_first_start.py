@@ -15,9 +15,10 @@ from conftest import close_jobs, closed_port, wait_idle
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
-from detokgui.gui import main_window
+from detokgui.gui import models
 from detokgui.gui.banner import ERROR, NOTICE
-from detokgui.gui.main_window import MainWindow, hub_request
+from detokgui.gui.main_window import MainWindow
+from detokgui.gui.models import hub_request
 from detokgui.gui.options import flush_settings
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -118,17 +119,17 @@ def test_reachable_hub_offers_download_gpt2(qtbot, monkeypatch, empty_hf_cache, 
                                             tiny_ckpt):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", answering_hub)
-    real = main_window.load_layer
+    real = models.load_layer
     asked = []
 
     def load(name, device, report):  # "gpt2" from the tiny checkpoint: no real hub here
         asked.append(name)
         return real(str(tiny_ckpt) if name == "gpt2" else name, device, report)
 
-    monkeypatch.setattr(main_window, "load_layer", load)
+    monkeypatch.setattr(models, "load_layer", load)
     probed_on = []
-    real_probe = main_window.probe_hub
-    monkeypatch.setattr(main_window, "probe_hub",
+    real_probe = models.probe_hub
+    monkeypatch.setattr(models, "probe_hub",
                         lambda: probed_on.append(threading.current_thread()) or real_probe())
     win = first_start(qtbot)
     try:
@@ -226,7 +227,7 @@ def test_hub_request_refuses_malformed_names(typed):
 def fake_hub_layer(tiny_ckpt):
     """A `load_layer` that loads the tiny checkpoint as the hub would: named as typed,
     with the resolved commit as `revision`."""
-    real = main_window.load_layer
+    real = models.load_layer
 
     def load(name, device, report):
         layer = real(str(tiny_ckpt), device, report)
@@ -238,7 +239,7 @@ def fake_hub_layer(tiny_ckpt):
 
 
 def test_hub_dialog_loads_name_at_revision(qtbot, monkeypatch, tiny_ckpt):
-    monkeypatch.setattr(main_window, "load_layer", fake_hub_layer(tiny_ckpt))
+    monkeypatch.setattr(models, "load_layer", fake_hub_layer(tiny_ckpt))
     win = new_window(qtbot)
     answers = [("gpt2@", True), (" gpt2 @ step1000 ", True)]
     prompts, warnings = [], []
@@ -248,7 +249,7 @@ def test_hub_dialog_loads_name_at_revision(qtbot, monkeypatch, tiny_ckpt):
         lambda parent, title, text: warnings.append(text)))
     try:
         win.ask_hub_model()
-        assert "@" in prompts[0][0] and main_window.HUB_EXAMPLE in prompts[0][0]
+        assert "@" in prompts[0][0] and models.HUB_EXAMPLE in prompts[0][0]
         assert prompts[1][1]["text"] == "gpt2@"  # asked again with what was typed
         assert len(warnings) == 1 and "revision" in warnings[0]
         qtbot.waitUntil(lambda: win.state.layer is not None, timeout=60000)
@@ -283,7 +284,7 @@ def test_esc_cancels_a_slow_load_and_keeps_the_model(window, qtbot, monkeypatch)
             reports.append(done)
             time.sleep(0.02)
 
-    monkeypatch.setattr(main_window, "load_layer", slow)
+    monkeypatch.setattr(models, "load_layer", slow)
     window.load_model("gpt2-xl")
     qtbot.waitUntil(lambda: len(reports) > 5 and window.cancel_button.isVisible(), timeout=10000)
     assert "Downloading gpt2-xl" in window.statusBar().currentMessage()
@@ -311,7 +312,7 @@ def test_esc_cancels_a_slow_load_and_keeps_the_model(window, qtbot, monkeypatch)
 
 
 def test_cancelled_first_load_offers_the_demo(qtbot, monkeypatch):
-    real = main_window.load_layer
+    real = models.load_layer
 
     def slow(name, device, report):
         while name != "demo":
@@ -319,7 +320,7 @@ def test_cancelled_first_load_offers_the_demo(qtbot, monkeypatch):
             time.sleep(0.02)
         return real(name, device, report)
 
-    monkeypatch.setattr(main_window, "load_layer", slow)
+    monkeypatch.setattr(models, "load_layer", slow)
     win = new_window(qtbot)
     try:
         win.load_model("gpt2-xl")

@@ -333,7 +333,7 @@ def test_prepare_reads_every_piece_once_off_the_gui_thread(tiny_ckpt, monkeypatc
     afterwards, on the GUI thread, converts no ids (without it, the first display there
     converted all 50257, ~0.3 s)."""
     from detokgui.core.model import tokens
-    from detokgui.gui.main_window import load_layer
+    from detokgui.gui.models import load_layer
 
     layer = load_layer(str(tiny_ckpt), "cpu", lambda f, m: None)
     tok = layer.tokenizer

@@ -1,0 +1,220 @@
+"""What the main window shows of its models: the Model menu and the dialogs it opens
+(model A from the hub, a folder, the demo models or the recent models; Compare with… B;
+swap, match again, close the comparison), whose choices go to the model controller
+(`gui.models`); and the status bar's model label with the model's facts."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Slot
+from PySide6.QtGui import QCursor, QKeySequence
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMessageBox
+
+from detokgui.core.model.conventions import temperature_label
+from detokgui.core.model.sources.default_model import DEFAULT_MODEL
+from detokgui.gui.elided_label import ElidedLabel
+from detokgui.gui.models import (
+    DEMO_LABELS,
+    HUB_EXAMPLE,
+    ModelController,
+    hub_request,
+    model_title,
+    recent_label,
+    recent_models,
+    with_family,
+)
+from detokgui.gui.options import remember, remembered
+
+# remembered between sessions
+LAST_HUB, LAST_FOLDER = "models/last_hub", "models/last_folder"
+
+
+class ModelMenu(QObject):
+    """Fills `menu` (the window's Model menu) with actions made by `action(menu, text,
+    slot, shortcut, tip)`; its dialogs open over `window`."""
+
+    def __init__(self, window, models: ModelController, menu, action):
+        super().__init__(window)
+        self.window, self.models, self.state, self._action = window, models, models.state, action
+        action(menu, "Open hub model…", self.ask_hub_model, QKeySequence("Ctrl+L"),
+               "Load a Hugging Face model by name (gpt2, distilgpt2, EleutherAI/gpt-neo-125m, "
+               "facebook/opt-125m, …); NAME@REVISION opens a branch, tag or commit, "
+               "e.g. a training checkpoint")
+        action(menu, "Open model folder…", self.ask_model_folder,
+               QKeySequence.Open, "Load a local checkpoint folder (GPT-2, GPT-Neo or OPT)")
+        action(menu, DEMO_LABELS["demo"], lambda: models.load_model("demo"),
+               QKeySequence("Ctrl+D"),
+               "A small GPT-2-architecture model trained on public-domain English, "
+               "shipped with detokgui: try the interface without any download")
+        action(menu, DEMO_LABELS["random-demo"],
+               lambda: models.load_model("random-demo"), QKeySequence("Ctrl+Shift+D"),
+               "Random weights with the real GPT-2 tokenizer: compare learned structure "
+               "against noise")
+        self.recent_menu = menu.addMenu("Recent models")
+        menu.addSeparator()
+        self.compare_menu = menu.addMenu("Compare with…")
+        self.compare_menu.setToolTip("Open a second model, B, to compare with the one shown")
+        action(self.compare_menu, "Hub model…", self.ask_compare_hub, None,
+               "Compare with a Hugging Face model by name")
+        action(self.compare_menu, "Model folder…", self.ask_compare_folder, None,
+               "Compare with a local checkpoint folder")
+        for demo_name, text in DEMO_LABELS.items():
+            action(self.compare_menu, text, lambda _=False, n=demo_name: models.compare_with(n))
+        self.compare_recent_menu = self.compare_menu.addMenu("Recent models")
+        self.swap_action = action(menu, "Swap A and B", models.swap_models,
+                                  QKeySequence("Ctrl+Shift+W"),
+                                  "Make the compared model (B) the model shown (A)")
+        self.rematch_action = action(menu, "Match heads of A and B", models.match_again, None,
+                                     "Compute the head matching again (after a Cancel)")
+        self.close_compare_action = action(menu, "Close comparison", models.close_comparison,
+                                           None, "Close model B and free its memory")
+        self.fill_recent()
+        self.compare_actions()
+        menu.addSeparator()
+        action(menu, "Quit", window.close, QKeySequence.Quit)
+        models.recentChanged.connect(self.fill_recent)
+        models.folderWanted.connect(self.ask_model_folder)
+        self.state.compareChanged.connect(self.compare_actions)
+        self.state.matchingChanged.connect(self.compare_actions)
+        self.state.compareRequested.connect(self.ask_compare)
+
+    @Slot()
+    def fill_recent(self) -> None:
+        recent = recent_models()
+        for menu, open_model in ((self.recent_menu, self.models.load_model),
+                                 (self.compare_recent_menu, self.models.compare_with)):
+            menu.clear()
+            for name in recent:
+                self._action(menu, recent_label(name),
+                             lambda _=False, n=name, f=open_model: f(n))
+            menu.setEnabled(bool(recent))
+
+    @Slot()
+    def compare_actions(self, *_) -> None:
+        have = self.state.layer_b is not None
+        self.swap_action.setEnabled(have)
+        self.close_compare_action.setEnabled(have)
+        self.rematch_action.setEnabled(have and self.state.matching is None)
+
+    def ask_hub_model(self) -> None:
+        """Ask for NAME or NAME@REVISION (branch, tag or commit) and load it; the name
+        asked for last (with its revision) is offered next time."""
+        text = remembered(LAST_HUB, DEFAULT_MODEL)
+        while True:
+            text, ok = QInputDialog.getText(
+                self.window, "Open hub model",
+                "Hugging Face model: NAME, or NAME@REVISION for a branch, tag or commit "
+                "(default: main).\nNames: gpt2, gpt2-medium, gpt2-large, gpt2-xl, distilgpt2, "
+                "EleutherAI/gpt-neo-125m, facebook/opt-125m, …\nA training checkpoint "
+                f"published as a branch, e.g.: {HUB_EXAMPLE}",
+                text=text,
+            )
+            if not ok or not text.strip():
+                return
+            name, problem = hub_request(text)
+            if problem is None:
+                break
+            QMessageBox.warning(self.window, "Open hub model", problem)
+        remember(LAST_HUB, name)
+        self.models.load_model(name)
+
+    @Slot()
+    def ask_model_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(
+            self.window, "Open checkpoint folder (GPT-2, GPT-Neo or OPT)",
+            remembered(LAST_FOLDER, ""))
+        if folder:
+            remember(LAST_FOLDER, folder)
+            self.models.load_model(folder)
+
+    @Slot()
+    def ask_compare(self) -> None:
+        """The Compare with… menu at the mouse (a panel's button asks for it)."""
+        self.compare_menu.popup(QCursor.pos())
+
+    def ask_compare_hub(self) -> None:
+        name, ok = QInputDialog.getText(
+            self.window, "Compare with a hub model", "Hugging Face model name to compare with:",
+            text=remembered(LAST_HUB, "gpt2"))
+        if ok and name.strip():
+            remember(LAST_HUB, name.strip())
+            self.models.compare_with(name)
+
+    def ask_compare_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(
+            self.window, "Compare with a checkpoint folder", remembered(LAST_FOLDER, ""))
+        if folder:
+            remember(LAST_FOLDER, folder)
+            self.models.compare_with(folder)
+
+
+def short_name(name: str, most: int = 40) -> str:
+    """A model's name for a crowded line: a folder's last part; at most `most` characters."""
+    from pathlib import Path
+
+    if Path(name).is_dir():  # not a hub name such as EleutherAI/gpt-neo-125m
+        name = Path(name).name or name
+    return name if len(name) <= most else name[: most - 1] + "…"
+
+
+def model_facts_text(layer, load_seconds: float | None) -> str:
+    """"CPU · V=50,257 · L=1,024 · 12 heads · d=768 · τ = √d′ = 8 · loaded in 2.1 s":
+    what the status bar keeps in view whatever the window's width."""
+    took = f" · loaded in {load_seconds:.1f} s" if load_seconds else ""
+    return (f"{layer.device.type.upper()} · V={layer.n_vocab:,} · L={layer.n_positions:,} · "
+            f"{layer.n_heads} heads · d={layer.d} · {temperature_label(layer, short=True)}"
+            f"{took}")
+
+
+class ModelStatus(QObject):
+    """The status bar's `label` (the model shown, or "no model", with its architecture;
+    the one being loaded; A and B when comparing) and `facts` beside it
+    (`model_facts_text`, never elided: a long name gives way first)."""
+
+    def __init__(self, models: ModelController, status_bar):
+        super().__init__(status_bar)
+        self.models, self.state = models, models.state
+        self.label = ElidedLabel("no model", max_hint=420)
+        self.label.setObjectName("model_label")
+        status_bar.addPermanentWidget(self.label)
+        self.facts = QLabel("")
+        self.facts.setObjectName("model_facts")
+        self.facts.setToolTip(
+            "The model's device, vocabulary size V, positions L, heads, width d, softmax "
+            "temperature τ, and the time it took to load and fold layer 0")
+        status_bar.addPermanentWidget(self.facts)
+        models.loadingChanged.connect(self.refresh)
+        for signal in (self.state.modelChanged, self.state.compareChanged,
+                       self.state.matchingChanged):
+            signal.connect(self.refresh)
+
+    @Slot()
+    def refresh(self, *_) -> None:
+        layer, m = self.state.layer, self.models
+        text = "no model" if layer is None else with_family(model_title(layer),
+                                                              layer.family_label)
+        self.facts.setText(model_facts_text(layer, m.load_seconds) if layer is not None else "")
+        self.facts.setVisible(layer is not None)
+        revision = getattr(layer, "revision", None) if layer is not None else None
+        note = f"Resolved commit {revision}" if revision else ""
+        if layer is not None:
+            facts = f"{layer.name}: {layer.summary}, d′={layer.d_head}"
+            note = "\n".join(t for t in (facts, note) if t)
+        if m.loading_name is not None:
+            # short: the download's progress message beside it needs the room
+            text = f"loading {DEMO_LABELS.get(m.loading_name, m.loading_name)}…"
+            if layer is not None:
+                note = f"Showing {model_title(layer)} until the new model is ready"
+        b = self.state.layer_b
+        if b is not None and layer is not None:
+            # both names first, short: the details of each are in the tooltip
+            matching = "" if self.state.matching else " (matching heads…)"
+            note = "\n".join(part for part in (
+                f"A: {text}", f"B: {b.name} | {b.summary} | V={b.n_vocab:,} L={b.n_positions}",
+                note) if part)
+            text = (f"A: {short_name(model_title(layer))} ({layer.n_heads} heads)  ‖  "
+                    f"B: {short_name(model_title(b))} ({b.n_heads} heads){matching}")
+        elif m.loading_b_name is not None:
+            loading_b = DEMO_LABELS.get(m.loading_b_name, m.loading_b_name)
+            text += f"  ‖  B: loading {short_name(loading_b)}…"
+        self.label.setText(text)
+        self.label.set_note(note)

@@ -181,9 +181,11 @@ class Session:
         step = self.rng.choice((-1, 1))
         from PySide6.QtWidgets import QApplication
 
+        panel.slider.setSliderDown(True)  # pressed, as by the mouse: a drag
         for k in range(20):  # one value per event-loop pass, as a dragged slider gives
             panel.slider.setValue(max(0, min(L - 1, start + step * k)))
             QApplication.processEvents()
+        panel.slider.setSliderDown(False)
 
     def op_option(self):
         win, rng = self.win, self.rng

@@ -3,7 +3,10 @@ on plots, and the key position under the mouse.
 
 Every control here reads `AppState.query_position` and writes it through
 `set_query_position`; they follow its changes with their own signals blocked, so
-nothing loops."""
+nothing loops. While a slider or a marker is dragged, the shared position changes at most
+once per DRAG_THROTTLE_MS (superqt's `qthrottled`: the first value at once, the newest at
+the end of each interval, and the last when the drag ends): each change makes every
+panel in view compute and redraw, and a drag gives a new value on every mouse move."""
 
 from __future__ import annotations
 
@@ -12,7 +15,9 @@ from collections.abc import Callable
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QSpinBox, QWidget
-from superqt.utils import signals_blocked
+from superqt.utils import qthrottled, signals_blocked
+
+DRAG_THROTTLE_MS = 30
 
 
 def position_at(vb: pg.ViewBox, scene_pos: QPointF, n_positions: int) -> int | None:
@@ -65,10 +70,29 @@ class QueryPositionControl(QWidget):
         self.max_label.setVisible(slider)
         self._widgets = [w for w in (self.slider, self.spin) if w is not None]
         self._model_changed(state.layer)
+        self._dragged = qthrottled(state.set_query_position, timeout=DRAG_THROTTLE_MS,
+                                   parent=self)
         for w in self._widgets:
-            w.valueChanged.connect(state.set_query_position)
+            w.valueChanged.connect(self._changed)
+        if self.slider is not None:
+            self.slider.sliderReleased.connect(self._drag_ended)
         state.modelChanged.connect(self._model_changed)
         state.queryPositionChanged.connect(self._show)
+
+    @Slot(int)
+    def _changed(self, i: int) -> None:
+        """A widget's new value: shown by the other at once; the shared position set at
+        once, or throttled while the slider is dragged."""
+        self._show(i)
+        if self.slider is not None and self.slider.isSliderDown():
+            self._dragged(i)
+        else:
+            self._dragged.cancel()  # a drag's pending value must not come after this one
+            self.state.set_query_position(i)
+
+    @Slot()
+    def _drag_ended(self) -> None:
+        self._dragged.flush()
 
     @Slot(object)
     def _model_changed(self, layer) -> None:
@@ -89,15 +113,19 @@ class QueryPositionControl(QWidget):
 
 class PositionMarker(pg.InfiniteLine):
     """A vertical line at the shared query position. A movable one sets the position
-    while dragged (`live`) or when the drag ends."""
+    while dragged (`live`, throttled) or when the drag ends."""
 
     def __init__(self, state, movable: bool = False, live: bool = True, **kw):
         kw.setdefault("pen", pg.mkPen((0, 0, 0, 170), width=1, style=Qt.DashLine))
         super().__init__(pos=state.query_position, angle=90, movable=movable, **kw)
         self.state = state
-        if movable:
-            signal = self.sigDragged if live else self.sigPositionChangeFinished
-            signal.connect(self._moved)
+        self._dragged = None
+        if movable and live:
+            self._dragged = qthrottled(self._moved, timeout=DRAG_THROTTLE_MS, parent=self)
+            self.sigDragged.connect(self._dragged)
+            self.sigPositionChangeFinished.connect(self._drag_ended)
+        elif movable:
+            self.sigPositionChangeFinished.connect(self._moved)
         state.queryPositionChanged.connect(self._show)
         state.modelChanged.connect(self._model_changed)
         self._model_changed(state.layer)
@@ -118,6 +146,9 @@ class PositionMarker(pg.InfiniteLine):
     def _moved(self, *_) -> None:
         self.state.set_query_position(round(self.value()))
         self._show(self.state.query_position)
+
+    def _drag_ended(self, *_) -> None:
+        self._dragged.flush()  # the last value of the drag, if not passed on yet
 
 
 CONVENTION_NAMES = {"paper": "paper convention", "mean-sigma": "mean-σ convention"}

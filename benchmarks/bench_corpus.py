@@ -119,14 +119,16 @@ def bench_pass(layer, counts, n_rows: int, repeats: int) -> dict[str, float]:
 def bench_counting(layer, corpus: Path, repeats: int) -> float:
     from detokgui.core.corpus import counts as C
     from detokgui.core.corpus.documents import CorpusReader, iter_token_pieces
+    from detokgui.core.corpus.pieces import BATCH_CHARS
 
     def bare():
         for _ in iter_token_pieces(layer.tokenizer, CorpusReader(corpus),
-                                   batch_chars=C.BATCH_CHARS):
+                                   batch_chars=BATCH_CHARS):
             pass
 
     def counting():
-        drain(C.iter_corpus_counts(corpus, layer.tokenizer, layer.n_vocab, use_cache=False))
+        drain(C.iter_corpus_counts(corpus, layer.tokenizer, layer.n_vocab, use_cache=False,
+                                   workers=1))
 
     times = timed({"tokenise": bare, "count": counting}, repeats, warmup=1)
     speed = best(times["tokenise"]) / best(times["count"])

@@ -116,11 +116,11 @@ def tokenizer_key(tokenizer) -> str:
     return hashlib.sha256(f"{ident}|{extra}".encode()).hexdigest()
 
 
-def tokenizer_spec(tokenizer) -> TokenizerSpec:
+def tokenizer_spec(tokenizer, key: str | None = None) -> TokenizerSpec:
     """What a worker process needs to tokenize as `tokenizer` does (its fast form's JSON;
-    None when it has none)."""
+    None when it has none); `key`: its `tokenizer_key`, when known."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    return TokenizerSpec(tokenizer_key(tokenizer),
+    return TokenizerSpec(key or tokenizer_key(tokenizer),
                          backend.to_str() if backend is not None else None,
                          scheme(tokenizer) == BYTE_LEVEL)
 
@@ -319,7 +319,7 @@ class _Count:
         total = Accumulator(self.V)
         meter = _Meter(sum(s.size for s in shards), 1)
         todo, n_cached = self._from_cache(pieces, base, total, meter)
-        self.spec = tokenizer_spec(self.tokenizer)
+        self.spec = tokenizer_spec(self.tokenizer, self.tok_key)
         n_counted, peak = yield from self._count(todo, base, total, meter, n_cached)
         keys, counts_ = total.keys_counts()
         counts = CorpusCounts(total.unigrams, csr_of(keys, counts_, self.V), total.n_tokens,
@@ -437,7 +437,7 @@ class _Count:
                 piece = todo.popleft()
                 job = iter_count_piece(piece, self.spec, self.V, tokenizer=self.tokenizer,
                                        flush_bigrams=self.flush_bigrams,
-                                       piece_chars=PIECE_CHARS)
+                                       piece_chars=PIECE_CHARS, compress=self.use_cache)
                 while True:
                     try:
                         share, chars, tokens = next(job)
@@ -462,7 +462,7 @@ class _Count:
             while todo and len(running) < pool.capacity:
                 piece = todo.popleft()
                 fut = pool.submit(count_piece, piece, self.spec, self.V, self.flush_bigrams,
-                                  PIECE_CHARS, pool.control)
+                                  PIECE_CHARS, self.use_cache, pool.control)
                 running[fut] = piece
             for key, share, chars, tokens in pool.reports():
                 piece = next((p for p in running.values() if p.key == key), None)

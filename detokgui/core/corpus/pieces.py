@@ -332,14 +332,25 @@ def _check_stamp(piece: Piece, when: str) -> None:
                          "corpus again once it no longer changes.")
 
 
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """`a` (non-negative integers) in the smallest signed integer type that holds it:
+    less to compress."""
+    top = int(a.max()) if a.shape[0] else 0
+    for t in (np.int8, np.int16, np.int32):
+        if top <= np.iinfo(t).max:
+            return a.astype(t)
+    return a
+
+
 def iter_count_piece(piece: Piece, spec: TokenizerSpec, V: int, *, tokenizer=None,
                      flush_bigrams: int = FLUSH_BIGRAMS, piece_chars: int = PIECE_CHARS,
-                     batch_chars: int | None = None
+                     batch_chars: int | None = None, compress: bool = True
                      ) -> Generator[tuple[float, int, int], None, PieceResult]:
     """Generator: counts of `piece` over ids below V, tokenized by the model's `tokenizer`
     when given (in the calling process), else by the fast tokenizer of `spec`. Yields
     (share of the piece read, characters, tokens) after each tokenizer call; returns a
-    PieceResult. Stopping it between yields keeps nothing."""
+    PieceResult whose entry bytes are compressed with `compress` (they are to be kept).
+    Stopping it between yields keeps nothing."""
     _check_stamp(piece, "since it was hashed")
     batch_chars = BATCH_CHARS if batch_chars is None else batch_chars
     encode = _encoder(tokenizer if tokenizer is not None else spec)
@@ -373,19 +384,20 @@ def iter_count_piece(piece: Piece, spec: TokenizerSpec, V: int, *, tokenizer=Non
     fraction = where.fraction if stop is not None else 1.0
     steps = np.diff(keys, prepend=np.int64(0)) if keys.shape[0] else keys
     blob = piece_entry(piece.key).encode(
-        {"unigrams": acc.unigrams, "key_steps": steps, "counts": counts}, compressed=True,
+        {"unigrams": _narrow(acc.unigrams), "key_steps": _narrow(steps),
+         "counts": _narrow(counts)}, compressed=compress,
         n_tokens=acc.n_tokens, n_documents=acc.n_documents, text_chars=chars, stop=stop,
         fraction=fraction, path=piece.path, start=piece.start, end=piece.end)
     return PieceResult(piece.key, blob, stop, fraction, acc.n_tokens, chars, peak_rss())
 
 
 def count_piece(piece: Piece, spec: TokenizerSpec, V: int, flush_bigrams: int,
-                piece_chars: int, control) -> PieceResult:
+                piece_chars: int, compress: bool, control) -> PieceResult:
     """The worker task: `iter_count_piece` run to its end, reporting (key, share read,
     characters, tokens) through `control` every REPORT_SECONDS and raising Cancelled
     soon after the caller cancels."""
     job = iter_count_piece(piece, spec, V, flush_bigrams=flush_bigrams,
-                           piece_chars=piece_chars)
+                           piece_chars=piece_chars, compress=compress)
     last = time.monotonic()
     while True:
         if control.cancelled():

@@ -396,18 +396,17 @@ def test_a_corpus_spec_keeps_its_options(tmp_path):
     assert os.fspath(Path(c[0])) == str(tmp_path / "a.parquet")
 
 
-def test_sigint_in_the_cli_stops_at_once_and_keeps_finished_pieces(tmp_path, cache, docs,
-                                                                  small_vocab_ckpt):
+def test_sigint_in_the_cli_stops_at_once_and_keeps_finished_pieces(tmp_path, cache, docs):
     """Ctrl+C (SIGINT to the process group, as a terminal sends it) during `export counts`
     with two worker processes: the command says 'interrupted' within a second or two, the
     finished pieces stay in the cache, and the next run takes them from there."""
-    corpus = write_jsonl(tmp_path / "c.jsonl", docs * 8)
+    corpus = write_jsonl(tmp_path / "c.jsonl", docs * 30)  # seconds with GPT-2's tokenizer
     env = {**SUBPROCESS_ENV, "DETOKGUI_CACHE_DIR": str(cache)}
     out = tmp_path / "c.npz"
     code = ("import sys, detokgui.core.corpus.counts as C; C.PIECE_BYTES = 3000; "
             "from detokgui.cli import main; sys.exit(main(sys.argv[1:]))")
-    proc = subprocess.Popen([sys.executable, "-c", code, "counts", "--model",
-                             str(small_vocab_ckpt), "--corpus", str(corpus), "--workers", "2",
+    proc = subprocess.Popen([sys.executable, "-c", code, "counts", "--model", "demo",
+                             "--corpus", str(corpus), "--workers", "2",
                              "--out", str(out)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -415,6 +414,7 @@ def test_sigint_in_the_cli_stops_at_once_and_keeps_finished_pieces(tmp_path, cac
         while not entries(cache, "corpus-pieces") and time.monotonic() < deadline:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.02)
+        assert proc.poll() is None, "the count ended before Ctrl+C"
         os.killpg(proc.pid, signal.SIGINT)
         start = time.monotonic()
         _, err = proc.communicate(timeout=30)
@@ -423,7 +423,7 @@ def test_sigint_in_the_cli_stops_at_once_and_keeps_finished_pieces(tmp_path, cac
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, err
-    assert err.strip().splitlines()[-1] == "detokgui export counts: interrupted"
+    assert err.strip().splitlines()[-1] == "detokgui export counts: interrupted", err
     assert "Traceback" not in err and took < 3.0
     assert not out.exists() and entries(cache, "corpus-pieces")
 

@@ -13,6 +13,7 @@ from conftest import SUBPROCESS_ENV, close_jobs, open_window, wait_idle
 from PySide6.QtCore import QPointF, Qt
 
 from detokgui.core.model.sources.demo import demo_model_folder
+from detokgui.gui.plots import frame_of
 
 pytestmark = pytest.mark.gui
 
@@ -301,7 +302,7 @@ def test_random_weights_are_said_to_have_no_match(qtbot, demo_window, tiny_ckpt)
     assert assigned_cells(panel) == []  # no solid square: nothing matched
     x, y = panel.unmatched.getData()  # dashed grey squares on every assigned pair
     assert sorted((int(b - 0.5), int(a - 0.5)) for a, b in zip(x, y)) == sorted(m.assignment)
-    assert "0 of 4 assigned pairs matched (S > θ" in panel.plot.titleLabel.text
+    assert "0 of 4 assigned pairs matched (S > θ" in frame_of(panel.plot).title_text()
     said = panel.status.text()
     assert said.startswith("Dashed grey squares — no match: S ≤ θ") and "θ here 0." in said
     a, b = m.assignment[0]

@@ -7,11 +7,12 @@ import itertools
 import time
 
 import pytest
+from axes import axis_labels
 from conftest import close_jobs, open_window, wait_idle
 from PySide6.QtCore import QPointF, QRect, QSettings, Qt
 
 from detokgui.core.model.tokens import SPACE_MARK
-from detokgui.gui.plots import head_color
+from detokgui.gui.plots import frame_of, head_color
 
 KOREA, NORTH = 4969, 2258
 
@@ -230,11 +231,9 @@ def test_no_axis_uses_si_multipliers(vocab_window, qtbot):
 
 def spaced(axis, pixels_per_unit: float, size) -> bool:
     """Consecutive tick labels of `axis` lie at least their size (px) apart."""
-    ticks = axis._tickLevels[0] if axis._tickLevels else []
-    pos = sorted(t[0] for t in ticks)
-    texts = {t[0]: t[1] for t in ticks}
-    return all((b - a) * pixels_per_unit >= size(texts[a], texts[b]) - 0.5
-               for a, b in itertools.pairwise(pos))
+    ticks = sorted(axis_labels(axis))
+    return all((b - a) * pixels_per_unit >= size(ta, tb) - 1.0
+               for (a, ta), (b, tb) in itertools.pairwise(ticks))
 
 
 def test_heatmap_labels_thinned_colour_bar_labelled_selection_marked(window, qtbot):
@@ -250,7 +249,7 @@ def test_heatmap_labels_thinned_colour_bar_labelled_selection_marked(window, qtb
         hm_panel.options.widget("size").setValue(n)
         wait_idle(qtbot, win)
         qtbot.wait(50)
-        hm = hm_panel.maps[0]
+        hm = hm_panel.single
         vb = hm.getViewBox()
         fm = QFontMetrics(hm.getAxis("left").style.get("tickFont") or hm.font())
         line = fm.height()
@@ -261,29 +260,31 @@ def test_heatmap_labels_thinned_colour_bar_labelled_selection_marked(window, qtb
 
         for name in ("bottom", "top"):
             assert spaced(hm.getAxis(name), vb.width() / n, half_widths)
-        shown = len(hm.getAxis("bottom")._tickLevels[0]) + len(hm.getAxis("top")._tickLevels[0])
+        shown = len(axis_labels(hm.getAxis("bottom"))) + len(axis_labels(hm.getAxis("top")))
         assert 2 <= shown <= n
         assert "T_ee" in hm.colorbar.getAxis("right").labelText
-        assert "Fig 2-B" in hm.titleLabel.text and "A3" not in hm.titleLabel.text
+        title = hm_panel.frame.title_text()
+        assert "Fig 2-B" in title and "A3" not in title
     # the key alone in the set: its column is outlined; with the query too, their cell
     tokens = hm_panel.tokens
     win.state.set_query_token(next(t for t in range(layer.n_vocab) if t not in tokens))
     win.state.set_key_token(tokens[5])
-    hm = hm_panel.maps[0]
+    hm = hm_panel.single
     assert hm.highlight.isVisible() and hm.highlight.rect().getRect() == (5, 0, 1, 60)
     win.state.set_query_token(tokens[7])
     assert hm.highlight.rect().getRect() == (5, 7, 1, 1)
     # without LayerNorm: said once
     hm_panel.options.widget("layernorm").setChecked(False)
     wait_idle(qtbot, win)
-    title = hm_panel.maps[0].titleLabel.text
+    title = hm_panel.frame.title_text()
     assert "Fig 12" in title and title.count("LayerNorm") == 1 and "(raw)" not in title
-    # all heads: the selected head's tile stands out
+    # all heads: the selected head's map stands out
     hm_panel.options.widget("all_heads").setChecked(True)
     wait_idle(qtbot, win)
     win.state.set_head(2)
-    bold = [t.title.text.startswith("<b>") for t in hm_panel.maps]
-    assert bold == [h == 2 for h in range(layer.n_heads)]
+    mosaic = hm_panel.mosaic
+    assert mosaic.selected.isVisible()
+    assert (mosaic.selected.rect().x(), mosaic.selected.rect().y()) == mosaic.origin(2)
 
 
 def bars_at_1024(win, qtbot, view: str, k: int):
@@ -320,8 +321,8 @@ def test_topk_bars_at_k50_labels_apart_and_selected_key_marked(window, qtbot):
     item = next(i for i in bars.items if hasattr(i, "opts") and "brushes" in i.opts)
     reds = [k for k, b in enumerate(item.opts["brushes"]) if b.color().name() == "#d62728"]
     assert reds == [17]
-    assert 17 in [t[0] for t in axis._tickLevels[0]]  # its label is kept
-    assert "Fig 2-A" in bars.titleLabel.text
+    assert 17 in [round(v) for v, _ in axis_labels(axis)]  # its label is kept
+    assert "Fig 2-A" in frame_of(bars).title_text()
 
 
 def test_neighbours_in_a_1024_pixel_window_tables_above_the_bars(window, qtbot):
@@ -334,7 +335,7 @@ def test_neighbours_in_a_1024_pixel_window_tables_above_the_bars(window, qtbot):
     assert panel.frame.mapTo(panel, panel.frame.rect().topLeft()).y() >= table_bottom
     for table in (panel.near, panel.analogy):
         assert table.columnWidth(1) >= 80  # the token column
-    assert 1 < len(panel.plot.getAxis("left")._tickLevels[0]) < 20
+    assert 1 < len(axis_labels(panel.plot.getAxis("left"))) < 20
     assert bar_labels_apart(panel.plot)
     win.resize(1400, 900)
     wait_idle(qtbot, win)

@@ -14,6 +14,7 @@ from PySide6.QtCore import QPointF, Qt
 from tables import cell_text, click_cell
 
 from detokgui.core.position_side import positional
+from detokgui.gui.plots import frame_of
 
 NORTH = 2258
 
@@ -134,7 +135,7 @@ def test_pattern_follows_token_position_and_head(window, qtbot):
     np.testing.assert_allclose(curve_data(pat.line_items[3])[1],
                                direct_pattern(layer, NORTH, 7, 3, "mean-sigma"),
                                rtol=1e-4, atol=1e-7)
-    assert "mean-σ convention" in pat.line_plot.titleLabel.text
+    assert "mean-σ convention" in frame_of(pat.line_plot).title_text()
 
 
 def test_stale_pattern_is_dropped(window, qtbot):

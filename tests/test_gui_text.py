@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from axes import axis_labels
 from conftest import SAMPLE_CORPUS, wait_idle
 from PySide6.QtCore import QPointF, Qt
 from tables import cell_text, click_cell, column_texts
@@ -61,13 +62,14 @@ def test_sentence_view(window, qtbot, tmp_path):
     data = empirical.sentence(layer, ids, [2])
     lower = np.tri(len(ids), dtype=bool)
     assert [m for _, m in panel.placed] == list(SENTENCE_TERMS)
-    for hm, (_, m) in zip(panel.maps, panel.placed):  # what is drawn, matrix by matrix
-        np.testing.assert_allclose(hm.values[lower], data.values(m)[0][lower], rtol=1e-5,
+    assert panel.shown == "nine"
+    for hm, (_, m) in zip(panel.nine, panel.placed):  # what is drawn, matrix by matrix
+        np.testing.assert_allclose(hm.image.image[lower], data.values(m)[0][lower], rtol=1e-5,
                                    atol=1e-6)
-        assert np.isnan(hm.values[~lower]).all()
+        assert np.isnan(hm.image.image[~lower]).all()
     assert f"= {num(data.max_difference)}" in panel.exact.text()
 
-    vb = panel.maps[0].getViewBox()
+    vb = panel.nine[0].getViewBox()
     hover_view(qtbot, panel.frame, vb, 1.5, 3.5)  # query i = 3, key j = 1
     qtbot.waitUntil(lambda: "i = 3" in panel.status.text(), timeout=3000)
     text = panel.status.text()
@@ -77,7 +79,7 @@ def test_sentence_view(window, qtbot, tmp_path):
         assert f"{m} {num(float(data.values(m)[0, 3, 1]))}" in text
     click_view(qtbot, panel.frame, vb, 1.5, 3.5)
     assert (state.query_token, state.key_token, state.query_position) == (ids[3], ids[1], 3)
-    assert panel.maps[4].highlight.isVisible()
+    assert panel.nine[4].highlight.isVisible()
 
     panel.frame.export(tmp_path / "s.csv")
     rows = read_csv(tmp_path / "s.csv")
@@ -91,12 +93,19 @@ def test_sentence_view(window, qtbot, tmp_path):
     matrix.setCurrentIndex(matrix.findData("actual"))
     panel.options.widget("all_heads").setChecked(True)
     wait_idle(qtbot, win)
-    assert panel.result.heads == list(range(layer.n_heads))
+    assert panel.result.heads == list(range(layer.n_heads)) and panel.shown == "grid"
     full = empirical.sentence(layer, ids)
-    for k, hm in enumerate(panel.maps):
-        np.testing.assert_allclose(hm.values[lower], full.actual[k][lower], atol=1e-6)
-    click_view(qtbot, panel.frame, panel.maps[3].getViewBox(), 0.5, 2.5)
+    mosaic = panel.mosaic
+    n = len(ids)
+    for k in range(layer.n_heads):  # each head's map at its place in the one image
+        x, y = mosaic.origin(k)
+        shown = mosaic.image.image[y:y + n, x:x + n]
+        np.testing.assert_allclose(shown[lower], full.actual[k][lower], atol=1e-6)
+        assert np.isnan(shown[~lower]).all()
+    x, y = mosaic.origin(3)
+    click_view(qtbot, panel.frame, mosaic.vb, x + 0.5, y + 2.5)
     assert (state.head, state.query_position, state.key_token) == (3, 2, ids[0])
+    assert mosaic.marks.path().toSubpathPolygons()  # the clicked cell, in every map
 
 
 def test_sentence_view_reads_a_corpus_text(window, qtbot):
@@ -117,7 +126,7 @@ def test_sentence_view_reads_a_corpus_text(window, qtbot):
     expected = empirical.text_window(layer, TextSource.corpus(state.corpus), 2)
     assert panel.result.tokens == expected
     data = empirical.sentence(layer, expected, [state.head])
-    np.testing.assert_allclose(np.nan_to_num(panel.maps[-1].values),
+    np.testing.assert_allclose(np.nan_to_num(panel.nine[-1].values),
                                data.actual[0], atol=1e-6)
 
 
@@ -263,7 +272,7 @@ def test_ov_circuit(window, qtbot, tmp_path):
     assert panel.table.token_at(k + 1, 2) == int(exp.top_ids[1, 1])  # head 1, rank 2
     assert cell_text(panel.table, k + 1, 5) == num(float(exp.bottom_scores[1, 1]))
     assert "ln_f" in panel.status.text() and exp.final_norm in panel.status.text()
-    ticks = panel.plot.getAxis("left")._tickLevels[0]
+    ticks = sorted(axis_labels(panel.plot.getAxis("left")))
     assert [t for _, t in ticks][:k] == [display_token(layer.tokenizer, int(t))
                                          for t in exp.top_ids[state.head]]
     panel.frame.export(tmp_path / "ov.csv")

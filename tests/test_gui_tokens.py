@@ -4,6 +4,7 @@ import csv
 import xml.etree.ElementTree as ET
 
 import numpy as np
+import pytest
 import torch
 from conftest import wait_idle
 from exported import non_background_pixels
@@ -13,6 +14,7 @@ from tables import cell_text, click_cell, row_count
 from detokgui.core.model.sample import random_token_sample
 from detokgui.core.model.tokens import display_token
 from detokgui.core.token_side import affinity
+from detokgui.gui.plots import head_color
 
 KOREA, NORTH = 4969, 2258
 
@@ -73,8 +75,10 @@ def test_search_select_topk_click_heatmap(window, qtbot):
     wait_idle(qtbot, win)
     assert hm.tokens[0] == NORTH and detail_ids[2] in hm.tokens
     block = affinity.affinity_block(layer, hm.tokens, hm.tokens, heads=[2])[0].numpy()
-    np.testing.assert_allclose(hm.maps[0].values, block, rtol=1e-5, atol=1e-6)
-    mark = hm.maps[0].highlight
+    assert hm.shown is hm.single
+    np.testing.assert_allclose(hm.single.values, block, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hm.single.image.image, block, rtol=1e-5, atol=1e-6)
+    mark = hm.single.highlight
     assert mark.isVisible()
     assert mark.rect().x() == hm.tokens.index(detail_ids[2]) and mark.rect().y() == 0
 
@@ -87,7 +91,7 @@ def test_heatmap_click_selects_tokens_and_hover_describes(window, qtbot):
     wait_idle(qtbot, win)
     ids = layer.tokenizer.encode(" North Korea and South Korea")
     assert hm.tokens == ids
-    item = hm.maps[0]
+    item = hm.single
     view = item.getViewBox()
     scene_pos = view.mapViewToScene(pg_point(2.5, 1.5))  # row 1 (query), col 2 (key)
     assert item.cell_at(scene_pos) == (1, 2)
@@ -114,35 +118,58 @@ def test_all_heads_grid_and_layernorm_toggle(window, qtbot):
     hm.options.widget("size").setValue(12)
     hm.options.widget("all_heads").setChecked(True)
     wait_idle(qtbot, win)
-    assert len(hm.maps) == layer.n_heads
+    assert hm.shown is hm.mosaic and hm.mosaic.values.shape == (layer.n_heads, 12, 12)
     sample = random_token_sample(layer, 12, hm.options.widget("seed").value())
     assert hm.tokens == sample
     hm.options.widget("layernorm").setChecked(False)
     wait_idle(qtbot, win)
     raw = affinity.affinity_block(layer, sample, sample, affinity.SigmaChoice("none"))
-    np.testing.assert_allclose(np.stack([m.values for m in hm.maps]), raw.numpy(), rtol=1e-5,
-                               atol=1e-6)
+    assert_mosaic_shows(hm.mosaic, raw.numpy())
+    assert [t.toPlainText() for t in hm.mosaic.titles] == [f"head {h}"
+                                                          for h in range(layer.n_heads)]
 
 
-def test_all_heads_tiles_are_built_one_per_pass(window, qtbot):
-    """Turning on all heads builds one grid tile (~6 ms) at once, the others and the colour
-    bar (15-30 ms) one per later pass; a result that comes first waits for them (issue 16:
-    the change built three tiles and the colour bar in its own pass, ~70 ms, and the
-    result's draw built the rest). In the end the grid shows every head's values."""
+def assert_mosaic_shows(mosaic, values):
+    """Every map of `values` [k, n, m] at its place in the mosaic's one image, on one
+    colour scale symmetric about 0, and the colour bar on it."""
+    image = mosaic.image.image
+    for k in range(values.shape[0]):
+        x, y = mosaic.origin(k)
+        np.testing.assert_allclose(image[y:y + values.shape[1], x:x + values.shape[2]],
+                                   values[k], rtol=1e-5, atol=1e-6)
+    top = float(np.abs(values).max())
+    assert mosaic.image.levels == pytest.approx((-top, top), rel=1e-5)
+    assert mosaic.colorbar.levels() == pytest.approx((-top, top), rel=1e-5)
+
+
+def test_all_heads_are_one_image_drawn_with_the_result(window, qtbot):
+    """Turning on all heads draws every head's map into the mosaic when the result
+    comes, in that one draw; the selected head's map is framed in its colour."""
     win, n = window, window.state.layer.n_heads
     hm = panel(win, "heatmap")
     win.show_view("heatmap")
     wait_idle(qtbot, win)
-    assert hm.tiles == []
+    assert hm.shown is hm.single
+    at_draw = []
+    hm.drawn.connect(lambda _name: at_draw.append(hm.mosaic.values.shape[0]))
     hm.options.widget("all_heads").setChecked(True)
-    assert len(hm.tiles) == 1
-    wait_idle(qtbot, win)  # whether the result or the last tile came first
-    assert len(hm.maps) == n and hm.maps == hm.tiles[:n] and hm.tiles[0].colorbar is not None
-    assert hm.settled()
+    wait_idle(qtbot, win)
+    assert at_draw and set(at_draw) == {n} and hm.settled() and hm.shown is hm.mosaic
     values = affinity.affinity_block(win.state.layer, hm.tokens, hm.tokens,
                                      win.state.sigma)
-    np.testing.assert_allclose(np.stack([m.values for m in hm.maps]), values.numpy(),
-                               rtol=1e-5, atol=1e-6)
+    assert_mosaic_shows(hm.mosaic, values.numpy())
+    win.state.set_head(3)
+    rect = hm.mosaic.selected.rect()
+    assert hm.mosaic.selected.isVisible() and (rect.x(), rect.y()) == hm.mosaic.origin(3)
+    assert hm.mosaic.selected.pen().color().name() == head_color(3)
+    x, y = hm.mosaic.origin(2)  # map of head 2, query row 1, key column 3
+    pos = hm.frame.view.mapFromScene(hm.mosaic.vb.mapViewToScene(pg_point(x + 3.5, y + 1.5)))
+    qtbot.mouseMove(hm.frame.view.viewport(), pos)
+    qtbot.waitUntil(lambda: hm.status.text().startswith("head 2 "), timeout=3000)
+    assert f"value {values[2, 1, 3]:.4g}" in hm.status.text()
+    qtbot.mouseClick(hm.frame.view.viewport(), Qt.LeftButton, pos=pos)
+    state = win.state
+    assert (state.head, state.query_token, state.key_token) == (2, hm.tokens[1], hm.tokens[3])
 
 
 def test_export_each_format(window, qtbot, tmp_path):

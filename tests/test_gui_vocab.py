@@ -23,6 +23,7 @@ from detokgui.core.token_side import vocab_stats as VS
 from detokgui.core.token_side.frequency import frequency_stats
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.numbers import num
+from detokgui.gui.plots import frame_of
 
 VOCAB_VIEWS = ("headstats", "auroc", "frequency", "neighbours")
 CORPUS = (str(sample_corpus()),)
@@ -106,7 +107,8 @@ def test_head_statistics_table_and_sorted_matrix(vocab_window, qtbot, brute):
     np.testing.assert_allclose(var[block.row_ids], var[order[: block.values.shape[0]]],
                                rtol=1e-4, atol=1e-7)
     np.testing.assert_array_equal(panel.image.image, block.values.astype(np.float32))
-    assert "head 2" in panel.plot.titleLabel.text and "sigma" in panel.plot.titleLabel.text
+    title = frame_of(panel.plot).title_text()
+    assert "head 2" in title and "sigma" in title
 
     panel.options.widget("rows").setValue(30)  # zoom
     panel.options.widget("cols").setValue(50)
@@ -152,7 +154,7 @@ def test_bigram_auroc_bars_table_and_roc(vocab_window, qtbot, monkeypatch):
     layer = state.layer
     state.set_query_token(layer.tokenizer.encode(" the")[0])
     panel = show(win, qtbot, "auroc", corpus=False)
-    assert panel.result is None and "Choose a corpus" in panel.bars.titleLabel.text
+    assert panel.result is None and "Choose a corpus" in frame_of(panel.bars).title_text()
     assert not panel.findChild(CorpusHint).isHidden()
     counted = []
     real = corpus.iter_corpus_counts
@@ -172,8 +174,8 @@ def test_bigram_auroc_bars_table_and_roc(vocab_window, qtbot, monkeypatch):
         means, used = res.head_means(conv)
         assert len(set(used.tolist())) == 1  # the same tokens for every head: n in the title
         assert bar_labels(panel) == [num(float(m), 3) for m in means]
-        assert f"({num(int(used[0]))} query tokens)" in panel.bars.titleLabel.text
-    assert "authors' convention" in panel.bars.titleLabel.text  # "zero" is labelled
+        assert f"({num(int(used[0]))} query tokens)" in frame_of(panel.bars).title_text()
+    assert "authors' convention" in frame_of(panel.bars).title_text()  # "zero" is labelled
     assert used.tolist() == [layer.n_vocab] * layer.n_heads  # every token counts
     no_bigram = panel.options.widget("no_bigram")
     no_bigram.setCurrentIndex(no_bigram.findData("skip"))
@@ -199,7 +201,7 @@ def test_bigram_auroc_bars_table_and_roc(vocab_window, qtbot, monkeypatch):
     x, y = panel.roc_curve.getData()
     np.testing.assert_allclose(x, curve.fpr[0])
     np.testing.assert_allclose(y, curve.tpr[0])
-    assert f"AUROC = {num(float(vals[u]))}" in panel.roc.titleLabel.text
+    assert f"AUROC = {num(float(vals[u]))}" in frame_of(panel.roc).title_text()
 
     # a token without any bigram: said, not failed
     lonely = int(np.flatnonzero(res.positives == 0)[0])
@@ -232,7 +234,7 @@ def test_frequency_scatter_hover_and_click(vocab_window, qtbot, brute, tmp_path)
     rho = spearmanr(counts[seen], te[seen]).statistic
     fs = frequency_stats(layer, layer_corpus_counts(layer, CORPUS))
     assert fs.rho_t_e[3] == pytest.approx(rho, abs=1e-4)
-    title = panel.plot.titleLabel.text
+    title = frame_of(panel.plot).title_text()
     assert f"ρ = {num(float(fs.rho_t_e[3]))}" in title and "T_e" in title and "head 3" in title
 
     # hover and click the point of the most frequent token
@@ -253,14 +255,14 @@ def test_frequency_scatter_hover_and_click(vocab_window, qtbot, brute, tmp_path)
     Evar = layer.E.double().var(dim=1, unbiased=False).numpy()
     np.testing.assert_allclose(panel.points.y, Evar[seen], rtol=1e-5)
     rho_var = spearmanr(counts[seen], Evar[seen]).statistic
-    assert f"ρ = {num(float(fs.rho_variance))}" in panel.plot.titleLabel.text
+    assert f"ρ = {num(float(fs.rho_variance))}" in frame_of(panel.plot).title_text()
     assert fs.rho_variance == pytest.approx(rho_var, abs=1e-4)
     kind = panel.options.widget("kind")
     kind.setCurrentIndex(kind.findData("norm"))
     norm = layer.E.double().norm(dim=1).numpy()
     np.testing.assert_allclose(panel.points.x, te, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(panel.points.y, norm, rtol=1e-5)
-    assert f"ρ = {num(float(fs.rho_norm_t_e[3]))}" in panel.plot.titleLabel.text
+    assert f"ρ = {num(float(fs.rho_norm_t_e[3]))}" in frame_of(panel.plot).title_text()
     assert fs.rho_norm_t_e[3] == pytest.approx(spearmanr(norm, te).statistic, abs=1e-4)
 
     n = panel.frame.export(tmp_path / "freq.csv")  # every head, every token

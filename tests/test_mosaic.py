@@ -32,6 +32,18 @@ def test_one_image_holds_every_map(mosaic):
         x, y = _origin(mo, k)
         np.testing.assert_array_equal(image[y:y + 4, x:x + 6], values[k])
     assert np.isnan(image).sum() == image.size - values.size  # the gaps are NaN
+    assert [mo.origin(k) for k in range(5)] == [_origin(mo, k) for k in range(5)]
+    assert mo.colorbar.levels() == (0, 120) and mo.image.levels == pytest.approx((0, 120))
+
+
+def test_titles_in_their_colours_and_the_selection_in_its_own(mosaic):
+    mo, values = mosaic
+    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"]
+    mo.set_maps(values, [f"head {k}" for k in range(5)], (0, 120), colors)
+    assert [t.toPlainText() for t in mo.titles[:5]] == [f"head {k}" for k in range(5)]
+    assert [t.color.name() for t in mo.titles[:5]] == colors
+    mo.select(2, colors[2])
+    assert mo.selected.pen().color().name() == colors[2]
 
 
 def _origin(mo, k):
@@ -41,7 +53,7 @@ def _origin(mo, k):
 
 
 def test_mouse_maps_back_to_map_row_and_column(mosaic):
-    mo, values = mosaic
+    mo, _values = mosaic
     for k in range(5):
         x, y = _origin(mo, k)
         for r, c in ((0, 0), (3, 5), (2, 1)):

@@ -64,7 +64,7 @@ def test_one_item_per_series_whatever_the_heads(grid):
     grid.set_series("max", x, ys + 1)
     curves = [i for i in grid.vb.addedItems if isinstance(i, pg.PlotCurveItem)]
     assert len(curves) == 2  # not 12 x 2
-    px, py = grid.curves["mean"].getData()
+    px, _py = grid.curves["mean"].getData()
     assert px.shape == (12 * 51,)  # each cell's points, then a break
     assert np.isnan(px[50::51]).all() and np.isfinite(px[:50]).all()
     for r, h in enumerate(heads):
@@ -126,3 +126,24 @@ def test_band_is_one_path(grid):
     assert len(path.toSubpathPolygons()) == 3
     lo, hi = grid.band("b", 1)[1:]
     assert (lo == -0.5).all() and (hi == 0.5).all()
+
+
+def test_what_is_drawn_maps_back_to_the_data_and_the_title_is_the_frames(grid, qtbot):
+    heads = [4, 1, 6]
+    grid.set_heads(heads)
+    grid.add_series("s", pg.mkPen("b"))
+    grid.set_ranges((5, 40), (-1, 1))
+    x = np.arange(50.0)
+    ys = np.sin(x / 7)[None] * np.array([[0.5], [2.0], [1.0]])
+    grid.set_series("s", x, ys)
+    for r, h in enumerate(heads):
+        xd, yd = grid.drawn("s", h)
+        keep = (x >= 5) & (x <= 40)
+        np.testing.assert_allclose(xd, x[keep], atol=1e-9)
+        np.testing.assert_allclose(yd, np.clip(ys[r][keep], -1, 1), atol=1e-9)
+        # a data point's scene position lies in its head's cell and maps back to it
+        head, px, py = grid.at(grid.scene_pos(h, 12.0, 0.25))
+        assert head == h and px == pytest.approx(12.0) and py == pytest.approx(0.25)
+    grid.set_title("<b>T</b> over j")
+    assert grid.title_text() == grid.frame.title_text() == "<b>T</b> over j"
+    assert grid.frame.title.isVisibleTo(grid.frame)

@@ -5,10 +5,11 @@ where to read why."""
 from conftest import wait_idle
 
 from detokgui.core.model.sources.demo import sample_corpus
+from detokgui.gui.plots import frame_of
 
 
 def _title(plot) -> str:
-    return plot.titleLabel.text
+    return frame_of(plot).title_text()
 
 
 def test_auroc_view_says_it_computes(window, qtbot):

@@ -2,9 +2,10 @@
 
 The maps sit at the cells of a near-square grid, side by side in one array with a gap of
 NaN between them (drawn as the background), coloured by one colour map on one colour
-scale, so that the maps compare. Their titles are one text item each, the outlined cell
-of the selection is one path (the same cell in every map), the selected map's frame one
-rectangle: a grid of 12 or 25 maps costs what one heatmap costs.
+scale (its colour bar beside them), so that the maps compare. Their titles are one text
+item each, the outlined cell of the selection is one path (the same cell in every map),
+the selected map's frame one rectangle: a grid of 12 or 25 maps costs what one heatmap
+costs.
 
 `cell_at(scene_pos)` maps the mouse back to (map, row, column)."""
 
@@ -19,7 +20,8 @@ from PySide6.QtCore import QObject, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem
 
-from detokgui.gui.plots import diverging_colormap
+from detokgui.gui.colorbar import ColorBar
+from detokgui.gui.plots import diverging_colormap, plain_axes
 from detokgui.gui.small_multiples import grid_columns
 
 GAP = 0.08  # between two maps, in map widths (at least one cell)
@@ -33,15 +35,17 @@ def _cosmetic(color, width: float) -> QPen:
 
 
 class HeatmapMosaic(QObject):
-    """The maps of one PlotItem (`plot`, added to a GraphicsLayout by the caller, or made
-    here in `layout` at row 0): `set_maps(values [k, n, m], titles, levels)`."""
+    """The maps of one PlotItem (`plot`) and its colour bar (`colorbar`), placed in
+    `layout` at row 0 (`attach` places them there again after the layout was cleared):
+    `set_maps(values [k, n, m], titles, levels)`."""
 
     cellClicked = Signal(int, int, int)  # map, row, column
     cellHovered = Signal(int, int, int)  # map, row, column; (-1, -1, -1) off the maps
 
-    def __init__(self, layout: pg.GraphicsLayout, colormap: pg.ColorMap | None = None):
+    def __init__(self, layout: pg.GraphicsLayout, colormap: pg.ColorMap | None = None,
+                 label: str = ""):
         super().__init__()
-        self.plot: pg.PlotItem = layout.addPlot(row=0, col=0)
+        self.plot = plain_axes(pg.PlotItem(enableMenu=False))
         self.plot.hideAxis("left")
         self.plot.hideAxis("bottom")
         self.plot.hideButtons()
@@ -51,8 +55,9 @@ class HeatmapMosaic(QObject):
         self.vb.invertY(True)  # row 0 at the top, as in a single heatmap
         self.vb.setAspectLocked(False)
         self.image = pg.ImageItem()
-        self.image.setColorMap(colormap or diverging_colormap())
         self.vb.addItem(self.image)
+        self.colorbar = ColorBar(colormap or diverging_colormap(), label=label)
+        self.colorbar.setImageItem(self.image)
         self.frames = QGraphicsPathItem()
         self.frames.setPen(_cosmetic("k", 1))
         self.frames.setZValue(5)
@@ -62,7 +67,6 @@ class HeatmapMosaic(QObject):
         self.marks.setZValue(10)
         self.vb.addItem(self.marks, ignoreBounds=True)
         self.selected = QGraphicsRectItem()
-        self.selected.setPen(_cosmetic("#d62728", 3))
         self.selected.setZValue(11)
         self.selected.setVisible(False)
         self.vb.addItem(self.selected, ignoreBounds=True)
@@ -71,21 +75,31 @@ class HeatmapMosaic(QObject):
         self.cols = self.rows = 0
         self.gap = 1
         self.title_rows = 1
-        self.plot.scene().sigMouseMoved.connect(self._hovered)
-        self.plot.scene().sigMouseClicked.connect(self._clicked)
+        self.attach(layout)
+        layout.scene().sigMouseMoved.connect(self._hovered)
+        layout.scene().sigMouseClicked.connect(self._clicked)
+
+    def attach(self, layout: pg.GraphicsLayout) -> None:
+        """Place the maps and the colour bar in `layout`'s first row."""
+        layout.addItem(self.plot, row=0, col=0)
+        layout.addItem(self.colorbar, row=0, col=1)
+
+    def shown(self) -> bool:
+        """Whether the maps are in a scene (their layout may have been cleared)."""
+        return self.plot.scene() is not None
 
     # ------------------------------------------------------------------ layout
 
-    def _origin(self, k: int) -> tuple[int, int]:
+    def origin(self, k: int) -> tuple[int, int]:
         """(x, y) of map k's top-left cell in the mosaic image."""
         n, m = self.values.shape[1:]
         r, c = divmod(k, self.cols)
         return c * (m + self.gap), self.title_rows + r * (n + self.gap + self.title_rows)
 
     def set_maps(self, values: np.ndarray, titles: Sequence[str],
-                 levels: tuple[float, float]) -> None:
+                 levels: tuple[float, float], colors: Sequence[str] | None = None) -> None:
         """Show the maps `values` [k, n, m] (rows: queries, columns: keys) with their
-        titles, on one colour scale `levels`."""
+        titles (in `colors`, else black), on one colour scale `levels`."""
         values = np.asarray(values, dtype=np.float32)
         k, n, m = values.shape
         self.values = values
@@ -98,10 +112,11 @@ class HeatmapMosaic(QObject):
         mosaic = np.full((max(height, 1), max(width, 1)), np.nan, dtype=np.float32)
         frames = QPainterPath()
         for j in range(k):
-            x, y = self._origin(j)
+            x, y = self.origin(j)
             mosaic[y:y + n, x:x + m] = values[j]
             frames.addRect(QRectF(x, y, m, n))
         self.image.setImage(mosaic, levels=levels)
+        self.colorbar.setLevels(levels)
         self.frames.setPath(frames)
         while len(self.titles) < k:
             item = pg.TextItem("", color="k", anchor=(0, 1))
@@ -113,8 +128,9 @@ class HeatmapMosaic(QObject):
         for j, item in enumerate(self.titles):
             item.setVisible(j < k)
             if j < k:
-                x, y = self._origin(j)
+                x, y = self.origin(j)
                 item.setText(titles[j])
+                item.setColor(colors[j] if colors is not None else "k")
                 item.setPos(x, y)
         self.vb.setRange(xRange=(0, max(width, 1)), yRange=(0, max(height, 1)), padding=0.01)
 
@@ -126,7 +142,7 @@ class HeatmapMosaic(QObject):
         path = QPainterPath()
         k, n, m = self.values.shape
         for j in range(k):
-            x, y = self._origin(j)
+            x, y = self.origin(j)
             if r >= 0 and c >= 0:
                 path.addRect(QRectF(x + c, y + r, 1, 1))
             elif r >= 0:
@@ -135,14 +151,15 @@ class HeatmapMosaic(QObject):
                 path.addRect(QRectF(x + c, y, 1, n))
         self.marks.setPath(path)
 
-    def select(self, k: int | None) -> None:
-        """A thick frame around map k (None: none)."""
+    def select(self, k: int | None, color: str = "#d62728") -> None:
+        """A thick frame in `color` around map k (None: none)."""
         maps, n, m = self.values.shape
         if k is None or not 0 <= k < maps or maps < 2:
             self.selected.setVisible(False)
             return
-        x, y = self._origin(k)
+        x, y = self.origin(k)
         self.selected.setRect(QRectF(x, y, m, n))
+        self.selected.setPen(_cosmetic(color, 3))
         self.selected.setVisible(True)
 
     # ------------------------------------------------------------------ mouse
@@ -150,7 +167,7 @@ class HeatmapMosaic(QObject):
     def cell_at(self, scene_pos: QPointF) -> tuple[int, int, int] | None:
         """(map, row, column) under a scene position, or None off the maps."""
         k, n, m = self.values.shape
-        if not k or not self.vb.sceneBoundingRect().contains(scene_pos):
+        if not k or not self.shown() or not self.vb.sceneBoundingRect().contains(scene_pos):
             return None
         p = self.vb.mapSceneToView(scene_pos)
         c_map = math.floor(p.x() / (m + self.gap))
@@ -158,7 +175,7 @@ class HeatmapMosaic(QObject):
         j = r_map * self.cols + c_map
         if not (0 <= c_map < self.cols and 0 <= j < k):
             return None
-        x, y = self._origin(j)
+        x, y = self.origin(j)
         col, row = math.floor(p.x() - x), math.floor(p.y() - y)
         if 0 <= row < n and 0 <= col < m:
             return j, row, col

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from PySide6.QtCore import (
     QBuffer,
     QIODevice,
     QObject,
+    QPoint,
     QPointF,
     QRectF,
     QSettings,
@@ -37,13 +37,12 @@ from PySide6.QtGui import (
     QImage,
     QPainter,
     QPen,
-    QTextOption,
 )
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
-    QGraphicsItem,
     QGraphicsView,
+    QLabel,
     QMenu,
     QMessageBox,
     QVBoxLayout,
@@ -54,8 +53,6 @@ from detokgui.core.base.atomic import write_bytes
 from detokgui.core.base.tables import Table, write_csv
 from detokgui.core.model.conventions import DIVERGING_COLOURS
 from detokgui.gui.colorbar import ColorBar
-from detokgui.gui.grid_axis import GridAxis
-from detokgui.gui.paint_prep import prepare_before_paint
 from detokgui.gui.view_figures import (
     VECTOR_FORMATS,
     FigureRequest,
@@ -104,50 +101,13 @@ def symmetric_levels(values: np.ndarray) -> tuple[float, float]:
 
 def plain_axes(item):
     """Turn off pyqtgraph's SI multipliers ("(x0.001)" in an axis label, ticks scaled to
-    match) on every axis of a PlotItem or AxisItem: ticks show the real
-    values, as everywhere else in detokgui. Returns `item`.
-
-    The axes are also painted from a pixmap kept between their changes: replaying an
-    axis's tick labels costs ~1-2 ms each time its view repaints (a tab shown, a curve
-    redrawn), a dozen axes per view."""
+    match) on every axis of a PlotItem or AxisItem: ticks show the real values, as
+    everywhere else in detokgui. Returns `item`."""
     axes = [item] if isinstance(item, pg.AxisItem) else \
         [item.getAxis(name) for name in ("left", "bottom", "top", "right")]
     for ax in axes:
         ax.enableAutoSIPrefix(False)
-        ax.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
-    if not isinstance(item, pg.AxisItem):
-        wrap_title(item)
     return item
-
-
-def wrap_title(plot: pg.PlotItem) -> None:
-    """Let `plot`'s title wrap onto more lines instead of widening the plot past its view
-    (pyqtgraph makes a title's full width the plot's minimum width: a long title would be
-    cut off at both ends, and the axes with it)."""
-    label = plot.titleLabel
-    if getattr(label, "wraps", False):
-        return
-    label.wraps = True
-    option = QTextOption(Qt.AlignCenter)
-    option.setWrapMode(QTextOption.WordWrap)
-    label.item.document().setDefaultTextOption(option)
-
-    def update_min() -> None:
-        width = label.size().width()
-        if width > 20 and label.item.textWidth() != width:
-            label.item.setTextWidth(width)
-            label.item.setPos(0, 0)  # the text block is the label's width, centred inside
-        h = label.item.boundingRect().height() if label.isVisible() else 0.0
-        label.setMinimumWidth(0)
-        label.setMinimumHeight(h)
-        label._sizeHint = {Qt.SizeHint.MinimumSize: (0, h), Qt.SizeHint.PreferredSize: (0, h),
-                           Qt.SizeHint.MaximumSize: (-1, -1), Qt.SizeHint.MinimumDescent: (0, 0)}
-        if label.isVisible() and h > 0:  # setTitle fixes the title row at 30 px
-            label.setMaximumHeight(h)
-            plot.layout.setRowFixedHeight(0, h)
-        label.updateGeometry()
-
-    label.updateMin = update_min
 
 
 def label_step(n: int, pixels: float, label_px: float) -> int:
@@ -195,30 +155,28 @@ class BarLabels(QObject):
         axis.setTicks([category_ticks(self.labels, step, 0.0, self.keep), []])
 
 
-@contextmanager
-def laid_out_once(layout: pg.GraphicsLayout) -> Iterator[None]:
-    """Items added to `layout` inside the block are laid out once, at its end.
-
-    pyqtgraph's GraphicsLayout.addItem lays out the whole grid after every item: twelve
-    heatmap tiles cost twelve layouts of up to twelve tiles (~40 ms)."""
-    grid = layout.layout
-    grid.activate = _no_layout  # shadows the C++ method for pyqtgraph's Python call
-    try:
-        yield
-    finally:
-        del grid.activate
-        grid.activate()
-
-
-def _no_layout() -> None:
-    pass
-
-
 def set_label(plot: pg.PlotItem, side: str, text: str) -> None:
     """plot.setLabel(side, text), skipped when the axis already says so (a new label
     costs a relayout of the plot)."""
     if plot.getAxis(side).labelText != text:
         plot.setLabel(side, text)
+
+
+def frame_of(item: pg.GraphicsObject | pg.GraphicsWidget) -> PlotFrame | None:
+    """The PlotFrame whose view shows `item`, or None."""
+    scene = item.scene()
+    for view in scene.views() if scene is not None else ():
+        if isinstance(view.parentWidget(), PlotFrame):
+            return view.parentWidget()
+    return None
+
+
+def set_title(plot: pg.PlotItem, html: str) -> None:
+    """The title of the plot frame `plot` is in (`PlotFrame.set_title`: wrapped to the
+    frame's width, blank hides it)."""
+    frame = frame_of(plot)
+    if frame is not None:
+        frame.set_title(html)
 
 
 def fit_label(plot: pg.PlotItem, side: str, texts: Sequence[str]) -> None:
@@ -255,8 +213,7 @@ def add_plot(frame: PlotFrame, *args, bottom: str = "", left: str = "", grid: st
     bottom / left: axis labels; grid: the axes with grid lines ("x", "y" or "xy") at
     opacity `alpha`; controls=False: no context menu and no auto-range button; mouse=False:
     no pan or zoom (a view the panel sets itself); invert_y: y grows downwards (rows)."""
-    axes = {name: GridAxis(name) for name in ("left", "bottom")}  # those with grid lines
-    plot = plain_axes(frame.view.addPlot(*args, axisItems=axes, **kw))
+    plot = plain_axes(frame.view.addPlot(*args, **kw))
     if not controls:
         plot.setMenuEnabled(False)
         plot.hideButtons()
@@ -339,7 +296,9 @@ def _paint_footer(painter: QPainter, top: float, width: float, lines: Sequence[s
 def render_png(widget: QWidget, scale: float = 2.0, footer: Sequence[str] = ()) -> bytes:
     """`widget` drawn at `scale` times its on-screen size, as PNG bytes: a high-DPI
     rendering, with lines, markers and text in the same proportions as on screen;
-    `footer`'s parts in small grey lines below it (`footer_lines`)."""
+    `footer`'s parts in small grey lines below it (`footer_lines`). A plot view is drawn
+    from its scene; a widget holding one (a PlotFrame: its title above the view) is
+    drawn child by child."""
     size = _export_size(widget)
     lines = footer_lines(footer, size.width())
     height = size.height() + _footer_height(lines)
@@ -350,16 +309,27 @@ def render_png(widget: QWidget, scale: float = 2.0, footer: Sequence[str] = ()) 
     painter.setRenderHint(QPainter.Antialiasing)
     painter.setRenderHint(QPainter.TextAntialiasing)
     if isinstance(widget, QGraphicsView):
-        source = widget.mapToScene(widget.viewport().rect()).boundingRect()
-        widget.scene().render(painter, QRectF(0, 0, size.width(), size.height()), source)
+        _render_view(painter, widget, QPoint(0, 0))
     else:
-        widget.render(painter)
+        for child in widget.findChildren(QWidget, options=Qt.FindDirectChildrenOnly):
+            if not child.isVisible():
+                continue
+            if isinstance(child, QGraphicsView):
+                _render_view(painter, child, child.pos())
+            else:
+                child.render(painter, child.pos(), renderFlags=QWidget.RenderFlag.DrawChildren)
     _paint_footer(painter, size.height(), size.width(), lines)
     painter.end()
     if footer:  # the footer also as the PNG's text, for programs (and tests) that read it
         img.setText("Description", " · ".join(footer))
     img.setDevicePixelRatio(1.0)
     return png_bytes(img)
+
+
+def _render_view(painter: QPainter, view: QGraphicsView, at: QPoint) -> None:
+    """What `view` shows, drawn from its scene at `at` (vector: sharp at any scale)."""
+    source = view.mapToScene(view.viewport().rect()).boundingRect()
+    view.scene().render(painter, QRectF(at.x(), at.y(), view.width(), view.height()), source)
 
 
 def png_bytes(image) -> bytes:
@@ -398,8 +368,10 @@ class PlotFrame(QWidget):
         self.table_fn = table_fn
         self.analysis = analysis
         self.view = pg.GraphicsLayoutWidget()
+        self.title: QLabel | None = None  # made by set_title
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
         lay.addWidget(self.view)
         actions = []
         for fmt in EXPORT_FORMATS:
@@ -413,9 +385,26 @@ class PlotFrame(QWidget):
         self.view.setContextMenuPolicy(Qt.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
 
-    def showEvent(self, event) -> None:
-        super().showEvent(event)
-        prepare_before_paint(self.view)
+    def set_title(self, html: str, align=Qt.AlignHCenter) -> None:
+        """The plot's title (rich text) above it, wrapped onto more lines where the frame
+        is narrow; blank hides it. (A pyqtgraph title is one line that sets the plot's
+        least width: a long one was cut off at both ends, and the axes with it.)"""
+        if self.title is None:
+            if not html.strip():
+                return
+            self.title = QLabel()
+            self.title.setWordWrap(True)
+            self.title.setTextFormat(Qt.RichText)
+            self.title.setContentsMargins(6, 3, 6, 0)
+            self.title.setStyleSheet("background: white; color: black")
+            self.layout().insertWidget(0, self.title)
+        self.title.setAlignment(align | Qt.AlignTop)
+        if html != self.title.text():
+            self.title.setText(html)
+        self.title.setVisible(bool(html.strip()))
+
+    def title_text(self) -> str:
+        return self.title.text() if self.title is not None else ""
 
     def _context_menu(self, pos) -> None:
         if QApplication.activePopupWidget() is not None:
@@ -438,7 +427,7 @@ class PlotFrame(QWidget):
         path = Path(path)
         fmt = path.suffix.lower().lstrip(".")
         if fmt == "png":
-            save_png(self.view, path, footer=self.footer())
+            save_png(self, path, footer=self.footer())
         elif fmt in VECTOR_FORMATS:
             write_figure(self.figure_request(), path, fmt)
         elif fmt == "csv":
@@ -540,12 +529,22 @@ def notify(widget: QWidget, text: str, timeout_ms: int = 10000) -> None:
 # --------------------------------------------------------------------------- heatmap
 
 
-class _MatrixCells:
-    """What a heatmap and a heatmap tile share: the matrix as an image in a view box, its
-    labels, hover text, the outlined cell, clicks on cells and an optional colour bar.
-    Rows are queries (top to bottom), columns keys."""
+class Heatmap(pg.PlotItem):
+    """A matrix as an image with tick labels, a symmetric diverging colour bar, hover text,
+    the outlined cell of the selection and clickable cells. Rows are queries (top to
+    bottom), columns keys."""
 
-    def _init_cells(self, vb: pg.ViewBox) -> None:
+    cellClicked = Signal(int, int)  # row, col
+    cellHovered = Signal(int, int)  # row, col (-1, -1 when outside)
+
+    def __init__(self, title: str = "", max_labels: int = 60, **kw):
+        kw.setdefault("enableMenu", False)  # no plot menu; skips building one
+        super().__init__(title=title, **kw)
+        self.max_labels = max_labels
+        self.setMenuEnabled(False)
+        self.hideButtons()
+        plain_axes(self)
+        vb = self.getViewBox()
         self.image = pg.ImageItem()
         vb.addItem(self.image)
         vb.invertY(True)
@@ -565,6 +564,7 @@ class _MatrixCells:
         vb.addItem(self.highlight)
         self.image.setColorMap(diverging_colormap())
         self.colorbar_label = ""
+        vb.sigResized.connect(self.update_ticks)
 
     def set_colorbar_label(self, text: str) -> None:
         """What the colours mean (plain text), written along the colour bar."""
@@ -583,8 +583,9 @@ class _MatrixCells:
                         rowspan: int = 1) -> None:
         layout.addItem(self.make_colorbar(), row, col, rowspan=rowspan)
 
-    def _set_image(self, values: np.ndarray, row_labels: Sequence[str],
-                   col_labels: Sequence[str], levels: tuple[float, float] | None):
+    def set_matrix(self, values: np.ndarray, row_labels: Sequence[str],
+                   col_labels: Sequence[str], levels: tuple[float, float] | None = None) -> None:
+        """Show `values` [rows, columns] on `levels` (default: symmetric about 0)."""
         values = np.asarray(values, dtype=np.float32)
         self.values = values
         self.row_labels = list(row_labels)
@@ -596,7 +597,8 @@ class _MatrixCells:
             self.colorbar.setLevels(levels)
         self.highlight.setVisible(False)
         self.marked = (-1, -1)
-        return values
+        self.setRange(xRange=(0, values.shape[1]), yRange=(0, values.shape[0]), padding=0)
+        self.update_ticks()
 
     def cell_at(self, scene_pos: QPointF) -> tuple[int, int]:
         if not self.sceneBoundingRect().contains(scene_pos) or self.values.size == 0:
@@ -619,15 +621,16 @@ class _MatrixCells:
         rows, cols = self.values.shape[:2] if self.values.ndim == 2 else (0, 0)
         r = r if 0 <= r < rows else -1
         c = c if 0 <= c < cols else -1
+        old, self.marked = self.marked, (r, c)
         if r < 0 and c < 0:
             self.highlight.setVisible(False)
-            self.marked = (-1, -1)
-            return
-        x, w = (c, 1) if c >= 0 else (0, cols)
-        y, h = (r, 1) if r >= 0 else (0, rows)
-        self.highlight.setRect(QRectF(x, y, w, h))
-        self.highlight.setVisible(True)
-        self.marked = (r, c)
+        else:
+            x, w = (c, 1) if c >= 0 else (0, cols)
+            y, h = (r, 1) if r >= 0 else (0, rows)
+            self.highlight.setRect(QRectF(x, y, w, h))
+            self.highlight.setVisible(True)
+        if self.marked != old:
+            self.update_ticks()  # the marked row and column keep their labels
 
     def mouseClickEvent(self, ev):
         if ev.button() == Qt.LeftButton:
@@ -637,36 +640,6 @@ class _MatrixCells:
                 ev.accept()
                 return
         ev.ignore()
-
-
-class Heatmap(_MatrixCells, pg.PlotItem):
-    """A matrix as an image with tick labels, a symmetric diverging colour bar, hover text
-    and clickable cells."""
-
-    cellClicked = Signal(int, int)  # row, col
-    cellHovered = Signal(int, int)  # row, col (-1, -1 when outside)
-
-    def __init__(self, title: str = "", max_labels: int = 60, **kw):
-        kw.setdefault("enableMenu", False)  # no plot menu; skips building one
-        super().__init__(title=title, **kw)
-        self.max_labels = max_labels
-        self.setMenuEnabled(False)
-        self.hideButtons()
-        plain_axes(self)
-        self._init_cells(self.getViewBox())
-        self.getViewBox().sigResized.connect(self.update_ticks)
-
-    def mark(self, r: int, c: int) -> None:
-        old = self.marked
-        super().mark(r, c)
-        if self.marked != old:
-            self.update_ticks()
-
-    def set_matrix(self, values: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
-                   levels: tuple[float, float] | None = None) -> None:
-        values = self._set_image(values, row_labels, col_labels, levels)
-        self.setRange(xRange=(0, values.shape[1]), yRange=(0, values.shape[0]), padding=0)
-        self.update_ticks()
 
     def update_ticks(self, *_) -> None:
         """Tick labels thinned to what the view's size in pixels holds without overlap:
@@ -698,61 +671,3 @@ class Heatmap(_MatrixCells, pg.PlotItem):
         if left:
             # pyqtgraph widens the axis only on a later repaint; size it for the labels now.
             self.getAxis("left").setWidth(max(metrics.horizontalAdvance(t) for _, t in left) + 25)
-
-
-class HeatmapTile(_MatrixCells, pg.GraphicsLayout):
-    """One small heatmap of a grid: a title over a framed image, no axes or tick labels.
-
-    Same interface as Heatmap, at a fraction of its cost: a PlotItem (four axes, a
-    plot-options menu) takes ~10 ms to build, a tile ~1 ms, so a grid of 12 heads draws
-    without stalling the event loop."""
-
-    cellClicked = Signal(int, int)  # row, col
-    cellHovered = Signal(int, int)  # row, col (-1, -1 when outside)
-
-    def __init__(self, title: str = ""):
-        super().__init__()
-        self.layout.setContentsMargins(1, 1, 1, 1)
-        self.layout.setSpacing(0)
-        self.title = self.addLabel(title, size="11pt")
-        self.nextRow()
-        self.view = pg.ViewBox(enableMenu=False, border=pg.mkPen("k", width=1))
-        self.selected = False
-        self.addItem(self.view)
-        self._init_cells(self.view)
-
-    def getViewBox(self) -> pg.ViewBox:
-        return self.view
-
-    def set_selected(self, selected: bool) -> None:
-        """Frame the tile of the selected head: a thick border and a bold title. Only
-        what changes is set: a new border repaints the tile, a new title lays it out."""
-        if selected != self.selected:
-            self.selected = selected
-            self.view.setBorder(pg.mkPen("#d62728" if selected else "k",
-                                         width=3 if selected else 1))
-        text = self.title.text.replace("<b>", "").replace("</b>", "")
-        title = f"<b>{text}</b>" if selected else text
-        if title != self.title.text:
-            self.title.setText(title, size="11pt")
-
-    def set_matrix(self, values: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
-                   levels: tuple[float, float] | None = None) -> None:
-        values = self._set_image(values, row_labels, col_labels, levels)
-        self.view.setRange(xRange=(0, values.shape[1]), yRange=(0, values.shape[0]), padding=0)
-
-
-def connect_hover(frame: PlotFrame, heatmaps: Callable[[], list[Heatmap]], show: Callable[[str], None]):
-    """Show the hovered cell's description via `show` (e.g. a label's setText)."""
-
-    def moved(pos):
-        for hm in heatmaps():
-            r, c = hm.cell_at(pos)
-            if r >= 0:
-                show(hm.describe(r, c))
-                hm.cellHovered.emit(r, c)
-                return
-        show("")
-
-    frame.view.scene().sigMouseMoved.connect(moved)
-    return moved

@@ -12,7 +12,8 @@ figure shows is drawn per figure, not per cell:
 - tick labels are the plot's own two axes with explicit ticks: the shared y values on
   every row's left, the shared x values under every column (every cell shows the same
   ranges, as matplotlib's sharex / sharey);
-- only the heads' names are an item per cell.
+- only the heads' names are an item per cell; the title is the frame's (a word-wrapping
+  label above the plot).
 
 A redraw is a few numpy operations and one `setData` per series, however many heads.
 `at(scene_pos)` maps the mouse back to (head, x, y) in data coordinates, and `data(name,
@@ -27,9 +28,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainterPath, QPen
-from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem, QLabel
+from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem
 
-from detokgui.gui.plots import PlotFrame, head_color
+from detokgui.gui.plots import PlotFrame, head_color, plain_axes
 from detokgui.gui.view_ranges import nice_step, smaller_nice_step
 
 GAP_X = 0.14  # between two columns of cells, in cell widths
@@ -60,21 +61,15 @@ class SmallMultiples(QObject):
         super().__init__(frame)
         self.frame = frame
         self.state = state  # with it, the selected head's cell is framed
-        self.title = QLabel(" ")
-        self.title.setWordWrap(True)
-        self.title.setTextFormat(Qt.RichText)
-        self.title.setAlignment(Qt.AlignLeft | Qt.AlignTop)
-        self.title.setContentsMargins(6, 2, 6, 0)
-        frame.layout().insertWidget(0, self.title)
         self.plot: pg.PlotItem = frame.view.addPlot()
         self.vb: pg.ViewBox = self.plot.getViewBox()
         self.vb.setMouseEnabled(False, False)
         self.vb.setMenuEnabled(False)
         self.vb.disableAutoRange()
         self.plot.hideButtons()
+        plain_axes(self.plot)
         for side, label in (("bottom", x_label), ("left", y_label)):
             axis = self.plot.getAxis(side)
-            axis.enableAutoSIPrefix(False)
             axis.setStyle(tickLength=-4)
             if label:
                 self.plot.setLabel(side, label)
@@ -115,11 +110,11 @@ class SmallMultiples(QObject):
     # ------------------------------------------------------------------ layout
 
     def set_title(self, html: str) -> None:
-        if html != self.title.text():
-            self.title.setText(html or " ")
+        """The figure's title, above the cells (the frame's, left-aligned)."""
+        self.frame.set_title(html or " ", Qt.AlignLeft)
 
     def title_text(self) -> str:
-        return self.title.text()
+        return self.frame.title_text()
 
     def set_heads(self, heads: Sequence[int]) -> bool:
         """Lay out the cells of `heads`; False when they are already shown."""

@@ -23,7 +23,7 @@ from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, option
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.plots import PlotFrame, add_plot, head_color
+from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_title
 from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
 from detokgui.gui.sigma_controls import SigmaControls
 
@@ -137,7 +137,7 @@ class AUROCPanel(Panel):
         model = self.table.records()
         if res is None:
             model.set_records((), [])
-            self.bars.setTitle(self.empty_message(
+            set_title(self.bars, self.empty_message(
                 "Choose a corpus (Corpus menu) to compute the bigram AUROC.",
                 "Counting the corpus's bigrams and computing every head's AUROC… (progress "
                 "and Cancel in the status bar)"))
@@ -168,7 +168,7 @@ class AUROCPanel(Panel):
         self.bars.setRange(yRange=(0, max(1.0, top) * 1.12), padding=0)
         n_text = (f"{num(int(used[0]))} query tokens" if same_n and len(used)
                   else "n = query tokens in the mean")
-        self.bars.setTitle(f"Mean bigram AUROC per head ({n_text})<br>"
+        set_title(self.bars, f"Mean bigram AUROC per head ({n_text})<br>"
                            f"<span style='font-size:9pt'>{SHORT[conv]}</span>")
         r = res.row(head) if head in res.heads else 0
         values = res.values(conv)[r]
@@ -243,7 +243,7 @@ class AUROCPanel(Panel):
     def _draw_curve(self, c) -> None:
         if c is None or isinstance(c, NoBigram):
             self.roc_curve.setData([], [])
-            self.roc.setTitle(" ")
+            set_title(self.roc, " ")
             self.roc_status.setText(
                 f"{self.state.token_text(c.query)!r} never follows another token in the "
                 "corpus: it has no bigram, so no ROC curve" if c is not None else
@@ -251,7 +251,7 @@ class AUROCPanel(Panel):
             return
         self.roc_curve.setData(c.fpr[0], c.tpr[0])
         self.roc_curve.setPen(pg.mkPen(head_color(c.heads[0]), width=2))
-        self.roc.setTitle(f"ROC of query {self.state.token_text(c.query)!r}, head {c.heads[0]}"
+        set_title(self.roc, f"ROC of query {self.state.token_text(c.query)!r}, head {c.heads[0]}"
                           f": AUROC = {num(float(c.auroc[0]))}")
         self.roc_status.setText(
             f"ROC curve: keys ranked by T_ee({self.state.token_text(c.query)!r}, v); "

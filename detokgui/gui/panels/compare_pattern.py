@@ -15,7 +15,7 @@ from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, custom, option
 from detokgui.gui.panels.compare_base import MISSING, ComparePanel
-from detokgui.gui.plots import PlotFrame, add_plot, set_log_y
+from detokgui.gui.plots import PlotFrame, add_plot, set_log_y, set_title
 from detokgui.gui.position import (
     ConventionBox,
     QueryPositionControl,
@@ -102,7 +102,7 @@ class ComparePatternPanel(ComparePanel):
         self.legend.clear()
         set_log_y(plot, self.options.value.log, "attention weight")
         if res is None:
-            plot.setTitle("")
+            set_title(plot, "")
             self.status.setText(self.waiting_text() if self.state.query_token >= 0
                                 else "Select a query token in the Tokens panel.")
             return
@@ -115,8 +115,8 @@ class ComparePatternPanel(ComparePanel):
                       symbolBrush=pen.color(), name=f"{name} head {head}")
         plot.setXRange(-0.5, res.a.n + 0.5, padding=0.02)
         plot.enableAutoRange(axis="y")
-        plot.setTitle(f"Positional pattern of {s.token_text(res.a.token)} at n = {res.a.n}: "
-                      f"A head {res.a.heads[0]} vs B head {s.head_b}", size="10pt")
+        set_title(plot, f"Positional pattern of {s.token_text(res.a.token)} at n = {res.a.n}: "
+                      f"A head {res.a.heads[0]} vs B head {s.head_b}")
         if res.b is None:
             self.status.setText(f"The query {s.token_text(res.a.token)} is {MISSING}: only "
                                 "A's pattern is drawn.")

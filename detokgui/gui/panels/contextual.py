@@ -28,7 +28,7 @@ from detokgui.gui.head_controls import HeadSet, parse_heads
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, custom, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.plots import PlotFrame, add_plot
+from detokgui.gui.plots import PlotFrame, add_plot, set_title
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 from detokgui.gui.text_source import max_texts_option, prepend_option, text_source
 
@@ -289,7 +289,7 @@ class ContextualPanel(Panel):
         if v is None:
             self.points.setData([], [])
             self.diagonal.setData([], [])
-            self.plot.setTitle(" ")
+            set_title(self.plot, " ")
             self.validation_status.setText(" ")
             return
         x, y = v.predicted[0], v.actual[0]
@@ -298,8 +298,7 @@ class ContextualPanel(Panel):
         hi = float(max(x.max(), y.max())) if x.size else 1.0
         self.diagonal.setData([lo, hi], [lo, hi])
         r = float(v.correlation[0])
-        self.plot.setTitle(f"neuron {v.neurons[0]}: predicted vs actual, r = {num(r)}",
-                           size="10pt")
+        set_title(self.plot, f"neuron {v.neurons[0]}: predicted vs actual, r = {num(r)}")
         shown = f"{x.size:,} of {v.points:,}" if x.size < v.points else f"{v.points:,}"
         self.validation_status.setText(
             f"r = {num(r)} over {v.points:,} positions of {v.texts} texts ({v.source}); "

@@ -19,7 +19,7 @@ from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, option
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import PlotFrame, add_plot
+from detokgui.gui.plots import PlotFrame, add_plot, set_title
 from detokgui.gui.point_cloud import PointCloud
 from detokgui.gui.sigma_controls import SigmaControls
 
@@ -130,7 +130,7 @@ class FrequencyPanel(Panel):
             self.ids = np.zeros(0, dtype=np.int64)
             self.points.set_points([], [])
             self.points.mark_point(-1)
-            self.plot.setTitle(self.empty_message(
+            set_title(self.plot, self.empty_message(
                 "Choose a corpus (Corpus menu) to count its tokens.",
                 "Counting the corpus's tokens… (progress and Cancel in the status bar)"))
             self.clear_empty_status()
@@ -144,7 +144,7 @@ class FrequencyPanel(Panel):
         self.plot.getAxis("bottom").setLogMode(log)
         self.plot.setLabel("bottom", xl)
         self.plot.setLabel("left", yl)
-        self.plot.setTitle(title)
+        set_title(self.plot, title)
         self.plot.enableAutoRange()
         self._mark()
         absent = int((fs.counts == 0).sum())

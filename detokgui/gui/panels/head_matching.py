@@ -16,7 +16,7 @@ from PySide6.QtGui import QColor, QPen
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.compare_base import ComparePanel
-from detokgui.gui.plots import PlotFrame, add_plot
+from detokgui.gui.plots import PlotFrame, add_plot, set_title
 
 MAX_TICKS = 32
 NO_MATCH_PEN = "#c8c8c8"
@@ -92,7 +92,7 @@ class HeadMatchingPanel(ComparePanel):
             self.assigned.setData([], [])
             self.unmatched.setData([], [])
             self.selected.setVisible(False)
-            self.plot.setTitle("")
+            set_title(self.plot, "")
             self.status.setText(self.waiting_text())
             self.pair_text.setText("")
             return
@@ -112,10 +112,10 @@ class HeadMatchingPanel(ComparePanel):
         self.plot.setRange(xRange=(0, hb), yRange=(0, ha), padding=0)
         mean = float(np.mean([sim[a, b] for a, b in m.assignment])) if m.assignment else 0.0
         t = m.threshold
-        self.plot.setTitle(f"Head similarity, {ha} heads of A × {hb} of B; {sum(matched)} of "
+        set_title(self.plot, f"Head similarity, {ha} heads of A × {hb} of B; {sum(matched)} of "
                            f"{len(m.assignment)} assigned pairs matched (S > θ, θ "
                            f"{float(t.min()):.2f}–{float(t.max()):.2f}); assignment's mean "
-                           f"{mean:.3f}", size="10pt")
+                           f"{mean:.3f}")
         self.status.setText(self.rule_text())
         self._mark()
 

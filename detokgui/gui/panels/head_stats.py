@@ -25,7 +25,7 @@ from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.plots import PlotFrame, add_plot
+from detokgui.gui.plots import PlotFrame, add_plot, set_title
 from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
 from detokgui.gui.sigma_controls import SigmaControls
 
@@ -233,7 +233,7 @@ class HeadStatsPanel(Panel):
     def _draw_block(self, b: VS.SortedBlock | None) -> None:
         if b is None:
             self.image.clear()
-            self.plot.setTitle(" ")
+            set_title(self.plot, " ")
             self.block_status.setText(" ")
             return
         vals = np.asarray(b.values, dtype=np.float32)
@@ -251,8 +251,7 @@ class HeadStatsPanel(Panel):
         self.plot.setLabel("left", f"{PLURAL[row_side]} by decreasing score variance")
         step = (f" (every {b.row_step} × {b.col_step})"
                 if b.row_step > 1 or b.col_step > 1 else "")
-        self.plot.setTitle(f"Sorted T_ee matrix, head {b.head}{step} ({b.sigma.label()})",
-                           size="10pt")
+        set_title(self.plot, f"Sorted T_ee matrix, head {b.head}{step} ({b.sigma.label()})")
         self.block_status.setText(
             f"Row r: the r-th {row_side} by decreasing score variance; column j: its j-th "
             f"highest T_ee over all {PLURAL[col_side]}. Hover to read a score; click to "

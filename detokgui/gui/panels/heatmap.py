@@ -4,9 +4,8 @@ one head or all heads, with or without LayerNorm."""
 
 from __future__ import annotations
 
-import math
+import html
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 from PySide6.QtCore import Slot
@@ -19,10 +18,10 @@ from detokgui.core.model.conventions import COLOUR_SIGN
 from detokgui.core.model.tokens import display_token
 from detokgui.core.token_side import affinity
 from detokgui.core.token_side.tables import heatmap_table
-from detokgui.gui.later_pass import in_a_later_pass
+from detokgui.gui.mosaic import HeatmapMosaic
 from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame, connect_hover, laid_out_once
+from detokgui.gui.plots import Heatmap, PlotFrame, head_color
 
 SOURCES = (("text", "Tokens of the typed text"), ("sample", "Random sample"),
            ("topk", "Query + its top-k keys"))
@@ -99,13 +98,6 @@ class HeatmapPanel(Panel):
 
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
-        self.maps: list[Heatmap | HeatmapTile] = []  # what is shown
-        # Plot items are built once and reused: a Heatmap (a PlotItem) costs
-        # 15-30 ms to build, a grid tile ~6 ms.
-        self.single: Heatmap | None = None
-        self.tiles: list[HeatmapTile] = []  # for the all-heads grid
-        self._building = False  # tiles are being built, one per pass (_build_tiles)
-        self._draw_when_built = False  # a result waits for them
         lay = QVBoxLayout(self)
 
         self.options = OptionRow("heatmap", Options, self)
@@ -115,7 +107,16 @@ class HeatmapPanel(Panel):
         lay.addWidget(self.frame, 1)
         self.status.setToolTip("Hover over a cell; click it to select its query and key tokens")
         lay.addWidget(self.status)
-        connect_hover(self.frame, lambda: self.maps, self._hover_text)
+        # one head: a heatmap with the tokens on its axes; all heads: one mosaic of maps
+        self.single = Heatmap(max_labels=60)
+        self.single.setLabel("left", "query")
+        self.single.setLabel("bottom", "key")
+        self.single.cellClicked.connect(lambda r, c: self._cell_clicked(0, r, c))
+        self.mosaic = HeatmapMosaic(self.frame.view.ci)
+        self.mosaic.cellClicked.connect(self._cell_clicked)
+        self.mosaic.cellHovered.connect(self._mosaic_hovered)
+        self.shown: Heatmap | HeatmapMosaic | None = None
+        self.frame.view.scene().sigMouseMoved.connect(self._hovered)
 
         self.options.changed.connect(self._options_changed)
         state.queryTokenChanged.connect(self.when_visible(self._mark_selection))
@@ -143,12 +144,20 @@ class HeatmapPanel(Panel):
         for name, shown in (("size", opts.source != "text"), ("seed", opts.source == "sample")):
             self.options.label(name).setVisible(shown)
             self.options.widget(name).setVisible(shown)
-        if opts.all_heads and self.layer is not None and not self._building:
-            self._build_tiles(self.layer.n_heads)  # while the values compute
         self.refresh()
 
-    def _hover_text(self, text: str) -> None:
-        self.status.setText(text or " ")
+    def _hovered(self, pos) -> None:
+        if self.shown is self.single:
+            r, c = self.single.cell_at(pos)
+            self.status.setText(self.single.describe(r, c) or " ")
+
+    def _mosaic_hovered(self, k: int, r: int, c: int) -> None:
+        res = self.result
+        if k < 0 or res is None or res.values is None:
+            self.status.setText(" ")
+            return
+        self.status.setText(f"head {res.heads[k]}  query {res.labels[r]!r}  key "
+                            f"{res.labels[c]!r}  value {res.values[k, r, c]:.4g}")
 
     # ------------------------------------------------------------------ compute
 
@@ -178,86 +187,35 @@ class HeatmapPanel(Panel):
         view = self.frame.view
         if res is None or res.values is None:
             view.clear()
-            self.maps = []
+            self.shown = None
             view.addLabel(HINTS.get(self.options.value.source, "No tokens."))
+            self.frame.set_title("")
             self.status.setText(" ")
             return
-        n_maps = len(res.heads)
-        cols = 1 if n_maps == 1 else math.ceil(math.sqrt(n_maps))
-        levels = None
-        if n_maps > 1:  # one colour scale for the grid so heads compare
-            m = float(np.nanmax(np.abs(res.values))) or 1.0
-            levels = (-m, m)
         raw = res.sigma.convention == "none"
-        kind = "raw e W^QK e^T" if raw else "T_ee"
-        if n_maps > 1 and self.isVisible() and not self._tiles_ready(n_maps):
-            self._draw_when_built = True  # drawn when its tiles are, one built per pass
-            if not self._building:
-                self._build_tiles(n_maps)
-            return
-        maps = self._grid_tiles(n_maps) if n_maps > 1 else [self._single_map()]
-        if maps != self.maps:  # lay them out; the same items stay where they are
+        label = f"{'raw e W^QK e^T' if raw else 'T_ee'}: {COLOUR_SIGN}"  # σ: in the title
+        grid = len(res.heads) > 1
+        shown = self.mosaic if grid else self.single
+        if shown is not self.shown:  # the other one's items out of the layout, these in
             view.clear()
-            with laid_out_once(view.ci):
-                for k, hm in enumerate(maps):
-                    view.addItem(hm, row=k // cols, col=k % cols)
-                maps[0].attach_colorbar(view.ci, 0, cols, rowspan=math.ceil(len(maps) / cols))
-            self.maps = maps
-        maps[0].set_colorbar_label(f"{kind}: {COLOUR_SIGN}")  # σ: in the title
-        for k, (h, hm) in enumerate(zip(res.heads, maps)):
-            if n_maps == 1:
-                hm.setTitle(heatmap_title(res, h), size="10pt")
+            if grid:
+                self.mosaic.attach(view.ci)
             else:
-                hm.title.setText(f"head {h}")
-            hm.set_matrix(res.values[k], res.labels, res.labels, levels)
-        if n_maps > 1:
-            view.ci.setToolTip(heatmap_title(res, None))
-        self._mark_selection()
-        self.status.setText(f"{len(res.tokens)} tokens · {kind} · hover a cell")
-
-    def _single_map(self) -> Heatmap:
-        if self.single is None:
-            self.single = Heatmap(max_labels=60)
-            self.single.setLabel("left", "query")
-            self.single.setLabel("bottom", "key")
-            self.single.cellClicked.connect(lambda r, c: self._cell_clicked(0, r, c))
-        return self.single
-
-    def _grid_tiles(self, n: int) -> list[HeatmapTile]:
-        """n tiles for the all-heads grid (light items: no axes, no menus), and the first
-        tile's colour bar."""
-        while len(self.tiles) < n:
-            self._add_tile()
-        self.tiles[0].make_colorbar()
-        return self.tiles[:n]
-
-    def _add_tile(self) -> None:
-        k, tile = len(self.tiles), HeatmapTile()
-        tile.cellClicked.connect(lambda r, c, k=k: self._cell_clicked(k, r, c))
-        self.tiles.append(tile)
-
-    def _tiles_ready(self, n: int) -> bool:
-        return len(self.tiles) >= n and self.tiles[0].colorbar is not None
-
-    def _build_tiles(self, n: int) -> None:
-        """Build the grid's n tiles (~6 ms each), then the first one's colour bar, one per
-        event-loop pass after the window's paint, so that neither the request nor its
-        result stalls the interface; then draw the result that waited for them, if any."""
-        if len(self.tiles) < n:
-            self._add_tile()
-        elif not self._tiles_ready(n):
-            self.tiles[0].make_colorbar()
+                view.ci.addItem(self.single, row=0, col=0)
+                self.single.attach_colorbar(view.ci, 0, 1)
+            self.shown = shown
+        if grid:  # one colour scale for every head, so that they compare
+            m = float(np.nanmax(np.abs(res.values))) or 1.0
+            self.mosaic.colorbar.getAxis("right").setLabel(html.escape(label))
+            self.mosaic.set_maps(res.values, [f"head {h}" for h in res.heads], (-m, m),
+                                 [head_color(h) for h in res.heads])
         else:
-            self._building = False
-            if self._draw_when_built:
-                self._draw_when_built = False
-                self.draw(self.result)
-            return
-        self._building = True
-        in_a_later_pass(partial(self._build_tiles, n), owner=self)
-
-    def settled(self) -> bool:
-        return not self._draw_when_built and super().settled()
+            self.single.set_colorbar_label(label)
+            self.single.set_matrix(res.values[0], res.labels, res.labels)
+        self.frame.set_title(heatmap_title(res, None if grid else res.heads[0]))
+        self._mark_selection()
+        self.status.setText(f"{len(res.tokens)} tokens · {'raw e W^QK e^T' if raw else 'T_ee'}"
+                            " · hover a cell")
 
     def _cell_clicked(self, k: int, r: int, c: int) -> None:
         self.state.set_head(self.heads[k])
@@ -267,15 +225,18 @@ class HeatmapPanel(Panel):
     @Slot()
     def _mark_selection(self, *_) -> None:
         """The selected query's row and key's column (their cell when both are in the set),
-        and in the grid the selected head's tile."""
+        and in the grid the selected head's map."""
         tokens = self.tokens
         q, k = self.state.query_token, self.state.key_token
         r = tokens.index(q) if q in tokens else -1
         c = tokens.index(k) if k in tokens else -1
-        for h, hm in zip(self.heads, self.maps):
-            hm.mark(r, c)
-            if isinstance(hm, HeatmapTile):
-                hm.set_selected(h == self.state.head)
+        if self.shown is self.single:
+            self.single.mark(r, c)
+        elif self.shown is self.mosaic:
+            self.mosaic.mark(r, c)
+            h = self.state.head
+            self.mosaic.select(self.heads.index(h) if h in self.heads else None,
+                               head_color(h))
 
     def _table(self):
         if self.values is None:

@@ -28,7 +28,7 @@ from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, option, spin
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y
+from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y, set_title
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 
@@ -217,7 +217,7 @@ class KeyPositionPanel(Panel):
                 self.hist_curve.setData([], [])
                 self.zero_line.setVisible(False)
                 self.marker.setVisible(False)
-            plot.setTitle("")
+            set_title(plot, "")
             return
         counts, edges = hist
         h = self.state.head
@@ -254,14 +254,13 @@ class KeyPositionPanel(Panel):
                  " tokens u")
         if slopes is None or not 0 <= token < len(slopes):
             marker.setVisible(False)
-            self.hist_plot.setTitle(title, size="10pt")
+            set_title(self.hist_plot, title)
             return
         v = float(slopes[token])
         marker.setValue(v)
         marker.setVisible(True)
-        self.hist_plot.setTitle(f"{title} — <span style='color:#d62728'>red: "
-                                f"{html.escape(self.state.token_text(token))} {num(v)}</span>",
-                                size="10pt")
+        set_title(self.hist_plot, f"{title} — <span style='color:#d62728'>red: "
+                                f"{html.escape(self.state.token_text(token))} {num(v)}</span>")
 
     def _fill_tables(self) -> None:
         data, h = self.result, self.state.head
@@ -288,7 +287,7 @@ class KeyPositionPanel(Panel):
                 for item in self.curves:
                     item.setData([], [])
                 self.position_line.setVisible(False)
-            plot.setTitle("")
+            set_title(plot, "")
             self._draw_marker()
             return
         j = np.arange(curve["raw"].shape[1])
@@ -305,9 +304,9 @@ class KeyPositionPanel(Panel):
             self.curves[1].setData(j, curve["fit"][h])
             self.position_line.setVisible(True)
         slope = (curve["fit"][h][-1] - curve["fit"][h][0]) / max(1, len(j) - 1)
-        plot.setTitle(f"Raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub><sup>T</sup> for u = "
+        set_title(plot, f"Raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub><sup>T</sup> for u = "
                       f"{html.escape(self.state.token_text(curve['token']))}, head {h}: slope "
-                      f"{num(slope)} per position (dashed: fit)", size="10pt")
+                      f"{num(slope)} per position (dashed: fit)")
         self._draw_marker()
         self._mark_rows()
 

@@ -22,7 +22,7 @@ from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, line_edit, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.plots import BarLabels, PlotFrame, add_plot
+from detokgui.gui.plots import BarLabels, PlotFrame, add_plot, set_title
 from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
 
 ONE_TOKEN = "One token (a leading space belongs to the token: ' king')"
@@ -133,7 +133,7 @@ class NeighboursPanel(Panel):
             self.near_label.setText("Select a query token to see its neighbours"
                                     if self.layer is not None else " ")
             self.bar_labels.set([])
-            self.plot.setTitle(" ")
+            set_title(self.plot, " ")
             self.status.setText(" ")
             return
         rows = [(r + 1, t, c) for r, (t, c) in enumerate(zip(nb.ids, nb.cosines))]
@@ -148,7 +148,7 @@ class NeighboursPanel(Panel):
         top = max([abs(c) for c in nb.cosines] + [1e-9])
         self.plot.setRange(xRange=(min(0.0, min(nb.cosines)), top * 1.05),
                            yRange=(-0.6, len(rows) - 0.4), padding=0)
-        self.plot.setTitle(f"Cosine similarity to {word!r} in the token embedding"
+        set_title(self.plot, f"Cosine similarity to {word!r} in the token embedding"
                            + (" (mean-centred)" if nb.centred else ""))
         self.status.setText(f"{len(rows)} nearest of {num(self.layer.n_vocab)} tokens · "
                             f"{'mean-centred' if nb.centred else 'raw'} embeddings · click a "

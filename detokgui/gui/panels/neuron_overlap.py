@@ -16,7 +16,7 @@ from detokgui.core.position_side import neurons
 from detokgui.core.position_side.tables import embedding_overlap_table
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.base import StatusLine
-from detokgui.gui.plots import PlotFrame, add_plot, fit_label
+from detokgui.gui.plots import PlotFrame, add_plot, fit_label, set_title
 
 #: The x axis's title, longest first: the first that fits the plot's width is shown.
 AXIS_TITLES = ("SVD direction of E (0 = largest)", "SVD direction (0 = largest)",
@@ -119,7 +119,7 @@ class OverlapView(QWidget):
         plot.clear()
         self.legend.clear()
         if res is None:
-            plot.setTitle("Overlap with the token embedding's SVD directions" if not has_model
+            set_title(plot, "Overlap with the token embedding's SVD directions" if not has_model
                           else "")
             return
         r = len(res.overlap)
@@ -143,8 +143,8 @@ class OverlapView(QWidget):
             axis.setTicks(None)
         m = len(res.dims)
         what = "scaled" if res.scaled else "raw"
-        plot.setTitle(f"SVD directions of {'centred ' if res.centred else ''}E on the {m} "
-                      f"heaviest dims of P ({what})", size="10pt")
+        set_title(plot, f"SVD directions of {'centred ' if res.centred else ''}E on the {m} "
+                      f"heaviest dims of P ({what})")
         shown = 4  # the rest in the tooltip: one short line keeps the plot its room
         dims = ", ".join(str(int(k)) for k in res.dims[:shown]) + (", …" if m > shown else "")
         # two short lines (random, m/d, is in the legend): the view is ~200 pixels wide

@@ -42,6 +42,7 @@ from detokgui.gui.plots import (
     head_color,
     notify,
     set_label,
+    set_title,
 )
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 
@@ -319,11 +320,10 @@ class NeuronBrowserPanel(Panel):
         self._set_legend(entries)
         self.plotted = list(dims)
         if st is None or curves is None:
-            plot.setTitle("Position-embedding curves" if self.layer is None else "")
+            set_title(plot, "Position-embedding curves" if self.layer is None else "")
             return
         what = "scaled by σ̄_j" if scaled else "raw"
-        plot.setTitle(f"Position embedding ({what})" if dims else "Select dimensions in the table",
-                      size="10pt")
+        set_title(plot, f"Position embedding ({what})" if dims else "Select dimensions in the table")
         plot.enableAutoRange()
 
     def _pool_items(self, n: int) -> tuple[pg.PlotDataItem, pg.PlotDataItem]:

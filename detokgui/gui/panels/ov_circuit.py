@@ -19,7 +19,7 @@ from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, custom, option, spin
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import PlotFrame, add_plot
+from detokgui.gui.plots import PlotFrame, add_plot, set_title
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 
 DIRECTIONS = (("outputs", "Outputs of the query token (x → y)"),
@@ -152,7 +152,7 @@ class OVCircuitPanel(Panel):
             for b in self.bars:
                 b.setOpts(x0=[], y=[], width=[])
             self.plot.getAxis("left").setTicks([[]])
-            self.plot.setTitle(" ")
+            set_title(self.plot, " ")
             return
         r = res.heads.index(h)
         k = res.top_ids.shape[1]
@@ -164,8 +164,8 @@ class OVCircuitPanel(Panel):
         self.plot.getAxis("left").setTicks([[(float(v), self._label(int(t)))
                                              for v, t in zip(y, ids)]])
         side = "outputs of" if res.direction == "outputs" else "sources of"
-        self.plot.setTitle(f"head {h}: {side} {self._label(res.token)} — red: top {k}, "
-                           f"blue: bottom {k}", size="10pt")
+        set_title(self.plot, f"head {h}: {side} {self._label(res.token)} — red: top {k}, "
+                           f"blue: bottom {k}")
         self.plot.setYRange(-0.6, 2 * k + 0.1, padding=0)
         lo, hi = float(min(scores.min(), 0)), float(max(scores.max(), 0))
         self.plot.setXRange(lo, hi, padding=0.05)

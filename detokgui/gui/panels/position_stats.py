@@ -22,7 +22,7 @@ from detokgui.core.position_side.tables import last_positions_table, position_va
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.option_rows import OptionRow, check, custom, option, spin
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import PlotFrame, add_plot, set_log_y
+from detokgui.gui.plots import PlotFrame, add_plot, set_log_y, set_title
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.small_multiples import SmallMultiples
 from detokgui.gui.view_ranges import data_range, stable_range
@@ -182,8 +182,8 @@ class PositionStatsPanel(Panel):
             log_ticks(float(var.min()), float(var.max())) if self.options.value.log else None)
         self.var_plot.setXRange(-0.5, L - 0.5, padding=0.01)
         self.var_plot.enableAutoRange(y=True)
-        self.var_plot.setTitle(f"<b>Variance of each position embedding</b> p<sub>j</sub> "
-                               f"over its {self.layer.d} dimensions (Fig 6 right)", size="10pt")
+        set_title(self.var_plot, f"<b>Variance of each position embedding</b> p<sub>j</sub> "
+                               f"over its {self.layer.d} dimensions (Fig 6 right)")
 
     def _draw_last(self) -> None:
         res = self.result

@@ -30,7 +30,7 @@ from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, combo, custom, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.head_classes import HeadClassesTable
-from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y
+from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y, set_title
 from detokgui.gui.position import CONVENTION_NAMES as CONVENTION_SHORT
 from detokgui.gui.position import (
     ConventionBox,
@@ -221,7 +221,7 @@ class PositionalPatternPanel(Panel):
             items = []
         self.line_items = dict(zip(heads, items))
         if res is None:
-            plot.setTitle("")
+            set_title(plot, "")
             return
         j = np.arange(res.n + 1)
         sel = self.state.head
@@ -244,8 +244,8 @@ class PositionalPatternPanel(Panel):
         plot.setXRange(-0.5, res.n + 0.5, padding=0.02)
         plot.enableAutoRange(axis="y")
         who = f"head {sel}" if len(heads) == 1 else "all heads"
-        plot.setTitle(f"Positional pattern of {self.state.token_text(res.token)!s} at n = "
-                      f"{res.n}, {who} ({CONVENTION_SHORT[res.convention]})", size="10pt")
+        set_title(plot, f"Positional pattern of {self.state.token_text(res.token)!s} at n = "
+                      f"{res.n}, {who} ({CONVENTION_SHORT[res.convention]})")
 
     def _draw_grid(self, res) -> None:
         head = self.state.head
@@ -253,7 +253,7 @@ class PositionalPatternPanel(Panel):
             self.grid_values = np.zeros((0, 0))
             self.grid_image.clear()
             self.grid_mark.setVisible(False)
-            self.grid_plot.setTitle("")
+            set_title(self.grid_plot, "")
             return
         c = self.columns()
         values = positional.pattern_grid(res.pattern[res.heads.index(head)], c)
@@ -280,8 +280,8 @@ class PositionalPatternPanel(Panel):
         self.grid_mark.setRect(QRectF(n % c, n // c, 1, 1))
         self.grid_mark.setVisible(True)
         what = "log10 weight" if log else "weight"
-        self.grid_plot.setTitle(f"head {head}: {what} on a {rows} x {c} grid (red: n; "
-                                f"{CONVENTION_SHORT[res.convention]})", size="10pt")
+        set_title(self.grid_plot, f"head {head}: {what} on a {rows} x {c} grid (red: n; "
+                                f"{CONVENTION_SHORT[res.convention]})")
         self.colorbar.getAxis("right").setLabel("log10 attention weight" if log
                                                 else "attention weight")
 

@@ -5,7 +5,6 @@ built-in exactness check; or one of these matrices for every head."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,10 +17,11 @@ from detokgui.core.text_side import empirical
 from detokgui.core.text_side.empirical import SENTENCE_TERMS, TextSource
 from detokgui.core.text_side.tables import sentence_values_table
 from detokgui.gui.corpus_hint import CorpusHint
+from detokgui.gui.mosaic import HeatmapMosaic
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, combo, option, spin
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import Heatmap, HeatmapTile, PlotFrame
+from detokgui.gui.plots import Heatmap, PlotFrame, head_color
 from detokgui.gui.text_source import bos_check, text_source
 
 TITLES = {"ee": "T_ee", "pp": "T_pp", "pe": "T_pe", "ep": "T_ep", "e": "T_e", "p": "T_p",
@@ -109,10 +109,10 @@ class SentenceViewPanel(Panel):
 
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
-        self.maps: list[Heatmap | HeatmapTile] = []  # shown, in the order of `placed`
         self.placed: list[tuple[int, str]] = []  # (row of result.heads, matrix) per map
-        self.nine: list[Heatmap] = []
-        self.tiles: list[HeatmapTile] = []
+        self.nine: list[Heatmap] = []  # the nine matrices of one head, made when first shown
+        self.mosaic: HeatmapMosaic | None = None  # one matrix for every head
+        self.shown: str | None = None  # "nine", "grid" or None
         self.marked: tuple[int, int] | None = None  # (i, j) last clicked
         lay = QVBoxLayout(self)
         self.hint = CorpusHint(state, "A corpus text needs one.",
@@ -132,6 +132,7 @@ class SentenceViewPanel(Panel):
                                "query and key tokens and the query position i")
         lay.addWidget(self.status)
         self.frame.view.scene().sigMouseMoved.connect(self._hover)
+        state.headChanged.connect(self.when_visible(self._mark))  # the grid's framed head
         self._options_changed(self.options.value)
 
     def plot_frames(self):
@@ -179,7 +180,7 @@ class SentenceViewPanel(Panel):
         view = self.frame.view
         if res is None:
             view.clear()
-            self.maps, self.placed = [], []
+            self.shown, self.placed = None, []
             o = self.options.value
             view.addLabel("Type text in the Tokens panel." if o.source == "text" else
                           "Choose a corpus (Corpus menu) to read its texts.")
@@ -187,33 +188,27 @@ class SentenceViewPanel(Panel):
             self.status.setText(" ")
             return
         grid = len(res.values) == 1  # one matrix for every head (else the nine of one head)
-        if grid:
-            m = next(iter(res.values))
-            placed = [(r, m) for r in range(len(res.heads))]
-            maps = self._tiles(len(placed))
-            cols = math.ceil(math.sqrt(len(placed)))
-        else:
-            placed = [(0, m) for m in SENTENCE_TERMS]
-            maps, cols = self._nine(), 3
-        if maps != self.maps:
-            view.clear()
-            for k, hm in enumerate(maps):
-                view.addItem(hm, row=k // cols, col=k % cols)
-            self.maps = maps
-        self.placed = placed
-        levels = None
-        if grid:  # one colour scale, so that heads compare
-            m = float(np.nanmax(np.abs(res.values[placed[0][1]]))) or 1.0
-            levels = (-m, m)
         n = len(res.tokens)
         big = n > DOWNSAMPLE_ABOVE
-        for k, ((r, m), hm) in enumerate(zip(placed, maps)):
-            hm.image.setAutoDownsample(big)
-            values = np.nan_to_num(res.values[m][r], nan=0.0) if big else res.values[m][r]
-            hm.set_matrix(values, res.labels, res.labels, levels)
-            if grid:
-                hm.title.setText(f"head {res.heads[r]}")
-            else:
+        if grid:
+            m = next(iter(res.values))
+            self.placed = [(r, m) for r in range(len(res.heads))]
+            self._show("grid")
+            values = res.values[m]
+            top = float(np.nanmax(np.abs(values))) or 1.0  # one scale: the heads compare
+            self.mosaic.image.setAutoDownsample(big)
+            self.mosaic.set_maps(np.nan_to_num(values, nan=0.0) if big else values,
+                                 [f"head {h}" for h in res.heads], (-top, top),
+                                 [head_color(h) for h in res.heads])
+            self.mosaic.colorbar.getAxis("right").setLabel(COLOUR_SIGN)
+        else:
+            self.placed = [(0, m) for m in SENTENCE_TERMS]
+            self._show("nine")
+            for k, (m, hm) in enumerate(zip(SENTENCE_TERMS, self.nine)):
+                hm.image.setAutoDownsample(big)
+                values = res.values[m][0]
+                hm.set_matrix(np.nan_to_num(values, nan=0.0) if big else values, res.labels,
+                              res.labels)
                 hm.setTitle(self._title(m), size="9pt")
                 self._axes(hm, left=k % 3 == 0, row=k // 3)
         self._mark()
@@ -222,30 +217,39 @@ class SentenceViewPanel(Panel):
         where = "" if not grid else f" (worst: head {res.heads[int(res.max_abs_diff.argmax())]})"
         self.exact.setText(f"<span style='color:{color}'>max |predicted − actual| = "
                            f"{num(worst)}{where}</span>")
-        what = (f"{self._title(placed[0][1])}, every head" if grid else f"head {res.heads[0]}")
+        what = (f"{self._title(self.placed[0][1])}, every head" if grid
+                else f"head {res.heads[0]}")
+        self.frame.set_title(what if grid else "")
         self.status.setText(f"{res.source} · {n} tokens · {what} · rows: query i, columns: key j ≤ i · "
                             f"{COLOUR_SIGN} · hover a cell, click to select")
+
+    def _show(self, which: str) -> None:
+        """The nine heatmaps or the mosaic in the plot frame (made when first shown)."""
+        if which == self.shown:
+            return
+        view = self.frame.view
+        view.clear()
+        if which == "grid":
+            if self.mosaic is None:
+                self.mosaic = HeatmapMosaic(view.ci)
+                self.mosaic.cellClicked.connect(self._clicked)
+            else:
+                self.mosaic.attach(view.ci)
+        else:
+            if not self.nine:
+                for k in range(len(SENTENCE_TERMS)):
+                    hm = Heatmap(max_labels=24)
+                    hm.cellClicked.connect(lambda r, c, k=k: self._clicked(k, r, c))
+                    self.nine.append(hm)
+            for k, hm in enumerate(self.nine):
+                view.addItem(hm, row=k // 3, col=k % 3)
+        self.shown = which
 
     def _title(self, m: str) -> str:
         """The matrix's name; the prediction's says which temperature it divides by."""
         if m == "predicted" and self.layer is not None:
             return f"{TITLES[m]}, {temperature_label(self.layer, short=True)}"
         return TITLES[m]
-
-    def _nine(self) -> list[Heatmap]:
-        if not self.nine:
-            for k in range(len(SENTENCE_TERMS)):
-                hm = Heatmap(max_labels=24)
-                hm.cellClicked.connect(lambda r, c, k=k: self._clicked(k, r, c))
-                self.nine.append(hm)
-        return self.nine
-
-    def _tiles(self, n: int) -> list[HeatmapTile]:
-        while len(self.tiles) < n:
-            k, tile = len(self.tiles), HeatmapTile()
-            tile.cellClicked.connect(lambda r, c, k=k: self._clicked(k, r, c))
-            self.tiles.append(tile)
-        return self.tiles[:n]
 
     @staticmethod
     def _axes(hm: Heatmap, left: bool, row: int) -> None:
@@ -269,8 +273,14 @@ class SentenceViewPanel(Panel):
 
     def _mark(self) -> None:
         i, j = self.marked or (-1, -1)
-        for hm in self.maps:
-            hm.mark(i, j)
+        if self.shown == "nine":
+            for hm in self.nine:
+                hm.mark(i, j)
+        elif self.shown == "grid":
+            self.mosaic.mark(i, j)
+            res, h = self.result, self.state.head
+            heads = res.heads if res is not None else []
+            self.mosaic.select(heads.index(h) if h in heads else None, head_color(h))
 
     def describe(self, k: int, i: int, j: int) -> str:
         """The hover text of cell (i, j) of map k: both tokens and every value shown."""
@@ -286,7 +296,12 @@ class SentenceViewPanel(Panel):
     def _hover(self, pos) -> None:
         if self.result is None:
             return
-        for k, hm in enumerate(self.maps):
+        if self.shown == "grid":
+            hit = self.mosaic.cell_at(pos)
+            if hit is not None:
+                self.status.setText(self.describe(*hit))
+            return
+        for k, hm in enumerate(self.nine if self.shown == "nine" else []):
             i, j = hm.cell_at(pos)
             if i >= 0:
                 self.status.setText(self.describe(k, i, j))

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 from detokgui.core.compare.head_metrics import CORPUS_METRICS, HEAD_METRICS, METRIC_LABELS
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import PlotFrame, add_plot, head_color
+from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_title
 
 JOB_KEY = "series"
 CLASS_TICKS = ((0, "duplicate-token"), (1, "detokenization"), (2, "contextual"), (3, "other"))
@@ -245,7 +245,7 @@ class SeriesPanel(Panel):
         if m in CORPUS_METRICS and not np.isfinite(values).any():
             label += " (needs a corpus: tick 'with corpus')"
         self.plot.setLabel("left", m)
-        self.plot.setTitle(label, size="9pt")
+        set_title(self.plot, label)
 
     def _points_clicked(self, _item, points, _ev=None) -> None:
         if len(points):

@@ -21,7 +21,7 @@ from detokgui.core.token_side.tables import topk_table
 from detokgui.gui.controls import bare_column
 from detokgui.gui.option_rows import STRETCH, OptionRow, combo, option, spin
 from detokgui.gui.panels.base import Panel
-from detokgui.gui.plots import BarLabels, PlotFrame, add_plot
+from detokgui.gui.plots import BarLabels, PlotFrame, add_plot, set_title
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 from detokgui.gui.sigma_controls import SigmaControls
 
@@ -204,8 +204,8 @@ class TopKPanel(Panel):
         self.bar_labels.set([self.state.token_text(t) for t in ids],
                             ids.index(picked) if picked in ids else None)
         self.bars.setLabel("bottom", f"T_ee score ({res.sigma.label()})")
-        self.bars.setTitle(f"Top {what} for {self.state.token_text(res.anchor)}, head {head} "
-                           f"(Table 1, Fig 2-A)", size="10pt")
+        set_title(self.bars, f"Top {what} for {self.state.token_text(res.anchor)}, head {head} "
+                           f"(Table 1, Fig 2-A)")
 
     @Slot(int, bool)
     def _select(self, tid: int, _as_key: bool = False) -> None:

@@ -157,7 +157,7 @@ def test_cancel_mid_pass_leaves_no_cache(tmp_path, cache, tok, monkeypatch):
     monkeypatch.setattr(P, "BATCH_CHARS", 200)
     job = C.iter_corpus_counts(f, tok, workers=1)
     seen = [next(job) for _ in range(5)]
-    assert 0 < seen[-1].fraction < 1 and seen[-1].message.startswith("counting the corpus")
+    assert 0 < seen[-1].fraction < 1 and seen[-1].message.startswith("counting: ")
     job.close()
     assert cache_files(cache) == []
     # run to the end: monotone progress, ending at 1, and a cache entry
@@ -219,7 +219,7 @@ def test_a_file_changed_while_counted_is_refused_and_not_cached(tmp_path, cache,
     monkeypatch.setattr(C, "_PROGRESS_SECONDS", 0.0)
     monkeypatch.setattr(P, "BATCH_CHARS", 100)
     job = C.iter_corpus_counts(f, tok, workers=1)
-    while not next(job).message.startswith("counting the corpus"):
+    while not next(job).message.startswith("counting: "):
         pass
     with open(f, "a", encoding="utf-8") as out:  # an edit after hashing
         out.write(json.dumps({"text": "appended later"}) + "\n")

@@ -37,8 +37,8 @@ class _Bar:
             self.bar = tqdm(total=100, desc=self.what, unit="%", leave=False,
                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}"
                                        "{postfix}")
-        if p.message:
-            self.bar.set_postfix_str(p.message[:60], refresh=False)
+        if p.message:  # a corpus count's rates and time left run to about 90 characters
+            self.bar.set_postfix_str(p.message[:100], refresh=False)
         # update(), not a refresh per report: tqdm redraws at most every mininterval
         self.bar.update(round(100 * min(max(p.fraction, 0.0), 1.0), 1) - self.bar.n)
 

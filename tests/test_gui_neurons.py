@@ -34,6 +34,7 @@ from detokgui.gui.panels.neuron_table import (
     COL_SLOPE,
 )
 from detokgui.gui.panels.neurons import DEFAULT_SELECTION
+from detokgui.gui.plots import frame_of
 from detokgui.gui.records import SORT_ROLE
 
 LINEAR, PERIODIC = [0, 1, 2], [3, 4]
@@ -65,7 +66,7 @@ def pe_window(qtbot, pe_ckpt):
 
     Closed windows are deleted and their garbage collected here, on the GUI thread: freed
     on a job's worker thread, pyqtgraph items (Qt objects with Python overrides) deadlock
-    against the GUI thread (see jobs.collect_garbage_on_gui_thread)."""
+    against the GUI thread (see gui.process.collect_garbage_on_gui_thread)."""
     from PySide6.QtCore import QSettings
 
     from detokgui.gui.main_window import MainWindow
@@ -149,18 +150,16 @@ def test_table_lists_every_dim_with_the_core_numbers_and_sorts(pe_window, qtbot)
     assert rows(panel, COL_DIM)[0] == int(np.argmax(st.slope))
 
 
-def test_a_result_shows_its_table_at_once_and_its_curves_in_a_later_pass(pe_window, qtbot):
-    """Drawing a new model's table and curves in one piece took 10-15 ms of the GUI thread:
-    the curves come in a later event-loop pass, and the panel is settled only then."""
+def test_a_result_shows_its_table_and_its_curves_at_once(pe_window, qtbot):
+    """Drawing a result fills the table and draws the selected dims' curves in the same
+    call."""
     win = pe_window
     panel = win.panel("neurons")
     assert panel.settled()
     before = panel.curve_items
     panel.draw(panel.result)
-    assert panel.records.rowCount() == win.state.layer.d  # the table: now
-    assert panel.curve_items is before and not panel.settled()  # the curves: not yet
-    qtbot.waitUntil(panel.settled, timeout=5000)
-    assert panel.curve_items is not before
+    assert panel.records.rowCount() == win.state.layer.d
+    assert panel.curve_items is not before and panel.settled()
     assert sorted(panel.curve_items) == sorted(panel.plotted) == sorted(panel.selected)
     assert panel.selected == panel.table.selected()
 
@@ -308,7 +307,7 @@ def test_overlap_plot_equals_the_core(pe_window, qtbot):
     want = neurons.embedding_overlap(layer, 6, 7, scaled=True, centre=True)
     np.testing.assert_array_equal(panel.overlap.dims, want.dims)
     np.testing.assert_allclose(bars(), want.overlap, rtol=1e-12)
-    assert "of centred E" in panel.overlap_view.plot.titleLabel.text
+    assert "of centred E" in frame_of(panel.overlap_view.plot).title_text()
 
 
 def test_export_each_format(pe_window, qtbot, tmp_path):

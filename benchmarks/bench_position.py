@@ -9,11 +9,16 @@
    Target: median and max <= 33 ms (30 frames a second).
 2. Drag: 300 slider values set back to back (a fast drag): how many computations ran and
    how many were ever in flight at once (must be 1: work is never queued up).
-3. B7 whole-vocabulary slopes (core.position_side.positional.token_position_slopes, all
+3. Drag CPU: a 20-step drag of the slider (pressed, one value every 16 ms as a mouse
+   gives, released), all heads visible: the GUI thread's CPU time from the press until
+   the last value is drawn and painted, median of --drags drags. Issue 41: at most a
+   third of what it was before the small multiples were drawn as one plot each.
+4. B7 whole-vocabulary slopes (core.position_side.positional.token_position_slopes, all
    heads, caches cleared) vs one [V, d] @ [d, L] matmul per head. Target: ratio <= 2.
 
 Runs offscreen on a random checkpoint with GPT-2-small dimensions (d=768, 12 heads, 1024
-positions, the real GPT-2 vocabulary size) in a 1400 x 900 window. Exit status 1 when a
+positions, the real GPT-2 vocabulary size) in a 1400 x 900 window; --heads H writes one
+with H heads instead (d = 64 H: 25 gives gpt2-xl's layer-0 shapes, d = 1600). Exit status 1 when a
 target is missed. Other processes on the CPU inflate the times: run it on an idle machine.
 """
 
@@ -149,14 +154,42 @@ def bench_drag(app, win, n: int = 300):
     return n, len(ran), max_inflight, elapsed
 
 
+def bench_drag_cpu(app, win, drags: int, steps: int = 20, pace_s: float = 0.016):
+    """GUI-thread CPU ms of each of `drags` drags of `steps` values (pressed, one value
+    every `pace_s`, released), each until its last value is drawn and 150 ms more (its
+    paints; the event loop idles in them)."""
+    from eventloop import pause
+
+    panel = win.panel("bias")
+    L = win.state.layer.n_positions
+    out = []
+    for d in range(drags):
+        start = L - 1 - steps - 37 * (d % 5)
+        panel.slider.setValue(start - 1)
+        wait_until(lambda s=start: shows(panel, s - 1) and not win.jobs.busy)
+        pause(0.2)
+        c0 = time.thread_time()
+        panel.slider.setSliderDown(True)
+        for k in range(steps):
+            panel.slider.setValue(start + k)
+            pause(pace_s)
+        panel.slider.setSliderDown(False)
+        last = start + steps - 1
+        wait_until(lambda last=last: shows(panel, last) and not win.jobs.busy)
+        pause(0.15)  # its paint, and whatever was put off to later passes
+        out.append(1000 * (time.thread_time() - c0))
+    return out
+
+
 def bench_slopes(layer, repeats: int = 3):
     import torch
 
+    from detokgui.core.model import terms
     from detokgui.core.position_side import positional
 
     def clear():
         layer._cache.pop(positional._SLOPES_KEY, None)
-        layer._cache.pop(positional._FACTORS_KEY, None)
+        layer._cache.pop(terms._FACTORS_KEY, None)
 
     torch.manual_seed(0)
     B = torch.randn(layer.d, layer.n_positions, dtype=layer.dtype)
@@ -180,6 +213,9 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoint", help="a GPT-2 checkpoint folder (default: write a random "
                    "GPT-2-small-sized one to a temporary folder)")
     p.add_argument("--steps", type=int, default=40, help="slider steps to time (default 40)")
+    p.add_argument("--drags", type=int, default=7, help="20-step drags to time (default 7)")
+    p.add_argument("--heads", type=int, default=12, help="heads of the random checkpoint "
+                   "written without --checkpoint (d = 64 per head; default 12)")
     args = p.parse_args(argv)
 
     from PySide6.QtWidgets import QApplication
@@ -195,12 +231,14 @@ def main(argv=None) -> int:
 
     folder = args.checkpoint
     if folder is None:
-        folder = str(Path(tmp.name) / "gpt2-small-random")
-        print("writing a random GPT-2-small-sized checkpoint …", flush=True)
+        folder = str(Path(tmp.name) / f"random-{args.heads}-heads")
+        print(f"writing a random checkpoint, {args.heads} heads, d = {64 * args.heads} …",
+              flush=True)
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-        write_random_checkpoint(folder, n_embd=768, n_head=12, n_positions=1024, seed=0)
+        write_random_checkpoint(folder, n_embd=64 * args.heads, n_head=args.heads,
+                                n_positions=1024, seed=0)
     win = MainWindow(model=folder, device="cpu")
     win.resize(1400, 900)
     win.show()
@@ -223,6 +261,11 @@ def main(argv=None) -> int:
     n, jobs, inflight, elapsed = bench_drag(app, win)
     print(f"\ndrag: {n} slider values in {1000 * elapsed:.0f} ms -> {jobs} computations, "
           f"at most {inflight} in flight   (target: 1, never queued)")
+
+    cpu = bench_drag_cpu(app, win, args.drags)
+    print(f"\ndrag CPU: {len(cpu)} drags of 20 values, all {layer.n_heads} heads: the GUI "
+          f"thread's CPU time median {statistics.median(cpu):.0f} ms, min {min(cpu):.0f}, "
+          f"max {max(cpu):.0f} ms")
 
     slopes, mm = bench_slopes(layer)
     ratio = slopes / (layer.n_heads * mm)

@@ -422,7 +422,6 @@ def run(args) -> dict:
 def log_draws(log: EventLog) -> None:
     """Note each panel's draw of a result and each catch-up of a panel shown after a change
     (the app's own code, wrapped for this run)."""
-    from detokgui.gui import later_pass
     from detokgui.gui.panels import base
 
     base.Channel._done = log.timed(
@@ -430,20 +429,6 @@ def log_draws(log: EventLog) -> None:
         lambda ch, *_: f"draw {type(ch.panel).__name__}{f' {ch.name}' if ch.name else ''}")
     base.Panel._catch_up = log.timed(base.Panel._catch_up,
                                      lambda panel: f"catch up {type(panel).__name__}")
-    run_one = later_pass._run_one
-
-    def run_one_noted():
-        fn = later_pass._queue[0][0] if later_pass._queue else None
-        log.timed(run_one, lambda: f"later pass: {_called(fn)}")()
-
-    later_pass._run_one = run_one_noted  # read when its timer is made, at the first call
-
-
-def _called(fn) -> str:
-    """What a queued call calls: "Job._done topk.keys", "_catch_up"."""
-    fn = getattr(fn, "func", fn)
-    key = getattr(getattr(fn, "__self__", None), "key", None)
-    return f"{getattr(fn, '__qualname__', type(fn).__name__)}{f' {key}' if key else ''}"
 
 
 def percentile(values, q: float) -> float:

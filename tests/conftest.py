@@ -217,10 +217,8 @@ def close_jobs(win):
 
 
 def wait_idle(qtbot, win, timeout=30000):
-    """Until no job runs (results drawn) and no put-off redraw waits."""
-    from detokgui.gui import later_pass
-
-    qtbot.waitUntil(lambda: not win.jobs.busy and not later_pass.waiting(), timeout=timeout)
+    """Until no job runs (results drawn)."""
+    qtbot.waitUntil(lambda: not win.jobs.busy, timeout=timeout)
     qtbot.wait(20)
 
 

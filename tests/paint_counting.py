@@ -3,8 +3,6 @@
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QWidget
 
-from detokgui.gui.paint_prep import paints_put_off
-
 
 class CountingWidget(QWidget):
     """A widget that counts its paint events (`painted`)."""
@@ -19,22 +17,17 @@ class CountingWidget(QWidget):
 
 
 class PaintCounter(QObject):
-    """Counts the paint events of the widgets it watches: `painted[widget]`, and `total`;
-    `drawn()`: those not put off to a later pass by the window's paint pacing."""
+    """Counts the paint events of the widgets it watches: `painted[widget]`, and `total`."""
 
     def __init__(self, *widgets):
         super().__init__()
         self.painted = {w: 0 for w in widgets}
-        self._put_off = {w: paints_put_off(w) for w in widgets}
         for w in widgets:
             w.installEventFilter(self)
 
     @property
     def total(self) -> int:
         return sum(self.painted.values())
-
-    def drawn(self) -> dict:
-        return {w: n - (paints_put_off(w) - self._put_off[w]) for w, n in self.painted.items()}
 
     def eventFilter(self, obj, event):
         if event.type() == QEvent.Type.Paint and obj in self.painted:

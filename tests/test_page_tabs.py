@@ -163,8 +163,8 @@ def test_a_view_brought_to_the_front_is_painted_once(window, qtbot):
         window.show_view(name)
         qtbot.wait(300)
         assert not window.jobs.busy
-        drawn = counter.drawn()  # a paint put off to the next pass (PaintPacer) is not one
+        drawn = counter.painted
         tables = [n for w, n in drawn.items() if isinstance(w.parent(), QTableView)]
         plots = [n for w, n in drawn.items() if isinstance(w.parent(), QGraphicsView)]
         assert set(tables) <= {1}, (name, drawn)
-        assert set(plots) <= {1}, (name, drawn)  # see also test_paint_prep
+        assert set(plots) <= {1}, (name, drawn)

@@ -5,6 +5,7 @@ import numpy as np
 import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import QObject, QPointF, Signal
+from PySide6.QtGui import QColor
 
 from detokgui.gui.plots import PlotFrame
 from detokgui.gui.small_multiples import GAP_X, GAP_Y, SmallMultiples, grid_columns
@@ -147,3 +148,26 @@ def test_what_is_drawn_maps_back_to_the_data_and_the_title_is_the_frames(grid, q
     grid.set_title("<b>T</b> over j")
     assert grid.title_text() == grid.frame.title_text() == "<b>T</b> over j"
     assert grid.frame.title.isVisibleTo(grid.frame)
+
+
+def test_the_png_export_shows_the_title_above_the_cells(grid, qtbot, tmp_path):
+    from PySide6.QtGui import QImage
+
+    grid.set_heads([0, 1])
+    grid.add_series("s", pg.mkPen("b"))
+    grid.set_ranges((0, 9), (-1, 1))
+    grid.set_series("s", np.arange(10.0), np.zeros((2, 10)))
+    grid.set_title("<b>A title</b> long enough to be seen " * 3)
+    qtbot.wait(20)
+    frame = grid.frame
+    frame.export(tmp_path / "f.png")
+    img = QImage(str(tmp_path / "f.png")).convertToFormat(QImage.Format_RGB32)
+    assert img.width() == 2 * frame.width() and img.height() > 2 * frame.height()  # + footer
+    top = 2 * frame.title.height()  # the title's strip, above the view
+
+    def dark(y0, y1):
+        return sum(1 for y in range(y0, y1, 2) for x in range(0, img.width(), 2)
+                   if QColor(img.pixel(x, y)).lightness() < 100)
+
+    assert dark(0, top) > 50  # the title's text
+    assert dark(top, 2 * frame.height()) > 50  # the cells, under it

@@ -1,9 +1,8 @@
 """A colour bar: a colour map's gradient beside an axis of the values it stands for, tied
 to the images it colours.
 
-pyqtgraph's ColorBarItem is a whole PlotItem (four axes, a view box, a title, menus):
-25-45 ms to build, in the pass that shows a panel or turns the heatmap's grid on. This
-one is the gradient and one axis (~2 ms), and not interactive.
+pyqtgraph's ColorBarItem is a whole PlotItem (four axes, a view box, a title, menus) and
+interactive; the heatmaps need the gradient and one axis, not a control.
 """
 
 from __future__ import annotations
@@ -14,9 +13,7 @@ from collections.abc import Iterable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QImage, QPen
-from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
-
-from detokgui.gui.axis_specs import FastAxis
+from PySide6.QtWidgets import QGraphicsGridLayout, QSizePolicy
 
 
 class _Gradient(pg.GraphicsWidget):
@@ -53,9 +50,8 @@ class ColorBar(pg.GraphicsWidget):
         self._images: list[weakref.ref] = []
         self.values = (float(values[0]), float(values[1]))
         self.gradient = _Gradient(self._colormap, width)
-        self.axis = FastAxis("right")
+        self.axis = pg.AxisItem("right")
         self.axis.enableAutoSIPrefix(False)  # real values on the ticks, as plain_axes does
-        self.axis.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
         self.axis.setRange(*self.values)
         if label:
             self.axis.setLabel(label)

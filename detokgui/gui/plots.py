@@ -17,6 +17,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import (
     QBuffer,
+    QCoreApplication,
+    QEvent,
     QIODevice,
     QObject,
     QPoint,
@@ -384,6 +386,13 @@ class PlotFrame(QWidget):
         self.export_actions = actions
         self.view.setContextMenuPolicy(Qt.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        # pyqtgraph sets a view box's new range when it paints, and the scene reports
+        # that change later: the plot was painted twice when shown. Set it now.
+        self.view.scene().prepareForPaint()
+        QCoreApplication.sendPostedEvents(self.view.scene(), QEvent.Type.MetaCall)
 
     def set_title(self, html: str, align=Qt.AlignHCenter) -> None:
         """The plot's title (rich text) above it, wrapped onto more lines where the frame

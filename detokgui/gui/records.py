@@ -24,8 +24,6 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QMenu, QTableView
 from superqt.utils import signals_blocked
 
-from detokgui.gui.paint_prep import pace_paints
-
 SORT_ROLE = Qt.UserRole
 ID_ROLE = Qt.UserRole + 1
 RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
@@ -297,7 +295,6 @@ class TokenTableView(QTableView):
         self.setContextMenuPolicy(Qt.CustomContextMenu)
         self.customContextMenuRequested.connect(self._menu)
         self.clicked.connect(self._clicked)
-        pace_paints(self.viewport())
 
     def records(self) -> RecordsModel:
         return self.model()

@@ -32,7 +32,6 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 from detokgui.core.model.conventions import COLOUR_SIGN_NOTE, POSITION_CONVENTIONS
 from detokgui.gui.jobs import JobRunner
-from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.state import AppState
 
 BUSY_TEXT = "computing…"
@@ -407,17 +406,14 @@ class Panel(QWidget):
     def showEvent(self, event):
         super().showEvent(event)
         self.refresh()
-        if self._on_show:
-            # after the page is painted as it was last drawn: redrawing first made showing
-            # a page after a change one long pass (the redraw and the whole page's paint)
-            in_a_later_pass(self._catch_up, owner=self)
+        self._catch_up()
 
     def _catch_up(self) -> None:
-        """Do the redraws put off while hidden (if still shown)."""
-        if self.isVisible():
-            pending, self._on_show = self._on_show, {}
-            for fn in pending:
-                fn()
+        """Do the redraws put off while hidden, now that it is shown (before its first
+        paint: the page never shows what it drew before the change)."""
+        pending, self._on_show = self._on_show, {}
+        for fn in pending:
+            fn()
 
     @property
     def layer(self):

@@ -17,7 +17,6 @@ from superqt.utils import signals_blocked
 
 from detokgui.core.position_side import positional as m
 from detokgui.gui.controls import wrapping_label
-from detokgui.gui.paint_prep import pace_paints
 from detokgui.gui.panels.base import StatusLine
 from detokgui.gui.records import Column, RecordsModel, fit_columns_on_reset
 
@@ -93,7 +92,6 @@ class HeadClassesTable(QWidget):
         self.model = RecordsModel(COLUMNS, token=None, parent=self)
         self.table = QTableView()
         self.table.setModel(self.model)
-        pace_paints(self.table.viewport())
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.setSortingEnabled(True)

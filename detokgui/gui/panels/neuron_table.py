@@ -17,7 +17,6 @@ from detokgui.core.position_side.neurons import (
     PERIODIC_MIN_CYCLES,
     PERIODIC_MIN_PEAK_SHARE,
 )
-from detokgui.gui.paint_prep import pace_paints
 from detokgui.gui.records import Column, RecordsModel, fit_columns_on_reset
 
 COL_DIM, COL_NORM, COL_SLOPE, COL_R2, COL_PERIOD, COL_GROUP = range(6)
@@ -68,7 +67,6 @@ class NeuronTable(QTableView):
         self.setToolTip("Click a header to sort; select several rows (Ctrl/Shift-click) "
                         "to overlay their curves")
         self.selectionModel().selectionChanged.connect(self._selection_changed)
-        pace_paints(self.viewport())
 
     def _columns(self) -> list[Column]:
         def arr(name):

@@ -29,7 +29,6 @@ from detokgui.core.position_side.neurons import NEURON_GROUPS
 from detokgui.core.position_side.tables import neuron_curves_table, neurons_table
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column
-from detokgui.gui.later_pass import in_a_later_pass
 from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
 from detokgui.gui.options import EXPORT_FOLDER, remember, remembered
 from detokgui.gui.panels.base import Panel
@@ -99,7 +98,6 @@ class NeuronBrowserPanel(Panel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         self.selected: list[int] = []  # dims selected in the table, in table order
-        self._curves_due = False  # their curves wait for a later event-loop pass
         self.plotted: list[int] = []  # dims whose curves are on the plot
         self.curve_items: dict[int, pg.PlotDataItem] = {}
         self.fit_items: list[pg.PlotDataItem] = []
@@ -246,16 +244,12 @@ class NeuronBrowserPanel(Panel):
         return OverlapRequest(self.serial, min(o.r, d), min(o.m, d), o.scaled, o.centre)
 
     def draw(self, result) -> None:
-        """The table now, the selected dims' curves in a later event-loop pass: a new
-        model's table and curves took 10-15 ms of the GUI thread in one piece in the soak
-        benchmark."""
+        """The table and the selected dims' curves."""
         st = self.stats
-        with signals_blocked(self.table):  # its dimsSelected would draw the curves now
+        with signals_blocked(self.table):  # its dimsSelected would draw the curves too
             self.table.set_stats(st)
         self.selected = self.table.selected()
-        if not self._curves_due:
-            self._curves_due = True
-            in_a_later_pass(self._draw_due_curves, owner=self)
+        self._draw_curves_when_visible()
         if st is None:
             return
         counts = {g: st.group.count(g) for g in NEURON_GROUPS}
@@ -268,18 +262,9 @@ class NeuronBrowserPanel(Panel):
                             + " · ".join(f"{g} {counts[g]}" for g in NEURON_GROUPS)
                             + (" · scaled by σ̄_j" if st.scaled else " · raw"))
 
-    def _draw_due_curves(self) -> None:
-        if self._curves_due:  # unless a new selection has drawn them since
-            self._curves_due = False
-            self._draw_curves_when_visible()
-
-    def settled(self) -> bool:
-        return not self._curves_due and super().settled()
-
     @Slot(list)
     def _dims_selected(self, dims: list[int]) -> None:
         self.selected = dims
-        self._curves_due = False  # drawn now (or when shown): not again in a later pass
         # a model switch empties the table of a hidden panel too: clearing its curves and
         # legend (~250 ms of relayout) waits until the panel is shown
         self._draw_curves_when_visible()

@@ -27,13 +27,9 @@ import detokgui
 
 ROOT = Path(detokgui.__file__).parent
 
-#: underscore names of libraries that are their documented API, with the reason
-ALLOWED = {
-    "_replace": "namedtuple / dataclass-like documented API (typing.NamedTuple._replace)",
-    "_asdict": "namedtuple's documented API",
-    "_fields": "namedtuple's documented API",
-    "_exit": "os._exit: documented, ends the process without interpreter teardown",
-}
+#: underscore names of a library that detokgui may use, each with the reason (e.g. a
+#: namedtuple's documented `_replace`); none is needed today
+ALLOWED: dict[str, str] = {}
 
 
 def sources() -> list[tuple[Path, ast.Module]]:

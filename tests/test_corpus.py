@@ -15,7 +15,6 @@ from test_documents import BAD_INPUTS
 import detokgui.core.corpus.counts as C
 import detokgui.core.corpus.pieces as P
 from detokgui.core.base.errors import InputError
-from detokgui.core.corpus.documents import CorpusReader
 from detokgui.core.corpus.tables import bigrams_table, counts_table
 from detokgui.core.model.tokens import gpt2_tokenizer
 

@@ -12,18 +12,18 @@ benchmark (benchmarks/bench_soak.py; the figures are in docs/performance.md):
   collected on a worker thread, Qt objects deadlock or crash the process.
 - **what a full collection traverses**: not the objects alive when the event loop starts
   (`GuiThreadCollector.freeze_alive`: the modules of torch, Qt, pyqtgraph and detokgui and
-  the window's own objects, which live as long as the process). A full collection of everything costs
-  0.2-0.5 s of the GUI thread; of what was made since, 10-20 ms (freezing before the
-  window was built left ~30,000 more objects to traverse: ~50 ms). Cyclic garbage
-  among the frozen objects is never collected (reference counting still frees the rest):
-  a bounded cost, at most the objects alive at start.
+  the window's own objects, which live as long as the process). A full collection of
+  everything would stall the window for a noticeable time; one of what was made since
+  does not (freezing once the window is built, not before, leaves the window's objects
+  out too). Cyclic garbage among the frozen objects is never collected (reference
+  counting still frees the rest): a bounded cost, at most the objects alive at start.
 - **glibc's mmap threshold** (Linux with glibc): fixed at MMAP_THRESHOLD, so that every
   block of at least 4 MiB (a computation's tables, score vectors, images) gets a mapping
   of its own, handed back to the system when freed. By default glibc raises the
   threshold to the size of each such block freed, up to 32 MiB, and afterwards carves
   those temporaries from its heap between small objects that outlive them: the
-  process's resident size then kept 100-300 MB of freed memory and "grew" by tens of MB
-  from one model switch to the next with no more memory alive. The trim threshold is
+  process's resident size then kept hundreds of MB of freed memory and grew from one
+  model switch to the next with no more memory alive. The trim threshold is
   set with it (twice, as glibc pairs them), else glibc would hand back and fault in
   again every freed block at the top of its heap.
 
@@ -89,7 +89,7 @@ class GuiThreadCollector(QObject):
     """Collects, every GC_INTERVAL_MS on the GUI thread, the oldest generation whose count
     has passed its threshold (gc.get_threshold), as CPython's automatic collector does:
     the youngest two whenever due, the oldest (a full collection: every object alive,
-    ~450,000 once torch, transformers and Qt are loaded) only when at least a quarter as
+    hundreds of thousands once torch, transformers and Qt are loaded) only when at least a quarter as
     many objects as it held after its last collection have been moved into it since
     (CPython's rule, which keeps full collections rare in a long-running program).
     Automatic collection stays off while it exists."""

@@ -89,9 +89,10 @@ class GuiThreadCollector(QObject):
     """Collects, every GC_INTERVAL_MS on the GUI thread, the oldest generation whose count
     has passed its threshold (gc.get_threshold), as CPython's automatic collector does:
     the youngest two whenever due, the oldest (a full collection: every object alive,
-    hundreds of thousands once torch, transformers and Qt are loaded) only when at least a quarter as
-    many objects as it held after its last collection have been moved into it since
-    (CPython's rule, which keeps full collections rare in a long-running program).
+    hundreds of thousands once torch, transformers and Qt are loaded) only when at least
+    a quarter as many objects as it held after its last collection have been moved into
+    it since (CPython's rule, which keeps full collections rare in a long-running
+    program).
     Automatic collection stays off while it exists."""
 
     def __init__(self, parent: QObject, interval_ms: int = GC_INTERVAL_MS):

@@ -148,9 +148,9 @@ def test_no_import_circles():
 # --------------------------------------------------------------------------- inside core
 
 #: detokgui.core's parts, in order: a part imports only the parts before it and itself;
-#: parts of one rank (the token side and the position side) not each other.
-CORE_ORDER = (("base",), ("model",), ("corpus",), ("token_side", "position_side"),
-              ("text_side",), ("compare",))
+#: parts of one rank (the token side, the position side and composition) not each other.
+CORE_ORDER = (("base",), ("model",), ("corpus",),
+              ("token_side", "position_side", "composition"), ("text_side",), ("compare",))
 CORE_RANK = {part: rank for rank, parts in enumerate(CORE_ORDER) for part in parts}
 #: function-level imports between detokgui's modules that core may keep (each keeps a light
 #: import light and says so in a comment on its line)

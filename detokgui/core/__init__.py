@@ -6,11 +6,14 @@
     corpus         a user's documents and their unigram and bigram counts
     token_side     A2-A7: T_ee and top-k, head statistics, bigram AUROC, frequency
     position_side  B1-B7: positional bias and pattern, head classes, neurons, slopes
+    composition    layer 0 -> layer 1: composition scores, induction and previous-token
+                   scores (block 1 read on demand)
     text_side      C1-C5 and OV: layer 0 on real text
     compare        per-head metrics, two models side by side, training series
 
-A part imports only the parts above it here (token_side and position_side not each
-other; `tests/test_architecture.py` checks it). Each part's `__init__` says what it holds.
+A part imports only the parts above it here (token_side, position_side and composition
+not each other; `tests/test_architecture.py` checks it). Each part's `__init__` says what
+it holds.
 
 Importing the package is light (no torch, no numpy): `Layer0` and `TERM_NAMES` load on
 first use, so that the command line can read the choices of `model.conventions` before it

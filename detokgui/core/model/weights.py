@@ -86,6 +86,10 @@ class Layer0:
     #: typed, e.g. "gpt2@main") or a folder written by `detokgui download` (its record,
     #: `hub.recorded_commit`); None for any other folder or a demo model.
     revision: str | None = None
+    #: Where the weights were read from: the folder, or the hub name as given (a demo
+    #: model's folder); later blocks are read from there on demand (`core.model.layer1`).
+    #: None for a layer built from tensors or from a loaded model.
+    source: str | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -146,20 +150,9 @@ class Layer0:
     # ------------------------------------------------------------------ folding
 
     def _fold(self) -> None:
-        d, H, dh = self.d, self.n_heads, self.d_head
-        # C diag(gamma) W: scale rows by gamma, then centre each column.
-        Wg = self.ln1_weight[:, None] * self.qkv_weight
-        Wg = Wg - Wg.mean(dim=0, keepdim=True)
-        b = self.ln1_bias @ self.qkv_weight + self.qkv_bias  # [3d]
-
-        def heads(M: torch.Tensor) -> torch.Tensor:  # [d, d] -> [H, d, d']
-            return M.reshape(d, H, dh).permute(1, 0, 2).contiguous()
-
-        self.Wq, self.Wk, self.Wv = (heads(Wg[:, i * d : (i + 1) * d]) for i in range(3))
-        self.bq, self.bk, self.bv = (b[i * d : (i + 1) * d].reshape(H, dh) for i in range(3))
-        self.bQK = torch.einsum("hk,hdk->hd", self.bq, self.Wk).contiguous()
-        self.Wo = self.attn_out_weight.reshape(H, dh, d).contiguous()
-        self.bVO = b[2 * d :] @ self.attn_out_weight + self.attn_out_bias
+        f = fold_attention(self.ln1_weight, self.ln1_bias, self.qkv_weight, self.qkv_bias,
+                           self.attn_out_weight, self.attn_out_bias, self.n_heads)
+        self.Wq, self.Wk, self.Wv, self.bq, self.bk, self.bv, self.bQK, self.Wo, self.bVO = f
 
     # ------------------------------------------------------------------ construction
 
@@ -279,6 +272,7 @@ class Layer0:
             family=shape.family,
         )
         layer.revision = revision
+        layer.source = source
         if demo.description(str(name_or_path)):
             layer.notes.append(demo.description(str(name_or_path)))
         layer.load_seconds = time.perf_counter() - start
@@ -333,7 +327,7 @@ class Layer0:
             scale_attn_weights=self.scale_attn_weights, activation=self.activation,
             tokenizer=self.tokenizer, device=device, dtype=self.dtype, family=self.family,
         )
-        moved.revision = self.revision
+        moved.revision, moved.source = self.revision, self.source
         return moved
 
     # ------------------------------------------------------------------ analyses
@@ -415,6 +409,29 @@ class Layer0:
 
         for key in [k for k in self._cache if under(k)]:
             self._cache.pop(key, None)
+
+
+def fold_attention(ln_weight, ln_bias, qkv_weight, qkv_bias, out_weight, out_bias,
+                   n_heads: int) -> tuple[torch.Tensor, ...]:
+    """The folded attention of one block whose LayerNorm before it has gamma `ln_weight`
+    and beta `ln_bias` (module docstring; docs/math/folding.md): (Wq, Wk, Wv [H, d, d'],
+    bq, bk, bv [H, d'], b^QK [H, d], Wo [H, d', d], b^VO [d])."""
+    d = qkv_weight.shape[0]
+    H, dh = n_heads, d // n_heads
+    # C diag(gamma) W: scale rows by gamma, then centre each column.
+    Wg = ln_weight[:, None] * qkv_weight
+    Wg = Wg - Wg.mean(dim=0, keepdim=True)
+    b = ln_bias @ qkv_weight + qkv_bias  # [3d]
+
+    def heads(M: torch.Tensor) -> torch.Tensor:  # [d, d] -> [H, d, d']
+        return M.reshape(d, H, dh).permute(1, 0, 2).contiguous()
+
+    Wq, Wk, Wv = (heads(Wg[:, i * d : (i + 1) * d]) for i in range(3))
+    bq, bk, bv = (b[i * d : (i + 1) * d].reshape(H, dh) for i in range(3))
+    bQK = torch.einsum("hk,hdk->hd", bq, Wk).contiguous()
+    Wo = out_weight.reshape(H, dh, d).contiguous()
+    bVO = b[2 * d :] @ out_weight + out_bias
+    return Wq, Wk, Wv, bq, bk, bv, bQK, Wo, bVO
 
 
 def _device(device, name: str) -> torch.device:

@@ -11,7 +11,13 @@ from pathlib import Path
 
 from detokgui.core.base.errors import ModelLoadError
 from detokgui.core.model.families import gpt2, gpt_neo, opt
-from detokgui.core.model.families.base import LAYER0_KEYS, OPTIONAL_KEYS, Family, ModelShape
+from detokgui.core.model.families.base import (
+    LAYER0_KEYS,
+    OPTIONAL_KEYS,
+    Family,
+    ModelShape,
+    block_keys,
+)
 
 __all__ = [
     "FAMILIES",
@@ -20,6 +26,7 @@ __all__ = [
     "SUPPORTED",
     "Family",
     "ModelShape",
+    "block_keys",
     "family_for",
     "family_label",
     "get",

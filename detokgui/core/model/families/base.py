@@ -11,7 +11,8 @@ The canonical tensors are GPT-2's, in its Conv1D layout (x @ W + b):
     h.0.mlp.c_proj.weight [d_mlp, d], .bias [d]       the MLP's output
     ln_f.weight/bias [d]                              the final LayerNorm (optional)
 A bias the model does not have is zero; a LayerNorm without learned parameters has
-gamma = 1, beta = 0.
+gamma = 1, beta = 0. Any later block i maps onto the same names with "h.{i}." (`block_keys`,
+`Family.block_canonical`): block 1 is read only when asked for (`core.model.layer1`).
 """
 
 from __future__ import annotations
@@ -22,22 +23,29 @@ from dataclasses import dataclass
 
 from detokgui.core.base.errors import ModelLoadError
 
-LAYER0_KEYS = (
-    "wte.weight",
-    "wpe.weight",
-    "h.0.ln_1.weight",
-    "h.0.ln_1.bias",
-    "h.0.attn.c_attn.weight",
-    "h.0.attn.c_attn.bias",
-    "h.0.attn.c_proj.weight",
-    "h.0.attn.c_proj.bias",
-    "h.0.ln_2.weight",
-    "h.0.ln_2.bias",
-    "h.0.mlp.c_fc.weight",
-    "h.0.mlp.c_fc.bias",
-    "h.0.mlp.c_proj.weight",
-    "h.0.mlp.c_proj.bias",
+#: The tensors of one transformer block, after "h.{i}." (block i; GPT-2's names).
+BLOCK_SUFFIXES = (
+    "ln_1.weight",
+    "ln_1.bias",
+    "attn.c_attn.weight",
+    "attn.c_attn.bias",
+    "attn.c_proj.weight",
+    "attn.c_proj.bias",
+    "ln_2.weight",
+    "ln_2.bias",
+    "mlp.c_fc.weight",
+    "mlp.c_fc.bias",
+    "mlp.c_proj.weight",
+    "mlp.c_proj.bias",
 )
+
+
+def block_keys(block: int) -> tuple[str, ...]:
+    """The canonical names of block `block`'s tensors: "h.{block}.ln_1.weight", ..."""
+    return tuple(f"h.{block}.{s}" for s in BLOCK_SUFFIXES)
+
+
+LAYER0_KEYS = ("wte.weight", "wpe.weight", *block_keys(0))
 
 #: Read when present (the final LayerNorm, for views that go through the unembedding).
 OPTIONAL_KEYS = ("ln_f.weight", "ln_f.bias")
@@ -63,6 +71,18 @@ class ModelShape:
     family: str = "gpt2"
     linear_bias: bool = True
     norm_affine: bool = True
+    #: Transformer blocks the model has (config.json's n_layer, num_layers or
+    #: num_hidden_layers); None when the config does not say.
+    n_layer: int | None = None
+    #: "global" or "local" per layer (GPT-Neo's attention_layers); () when all are global.
+    attention_layers: tuple[str, ...] = ()
+    #: The window of a local layer: a query at i sees the keys i - window < j <= i.
+    window_size: int | None = None
+
+    def attention_kind(self, layer: int) -> str:
+        """"global" or "local": the attention of layer `layer` (0-based)."""
+        kinds = self.attention_layers
+        return kinds[layer] if layer < len(kinds) else "global"
 
 
 class Family:
@@ -88,28 +108,54 @@ class Family:
         """The canonical tensors (module docstring) from the stored ones (unprefixed)."""
         raise NotImplementedError
 
+    def block_stored_names(self, shape: ModelShape, block: int) -> dict[str, bool]:
+        """{stored name without prefix: whether block `block` cannot do without it}: the
+        tensors of one transformer block (its LayerNorms, attention and MLP)."""
+        raise NotImplementedError
+
+    def block_canonical(self, stored: Mapping, shape: ModelShape, block: int,
+                        name: str) -> dict:
+        """Block `block`'s canonical tensors (`block_keys(block)`, GPT-2's layout) from the
+        stored ones (unprefixed)."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ shared
 
-    def resolve(self, available, shape: ModelShape, name: str) -> dict[str, str]:
-        """{unprefixed stored name: the name the checkpoint stores it under}, for the
-        first prefix under which `available` (the checkpoint's names) holds the token
-        embedding."""
+    def prefix(self, available, name: str) -> str:
+        """The first of `prefixes` under which `available` (the checkpoint's names) holds
+        the token embedding."""
         available = set(available)
         for prefix in self.prefixes:
             if prefix + self.anchor in available:
-                return {k: prefix + k for k in self.stored_names(shape)}
+                return prefix
         raise ModelLoadError(
             f"{name}: the weights hold no token embedding ({self.anchor}); the checkpoint is "
             f"not a {self.label} model."
         )
 
-    def require(self, stored: Mapping, shape: ModelShape, name: str) -> None:
-        """ModelLoadError naming the layer-0 tensors `stored` lacks."""
-        missing = [k for k, needed in self.stored_names(shape).items()
-                   if needed and k not in stored]
+    def resolve(self, available, shape: ModelShape, name: str) -> dict[str, str]:
+        """{unprefixed stored name: the name the checkpoint stores it under}, for the
+        first prefix under which `available` (the checkpoint's names) holds the token
+        embedding."""
+        prefix = self.prefix(available, name)
+        return {k: prefix + k for k in self.stored_names(shape)}
+
+    def resolve_block(self, available, shape: ModelShape, block: int,
+                      name: str) -> dict[str, str]:
+        """`resolve` for the tensors of block `block`."""
+        prefix = self.prefix(available, name)
+        return {k: prefix + k for k in self.block_stored_names(shape, block)}
+
+    def require(self, stored: Mapping, shape: ModelShape, name: str,
+                block: int | None = None) -> None:
+        """ModelLoadError naming the layer-0 tensors (or block `block`'s) `stored` lacks."""
+        names = (self.stored_names(shape) if block is None
+                 else self.block_stored_names(shape, block))
+        missing = [k for k, needed in names.items() if needed and k not in stored]
         if missing:
+            what = "layer-0" if block is None else f"block-{block}"
             raise ModelLoadError(
-                f"{name}: the checkpoint lacks {self.label} layer-0 tensors: "
+                f"{name}: the checkpoint lacks {self.label} {what} tensors: "
                 f"{', '.join(missing)}."
             )
 

@@ -11,6 +11,7 @@ from detokgui.core.model.families.base import (
     OPTIONAL_KEYS,
     Family,
     ModelShape,
+    block_keys,
     checked_shape,
     config_value,
 )
@@ -45,8 +46,8 @@ class GPT2(Family):
                 activation_function=config_value(cfg, "activation_function", str, name,
                                                  "gelu_new"),
                 family=self.key,
+                n_layer=config_value(cfg, "n_layer", int, name, None),
             )
-            config_value(cfg, "n_layer", int, name, None)  # the tokenizer's loader checks it too
         except KeyError as exc:
             raise ModelLoadError(
                 f"{name}: config.json lacks the GPT-2 field {exc}; "
@@ -58,13 +59,28 @@ class GPT2(Family):
         return {**dict.fromkeys(LAYER0_KEYS, True), **dict.fromkeys(OPTIONAL_KEYS, False)}
 
     def canonical(self, stored: Mapping, shape: ModelShape, name: str) -> dict:
-        if "h.0.attn.c_attn.bias" not in stored and "h.0.attn.c_attn.weight" in stored:
-            raise ModelLoadError(
-                f"{name}: layer 0 has no query/key/value bias (c_attn.bias), which every "
-                "GPT-2 checkpoint stores; the checkpoint is incomplete."
-            )
+        self._check_qkv_bias(stored, 0, name)
         self.require(stored, shape, name)
         return {k: stored[k] for k in LAYER0_KEYS + OPTIONAL_KEYS if k in stored}
+
+    def block_stored_names(self, shape: ModelShape, block: int) -> dict[str, bool]:
+        return dict.fromkeys(block_keys(block), True)
+
+    def block_canonical(self, stored: Mapping, shape: ModelShape, block: int,
+                        name: str) -> dict:
+        self._check_qkv_bias(stored, block, name)
+        self.require(stored, shape, name, block)
+        return {k: stored[k] for k in block_keys(block)}
+
+    @staticmethod
+    def _check_qkv_bias(stored: Mapping, block: int, name: str) -> None:
+        if (f"h.{block}.attn.c_attn.bias" not in stored
+                and f"h.{block}.attn.c_attn.weight" in stored):
+            raise ModelLoadError(
+                f"{name}: {'layer' if block == 0 else 'block'} {block} has no query/key/value "
+                "bias (c_attn.bias), which every GPT-2 checkpoint stores; the checkpoint is "
+                "incomplete."
+            )
 
 
 FAMILY = GPT2()

@@ -9,13 +9,16 @@ every position is global too; any other local layer 0 is refused."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import torch
 
 from detokgui.core.base.errors import ModelLoadError
 from detokgui.core.model.families.base import Family, ModelShape, checked_shape, config_value
 
-_ATTN = "h.0.attn.attention."
+
+def _attn(block: int) -> str:
+    return f"h.{block}.attn.attention."
 
 
 class GPTNeo(Family):
@@ -40,6 +43,7 @@ class GPTNeo(Family):
                 activation_function=config_value(cfg, "activation_function", str, name,
                                                  "gelu_new"),
                 family=self.key,
+                n_layer=config_value(cfg, "num_layers", int, name, None),
             )
         except KeyError as exc:
             raise ModelLoadError(
@@ -49,6 +53,7 @@ class GPTNeo(Family):
         checked_shape(shape, name)
         kind = first_layer_attention(cfg, name)
         window = config_value(cfg, "window_size", int, name, 256)
+        shape = replace(shape, attention_layers=layer_attention(cfg), window_size=window)
         if kind == "local" and window < shape.n_positions:
             raise ModelLoadError(
                 f"{name}: layer 0 of this GPT-Neo uses local attention: a query at position i "
@@ -59,43 +64,70 @@ class GPTNeo(Family):
         return shape
 
     def stored_names(self, shape: ModelShape) -> dict[str, bool]:
-        names = {"wte.weight": True, "wpe.weight": True}
-        for ln in ("h.0.ln_1", "h.0.ln_2"):
-            names |= {f"{ln}.weight": True, f"{ln}.bias": True}
-        for proj in ("q_proj", "k_proj", "v_proj"):
-            names |= {f"{_ATTN}{proj}.weight": True, f"{_ATTN}{proj}.bias": False}
-        names |= {f"{_ATTN}out_proj.weight": True, f"{_ATTN}out_proj.bias": True}
-        for lin in ("h.0.mlp.c_fc", "h.0.mlp.c_proj"):
-            names |= {f"{lin}.weight": True, f"{lin}.bias": True}
+        names = {"wte.weight": True, "wpe.weight": True} | self.block_stored_names(shape, 0)
         return names | {"ln_f.weight": False, "ln_f.bias": False}
 
     def canonical(self, stored: Mapping, shape: ModelShape, name: str) -> dict:
         self.require(stored, shape, name)
-        d = shape.n_embd
-
-        def bias(proj: str) -> torch.Tensor:
-            w = stored[f"{_ATTN}{proj}.weight"]
-            b = stored.get(f"{_ATTN}{proj}.bias")
-            return b if b is not None else torch.zeros(d, dtype=w.dtype)
-
-        qkv = ("q_proj", "k_proj", "v_proj")
-        out = {
-            "wte.weight": stored["wte.weight"],
-            "wpe.weight": stored["wpe.weight"],
-            "h.0.attn.c_attn.weight": torch.cat([stored[f"{_ATTN}{p}.weight"].T for p in qkv], 1),
-            "h.0.attn.c_attn.bias": torch.cat([bias(p) for p in qkv]),
-            "h.0.attn.c_proj.weight": stored[f"{_ATTN}out_proj.weight"].T.contiguous(),
-            "h.0.attn.c_proj.bias": stored[f"{_ATTN}out_proj.bias"],
-            "h.0.mlp.c_fc.weight": stored["h.0.mlp.c_fc.weight"].T.contiguous(),
-            "h.0.mlp.c_fc.bias": stored["h.0.mlp.c_fc.bias"],
-            "h.0.mlp.c_proj.weight": stored["h.0.mlp.c_proj.weight"].T.contiguous(),
-            "h.0.mlp.c_proj.bias": stored["h.0.mlp.c_proj.bias"],
-        }
-        for key in ("h.0.ln_1.weight", "h.0.ln_1.bias", "h.0.ln_2.weight", "h.0.ln_2.bias",
-                    "ln_f.weight", "ln_f.bias"):
+        out = {"wte.weight": stored["wte.weight"], "wpe.weight": stored["wpe.weight"],
+               **self.block_canonical(stored, shape, 0, name)}
+        for key in ("ln_f.weight", "ln_f.bias"):
             if key in stored:
                 out[key] = stored[key]
         return out
+
+    def block_stored_names(self, shape: ModelShape, block: int) -> dict[str, bool]:
+        attn, names = _attn(block), {}
+        for ln in (f"h.{block}.ln_1", f"h.{block}.ln_2"):
+            names |= {f"{ln}.weight": True, f"{ln}.bias": True}
+        for proj in ("q_proj", "k_proj", "v_proj"):
+            names |= {f"{attn}{proj}.weight": True, f"{attn}{proj}.bias": False}
+        names |= {f"{attn}out_proj.weight": True, f"{attn}out_proj.bias": True}
+        for lin in (f"h.{block}.mlp.c_fc", f"h.{block}.mlp.c_proj"):
+            names |= {f"{lin}.weight": True, f"{lin}.bias": True}
+        return names
+
+    def block_canonical(self, stored: Mapping, shape: ModelShape, block: int,
+                        name: str) -> dict:
+        self.require(stored, shape, name, block)
+        d, attn, h = shape.n_embd, _attn(block), f"h.{block}."
+
+        def bias(proj: str) -> torch.Tensor:
+            w = stored[f"{attn}{proj}.weight"]
+            b = stored.get(f"{attn}{proj}.bias")
+            return b if b is not None else torch.zeros(d, dtype=w.dtype)
+
+        qkv = ("q_proj", "k_proj", "v_proj")
+        return {
+            f"{h}ln_1.weight": stored[f"{h}ln_1.weight"],
+            f"{h}ln_1.bias": stored[f"{h}ln_1.bias"],
+            f"{h}attn.c_attn.weight": torch.cat([stored[f"{attn}{p}.weight"].T for p in qkv], 1),
+            f"{h}attn.c_attn.bias": torch.cat([bias(p) for p in qkv]),
+            f"{h}attn.c_proj.weight": stored[f"{attn}out_proj.weight"].T.contiguous(),
+            f"{h}attn.c_proj.bias": stored[f"{attn}out_proj.bias"],
+            f"{h}ln_2.weight": stored[f"{h}ln_2.weight"],
+            f"{h}ln_2.bias": stored[f"{h}ln_2.bias"],
+            f"{h}mlp.c_fc.weight": stored[f"{h}mlp.c_fc.weight"].T.contiguous(),
+            f"{h}mlp.c_fc.bias": stored[f"{h}mlp.c_fc.bias"],
+            f"{h}mlp.c_proj.weight": stored[f"{h}mlp.c_proj.weight"].T.contiguous(),
+            f"{h}mlp.c_proj.bias": stored[f"{h}mlp.c_proj.bias"],
+        }
+
+
+def layer_attention(cfg: Mapping) -> tuple[str, ...]:
+    """"global" or "local" for each layer: attention_layers, or the attention_types
+    pattern expanded ([[["global", "local"], 12]]: the pair repeated 12 times); () when
+    neither can be read."""
+    layers = cfg.get("attention_layers")
+    if isinstance(layers, list) and layers:
+        return tuple(str(k) for k in layers)
+    out: list[str] = []
+    try:
+        for kinds, times in cfg.get("attention_types") or [[["global", "local"], 12]]:
+            out += [str(k) for k in kinds] * int(times)
+    except (TypeError, ValueError):
+        return ()
+    return tuple(out)
 
 
 def first_layer_attention(cfg: Mapping, name: str) -> str:

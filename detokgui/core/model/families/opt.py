@@ -19,7 +19,6 @@ from detokgui.core.base.errors import ModelLoadError
 from detokgui.core.model.families.base import Family, ModelShape, checked_shape, config_value
 
 POSITION_OFFSET = 2
-_L0 = "layers.0."
 
 
 class OPT(Family):
@@ -45,6 +44,7 @@ class OPT(Family):
                 linear_bias=config_value(cfg, "enable_bias", bool, name, True),
                 norm_affine=config_value(cfg, "layer_norm_elementwise_affine", bool, name,
                                          True),
+                n_layer=config_value(cfg, "num_hidden_layers", int, name, None),
             )
         except KeyError as exc:
             raise ModelLoadError(
@@ -73,16 +73,21 @@ class OPT(Family):
 
     def stored_names(self, shape: ModelShape) -> dict[str, bool]:
         names = {"embed_tokens.weight": True, "embed_positions.weight": True}
-        for ln in (_L0 + "self_attn_layer_norm", _L0 + "final_layer_norm"):
+        names |= self.block_stored_names(shape, 0)
+        return names | {"final_layer_norm.weight": False, "final_layer_norm.bias": False}
+
+    def block_stored_names(self, shape: ModelShape, block: int) -> dict[str, bool]:
+        at, names = f"layers.{block}.", {}
+        for ln in (at + "self_attn_layer_norm", at + "final_layer_norm"):
             names |= {f"{ln}.weight": shape.norm_affine, f"{ln}.bias": shape.norm_affine}
         for lin in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
                     "self_attn.out_proj", "fc1", "fc2"):
-            names |= {f"{_L0}{lin}.weight": True, f"{_L0}{lin}.bias": shape.linear_bias}
-        return names | {"final_layer_norm.weight": False, "final_layer_norm.bias": False}
+            names |= {f"{at}{lin}.weight": True, f"{at}{lin}.bias": shape.linear_bias}
+        return names
 
     def canonical(self, stored: Mapping, shape: ModelShape, name: str) -> dict:
         self.require(stored, shape, name)
-        d, L = shape.n_embd, shape.n_positions
+        L = shape.n_positions
         E = stored["embed_tokens.weight"]
         table = stored["embed_positions.weight"]
         if table.dim() != 2 or table.shape[0] != L + POSITION_OFFSET:
@@ -91,38 +96,47 @@ class OPT(Family):
                 f"max_position_embeddings={L} stores {L + POSITION_OFFSET} rows "
                 f"(positions offset by {POSITION_OFFSET})."
             )
+        out = {"wte.weight": E, "wpe.weight": table[POSITION_OFFSET:],
+               **self.block_canonical(stored, shape, 0, name)}
+        if ("final_layer_norm.weight" in stored or "final_layer_norm.bias" in stored
+                or not shape.norm_affine):
+            out["ln_f.weight"], out["ln_f.bias"] = _norm(stored, "final_layer_norm",
+                                                         shape.n_embd, E.dtype)
+        return out
+
+    def block_canonical(self, stored: Mapping, shape: ModelShape, block: int,
+                        name: str) -> dict:
+        self.require(stored, shape, name, block)
+        d, at, h = shape.n_embd, f"layers.{block}.", f"h.{block}."
+        dtype = stored[f"{at}self_attn.q_proj.weight"].dtype
 
         def linear(lin: str, width: int) -> tuple[torch.Tensor, torch.Tensor]:
-            w = stored[f"{_L0}{lin}.weight"]
-            b = stored.get(f"{_L0}{lin}.bias")
+            w = stored[f"{at}{lin}.weight"]
+            b = stored.get(f"{at}{lin}.bias")
             return w.T, b if b is not None else torch.zeros(width, dtype=w.dtype)
-
-        def norm(ln: str) -> tuple[torch.Tensor, torch.Tensor]:
-            w, b = stored.get(f"{ln}.weight"), stored.get(f"{ln}.bias")
-            w = w if w is not None else torch.ones(d, dtype=E.dtype)
-            return w, b if b is not None else torch.zeros(d, dtype=E.dtype)
 
         q, k, v = (linear(f"self_attn.{p}_proj", d) for p in "qkv")
         out_w, out_b = linear("self_attn.out_proj", d)
         fc1_w, fc1_b = linear("fc1", shape.n_inner)
         fc2_w, fc2_b = linear("fc2", d)
-        ln1_w, ln1_b = norm(_L0 + "self_attn_layer_norm")
-        ln2_w, ln2_b = norm(_L0 + "final_layer_norm")
-        out = {
-            "wte.weight": E,
-            "wpe.weight": table[POSITION_OFFSET:],
-            "h.0.ln_1.weight": ln1_w, "h.0.ln_1.bias": ln1_b,
-            "h.0.attn.c_attn.weight": torch.cat([q[0], k[0], v[0]], 1),
-            "h.0.attn.c_attn.bias": torch.cat([q[1], k[1], v[1]]),
-            "h.0.attn.c_proj.weight": out_w.contiguous(), "h.0.attn.c_proj.bias": out_b,
-            "h.0.ln_2.weight": ln2_w, "h.0.ln_2.bias": ln2_b,
-            "h.0.mlp.c_fc.weight": fc1_w.contiguous(), "h.0.mlp.c_fc.bias": fc1_b,
-            "h.0.mlp.c_proj.weight": fc2_w.contiguous(), "h.0.mlp.c_proj.bias": fc2_b,
+        ln1_w, ln1_b = _norm(stored, at + "self_attn_layer_norm", d, dtype)
+        ln2_w, ln2_b = _norm(stored, at + "final_layer_norm", d, dtype)
+        return {
+            f"{h}ln_1.weight": ln1_w, f"{h}ln_1.bias": ln1_b,
+            f"{h}attn.c_attn.weight": torch.cat([q[0], k[0], v[0]], 1),
+            f"{h}attn.c_attn.bias": torch.cat([q[1], k[1], v[1]]),
+            f"{h}attn.c_proj.weight": out_w.contiguous(), f"{h}attn.c_proj.bias": out_b,
+            f"{h}ln_2.weight": ln2_w, f"{h}ln_2.bias": ln2_b,
+            f"{h}mlp.c_fc.weight": fc1_w.contiguous(), f"{h}mlp.c_fc.bias": fc1_b,
+            f"{h}mlp.c_proj.weight": fc2_w.contiguous(), f"{h}mlp.c_proj.bias": fc2_b,
         }
-        if ("final_layer_norm.weight" in stored or "final_layer_norm.bias" in stored
-                or not shape.norm_affine):
-            out["ln_f.weight"], out["ln_f.bias"] = norm("final_layer_norm")
-        return out
+
+
+def _norm(stored: Mapping, ln: str, d: int, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """gamma, beta of LayerNorm `ln` (1 and 0 when it has no learned parameters)."""
+    w, b = stored.get(f"{ln}.weight"), stored.get(f"{ln}.bias")
+    w = w if w is not None else torch.ones(d, dtype=dtype)
+    return w, b if b is not None else torch.zeros(d, dtype=dtype)
 
 
 FAMILY = OPT()

@@ -74,6 +74,23 @@ def peek_config(name_or_path: str) -> ModelShape | None:
     return read_config(Path(hit), name) if isinstance(hit, str) else None
 
 
+def config_file(name_or_path: str) -> Path | None:
+    """The config.json of a local checkpoint folder, or of a hub model (NAME@REVISION) in
+    detokgui's cache or the Hugging Face cache, found without the network; None when there
+    is none."""
+    name = str(name_or_path).strip()
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path / "config.json" if (path / "config.json").is_file() else None
+    if not name or path.exists() or _looks_like_path(name):
+        return None
+    repo, revision = hub.split_revision(name)
+    mine = hub.cached(repo, revision)
+    if mine is not None:
+        return mine.folder / "config.json"
+    return _hf_cache_hit(repo, revision, "config.json")
+
+
 def locate(name_or_path: str, *, progress=None) -> CheckpointFiles:
     """Resolve a local folder or hub name to the files of one checkpoint."""
     name = str(name_or_path).strip()
@@ -148,11 +165,15 @@ def _local_files(folder: Path, name: str) -> CheckpointFiles:
     )
 
 
-def _shards_for_layer0(index: Path, shape: ModelShape, name: str) -> list[str]:
-    """The shards of a sharded checkpoint that hold layer-0 tensors, from its index."""
+def _shards_for_layer0(index: Path, shape: ModelShape, name: str,
+                       block: int | None = None) -> list[str]:
+    """The shards of a sharded checkpoint that hold layer-0 tensors (block `block`'s when
+    given), from its index."""
+    family = get_family(shape.family)
     try:
         weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-        stored = get_family(shape.family).resolve(weight_map, shape, name)
+        stored = (family.resolve(weight_map, shape, name) if block is None
+                  else family.resolve_block(weight_map, shape, block, name))
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise ModelLoadError(f"{name}: {index.name} cannot be read ({exc}).") from exc
     except ModelLoadError as exc:
@@ -245,24 +266,117 @@ def read_layer0_tensors(files: CheckpointFiles, shape: ModelShape,
     """The canonical layer-0 tensors (`families.base`) of a checkpoint whose config.json
     gave `shape`: only the stored tensors the family needs are read."""
     family = get_family(shape.family)
-    if files.weight_format == "safetensors":
-        headers = []
-        for path in files.weights:
-            try:
-                size = path.stat().st_size
-                with open(path, "rb") as f:
-                    headers.append(read_safetensors_header(f, path, size)[0])
-            except OSError as exc:
-                raise ModelLoadError(f"{path} cannot be read: {exc}") from exc
-        names = family.resolve({k for h in headers for k in h}, shape, name)
-        stored: dict[str, torch.Tensor] = {}
-        for path, header in zip(files.weights, headers, strict=True):
-            here = {k: v for k, v in names.items() if v in header}
-            if here:
-                stored.update(read_safetensors(path, here))
-    else:
-        state = load_bin(files.weights[0], name)
-        names = family.resolve(state, shape, name)
-        stored = {k: state[v] for k, v in names.items() if v in state}
-        del state
+    stored = read_stored(files.weights, files.weight_format,
+                         lambda available: family.resolve(available, shape, name))
     return family.canonical(stored, shape, name)
+
+
+def read_stored(weights: tuple[Path, ...], weight_format: str, select) -> dict[str, torch.Tensor]:
+    """The stored tensors `select(names the files hold)` picks ({unprefixed name: stored
+    name}), read from the weight files, keyed by the unprefixed names. Of safetensors
+    files only those tensors' bytes are read; a `.bin` is loaded whole."""
+    if weight_format != "safetensors":
+        state = load_bin(weights[0], weights[0].name)
+        names = select(set(state))
+        return {k: state[v] for k, v in names.items() if v in state}
+    headers = []
+    for path in weights:
+        try:
+            size = path.stat().st_size
+            with open(path, "rb") as f:
+                headers.append(read_safetensors_header(f, path, size)[0])
+        except OSError as exc:
+            raise ModelLoadError(f"{path} cannot be read: {exc}") from exc
+    names = select({k for h in headers for k in h})
+    stored: dict[str, torch.Tensor] = {}
+    for path, header in zip(weights, headers, strict=True):
+        here = {k: v for k, v in names.items() if v in header and k not in stored}
+        if here:
+            stored.update(read_safetensors(path, here))
+    return stored
+
+
+# --------------------------------------------------------------------------- later blocks
+
+
+def block_weights(source: str, shape: ModelShape, block: int, *, revision: str | None = None,
+                  progress=None, label: str | None = None) -> tuple[tuple[Path, ...], str]:
+    """(weight files, format) that hold layer 0's and block `block`'s stored tensors of
+    the checkpoint `source` (a folder or a hub name, as `locate` takes it; `revision`: the
+    hub commit the layer was loaded at), fetching block `block` from the hub when only
+    layer 0 is on this machine (`hub.fetch_block`: only its byte ranges, with `progress`
+    and Cancel as a layer-0 download). ModelLoadError when the checkpoint has no such
+    block or it cannot be had."""
+    label = label or str(source)
+    if shape.n_layer is not None and block >= shape.n_layer:
+        raise ModelLoadError(f"{label} has {shape.n_layer} layer"
+                             f"{'s' if shape.n_layer != 1 else ''}: there is no layer {block} "
+                             "to read.")
+    path = Path(str(source)).expanduser()
+    if path.is_dir():
+        files = _local_files(path, label)
+        weights = _with_block(files, shape, block, label)
+        if weights is None:
+            raise ModelLoadError(_layer0_only(path, label, block))
+        return weights, files.weight_format
+    repo, rev = hub.split_revision(str(source))
+    rev = revision or rev
+    found = _hf_cache_files(repo, rev, label)
+    if found is not None:
+        weights = _with_block(found, shape, block, label)
+        if weights is not None:
+            return weights, found.weight_format
+    mine = hub.cached(repo, rev)
+    if mine is None:
+        if hub.offline_mode() or not hub_reachable():
+            raise ModelLoadError(_offline_hint(label))
+        mine = hub.fetch_layer0(repo, rev, progress, label=label)
+    side = hub.fetch_block(mine, block, progress, label=label)
+    return (mine.folder / "model.safetensors", side), "safetensors"
+
+
+def _with_block(files: CheckpointFiles, shape: ModelShape, block: int,
+                name: str) -> tuple[Path, ...] | None:
+    """`files`' weights with those that hold block `block` (the shards the index names
+    for it, the side file of a hub download); None when they are not all on this
+    machine, or the folder holds layer 0 only."""
+    if files.weight_format != "safetensors":
+        return files.weights
+    weights = list(files.weights)
+    index = files.folder / "model.safetensors.index.json"
+    if index.is_file():
+        for shard in _shards_for_layer0(index, shape, name, block):
+            path = files.folder / shard
+            if not path.is_file():
+                return None
+            if path not in weights:
+                weights.append(path)
+        return tuple(weights)
+    side = files.folder / hub.block_file(block)
+    if side.is_file():
+        return (*weights, side)
+    if (files.folder / hub.MANIFEST).is_file() or (files.folder / hub.SOURCE_FILE).is_file():
+        return None  # a layer-0 folder of detokgui's
+    return tuple(weights)
+
+
+def _layer0_only(folder: Path, name: str, block: int) -> str:
+    repo = None
+    try:
+        repo = json.loads((folder / hub.SOURCE_FILE).read_text("utf-8")).get("repo")
+    except (OSError, ValueError, AttributeError):
+        pass
+    where = (f" open the hub model {repo} on a machine with network (detokgui then fetches "
+             f"block {block}'s bytes alone)" if repo else " open the whole checkpoint")
+    return (f"{name} holds layer 0 only (a folder written by `detokgui download`): block "
+            f"{block} is not in it. To see layer {block},{where}.")
+
+
+def read_block_tensors(weights: tuple[Path, ...], weight_format: str, shape: ModelShape,
+                       block: int, name: str) -> tuple[dict, dict]:
+    """(canonical tensors of block `block`, `block_keys`; its stored tensors, unprefixed
+    family names) read from `weights` (`block_weights`)."""
+    family = get_family(shape.family)
+    stored = read_stored(weights, weight_format,
+                         lambda available: family.resolve_block(available, shape, block, name))
+    return family.block_canonical(stored, shape, block, name), stored

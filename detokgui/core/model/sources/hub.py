@@ -24,6 +24,10 @@ Cache layout, under `paths.cache_root() / "hub"`:
 A folder appears whole or not at all (`atomic.atomic_folder`); a killed download leaves a
 `.NAME.XXXX.part` folder that a later run ignores and, once stale, removes.
 
+Block 1 (`core.model.layer1`) is fetched only when asked for (`fetch_block`): the byte
+ranges of its tensors alone, into `block1.safetensors` beside the layer-0 weights of the
+same folder (renamed into place when complete), so that loading layer 0 never costs more.
+
 `save_layer0` (`detokgui download`) writes such a folder, with SOURCE_FILE saying which
 repository, revision and commit it is, wherever a person wants it: carried to a machine
 without network, it opens as a local checkpoint folder, and `recorded_commit` gives the
@@ -346,6 +350,71 @@ def _fetch_commit(repo: str, commit: str, files: set[str], report: Report,
     return HubCheckpoint(target, repo, commit)
 
 
+# --------------------------------------------------------------------------- later blocks
+
+
+def block_file(block: int) -> str:
+    """The file of a layer-0 folder that holds block `block`'s tensors once fetched."""
+    return f"block{block}.safetensors"
+
+
+def fetch_block(got: HubCheckpoint, block: int, report: Report | None = None,
+                label: str | None = None) -> Path:
+    """The file holding block `block`'s stored tensors of the cached hub model `got`: in
+    its folder already, or downloaded now, only those tensors' byte ranges (the same
+    transfers, progress, Cancel and one-line errors as `fetch_layer0`; the file appears
+    whole or not at all)."""
+    from huggingface_hub import errors as hf_errors
+
+    from detokgui.core.model.families import read_config  # torch, not before a download
+
+    label = label or got.repo
+    report = report or (lambda f, m: None)
+    target = got.folder / block_file(block)
+    if target.is_file():
+        return target
+    if offline_mode():
+        raise ModelLoadError(f"Block {block} of {label} is not in detokgui's cache and "
+                             "HF_HUB_OFFLINE is set; connect once to fetch it (only its bytes "
+                             "are downloaded).")
+    try:
+        manifest = json.loads((got.folder / MANIFEST).read_text("utf-8"))
+        source = str(manifest["source"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ModelLoadError(f"{label}: detokgui's cache folder {got.folder} is damaged "
+                             f"({exc}); clear it and load the model again.") from None
+    shape = read_config(got.folder / "config.json", label)
+    client = Client(got.repo, got.commit, label, report, endpoint(), what=f"block {block}")
+    import tempfile
+
+    sweep_stale_parts(got.folder, f"block{block}")
+    stage = Path(tempfile.mkdtemp(prefix=f".block{block}.", suffix=".part", dir=got.folder))
+    try:
+        client.stage = stage
+        if source.endswith(".index.json"):
+            parts = client.sharded_layer0(source, shape, block)
+        elif source.endswith(".bin"):
+            parts = [client.bin_layer0(source, client.metadata(source), shape, block)]
+        else:
+            parts = [client.safetensors_layer0(source, client.metadata(source), shape,
+                                               block=block)]
+        done = stage / "block.safetensors"
+        write_layer0(done, parts, label, written_by=f"detokgui (block {block} only)")
+        os.replace(done, target)
+    except hf_errors.HfHubHTTPError as exc:
+        raise _http_error(exc, label, None) from None
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise ModelLoadError(f"The disk is full: block {block} of {label} cannot be "
+                                 f"written to detokgui's cache ({exc.filename or target}).") \
+                from None
+        raise ModelLoadError(f"Block {block} of {label} cannot be fetched: "
+                             f"{exc.strerror or exc}") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return target
+
+
 # --------------------------------------------------------------------------- a folder to carry
 
 
@@ -542,6 +611,22 @@ def _copy_file(src: Path, dst: Path) -> None:
         shutil.copyfileobj(fin, fout, 1 << 22)
 
 
-__all__ = ["Cancelled", "HubCheckpoint", "SOURCE_FILE", "SavedLayer0", "cached",
-           "check_destination", "clear_cache", "coalesce", "endpoint", "fetch_layer0",
-           "offline_mode", "recorded_commit", "save_layer0", "short", "split_revision"]
+__all__ = [
+    "SOURCE_FILE",
+    "Cancelled",
+    "HubCheckpoint",
+    "SavedLayer0",
+    "block_file",
+    "cached",
+    "check_destination",
+    "clear_cache",
+    "coalesce",
+    "endpoint",
+    "fetch_block",
+    "fetch_layer0",
+    "offline_mode",
+    "recorded_commit",
+    "save_layer0",
+    "short",
+    "split_revision",
+]

@@ -69,9 +69,19 @@ def _family(name: str):
     return get(name)
 
 
-def write_layer0(path: Path, parts: list[_Part], label: str) -> None:
+def _names(available, shape, label: str, block: int | None) -> dict[str, str]:
+    """{unprefixed: stored name} of layer 0's tensors, or block `block`'s, among
+    `available` (`Family.resolve`, `Family.resolve_block`)."""
+    family = _family(shape.family)
+    if block is None:
+        return family.resolve(available, shape, label)
+    return family.resolve_block(available, shape, block, label)
+
+
+def write_layer0(path: Path, parts: list[_Part], label: str,
+                 written_by: str = "detokgui (layer 0 only)") -> None:
     """One safetensors file holding every part's tensors (their bytes copied as they are)."""
-    header: dict = {"__metadata__": {"format": "pt", "written_by": "detokgui (layer 0 only)"}}
+    header: dict = {"__metadata__": {"format": "pt", "written_by": written_by}}
     order = []
     offset = 0
     for part in parts:
@@ -101,12 +111,12 @@ def write_layer0(path: Path, parts: list[_Part], label: str) -> None:
 
 
 def _layer0_entries(header: dict, shape, label: str, file: str,
-                    names: set[str] | None = None) -> dict:
+                    names: set[str] | None = None, block: int | None = None) -> dict:
     """{stored name: header entry} of the layer-0 tensors in a safetensors header (those
-    of `names` when given, else the family's), each checked: its byte count is
-    prod(shape) x the dtype's size."""
+    of `names` when given, else the family's; block `block`'s when given), each checked:
+    its byte count is prod(shape) x the dtype's size."""
     if names is None:
-        names = set(_family(shape.family).resolve(header.keys(), shape, label).values())
+        names = set(_names(header.keys(), shape, label, block).values())
     out = {}
     for stored in sorted(names):
         info = header.get(stored)
@@ -150,9 +160,11 @@ class _Dropped(Exception):
 class Client:
     """Downloads of one commit's files, with one progress meter over all of them."""
 
-    def __init__(self, repo: str, commit: str, label: str, report: Report, endpoint: str):
+    def __init__(self, repo: str, commit: str, label: str, report: Report, endpoint: str,
+                 what: str = "layer 0"):
         self.repo, self.commit, self.label, self.report = repo, commit, label, report
         self.endpoint = endpoint
+        self.what = what  # what is downloading, for the progress line ("block 1")
         self.stage: Path | None = None
         self.received = 0  # bytes of body received, all files
         self.total = 0  # bytes this download expects (for the progress fraction)
@@ -200,7 +212,7 @@ class Client:
         frac = self.done / self.total if self.total and self.sized else 0.0
         speed = self.done / max(now - self.started, 1e-3)
         self.report(lo + (hi - lo) * min(frac, 1.0),
-                    f"Downloading {self.label} layer 0: {_mb(self.done)} / {_mb(self.total)} MB, "
+                    f"Downloading {self.label} {self.what}: {_mb(self.done)} / {_mb(self.total)} MB, "
                     f"{_mb(speed)} MB/s")
 
     # ------------------------------------------------------------ transfers
@@ -322,10 +334,11 @@ class Client:
     # ------------------------------------------------------------ weight files
 
     def safetensors_layer0(self, filename: str, meta, shape,
-                           names: set[str] | None = None) -> _Part:
+                           names: set[str] | None = None, block: int | None = None) -> _Part:
         """The layer-0 tensors of one safetensors file (those of `names`, stored names, when
-        given; else found through the family): header by range request, then the
-        coalesced ranges; the whole file when the server ignores ranges."""
+        given; else found through the family; block `block`'s instead of layer 0's when
+        given): header by range request, then the coalesced ranges; the whole file when
+        the server ignores ranges."""
         url = meta.location or self.url(filename)
         size = meta.size
         first = min(FIRST_REQUEST, size) if size else FIRST_REQUEST
@@ -336,7 +349,7 @@ class Client:
                 self.get(url, f, (0, first))
         except _RangeIgnored:
             head_path.unlink(missing_ok=True)
-            return self._whole_safetensors(filename, url, size, shape, names)
+            return self._whole_safetensors(filename, url, size, shape, names, block)
         raw = head_path.read_bytes()
         head_path.unlink()
         (n,) = struct.unpack("<Q", raw[:8])
@@ -349,7 +362,7 @@ class Client:
             self.get(url, buf, (len(raw), 8 + n))
             raw += bytes(buf.data)
         header = _parse_header(raw[8 : 8 + n], self.label, filename)
-        wanted = _layer0_entries(header, shape, self.label, filename, names)
+        wanted = _layer0_entries(header, shape, self.label, filename, names, block)
         data_start = 8 + n
         spans = [(data_start + i["data_offsets"][0], data_start + i["data_offsets"][1])
                  for i in wanted.values()]
@@ -389,12 +402,12 @@ class Client:
         return path
 
     def _whole_safetensors(self, filename: str, url: str, size: int | None, shape,
-                           names: set[str] | None) -> _Part:
+                           names: set[str] | None, block: int | None = None) -> _Part:
         path = self._whole(filename, url, size)
         with open(path, "rb") as f:
             (n,) = struct.unpack("<Q", f.read(8))
             header = _parse_header(f.read(n), self.label, filename)
-        wanted = _layer0_entries(header, shape, self.label, filename, names)
+        wanted = _layer0_entries(header, shape, self.label, filename, names, block)
         data = self.stage / f".{filename}.layer0"
         placed = {}
         with open(path, "rb") as src, open(data, "wb") as out:
@@ -407,13 +420,14 @@ class Client:
         path.unlink()
         return _Part(placed, data)
 
-    def sharded_layer0(self, index_name: str, shape) -> list[_Part]:
-        """The layer-0 tensors of a sharded checkpoint: only the shards that hold them."""
+    def sharded_layer0(self, index_name: str, shape, block: int | None = None) -> list[_Part]:
+        """The layer-0 tensors of a sharded checkpoint (block `block`'s when given): only
+        the shards that hold them."""
 
         index = self.small(index_name, self.stage / f".{index_name}")
         try:
             weight_map = json.loads(index.read_text("utf-8"))["weight_map"]
-            names = _family(shape.family).resolve(weight_map, shape, self.label)
+            names = _names(weight_map, shape, self.label, block)
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelLoadError(f"{self.label}: {index_name} cannot be read ({exc}).") from None
         index.unlink()
@@ -425,8 +439,9 @@ class Client:
         wanted = set(names.values())
         return [self.safetensors_layer0(s, self.metadata(s), shape, wanted) for s in shards]
 
-    def bin_layer0(self, filename: str, meta, shape) -> _Part:
-        """A .bin checkpoint, downloaded whole; only its layer-0 tensors are kept."""
+    def bin_layer0(self, filename: str, meta, shape, block: int | None = None) -> _Part:
+        """A .bin checkpoint, downloaded whole; only its layer-0 tensors (block `block`'s
+        when given) are kept."""
         import torch
         from safetensors.torch import save_file
 
@@ -434,7 +449,7 @@ class Client:
 
         path = self._whole(filename, meta.location or self.url(filename), meta.size)
         state = load_bin(path, self.label)
-        names = _family(shape.family).resolve(state, shape, self.label)
+        names = _names(state, shape, self.label, block)
         keep = {v: state[v].contiguous().clone() for v in names.values()
                 if isinstance(state.get(v), torch.Tensor)}
         del state

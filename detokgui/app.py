@@ -1,6 +1,7 @@
-"""`detokgui` entry point: `detokgui export ...` and `detokgui download ...` run headless;
-anything else opens the window. `detokgui --help` (and a bad option) is answered by the
-window's parser (`gui.arguments`) before Qt or torch is imported."""
+"""`detokgui` entry point: `detokgui export ...`, `detokgui download ...` and `detokgui
+provenance FILE` run headless; anything else opens the window. `detokgui --help` (and a
+bad option) is answered by the window's parser (`gui.arguments`) before Qt or torch is
+imported."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ def main(argv: list[str] | None = None) -> int:
         from detokgui.cli.download import main as download_main
 
         return download_main(argv[1:])
+    if argv[:1] == ["provenance"]:
+        from detokgui.cli.provenance import main as provenance_main
+
+        return provenance_main(argv[1:])
     from detokgui.gui.arguments import build_parser
 
     build_parser().parse_args(argv)  # --help, or an unknown option, ends here

@@ -11,7 +11,9 @@ backend, safe on a worker thread.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
+import warnings
 from collections.abc import Iterator
 
 import matplotlib
@@ -194,12 +196,32 @@ def top_legend(fig: Figure, ax, ncols: int | None = None, fontsize: float | None
 
 
 def save(fig: Figure, path, fmt: str, dpi: int | None = None,
-         metadata: dict | None = None) -> None:
-    """Write the figure at its printed size (no tight bounding box) in one format;
-    `dpi` for raster output (default RC["savefig.dpi"]); `metadata` adds to METADATA
-    (e.g. a Title)."""
+         metadata: dict | None = None, provenance: dict | None = None) -> None:
+    """Write the figure at its printed size (no tight bounding box) in one format to a
+    file name or a binary file object; `dpi` for raster output (default
+    RC["savefig.dpi"]); `metadata` adds to METADATA (e.g. a Title); `provenance`, a record
+    (`core.model.provenance`), goes into the file (`core.base.provenance`: a PNG text
+    chunk, the PDF information dictionary, the SVG's <metadata>)."""
+    from detokgui.core.base.provenance import matplotlib_metadata, svg_with
+
     # fontTools warns about DejaVu's zero font timestamps while subsetting for PDF.
     logging.getLogger("fontTools").setLevel(logging.ERROR)
     extra = {"dpi": dpi} if dpi else {}
-    meta = {**(METADATA.get(fmt) or {}), **(metadata or {})} or None
-    fig.savefig(path, format=fmt, metadata=meta, **extra)
+    meta = {**(METADATA.get(fmt) or {}), **(metadata or {}),
+            **matplotlib_metadata(fmt, provenance)} or None
+    if fmt == "svg" and provenance is not None:
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, metadata=meta, **extra)
+        data = svg_with(buf.getvalue(), provenance)
+        if hasattr(path, "write"):
+            path.write(data)
+        else:
+            with open(path, "wb") as f:
+                f.write(data)
+        return
+    with warnings.catch_warnings():
+        # the PDF information dictionary may hold entries of its own (PDF 1.7, 14.3.3);
+        # matplotlib warns of any it does not know
+        warnings.filterwarnings("ignore", message="Unknown infodict keyword",
+                                category=UserWarning)
+        fig.savefig(path, format=fmt, metadata=meta, **extra)

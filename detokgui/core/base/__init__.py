@@ -1,8 +1,8 @@
 """What every analysis stands on, and nothing of the analysis itself: errors meant for a
 person (`errors`), progress and cancellation of long jobs (`progress`), atomic file writes
 (`atomic`), the on-disk cache and where it lives (`diskcache`, `paths`), the checks of
-indices and counts every analysis takes (`checks`), and the generic table with its CSV
-writer (`tables`).
+indices and counts every analysis takes (`checks`), the generic table with its CSV
+writer (`tables`), and the provenance records exported files carry (`provenance`).
 
 May import: the standard library and numpy only (no torch: every CSV writer of the CLI,
 the API, the figures and the window imports this package), and nothing else of detokgui.

@@ -71,7 +71,10 @@ def test_config_values_of_the_wrong_type_are_config_errors(tmp_path, tiny_ckpt, 
 
 
 def test_config_field_only_the_tokenizer_loader_checks(tmp_path, tiny_ckpt):
+    """transformers validates the field when it reads the tokenizer; the same answer comes
+    when a tokenizer from the same files is kept from an earlier load (as in a full run)."""
     folder = tmp_path
+    Layer0.from_pretrained(str(tiny_ckpt), device="cpu")  # its tokenizer is kept
     msg = config_load_error(tmp_path, tiny_ckpt, {"initializer_range": "0.02"})
     assert msg.startswith(f"{folder}: config.json has a value of the wrong type (")
     assert "initializer_range" in msg and "\n" not in msg

@@ -89,6 +89,8 @@ def load_tokenizer(folder: Path, name: str, n_vocab: int):
     spm_file = next((folder / f for f in SENTENCEPIECE_FILES if (folder / f).is_file()), None)
     if not has and spm_file is None:
         return None
+    if has:
+        _check_config(folder, name)
     key = _files_key(folder)
     tok = recent_tokenizer(key)
     if tok is None:
@@ -183,6 +185,25 @@ def _read_tokenizer(folder: Path, name: str, has: bool, spm_file: Path | None):
                                  f"({' '.join(str(exc).split())}).") from exc
         raise ModelLoadError(f"{name}: the tokenizer files cannot be read ({exc}).") from exc
     return tok
+
+
+def _check_config(folder: Path, name: str) -> None:
+    """Raise ModelLoadError when transformers' configuration class refuses a field of the
+    folder's config.json (a mistyped field detokgui itself does not read).
+
+    AutoTokenizer reads config.json and validates it; a tokenizer taken again from
+    `recent_tokenizer` skips that, and the tokenizer's key digests only the fields that
+    choose its class. Checking here, whether the tokenizer is kept or not, gives a folder
+    the same answer whatever was loaded before it."""
+    from transformers import AutoConfig
+
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    try:
+        AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    except Exception as exc:  # an unknown model_type and the like: AutoTokenizer falls back
+        if _config_error(exc):
+            raise ModelLoadError(f"{name}: config.json has a value of the wrong type "
+                                 f"({' '.join(str(exc).split())}).") from exc
 
 
 def _config_error(exc: BaseException) -> bool:

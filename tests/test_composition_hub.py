@@ -1,0 +1,124 @@
+"""Block 1 of a hub model through the local hub stand-in (`hub_server`): loading layer 0
+fetches nothing of block 1; asking for layer 1 fetches only block 1's byte ranges (counted
+by the server), once; Cancel keeps nothing (`core.model.layer1`, `sources.hub.fetch_block`)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import struct
+
+import pytest
+import torch
+from hub_server import HubServer
+
+from detokgui.core import Layer0
+from detokgui.core.base.errors import Cancelled
+from detokgui.core.base.progress import run
+from detokgui.core.model.layer1 import has_layer1, layer1, layer1_job
+from detokgui.core.model.sources import hub
+from detokgui.core.model.sources.demo import write_random_checkpoint
+from detokgui.core.model.sources.hub_download import FIRST_REQUEST
+
+
+@pytest.fixture(scope="module")
+def three_layers(tmp_path_factory):
+    return write_random_checkpoint(tmp_path_factory.mktemp("hub-l1"), n_layer=3, seed=21)
+
+
+@pytest.fixture
+def server(monkeypatch, tmp_path, three_layers):
+    """The local hub holding `test/three` (main), with HF_HOME and detokgui's cache in
+    tmp_path (as tests/test_hub.py's)."""
+    s = HubServer()
+    s.repo("test/three").add(three_layers, "main")
+    monkeypatch.setenv("HF_ENDPOINT", s.endpoint)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("DETOKGUI_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    yield s
+    s.close()
+
+
+def block_span(folder, block: int) -> tuple[int, int, int]:
+    """(first byte, end byte, tensor bytes) of block `block`'s tensors in the checkpoint's
+    model.safetensors, from its header."""
+    with open(folder / "model.safetensors", "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    spans = [(8 + n + v["data_offsets"][0], 8 + n + v["data_offsets"][1])
+             for k, v in header.items() if k.startswith(f"transformer.h.{block}.")]
+    return min(a for a, _ in spans), max(b for _, b in spans), sum(b - a for a, b in spans)
+
+
+def weight_ranges(s: HubServer) -> list[tuple[int, int]]:
+    out = []
+    for method, path, rng in s.requests:
+        if method == "GET" and path.startswith("/cdn/"):
+            a, _, b = rng.removeprefix("bytes=").partition("-")
+            out.append((int(a), int(b) + 1))
+    return out
+
+
+def test_block1_fetches_only_its_byte_ranges(server, three_layers, tmp_path):
+    layer = Layer0.from_pretrained("test/three", device="cpu")
+    folder = hub.cached("test/three", None).folder
+    assert not (folder / hub.block_file(1)).exists() and not has_layer1(layer)
+
+    server.reset_counts()
+    messages = []
+    l1 = layer1(layer, progress=lambda f, m: messages.append(m))
+    begin, end, size = block_span(three_layers, 1)
+    ranges = weight_ranges(server)
+    assert ranges and all(b <= FIRST_REQUEST or (begin <= a and b <= end) for a, b in ranges)
+    assert size <= server.sent <= size + FIRST_REQUEST
+    total = (three_layers / "model.safetensors").stat().st_size
+    assert server.sent < 0.1 * total
+    assert any(m.startswith("Downloading test/three block 1:") for m in messages)
+    assert (folder / hub.block_file(1)).is_file() and not list(folder.glob("*.part"))
+
+    local = layer1(Layer0.from_pretrained(str(three_layers), device="cpu"))
+    for key in ("ln1_weight", "qkv_weight", "qkv_bias", "attn_out_weight", "Wq", "Wo"):
+        assert torch.equal(getattr(l1, key), getattr(local, key)), key
+
+    server.reset_counts()  # a new session reads block 1 from the cache: no weight bytes
+    again = Layer0.from_pretrained("test/three", device="cpu")
+    assert torch.equal(run(layer1_job(again)).qkv_weight, l1.qkv_weight)
+    assert not weight_ranges(server) and server.sent < 2000
+
+
+def test_cancelled_block1_keeps_nothing(server):
+    layer = Layer0.from_pretrained("test/three", device="cpu")
+    folder = hub.cached("test/three", None).folder
+
+    def cancel(fraction, message):
+        if message.startswith("Downloading"):
+            raise Cancelled("cancelled")
+
+    with pytest.raises(Cancelled):
+        layer1(layer, progress=cancel)
+    assert not has_layer1(layer) and not (folder / hub.block_file(1)).exists()
+    assert not [p for p in folder.iterdir() if p.name.endswith(".part")]
+    assert layer1(layer).n_heads == layer.n_heads  # the next try works
+
+
+def test_closing_the_job_stops_the_download_within_a_second(server):
+    layer = Layer0.from_pretrained("test/three", device="cpu")
+    folder = hub.cached("test/three", None).folder
+    server.delay = 0.05  # about 0.3 MB/s: block 1 takes seconds
+    job = layer1_job(layer)
+    for p in job:
+        if p.message.startswith("Downloading"):
+            break
+    closed = time.monotonic()
+    job.close()
+    while (threading.active_count() > 1 and any(t.name == "detokgui-layer1"
+                                                 for t in threading.enumerate())):
+        assert time.monotonic() - closed < 1.0
+        time.sleep(0.02)
+    assert not has_layer1(layer) and not (folder / hub.block_file(1)).exists()
+    assert not [p for p in folder.iterdir() if p.name.endswith(".part")]

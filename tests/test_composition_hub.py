@@ -5,9 +5,9 @@ by the server), once; Cancel keeps nothing (`core.model.layer1`, `sources.hub.fe
 from __future__ import annotations
 
 import json
+import struct
 import threading
 import time
-import struct
 
 import pytest
 import torch

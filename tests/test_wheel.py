@@ -164,6 +164,8 @@ def test_wheel_holds_every_package_and_the_package_data(dist):
     assert [m for m in modules if m not in names] == []
     for res in RESOURCES:
         assert f"detokgui/resources/{res}" in names, res
+    for asset in ("report.js", "report.css"):  # the HTML report's script and style
+        assert f"detokgui/figures/report_assets/{asset}" in names, asset
     size = next(i.file_size for i in zipfile.ZipFile(wheel).infolist()
                 if i.filename == "detokgui/resources/demo_model/model.safetensors")
     assert size == (ROOT / "resources" / "demo_model" / "model.safetensors").stat().st_size

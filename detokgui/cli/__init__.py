@@ -21,7 +21,8 @@ import sys
 from detokgui.cli.common import EXPORTS, CliError, load_layer, prepare
 from detokgui.core.model.sources.default_model import DEFAULT_MODEL, cli_default_problem
 
-COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text", "compare", "series")
+COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text", "compare", "series",
+                   "report")
 
 
 def _register_commands() -> None:

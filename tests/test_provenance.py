@@ -162,3 +162,42 @@ def test_provenance_command(record, tmp_path):
     assert "no detokgui provenance record" in r.stdout and not r.stderr
     r = _cli(tmp_path / "gone.svg")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+# --------------------------------------------------------------------------- the library
+
+
+def test_api_results_carry_the_record_and_save_writes_it(tiny_layer, tmp_path):
+    from detokgui.api.sharing import provenance, save
+    from detokgui.api.tokens import topk
+
+    df = topk(tiny_layer, " Korea", k=3, heads=[1], progress=False)
+    rec = df.attrs["provenance"]
+    assert rec["analysis"] == "topk" and rec["model"]["name"] == tiny_layer.name
+    assert rec["conventions"]["k"] == 3 and rec["model"]["layer0_sha256"] == \
+        layer0_digest(tiny_layer)
+    assert df[df["rank"] == 1].attrs["provenance"] == rec  # kept by derived frames
+    assert "layer-0 SHA-256" in repr(df.dg)  # shown short, not as a 2 kB dict
+    for name in ("t.csv", "t.png", "t.svg", "t.pdf"):
+        save(df, tmp_path / name)
+        assert provenance(tmp_path / name) == rec, name
+    back = pd.read_csv(tmp_path / "t.csv", keep_default_na=False)
+    assert list(back.columns) == list(df.columns) and len(back) == len(df)
+    assert back["key_token"].tolist() == df["key_token"].tolist()
+    # a figure of one's own, with a record given
+    fig = _figure()
+    save(fig, tmp_path / "own.svg", provenance=rec)
+    assert provenance(tmp_path / "own.svg") == rec
+    with pytest.raises(InputError, match="not 'x.txt'"):
+        save(df, tmp_path / "x.txt")
+
+
+def test_corpus_results_identify_the_corpus(tiny_layer):
+    from detokgui.api.corpus import counts
+
+    df = counts(tiny_layer, "sample", progress=False)
+    corpus = df.attrs["provenance"]["corpus"]
+    from detokgui.core.model.sources.demo import sample_corpus
+
+    assert corpus["paths"][0]["path"] == str(sample_corpus().absolute())
+    assert corpus["paths"][0]["bytes"] == sample_corpus().stat().st_size

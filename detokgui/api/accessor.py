@@ -42,7 +42,7 @@ class DetokAccessor:
         return plot(self._df, **kwargs)
 
     def _lines(self) -> list[tuple[str, str]]:
-        return [(str(k), _shown(v)) for k, v in self._df.attrs.items()]
+        return [(str(k), _shown(v, k)) for k, v in self._df.attrs.items()]
 
     def __repr__(self) -> str:
         lines = [f"{k}: {v}" for k, v in self._lines()]
@@ -76,7 +76,7 @@ class Result(pd.DataFrame):
 
 def conventions_html(df: pd.DataFrame) -> str:
     """The analysis, its row count and the conventions of `df.attrs` as a small table."""
-    lines = [(str(k), _shown(v)) for k, v in df.attrs.items()]
+    lines = [(str(k), _shown(v, k)) for k, v in df.attrs.items()]
     conv = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
                    f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
                    for k, v in lines)
@@ -84,6 +84,13 @@ def conventions_html(df: pd.DataFrame) -> str:
     return f"<p><b>detokgui {title}</b>: {len(df)} rows</p><table>{conv}</table>"
 
 
-def _shown(value) -> str:
+def _shown(value, key: str = "") -> str:
+    if key == "provenance" and isinstance(value, dict):
+        model = value.get("model") or {}
+        digest = model.get("layer0_sha256") or ""
+        text = (f"detokgui {value.get('detokgui')}, {value.get('created')}"
+                + (f", layer-0 SHA-256 {digest[:12]}…" if digest else "")
+                + " (dg.save writes it into each file)")
+        return text
     text = str(value)
     return text if len(text) <= 200 else text[:199] + "…"

@@ -52,7 +52,8 @@ def analysis(name: str) -> Callable:
 def frame(table: Table, analysis: str, layer, **conventions):
     """The rows of `table` as a DataFrame (an `accessor.Result`) with its header as
     columns, and `analysis`, the model's name (and hub commit, `revision`) and
-    `conventions` in `attrs`."""
+    `conventions` in `attrs`; `attrs["provenance"]` is the result's provenance record
+    (`provenance_of`), which `dg.save` writes into every file it saves."""
     from detokgui.api.accessor import Result  # (and registers DataFrame.dg)
 
     header, rows = table
@@ -60,7 +61,23 @@ def frame(table: Table, analysis: str, layer, **conventions):
     df.attrs.update({"analysis": analysis, "model": str(layer.name),
                      **({"revision": layer.revision} if getattr(layer, "revision", None) else {}),
                      **{k: _plain(v) for k, v in conventions.items()}})
+    df.attrs["provenance"] = provenance_of(analysis, layer, conventions)
     return df
+
+
+def provenance_of(analysis: str, layer, conventions: dict) -> dict:
+    """The provenance record (`core.model.provenance.provenance_record`) of a result of
+    `analysis` on `layer` (a Layer0; anything else, such as a window's figure without a
+    model, gives a record without one) with `conventions`; a "corpus" among them (its
+    paths) is identified by `core.corpus.provenance.corpus_identity`."""
+    from detokgui.core.corpus.provenance import corpus_identity
+    from detokgui.core.model.provenance import provenance_record
+
+    corpus = conventions.get("corpus")
+    is_layer = hasattr(layer, "E") and hasattr(layer, "cached")
+    return provenance_record(layer if is_layer else None, analysis=analysis,
+                             conventions=conventions,
+                             corpus=corpus_identity(corpus) if corpus else None)
 
 
 def _plain(value):

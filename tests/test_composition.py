@@ -204,3 +204,20 @@ def test_bad_sequence_choices_are_one_line(checkpoints):
             behaviour_job(layer, **kwargs)
         assert "\n" not in str(err.value)
     assert behaviour_mod.default_length(layer) == min(50, (layer.n_positions - 1) // 2)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_composition_equals_transformer_lens(checkpoints, family, monkeypatch):
+    """TransformerLens's all_composition_scores on the same checkpoint, its LayerNorms
+    folded and writing weights centred (`enable_compatibility_mode`), layer 0 x layer 1."""
+    bridge_mod = pytest.importorskip(
+        "transformer_lens.model_bridge",
+        reason="transformer_lens is not installed (pip install -e '.[tl]')")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    folder, _ = checkpoints[family]
+    bridge = bridge_mod.TransformerBridge.boot_transformers(str(folder), device="cpu")
+    bridge.enable_compatibility_mode(disable_warnings=True)
+    theirs = np.stack([bridge.all_composition_scores(k).scores[0, :, 1, :].detach().double()
+                       .numpy() for k in KINDS])
+    comp = run(composition_job(Layer0.from_pretrained(str(folder), device="cpu")))
+    np.testing.assert_allclose(comp.scores, theirs, atol=1e-4, rtol=0)

@@ -311,30 +311,40 @@ def test_runner_deleted_before_its_ended_jobs():
 
 def test_a_switched_model_is_freed(window, qtbot, tmp_path):
     """After a model switch, and after closing a comparison, nothing holds the model let
-    go of: the window only drops its references (weak references tell; no collection
-    needed)."""
+    go of (weak references tell; no collection needed), and its last reference went on a
+    pool thread (`JobRunner.release`), not on the GUI thread."""
+    import threading
     import weakref
 
     from conftest import wait_idle
 
     from detokgui.core.model.sources.demo import write_random_checkpoint
 
+    freed_on = []
+
+    def watch(layer):
+        weakref.finalize(layer, lambda: freed_on.append(threading.current_thread()))
+        return weakref.ref(layer)
+
     other = write_random_checkpoint(tmp_path / "other", seed=5)
-    old = weakref.ref(window.state.layer)
+    old = watch(window.state.layer)
     window.load_model(str(other))
     qtbot.waitUntil(lambda: window.state.layer is not old(), timeout=60000)
     wait_idle(qtbot, window)
     _collect_deferred()
+    window.jobs.wait()
     assert old() is None
 
     window.compare_with(str(window.state.layer.name))
     qtbot.waitUntil(lambda: window.state.layer_b is not None, timeout=60000)
     wait_idle(qtbot, window)
-    b = weakref.ref(window.state.layer_b)
+    b = watch(window.state.layer_b)
     window.close_comparison()
     wait_idle(qtbot, window)
     _collect_deferred()
+    window.jobs.wait()
     assert b() is None and window.state.layer is not None
+    assert len(freed_on) == 2 and threading.main_thread() not in freed_on
 
 
 def _collect_deferred() -> None:

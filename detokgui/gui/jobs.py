@@ -14,6 +14,7 @@ which is what a dragged slider needs.
 
 A finished job holds nothing: its function, callbacks, task and signal objects are
 released when it ends, so a result's model can be freed once nothing shown needs it.
+`JobRunner.release` lets go of a replaced model on a pool thread.
 
 Callbacks run on the GUI thread: worker signals are connected to @Slot methods of a
 GUI-thread QObject (a plain function or lambda would run in the worker thread), so Qt
@@ -363,6 +364,14 @@ class JobRunner(QObject):
         for job in list(self._active):
             if key is None or job.key == key:
                 job.cancel()
+
+    def release(self, holder: list) -> None:
+        """Empty `holder` on a pool thread, so that what only it still holds (a replaced
+        model with its tensors, tables and tokens) is freed there and not on the GUI
+        thread, which meanwhile draws the new one. The caller passes a list it keeps no
+        other reference into. (A job of the old model still running, or its result on the
+        way, holds the model longer; the last of them frees it.)"""
+        self.pool.start(holder.clear)
 
     @property
     def busy(self) -> bool:

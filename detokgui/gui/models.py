@@ -5,8 +5,9 @@ model replaced, and the recent models remembered.
 `ModelController` holds no widget. It changes AppState (set_model, set_compare,
 set_matching) and tells the window what to show through its signals: a status-bar
 message, a banner, the loading state (for the model label), the recent models (for the
-menus). A model replaced is freed when the last reference to it goes: the controller
-keeps none."""
+menus). A model replaced is handed to `JobRunner.release`, so that its last reference
+goes on a pool thread (freeing a GPT-2-small-sized model's tensors and tables is tens of
+ms that the GUI thread would otherwise stall for); the controller keeps none."""
 
 from __future__ import annotations
 
@@ -303,7 +304,9 @@ class ModelController(QObject):
                 self.state.set_query_token(default_query(layer))
             if self.state.model_serial == 0 and self.state.query_position == 0:
                 self.state.set_query_position(default_query_position(layer.n_positions))
-        self.state.set_model(layer)  # the previous model is freed once nothing holds it
+        replaced = [self.state.layer, self.state.pair]
+        self.state.set_model(layer)
+        self.jobs.release(replaced)  # freed on a pool thread once nothing shown holds it
         if self.state.query_token < 0:
             self.state.set_query_token(default_query(layer))
         for note in layer.notes:
@@ -377,7 +380,9 @@ class ModelController(QObject):
     def _compare_loaded(self, name: str, layer) -> None:
         self.loading_b_name = None
         self.remember(name, layer.family)
-        self.state.set_compare(layer)  # B replaced is freed once nothing holds it
+        replaced = [self.state.layer_b, self.state.pair]
+        self.state.set_compare(layer)
+        self.jobs.release(replaced)
         for note in layer.notes:
             self._say(f"B: {note}")
 
@@ -392,7 +397,9 @@ class ModelController(QObject):
         for key in ("model_b", *PAIR_JOBS):
             self.jobs.discard(key)
         self.loading_b_name = None
+        replaced = [self.state.layer_b, self.state.pair]
         self.state.set_compare(None)
+        self.jobs.release(replaced)
         self.loadingChanged.emit()
 
     def swap_models(self) -> None:

@@ -201,3 +201,43 @@ def test_corpus_results_identify_the_corpus(tiny_layer):
 
     assert corpus["paths"][0]["path"] == str(sample_corpus().absolute())
     assert corpus["paths"][0]["bytes"] == sample_corpus().stat().st_size
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_cli_exports_carry_the_record(tiny_ckpt, tmp_path):
+    from detokgui.cli import main
+
+    out = tmp_path / "topk.csv"
+    assert main(["topk", "--model", str(tiny_ckpt), "--query", " Korea", "--k", "3",
+                 "--head", "1", "--out", str(out)]) == 0
+    rec = prov.read_provenance(out)
+    assert rec["analysis"] == "export topk" and rec["options"]["query"] == [" Korea"]
+    assert rec["options"]["k"] == 3 and rec["options"]["head"] == 1
+    assert rec["model"]["source"] in (str(tiny_ckpt), None)
+    assert len(rec["model"]["layer0_sha256"]) == 64
+    assert pd.read_csv(out).shape[0] == 3
+    for suffix in ("png", "svg"):
+        pic = tmp_path / f"heat.{suffix}"
+        assert main(["heatmap", "--model", str(tiny_ckpt), "--tokens", "the cat sat",
+                     "--out", str(pic)]) == 0
+        rec = prov.read_provenance(pic)
+        assert rec["analysis"] == "export heatmap" and rec["options"]["tokens"] == "the cat sat"
+    # a second export over the first replaces its record, it does not add one
+    assert main(["heatmap", "--model", str(tiny_ckpt), "--tokens", "a b", "--out",
+                 str(tmp_path / "heat.png")]) == 0
+    data = (tmp_path / "heat.png").read_bytes()
+    assert data.count(b"tEXt" + prov.PNG_KEY.encode() + b"\0") == 1
+    assert prov.read_provenance(tmp_path / "heat.png")["options"]["tokens"] == "a b"
+
+
+def test_cli_corpus_export_names_the_corpus(tiny_ckpt, tmp_path):
+    from detokgui.cli import main
+    from detokgui.core.model.sources.demo import sample_corpus
+
+    out = tmp_path / "counts.csv"
+    assert main(["counts", "--model", str(tiny_ckpt), "--corpus", "sample", "--out",
+                 str(out)]) == 0
+    corpus = prov.read_provenance(out)["corpus"]
+    assert corpus["paths"][0]["path"] == str(sample_corpus().absolute())

@@ -18,7 +18,7 @@ import re
 import shutil
 import sys
 
-from detokgui.cli.common import EXPORTS, CliError, load_layer, prepare
+from detokgui.cli.common import EXPORTS, CliError, load_layer, prepare, record_provenance
 from detokgui.core.model.sources.default_model import DEFAULT_MODEL, cli_default_problem
 
 COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text", "compare", "series",
@@ -175,6 +175,7 @@ def _run(args, command) -> int:
                     raise CliError(problem)
             layer = load_layer(args)
         n = command.run(args, layer)
+        record_provenance(args, layer)
     except (DetokError, CliError) as exc:
         print(f"detokgui export {args.what}: error: {exc}", file=sys.stderr)
         return 2

@@ -255,3 +255,41 @@ def at_least(value: int, flag: str, lo: int = 1) -> int:
     if value < lo:
         raise CliError(f"{flag} must be at least {lo}, not {value}")
     return value
+
+
+# --------------------------------------------------------------------------- provenance
+
+#: args entries that are bookkeeping of the parser, not options of the export
+_NOT_OPTIONS = ("model_given", "what")
+
+
+def cli_record(args, layer) -> dict:
+    """The provenance record of an export command's output: the model (None for commands
+    that load their own, e.g. `export series`, whose options name them), the command as
+    `analysis`, and every option it was given (texts read from files included, as they
+    were read) and the corpus's identity (`core.corpus.provenance`)."""
+    from detokgui.core.corpus.provenance import corpus_identity
+    from detokgui.core.model.provenance import provenance_record
+
+    options = {k: v for k, v in vars(args).items() if k not in _NOT_OPTIONS}
+    corpus = getattr(args, "corpus", None)
+    return provenance_record(layer, analysis=f"export {args.what}", options=options,
+                             corpus=corpus_identity(corpus) if corpus else None)
+
+
+def record_provenance(args, layer) -> None:
+    """Put the provenance record (`cli_record`) into or beside every file the command
+    wrote (--out and a second CSV such as --metrics-out): a PNG's text chunk, an SVG's
+    <metadata>, a CSV's NAME.csv.json (`core.base.provenance.add_provenance`). Folders
+    (`export figures`, whose files carry their own records) and other files (a counts
+    .npz, which records its own inputs) are left as they are."""
+    from detokgui.core.base.provenance import add_provenance
+
+    outs = [getattr(args, name, None) for name in ("out", "metrics_out")]
+    files = [Path(o) for o in outs
+             if o and Path(o).suffix.lower() in (".csv", ".png", ".svg") and Path(o).is_file()]
+    if not files:
+        return
+    record = cli_record(args, layer)
+    for path in files:
+        add_provenance(path, record)

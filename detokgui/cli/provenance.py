@@ -24,10 +24,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _print_records(build_parser().parse_args(argv))
+    except BrokenPipeError:  # `detokgui provenance FILE | head`: the reader has had enough
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _print_records(args) -> int:
     from detokgui.core.base.errors import InputError
     from detokgui.core.base.provenance import describe, read_provenance, to_json
 
-    args = build_parser().parse_args(argv)
     status = 0
     for k, name in enumerate(args.files):
         try:

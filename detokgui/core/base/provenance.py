@@ -25,7 +25,7 @@ import xml.etree.ElementTree as ET
 import zlib
 from pathlib import Path
 
-from detokgui.core.base.atomic import write_text
+from detokgui.core.base.atomic import write_bytes, write_text
 from detokgui.core.base.errors import InputError
 
 FORMAT = "detokgui-provenance"
@@ -93,6 +93,47 @@ def svg_with(svg: bytes, record: dict | None) -> bytes:
     if root is None:
         raise ValueError("not an SVG document: no <svg> element")
     return svg[: root.end()] + b"<metadata>" + element + b"</metadata>" + svg[root.end():]
+
+
+def png_with(png: bytes, record: dict) -> bytes:
+    """The PNG `png` with `record` in a tEXt chunk (keyword PNG_KEY) before its IEND, in
+    place of an earlier record's chunk."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG file")
+    out, at = [png[:8]], 8
+    while at + 8 <= len(png):
+        n = int.from_bytes(png[at: at + 4], "big")
+        kind = png[at + 4: at + 8]
+        chunk = png[at: at + 12 + n]
+        at += 12 + n
+        if kind in (b"tEXt", b"zTXt", b"iTXt") and \
+                chunk[8:].partition(b"\0")[0] == PNG_KEY.encode("latin-1"):
+            continue
+        if kind == b"IEND":
+            body = b"tEXt" + PNG_KEY.encode("latin-1") + b"\0" + to_json(record).encode("latin-1")
+            out.append(len(body[4:]).to_bytes(4, "big") + body
+                       + zlib.crc32(body).to_bytes(4, "big"))
+        out.append(chunk)
+    return b"".join(out)
+
+
+def add_provenance(path: str | Path, record: dict) -> Path:
+    """Put `record` into (PNG, SVG) or beside (CSV: the sidecar) the file at `path`, which
+    a writer without a record wrote; the file is rewritten atomically. Returns the file
+    holding the record. ValueError for other formats (a PDF gets its record as it is
+    written: `matplotlib_metadata`)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return write_sidecar(path, record)
+    if suffix == ".png":
+        write_bytes(path, png_with(path.read_bytes(), record))
+        return path
+    if suffix == ".svg":
+        write_bytes(path, svg_with(path.read_bytes(), record))
+        return path
+    raise ValueError(f"{path.name}: a record is added afterwards to PNG, SVG and CSV files "
+                     "only")
 
 
 # --------------------------------------------------------------------------- reading

@@ -13,8 +13,13 @@ import datetime
 import os
 from pathlib import Path
 
+from detokgui.core.corpus.documents import SAMPLE_NAME
+from detokgui.core.model.sources.demo import sample_corpus
+
 
 def _stat(path: str) -> dict:
+    if path == SAMPLE_NAME and not Path(path).exists():
+        path = str(sample_corpus())
     entry: dict = {"path": str(Path(path).expanduser().absolute())}
     try:
         st = os.stat(path)
@@ -30,7 +35,7 @@ def _stat(path: str) -> dict:
 
 def corpus_identity(corpus=None, counts=None) -> dict | None:
     """{"paths": [{path, bytes, modified}...], "text_column"} for corpus paths (a
-    `Corpus` or a list of paths), with "counts_key", "tokens", "documents" and "inputs"
+    `Corpus` or a list of paths; "sample" is the sample corpus shipped with detokgui), with "counts_key", "tokens", "documents" and "inputs"
     ([path, sha256, bytes] per file) or "counts_file" when `counts` are given; None when
     neither is."""
     if not corpus and counts is None:

@@ -145,7 +145,11 @@ def export_job(layer, req: FigureRequest):
 
 
 class FigureExporter(QObject):
-    """The File menu's "Export all figures…" of a main window."""
+    """The File menu's "Export all figures…" of a main window: a job with a progress
+    dialog and Cancel (`export_report.ReportExporter` is the same with another job)."""
+
+    job_key = JOB_KEY
+    title = "Export all figures"
 
     def __init__(self, window):
         super().__init__(window)
@@ -167,10 +171,14 @@ class FigureExporter(QObject):
 
     def start(self, req: FigureRequest) -> None:
         layer = self.window.state.layer
+        self.submit(req, lambda: export_job(layer, req), "Exporting figures")
+
+    def submit(self, req, job, label: str) -> None:
+        """Run `job` (a generator function) on the job runner with the progress dialog."""
         self.request = req
         self._close_progress()
-        dlg = QProgressDialog("Exporting figures…", "Cancel", 0, 1000, self.window)
-        dlg.setWindowTitle("Export all figures")
+        dlg = QProgressDialog(f"{label}…", "Cancel", 0, 1000, self.window)
+        dlg.setWindowTitle(self.title)
         dlg.setWindowModality(Qt.NonModal)
         dlg.setAutoClose(False)
         dlg.setAutoReset(False)
@@ -178,22 +186,21 @@ class FigureExporter(QObject):
         dlg.setMinimumWidth(420)
         dlg.canceled.connect(self.cancel)
         self.progress = dlg
-        self.window.jobs.submit(JOB_KEY, lambda: export_job(layer, req), self._done,
-                                label="Exporting figures", on_error=self._failed,
-                                on_cancel=self._cancelled)
+        self.window.jobs.submit(self.job_key, job, self._done, label=label,
+                                on_error=self._failed, on_cancel=self._cancelled)
         dlg.show()
 
     @property
     def running(self) -> bool:
-        return JOB_KEY in self.window.jobs.running_keys()
+        return self.job_key in self.window.jobs.running_keys()
 
     @Slot()
     def cancel(self) -> None:
-        self.window.jobs.cancel(JOB_KEY)
+        self.window.jobs.cancel(self.job_key)
 
     @Slot(str, float, str)
     def _on_progress(self, key: str, fraction: float, message: str) -> None:
-        if key == JOB_KEY and self.progress is not None:
+        if key == self.job_key and self.progress is not None:
             self.progress.setValue(int(1000 * max(0.0, min(1.0, fraction))))
             if message:
                 self.progress.setLabelText(message)

@@ -168,6 +168,13 @@ class MainWindow(QMainWindow):
             file_menu, "Export all figures…", self.figure_exporter.ask, QKeySequence("Ctrl+Shift+F"),
             "Every paper and study figure as PNG/SVG/PDF with CSV data and an index.md, "
             "like `detokgui export figures`")
+        from detokgui.gui.export_report import ReportExporter
+
+        self.report_exporter = ReportExporter(self)
+        self.export_report_action = self._action(
+            file_menu, "Export report…", self.report_exporter.ask, None,
+            "One self-contained HTML page (model card, figures, head cards, token search) "
+            "to open offline in a browser, like `detokgui export report`")
 
         from detokgui.gui.corpus import CorpusControl
 

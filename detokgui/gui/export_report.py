@@ -1,0 +1,182 @@
+"""File > Export report…: the same page as `detokgui export report` (`figures.report`: the
+model card, the figures, the head cards and a token search in one self-contained HTML
+file), run on the job runner with a progress dialog and Cancel.
+
+The dialog asks for the file, whether to use the app's current corpus and model B (when
+they are open), whether to draw the figures, and the token table's size budget. A
+cancelled or failed export writes nothing (the page is written atomically at the end);
+on success the status bar says where it is and the user may open it in the browser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QUrl, Slot
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPushButton,
+    QWidget,
+)
+
+from detokgui.gui.export_figures import FigureExporter
+from detokgui.gui.options import remember, remembered
+
+JOB_KEY = "export-report"
+# remembered between sessions
+FILE, USE_CORPUS, USE_B, FIGURES, TABLE_MB = (
+    "report/file", "report/use_corpus", "report/use_b", "report/figures", "report/table_mb")
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """What the dialog asks for."""
+
+    file: str
+    corpus: tuple[str, ...]
+    compare: bool  # model B of the window's comparison
+    figures: bool
+    table_mb: float
+
+
+class ExportReportDialog(QDialog):
+    """The file, "use the current corpus", "compare with model B", "figures", table MB."""
+
+    def __init__(self, parent, corpus: tuple[str, ...], corpus_text: str, b_name: str | None):
+        from detokgui.figures.report import DEFAULT_TABLE_MB
+
+        super().__init__(parent)
+        self.setWindowTitle("Export report")
+        self.corpus = tuple(corpus)
+        form = QFormLayout(self)
+        form.addRow(QLabel("One HTML file to open in any browser, offline: the model card,\n"
+                           "the figures, a card per head and a token search."))
+        row = QWidget()
+        h = QHBoxLayout(row)
+        h.setContentsMargins(0, 0, 0, 0)
+        self.file = QLineEdit(remembered(FILE, str(Path.home() / "detokgui-report.html")))
+        self.browse = QPushButton("Browse…")
+        self.browse.clicked.connect(self.ask_file)
+        h.addWidget(self.file, 1)
+        h.addWidget(self.browse)
+        form.addRow("File", row)
+        self.use_corpus = QCheckBox(f"Use the current corpus ({corpus_text})" if corpus
+                                    else "Use the current corpus (none is open: Corpus menu)")
+        self.use_corpus.setEnabled(bool(corpus))
+        self.use_corpus.setChecked(bool(corpus) and bool(remembered(USE_CORPUS, True)))
+        self.use_corpus.setToolTip("The corpus figures, the token table's most frequent "
+                                   "tokens and the bigram partners' counts")
+        form.addRow("", self.use_corpus)
+        self.use_b = QCheckBox(f"Compare with model B ({b_name})" if b_name
+                               else "Compare with model B (none: Model › Compare with…)")
+        self.use_b.setEnabled(b_name is not None)
+        self.use_b.setChecked(b_name is not None and bool(remembered(USE_B, True)))
+        form.addRow("", self.use_b)
+        self.figures = QCheckBox("Draw the figures (the slowest part)")
+        self.figures.setChecked(bool(remembered(FIGURES, True)))
+        form.addRow("", self.figures)
+        self.table_mb = QDoubleSpinBox()
+        self.table_mb.setRange(0.1, 500.0)
+        self.table_mb.setDecimals(1)
+        self.table_mb.setSuffix(" MB")
+        self.table_mb.setValue(float(remembered(TABLE_MB, DEFAULT_TABLE_MB)))
+        self.table_mb.setToolTip("Size of the token search's table in the page: all tokens "
+                                 "when they fit, else the most frequent that do")
+        form.addRow("Token table", self.table_mb)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        self.buttons.button(QDialogButtonBox.Ok).setText("Export")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        form.addRow(self.buttons)
+        self.file.textChanged.connect(self._update)
+        self._update()
+
+    @property
+    def ok_button(self):
+        return self.buttons.button(QDialogButtonBox.Ok)
+
+    def ask_file(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Report file", self.file.text(),
+                                              "HTML (*.html *.htm)")
+        if path:
+            self.file.setText(path)
+
+    def _update(self, *_) -> None:
+        self.ok_button.setEnabled(bool(self.file.text().strip()))
+
+    def request(self) -> ReportRequest:
+        return ReportRequest(self.file.text().strip(),
+                             self.corpus if self.use_corpus.isChecked() else (),
+                             self.use_b.isChecked(), self.figures.isChecked(),
+                             self.table_mb.value())
+
+    def remember_choices(self) -> None:
+        remember(FILE, self.file.text().strip())
+        if self.use_corpus.isEnabled():
+            remember(USE_CORPUS, self.use_corpus.isChecked())
+        if self.use_b.isEnabled():
+            remember(USE_B, self.use_b.isChecked())
+        remember(FIGURES, self.figures.isChecked())
+        remember(TABLE_MB, self.table_mb.value())
+
+
+def report_job(layer, layer_b, req: ReportRequest):
+    """Job body (a generator on a worker thread): the report of `req`."""
+    from detokgui.figures.report import iter_report
+
+    return (yield from iter_report(layer, req.file, compare=layer_b if req.compare else None,
+                                   corpus=req.corpus, figures=req.figures,
+                                   table_mb=req.table_mb))
+
+
+class ReportExporter(FigureExporter):
+    """The File menu's "Export report…" of a main window."""
+
+    job_key = JOB_KEY
+    title = "Export report"
+
+    def ask(self) -> None:
+        w = self.window
+        if w.state.layer is None:
+            w.show_message("Load a model first (Model menu).", 5000)
+            return
+        b = w.state.layer_b
+        dialog = ExportReportDialog(w, w.state.corpus, w.corpus.text.removeprefix("corpus: "),
+                                    None if b is None else str(b.name))
+        if dialog.exec() != QDialog.Accepted:
+            return
+        dialog.remember_choices()
+        self.start(dialog.request())
+
+    def start(self, req: ReportRequest) -> None:
+        layer, layer_b = self.window.state.layer, self.window.state.layer_b
+        self.submit(req, lambda: report_job(layer, layer_b, req), "Exporting the report")
+
+    @Slot(object)
+    def _done(self, result) -> None:
+        self._close_progress()
+        text = f"Wrote the report {result.out} ({result.bytes / 1e6:.1f} MB)"
+        self.window.show_message(text, 15000)
+        answer = QMessageBox.question(self.window, self.title,
+                                      f"{text}.\n\nOpen it in the browser?",
+                                      QMessageBox.Open | QMessageBox.Close, QMessageBox.Open)
+        if answer == QMessageBox.Open:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(result.out)))
+
+    @Slot()
+    def _cancelled(self) -> None:
+        self._close_progress()
+        where = self.request.file if self.request else "the file"
+        self.window.show_message(f"Report export cancelled: nothing was written to {where}.",
+                                 8000)

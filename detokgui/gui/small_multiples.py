@@ -94,7 +94,7 @@ class SmallMultiples(QObject):
         self.selected.setZValue(10)
         self.selected.setVisible(False)
         self.vb.addItem(self.selected, ignoreBounds=True)
-        self.vb.sigResized.connect(self._update_ticks)
+        self.vb.sigResized.connect(self._resized)
         if state is not None:
             state.headChanged.connect(self.mark_head)
 
@@ -306,6 +306,9 @@ class SmallMultiples(QObject):
     def add_band(self, name: str, brush) -> QGraphicsPathItem:
         """A band (lower..upper per head) filled with `brush`, behind the series."""
         item = self._path_item(QPen(Qt.NoPen), -10, pg.mkBrush(brush))
+        # A band of a thousand points a head is slow to fill and changes only with its
+        # data or the view's size: Qt paints it from a pixmap in between.
+        item.setCacheMode(QGraphicsPathItem.DeviceCoordinateCache)
         self.band_items[name] = item
         self._bands.setdefault(name, {})
         return item
@@ -326,12 +329,14 @@ class SmallMultiples(QObject):
             return
         path = QPainterPath()
         if self.x_range is not None:
+            columns = self._cell_pixels()[0]
             for h in self.heads:
                 if h not in self._bands[name]:
                     continue
                 x, lo, hi = self._bands[name][h]
                 px, plo = self._map(h, x, lo)
                 _, phi = self._map(h, x, hi)
+                px, plo, phi = pixel_envelope(px, plo, phi, columns)
                 if px.size:
                     path.addPolygon(pg.functions.arrayToQPolygonF(
                         np.concatenate([px, px[::-1]]), np.concatenate([plo, phi[::-1]])))
@@ -371,6 +376,17 @@ class SmallMultiples(QObject):
         else:
             self.selected.setVisible(False)
 
+    def _cell_pixels(self) -> tuple[float, float]:
+        """A cell's width and height on screen, in pixels."""
+        view = self.vb.viewRect()
+        return (self.vb.width() / max(view.width(), 1e-9),
+                self.vb.height() / max(view.height(), 1e-9))
+
+    def _resized(self, *_) -> None:
+        self._update_ticks()
+        for name in self._bands:
+            self._draw_band(name)
+
     # ------------------------------------------------------------------ ticks
 
     def _update_ticks(self, *_) -> None:
@@ -384,9 +400,7 @@ class SmallMultiples(QObject):
             self.grid_lines.setPath(QPainterPath())
             return
         (x0, x1), (y0, y1) = self.x_range, self.y_range
-        view = self.vb.viewRect()
-        cell_w = self.vb.width() * 1.0 / max(view.width(), 1e-9)
-        cell_h = self.vb.height() * 1.0 / max(view.height(), 1e-9)
+        cell_w, cell_h = self._cell_pixels()
         xs = _tick_values(x0, x1, (x1 - x0) * TICK_PX_X / max(cell_w, 1.0), inner=True)
         ys = _tick_values(y0, y1, (y1 - y0) * TICK_PX_Y / max(cell_h, 1.0), inner=True)
         x_step = xs[1] - xs[0] if len(xs) > 1 else 1.0
@@ -425,6 +439,26 @@ class SmallMultiples(QObject):
         width = max(30, widest + 12 + label)
         if left.width() != width:
             left.setWidth(width)
+
+
+def pixel_envelope(x: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                   columns: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A band (lower..upper over increasing x) with at most two points per pixel column
+    when its x span is `columns` pixels wide: in each column the first and last x, with
+    the column's lowest lower and highest upper. It fills the same pixels as the whole
+    band; Qt fills a polygon of a thousand jagged points a head far more slowly. Fewer
+    points than 2 x columns come back as they are."""
+    n = x.size
+    if n <= 2 * max(columns, 1.0) or x[-1] <= x[0]:
+        return x, lower, upper
+    col = np.floor((x - x[0]) / (x[-1] - x[0]) * columns).astype(np.int64)
+    col = np.minimum(col, math.ceil(columns) - 1)  # the last x in the last column
+    starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
+    ends = np.r_[starts[1:], n] - 1
+    lo = np.minimum.reduceat(lower, starts)
+    hi = np.maximum.reduceat(upper, starts)
+    xs = np.column_stack([x[starts], x[ends]]).ravel()
+    return xs, np.repeat(lo, 2), np.repeat(hi, 2)
 
 
 def _tick_values(lo: float, hi: float, at_least: float, inner: bool = False) -> list[float]:

@@ -137,8 +137,8 @@ def test_band_is_one_path(grid):
 
 def test_a_dense_band_is_drawn_with_two_points_per_pixel_column(grid, qtbot):
     """A band of 1024 jagged points a head is given to Qt as its envelope per pixel
-    column (Qt filled the whole polygons in ~170 ms per paint for 12 heads): at most two
-    points per column, the same x ends, every column's lowest and highest values."""
+    column (Qt fills the whole polygons far more slowly): at most two points per column,
+    the same x ends, every column's lowest and highest values."""
     rng = np.random.default_rng(0)
     grid.set_heads([0, 1, 2])
     grid.add_band("b", (0, 0, 255, 60))

@@ -122,3 +122,21 @@ def test_closing_the_job_stops_the_download_within_a_second(server):
         time.sleep(0.02)
     assert not has_layer1(layer) and not (folder / hub.block_file(1)).exists()
     assert not [p for p in folder.iterdir() if p.name.endswith(".part")]
+
+
+def test_hugging_face_cache_gives_block1_without_the_network(server, tmp_path, three_layers):
+    """A model transformers downloaded whole: block 1 is read from the HF cache, no
+    request to the hub."""
+    sha = "ef" * 20
+    snap = tmp_path / "hf" / "hub" / "models--test--three" / "snapshots" / sha
+    snap.mkdir(parents=True)
+    for f in three_layers.iterdir():
+        (snap / f.name).write_bytes(f.read_bytes())
+    (snap.parents[1] / "refs").mkdir()
+    (snap.parents[1] / "refs" / "main").write_text(sha)
+    server.reset_counts()
+    layer = Layer0.from_pretrained("test/three", device="cpu")
+    l1 = run(layer1_job(layer))
+    assert layer.revision == sha and server.requests == []
+    local = layer1(Layer0.from_pretrained(str(three_layers), device="cpu"))
+    assert torch.equal(l1.qkv_weight, local.qkv_weight)

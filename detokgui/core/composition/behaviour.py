@@ -72,13 +72,14 @@ def default_length(layer, prepend_bos: bool = True) -> int:
     return max(2, min(DEFAULT_LENGTH, (layer.n_positions - int(prepend_bos)) // 2))
 
 
-def repeated_sequences(layer, sequences: int = DEFAULT_SEQUENCES, length: int | None = None,
-                       seed: int = 0, prepend_bos: bool = True) -> tuple[torch.Tensor, int]:
-    """([sequences, T] token ids: [BOS] r r with r `length` distinct random tokens, the
-    position where r starts). InputError when the sequences do not fit the model."""
+def check_choices(layer, sequences: int = DEFAULT_SEQUENCES, length: int | None = None,
+                  seed: int = 0, prepend_bos: bool = True) -> tuple[int, int, int, int | None]:
+    """(sequences, length, start, BOS id or None) of a choice of repeated sequences, checked
+    against the model without drawing any: InputError when they do not fit it."""
     sequences = as_int(sequences, "number of sequences")
     if sequences < 1:
         raise InputError(f"The number of sequences must be at least 1, not {sequences}.")
+    as_int(seed, "seed")
     bos = bos_id(layer.tokenizer) if prepend_bos else None
     if prepend_bos and bos is None:
         raise InputError(f"{layer.name}'s tokenizer has no BOS or EOS token to put first; "
@@ -90,6 +91,14 @@ def repeated_sequences(layer, sequences: int = DEFAULT_SEQUENCES, length: int | 
                          f"{start + 2 * length} positions; {layer.name} has "
                          f"{layer.n_positions}: choose a length from 2 to "
                          f"{(layer.n_positions - start) // 2}.")
+    return sequences, length, start, bos
+
+
+def repeated_sequences(layer, sequences: int = DEFAULT_SEQUENCES, length: int | None = None,
+                       seed: int = 0, prepend_bos: bool = True) -> tuple[torch.Tensor, int]:
+    """([sequences, T] token ids: [BOS] r r with r `length` distinct random tokens, the
+    position where r starts). InputError when the sequences do not fit the model."""
+    sequences, length, start, bos = check_choices(layer, sequences, length, seed, prepend_bos)
     special = set(getattr(layer.tokenizer, "all_special_ids", None) or ())
     pool = torch.tensor([t for t in range(layer.n_vocab) if t not in special])
     if len(pool) < length:
@@ -211,9 +220,8 @@ def behaviour_job(layer, sequences: int = DEFAULT_SEQUENCES, length: int | None 
                   seed: int = 0, prepend_bos: bool = True) -> Job[Behaviour]:
     """Generator job: block 1 (`layer1_job`), then `measure`; kept on the layer per
     choice of sequences, length, seed and BOS."""
-    repeated_sequences(layer, sequences, length, seed, prepend_bos)  # bad input: at once
-    key = (CACHE_KEY, int(sequences), None if length is None else int(length), int(seed),
-           bool(prepend_bos))
+    n, length_, _, _ = check_choices(layer, sequences, length, seed, prepend_bos)
+    key = (CACHE_KEY, n, length_, int(seed), bool(prepend_bos))
     return layer.cached_job(key, lambda: _behaviour_steps(layer, sequences, length, seed,
                                                           prepend_bos))
 

@@ -252,3 +252,33 @@ def test_cli_writes_the_report(small_vocab_ckpt, tmp_path, capsys):
     assert "Model B" in text and "matched: S 1.000" in text
     record = json.loads(Page(text[: text.index("</head>")]).scripts["dg-provenance"])
     assert record["model_b"]["layer0_sha256"] == record["model"]["layer0_sha256"]
+
+
+def test_head_cards_name_composition_partners(tmp_path, small_vocab_layer):
+    """A two-layer model's head cards list the layer-1 heads each head composes with above
+    the random baseline (core.composition's scores); a one-layer model's say why not."""
+    from detokgui.core import Layer0
+    from detokgui.core.base.progress import run
+    from detokgui.core.composition.scores import composition_job
+    from detokgui.core.model.sources.demo import write_random_checkpoint
+
+    folder = write_random_checkpoint(tmp_path / "two", n_layer=2, seed=4)
+    layer = Layer0.from_pretrained(str(folder), device="cpu")
+    out = tmp_path / "r.html"
+    write_report(layer, out, figures=False, table_mb=0.05)
+    text = out.read_text(encoding="utf-8")
+    comp = run(composition_job(layer))
+    assert (comp.scores > comp.baseline_hi).any() and "L1H" in text
+    for h in range(layer.n_heads):
+        card = text[text.index(f"id='head-{h}'"):]
+        line = re.search(r"composition partners \(layer-1 head, score\): ([^<]*)<", card)[1]
+        for kind, part in zip("QKV", line.split("; "), strict=True):
+            row = comp.of(kind)[h]
+            above = [g for g in np.argsort(-row)[:3] if row[g] > comp.baseline_hi]
+            listed = [int(g) for g in re.findall(r"L1H(\d+)", part)]
+            assert part.startswith(f"{kind}: ") and listed == above, (h, part)
+    assert f"{comp.baseline_hi:.3f} of random matrices" in text
+    one = tmp_path / "one.html"
+    write_report(small_vocab_layer, one, figures=False)
+    assert "not computed: " in one.read_text(encoding="utf-8")
+    assert "has a single layer" in one.read_text(encoding="utf-8")

@@ -12,7 +12,9 @@ What it holds:
   (`positional.iter_classify_heads`), its positional pattern as a small line, its top
   bigram partners (the key -> query pairs of the token table with the highest T_ee, the
   "resulting sequence" of the paper's Table 1; with a corpus, only pairs that occur in
-  it, with their count), and for a comparison the head of B it is matched to;
+  it, with their count), its composition partners (the layer-1 heads it composes with
+  above the random-matrix baseline, `core.composition`; block 1 is read on demand, and
+  a one-layer model says so), and for a comparison the head of B it is matched to;
 - a token search: type a token, see its top-k keys by T_ee per head, read from a table
   computed here (`vocab_pass.iter_vocab_pass`, the numbers of `export topk`) and stored
   in the page as base64 typed arrays (key ids as 16- or 32-bit integers, scores as
@@ -46,8 +48,9 @@ import numpy as np
 
 from detokgui.core.base.atomic import sweep_stale_parts, write_text
 from detokgui.core.base.checks import as_int
-from detokgui.core.base.errors import InputError
+from detokgui.core.base.errors import DetokError, InputError
 from detokgui.core.base.progress import Job, Progress, rescaled, run
+from detokgui.core.composition.scores import KINDS, composition_job
 from detokgui.core.model.conventions import SigmaChoice, sigma_stats_job, temperature_label
 from detokgui.core.model.provenance import layer0_digest, provenance_record
 from detokgui.core.model.tokens import vocabulary
@@ -207,12 +210,17 @@ def iter_report(layer, out: str | Path, *, compare=None, corpus: Sequence[str | 
     table = yield from rescaled(iter_token_table(layer, k, table_mb, counts), 0.1, 0.45)
     yield Progress(0.45, "classifying the heads")
     classes = yield from rescaled(iter_classify_heads(layer), 0.45, 0.55)
+    yield Progress(0.55, "composition with layer 1")
+    try:
+        composed = yield from rescaled(composition_job(layer), 0.55, 0.57)
+    except DetokError as exc:  # a one-layer model; block 1 not readable here
+        composed = str(exc)
     matching = None
     if compare is not None:
         from detokgui.core.compare.pair import Pair, iter_match_heads
 
         yield Progress(0.55, "matching the heads of A and B")
-        matching = yield from rescaled(iter_match_heads(Pair(layer, compare)), 0.55, 0.6)
+        matching = yield from rescaled(iter_match_heads(Pair(layer, compare)), 0.57, 0.6)
     drawn: list[tuple] = []
     skipped: list[tuple[str, str]] = []
     if figures:
@@ -222,7 +230,8 @@ def iter_report(layer, out: str | Path, *, compare=None, corpus: Sequence[str | 
                                counts=counts, figures=figures, max_texts=max_texts,
                                session=session)
     page = report_html(layer, table, classes, drawn, skipped, compare=compare,
-                       matching=matching, counts=counts, corpus=files, provenance=record)
+                       matching=matching, counts=counts, corpus=files, provenance=record,
+                       composition=composed)
     write_text(out, page)
     yield Progress(1.0, f"wrote {out}")
     return ReportResult(out, len(page.encode("utf-8")), table, [d[0].key for d in drawn],
@@ -415,7 +424,22 @@ def top_pairs(table: TokenTable, h_row: int, counts=None, n: int = PAIRS_PER_HEA
     return out
 
 
-def head_cards(layer, table: TokenTable, classes, vocab, counts=None, matching=None) -> str:
+def composition_text(composed, h: int, most: int = 3) -> str:
+    """The layer-1 heads head h composes with above the baseline's 97.5th percentile, per
+    kind, best first (at most `most`), or why there are none."""
+    if isinstance(composed, str):
+        return _e(f"not computed: {composed}")
+    parts = []
+    for kind in KINDS:
+        row = composed.of(kind)[h]
+        best = [int(g) for g in np.argsort(-row, kind="stable")[:most]
+                if row[g] > composed.baseline_hi]
+        parts.append(f"{kind}: " + (", ".join(f"L1H{g} {row[g]:.2f}" for g in best) or "—"))
+    return _e("; ".join(parts))
+
+
+def head_cards(layer, table: TokenTable, classes, vocab, counts=None, matching=None,
+               composition=None) -> str:
     cards = []
     for r, h in enumerate(classes.heads):
         label = classes.labels[r]
@@ -444,8 +468,9 @@ def head_cards(layer, table: TokenTable, classes, vocab, counts=None, matching=N
             f"(mean over {len(classes.tokens)} sampled query tokens)</div>"
             f"{sparkline(classes.mean_pattern[r])}"
             f"<div class='note'>top bigram partners ({what})</div><ol class='pairs'>{items}</ol>"
-            "<div class='note'>sink term, composition partners: not computed by this "
-            "version</div></div>")
+            f"<div class='note'>composition partners (layer-1 head, score): "
+            f"{composition_text(composition, h)}</div>"
+            "<div class='note'>sink term: not in this version yet</div></div>")
     return "<div class='cards'>" + "".join(cards) + "</div>"
 
 
@@ -466,8 +491,8 @@ def figure_blocks(drawn, skipped, n_positions: int) -> str:
 
 def report_html(layer, table: TokenTable, classes, drawn, skipped, *, compare=None,
                 matching=None, counts=None, corpus: Sequence[Path] = (),
-                provenance: dict | None = None) -> str:
-    """The page."""
+                provenance: dict | None = None, composition=None) -> str:
+    """The page. `composition`: `core.composition`'s scores, or why there are none."""
     from detokgui import __version__
 
     vocab = vocabulary(layer.tokenizer, layer.n_vocab)
@@ -493,6 +518,11 @@ def report_html(layer, table: TokenTable, classes, drawn, skipped, *, compare=No
     ]
     if matching is not None:
         conventions.append(("head matching", _e(matching.rule())))
+    if composition is not None and not isinstance(composition, str):
+        conventions.append(("composition", _e(
+            f"||W^OV_h M_g||_F / (||W^OV_h||_F ||M_g||_F), M_g = layer-1 head g's QK "
+            f"(Q, K) or OV (V) matrix; listed above the 97.5th percentile "
+            f"{composition.baseline_hi:.3f} of random matrices of the same shapes")))
     prov = _script_json(provenance or {})
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -519,7 +549,7 @@ top keys by T_ee per head appear below. Table: {_e(size_note)}.</p>
  aria-label="token"><datalist id="dg-suggestions"></datalist>
 <div id="dg-status" class="note"></div><div id="dg-result"></div>
 <h2 id="heads">Heads{" of model A" if compare is not None else ""}</h2>
-{head_cards(layer, table, classes, vocab, counts, matching)}
+{head_cards(layer, table, classes, vocab, counts, matching, composition)}
 <h2 id="figures">Figures</h2>
 {figure_blocks(drawn, skipped, layer.n_positions)}
 </main>

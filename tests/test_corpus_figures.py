@@ -79,7 +79,7 @@ def test_every_figure_is_written_with_the_corpus(corpus_export, layer32):
     built = [s for s in specs if s.key not in SKIPPED]
     for s in built:
         check_files(out, s.key)
-    expected = {f"{s.key}.{x}" for s in built for x in SUFFIXES} | {"index.md"}
+    expected = {f"{s.key}.{x}" for s in built for x in (*SUFFIXES, "csv.json")} | {"index.md"}
     assert {p.name for p in out.iterdir()} == expected
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]
     assert f"{len(built)} figures, {len(SKIPPED)} skipped" in r.stdout

@@ -76,7 +76,7 @@ def test_every_weight_figure_is_written_for_a_random_checkpoint(random_export):
     assert len(built) >= 15
     for s in built:
         check_files(out, s.key)
-    expected = {f"{s.key}.{x}" for s in built for x in SUFFIXES} | {"index.md"}
+    expected = {f"{s.key}.{x}" for s in built for x in (*SUFFIXES, "csv.json")} | {"index.md"}
     assert {p.name for p in out.iterdir()} == expected  # nothing else, no temporary files
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]
     assert f"{len(built)} figures, {len(specs) - len(built)} skipped" in r.stdout
@@ -151,7 +151,7 @@ def test_demo_model_with_the_sample_corpus(tmp_path):
     assert seen[-1].fraction == 1.0
     assert all(a.fraction <= b.fraction for a, b in itertools.pairwise(seen))
     for rec in report.built:
-        assert rec.files == [f"{rec.spec.key}.{x}" for x in ("png", "csv")]
+        assert rec.files == [f"{rec.spec.key}.{x}" for x in ("png", "csv", "csv.json")]
         for f in rec.files:
             assert (out / f).stat().st_size > 0
     assert {r.spec.key for r in report.built} >= {"fig03_position_bias", "fig09_tpp_all_heads",
@@ -213,8 +213,8 @@ def test_reexport_replaces_figures_and_keeps_other_files(tiny_layer, tmp_path):
     report = export_figures(tiny_layer, out, "png", keys=["fig06r_wpe_variance", "fig02c_roc"])
     assert [r.spec.key for r in report.built] == ["fig06r_wpe_variance"]
     names = {p.name for p in out.iterdir()}
-    assert names == {"fig06r_wpe_variance.png", "fig06r_wpe_variance.csv", "index.md",
-                     "notes.txt"}
+    assert names == {"fig06r_wpe_variance.png", "fig06r_wpe_variance.csv",
+                     "fig06r_wpe_variance.csv.json", "index.md", "notes.txt"}
     assert (out / "fig06r_wpe_variance.png").read_bytes()[:4] == b"\x89PNG"
     assert [p.name for p in tmp_path.iterdir()] == ["figs"]
 

@@ -86,7 +86,7 @@ def test_export_all_figures_from_the_file_menu(win, qtbot, tmp_path, monkeypatch
     # (Fig 2-A), no contextual head (C5)
     assert set(rows) - set(built) <= {"fig02a_topk", "study_c5_contextual_neurons"}
     assert {p.name for p in out.iterdir()} == (
-        {f"{k}.{x}" for k in built for x in ("png", "csv")} | {"index.md"})
+        {f"{k}.{x}" for k in built for x in ("png", "csv", "csv.json")} | {"index.md"})
     text = (out / "index.md").read_text(encoding="utf-8")
     assert "- corpus: `public-domain-sample.jsonl.gz`" in text
     assert "read its first 2 windows" in text

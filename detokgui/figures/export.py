@@ -110,14 +110,18 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
                         keys: Sequence[str] | None = None,
                         max_texts: int = DEFAULT_MAX_TEXTS, *, dpi: int | None = None,
                         data: bool = True, compare=None, series: Sequence[str] = (),
-                        series_steps: Sequence[int] | None = None) -> Job[ExportReport]:
+                        series_steps: Sequence[int] | None = None,
+                        session: str | None = None) -> Job[ExportReport]:
     """Generator job: draw and write every registered figure (or only `keys`) into `out`;
     yields Progress per figure (and within long figures); returns an `ExportReport`.
     The text figures read at most `max_texts` corpus windows; the counts, AUROC and
     frequency figures use the whole corpus. `dpi`: PNG resolution (default
     style.RC["savefig.dpi"]); `data=False` writes no CSV files (a gallery). `compare`: a
     second model B (a Layer0): the comparison figures join the set. `series`: the
-    checkpoints of a training series (with `series_steps`): the series figure joins it."""
+    checkpoints of a training series (with `series_steps`): the series figure joins it.
+    Every file carries its figure's provenance record (`figure_record`; `session`: the
+    session file of the window that exported them), a CSV in NAME.csv.json, and the index
+    says so."""
     from detokgui.core.base.checks import as_int, check_heads
 
     max_texts = as_int(max_texts, "maximum number of texts")
@@ -155,7 +159,7 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
         for k, spec in enumerate(specs):
             lo, hi = k / n, (k + 1) / n
             yield Progress(lo, f"[{k + 1}/{n}] {spec.key} ({spec.paper})")
-            rec = yield from _export_one(spec, ctx, stage, fmts, lo, hi, dpi, data)
+            rec = yield from _export_one(spec, ctx, stage, fmts, lo, hi, dpi, data, session)
             records.append(rec)
         with open(stage / INDEX, "w", encoding="utf-8", newline="\n") as f:
             f.write(index_markdown(layer, files, fmts, records, max_texts, data, compare))
@@ -165,15 +169,38 @@ def iter_export_figures(layer, out: str | Path, formats: str | Sequence[str] = F
 
 def export_figures(layer, out, formats=FORMATS, corpus=(), heads=None, keys=None,
                    on_progress=None, max_texts=DEFAULT_MAX_TEXTS, dpi=None,
-                   data=True, compare=None, series=(), series_steps=None) -> ExportReport:
+                   data=True, compare=None, series=(), series_steps=None,
+                   session=None) -> ExportReport:
     """`iter_export_figures` run to completion."""
     return run(iter_export_figures(layer, out, formats, corpus, heads, keys, max_texts,
                                    dpi=dpi, data=data, compare=compare, series=series,
-                                   series_steps=series_steps), on_progress)
+                                   series_steps=series_steps, session=session), on_progress)
+
+
+def figure_record(spec: FigureSpec, ctx: FigureContext, rec: FigureRecord,
+                  dpi: int | None = None, session: str | None = None) -> dict:
+    """The provenance record (`core.model.provenance.provenance_record`) of one exported
+    figure: the model (and model B), "figure KEY", its paper reference and conventions,
+    the options of the export (heads, texts, resolution, series) and the corpus it read."""
+    from detokgui.core.corpus.provenance import corpus_identity
+    from detokgui.core.model.provenance import provenance_record
+
+    options = {"heads": list(ctx.heads) if ctx.heads else None, "max_texts": ctx.max_texts,
+               "dpi": dpi or style.RC["savefig.dpi"]}
+    if ctx.series:
+        options["series"] = list(ctx.series)
+        options["series_steps"] = list(ctx.series_steps) if ctx.series_steps else None
+    return provenance_record(
+        ctx.layer, analysis=f"figure {spec.key}",
+        conventions={"paper": spec.paper, "convention": rec.convention, "notes": rec.notes},
+        options=options, layer_b=ctx.compare, session=session,
+        corpus=corpus_identity([str(p) for p in ctx.corpus])
+        if rec.uses_corpus and ctx.corpus else None)
 
 
 def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: float,
-                hi: float, dpi: int | None = None, data: bool = True) -> Job[FigureRecord]:
+                hi: float, dpi: int | None = None, data: bool = True,
+                session: str | None = None) -> Job[FigureRecord]:
     rec = FigureRecord(spec, convention=spec.convention)
     if spec.needs_corpus and not ctx.corpus:
         rec.skipped = "needs a corpus: give --corpus FILE"
@@ -190,17 +217,19 @@ def _export_one(spec: FigureSpec, ctx: FigureContext, stage: Path, fmts, lo: flo
         rec.skipped = str(exc)
         return rec
     drawn: Drawn = result
-    with style.style():
-        for fmt in fmts:
-            name = f"{spec.key}.{fmt}"
-            style.save(drawn.figure, stage / name, fmt, dpi if fmt == "png" else None)
-            rec.files.append(name)
-    if data:
-        write_csv(stage / f"{spec.key}.csv", drawn.data)
-        rec.files.append(f"{spec.key}.csv")
     rec.convention = drawn.convention or spec.convention
     rec.notes = drawn.notes
     rec.uses_corpus = drawn.uses_corpus or spec.needs_corpus
+    record = figure_record(spec, ctx, rec, dpi, session)
+    with style.style():
+        for fmt in fmts:
+            name = f"{spec.key}.{fmt}"
+            style.save(drawn.figure, stage / name, fmt, dpi if fmt == "png" else None,
+                       provenance=record)
+            rec.files.append(name)
+    if data:
+        write_csv(stage / f"{spec.key}.csv", drawn.data, provenance=record)
+        rec.files += [f"{spec.key}.csv", f"{spec.key}.csv.json"]
     return rec
 
 
@@ -233,6 +262,7 @@ def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureReco
                                             " (no CSV data: `--no-data`)"),
         (f"- detokgui {__version__}; paper = Kamoda et al., *Weight-based Analysis of "
         "Detokenization in Language Models* (NAACL Findings 2025)"),
+        *provenance_lines(layer, compare),
         "",
         "| paper | figure | files | conventions | corpus | notes |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -252,6 +282,25 @@ def index_markdown(layer, corpus: Sequence[Path], fmts, records: list[FigureReco
             lines.append(f"| {_md(r.spec.paper)} | {_md(r.spec.title_for(layer.n_positions))} | `{r.spec.key}` | "
                          f"{_md(r.convention)} | {_md(r.skipped)} |")
     return "\n".join(lines) + "\n"
+
+
+def provenance_lines(layer, compare=None) -> list[str]:
+    """The index's provenance lines: where each file's record is, how to read it, and the
+    facts every record of the export shares (the models' layer-0 SHA-256 and commits)."""
+    from detokgui.core.model.provenance import layer0_digest
+
+    def model(name, lay) -> str:
+        commit = f", commit `{lay.revision}`" if getattr(lay, "revision", None) else ""
+        return f"  - {name}: layer-0 tensors SHA-256 `{layer0_digest(lay)}`{commit}"
+
+    return [
+        ("- provenance: every file carries its record (model, commit, conventions, options, "
+         "corpus, date): a PNG text chunk, the SVG's `<metadata>`, the PDF's document "
+         "information, a CSV's `NAME.csv.json` beside it; `detokgui provenance FILE` prints "
+         "it"),
+        model("model", layer),
+        *([model("model B", compare)] if compare is not None else []),
+    ]
 
 
 # --------------------------------------------------------------------------- staging

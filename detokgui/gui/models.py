@@ -55,9 +55,10 @@ _LOADING = threading.Lock()
 
 
 def load_layer(name: str, device: str | None, report):
-    """Job body: load a model (a demo model, a folder or a hub name), its sigma table and
-    its tokenizer's pieces."""
+    """Job body: load a model (a demo model, a folder or a hub name), its sigma table, its
+    tokenizer's pieces and the digest of its layer-0 tensors."""
     from detokgui.core import Layer0
+    from detokgui.core.model.provenance import layer0_digest
     from detokgui.core.model.tokens import prepare as prepare_tokens
 
     report(0.0, "")  # cancelled while waiting: stop here
@@ -66,6 +67,7 @@ def load_layer(name: str, device: str | None, report):
                                        progress=lambda f, m: report(0.7 * f, m))
         layer.sigma_stats(progress=lambda f, m: report(0.7 + 0.3 * f, m))
         prepare_tokens(layer.tokenizer)  # not on the GUI thread when the first token shows
+        layer0_digest(layer)  # every export's provenance names it: not on the GUI thread
     return layer
 
 
@@ -187,6 +189,10 @@ class ModelController(QObject):
         super().__init__(parent)
         self.state, self.jobs, self.device = state, jobs, device
         self.load_error: str | None = None
+        #: The names models A and B were opened by (as typed: "gpt2", a folder, "demo"),
+        #: None when none is open: what a session saves to open them again.
+        self.opened_a: str | None = None
+        self.opened_b: str | None = None
         self.loading_name: str | None = None
         #: Why the default model was not opened at start (the demo shown instead), while
         #: the demo it opened is what the window shows or loads.
@@ -299,6 +305,7 @@ class ModelController(QObject):
         self.loading_name = None
         self.load_seconds = time.perf_counter() - self.load_started
         self.remember(name, layer.family)
+        self.opened_a = name
         if self.state.layer is None:  # defaults first: one round of computations, not three
             if self.state.query_token < 0:
                 self.state.set_query_token(default_query(layer))
@@ -380,6 +387,7 @@ class ModelController(QObject):
     def _compare_loaded(self, name: str, layer) -> None:
         self.loading_b_name = None
         self.remember(name, layer.family)
+        self.opened_b = name
         replaced = [self.state.layer_b, self.state.pair]
         self.state.set_compare(layer)
         self.jobs.release(replaced)
@@ -397,6 +405,7 @@ class ModelController(QObject):
         for key in ("model_b", *PAIR_JOBS):
             self.jobs.discard(key)
         self.loading_b_name = None
+        self.opened_b = None
         replaced = [self.state.layer_b, self.state.pair]
         self.state.set_compare(None)
         self.jobs.release(replaced)
@@ -409,6 +418,7 @@ class ModelController(QObject):
             return
         for key in PAIR_JOBS:
             self.jobs.discard(key)
+        self.opened_a, self.opened_b = self.opened_b, self.opened_a
         self.state.swap_models()
 
     @Slot(object)

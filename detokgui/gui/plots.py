@@ -52,6 +52,7 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.core.base.atomic import write_bytes
+from detokgui.core.base.provenance import PNG_KEY, to_json
 from detokgui.core.base.tables import Table, write_csv
 from detokgui.core.model.conventions import DIVERGING_COLOURS
 from detokgui.gui.colorbar import ColorBar
@@ -295,12 +296,14 @@ def _paint_footer(painter: QPainter, top: float, width: float, lines: Sequence[s
     painter.restore()
 
 
-def render_png(widget: QWidget, scale: float = 2.0, footer: Sequence[str] = ()) -> bytes:
+def render_png(widget: QWidget, scale: float = 2.0, footer: Sequence[str] = (),
+               provenance: dict | None = None) -> bytes:
     """`widget` drawn at `scale` times its on-screen size, as PNG bytes: a high-DPI
     rendering, with lines, markers and text in the same proportions as on screen;
     `footer`'s parts in small grey lines below it (`footer_lines`). A plot view is drawn
     from its scene; a widget holding one (a PlotFrame: its title above the view) is
-    drawn child by child."""
+    drawn child by child. `provenance`: a record (`gui.sharing.view_record`) in the PNG's
+    text chunk `core.base.provenance.PNG_KEY`."""
     size = _export_size(widget)
     lines = footer_lines(footer, size.width())
     height = size.height() + _footer_height(lines)
@@ -324,6 +327,8 @@ def render_png(widget: QWidget, scale: float = 2.0, footer: Sequence[str] = ()) 
     painter.end()
     if footer:  # the footer also as the PNG's text, for programs (and tests) that read it
         img.setText("Description", " · ".join(footer))
+    if provenance is not None:
+        img.setText(PNG_KEY, to_json(provenance))
     img.setDevicePixelRatio(1.0)
     return png_bytes(img)
 
@@ -344,14 +349,15 @@ def png_bytes(image) -> bytes:
 
 
 def save_png(widget: QWidget, path: str | Path, scale: float = 2.0,
-             footer: Sequence[str] = ()) -> None:
-    """Render `widget` into a PNG at `scale` times its on-screen size, `footer` below it;
-    the file appears whole or not at all."""
-    write_bytes(path, render_png(widget, scale, footer))
+             footer: Sequence[str] = (), provenance: dict | None = None) -> None:
+    """Render `widget` into a PNG at `scale` times its on-screen size, `footer` below it,
+    `provenance` in it; the file appears whole or not at all."""
+    write_bytes(path, render_png(widget, scale, footer, provenance))
 
 
-def save_csv(table: Table, path: str | Path) -> int:
-    return write_csv(path, table)
+def save_csv(table: Table, path: str | Path, provenance: dict | None = None) -> int:
+    """The table as CSV, `provenance` beside it in NAME.csv.json."""
+    return write_csv(path, table, provenance)
 
 
 class PlotFrame(QWidget):
@@ -432,18 +438,19 @@ class PlotFrame(QWidget):
     def export(self, path: str | Path) -> int | None:
         """Write PNG, SVG, PDF or CSV by the file's suffix; CSV returns the row count. PNG
         is the plot as shown with `footer()` below it; SVG and PDF are the figure of its
-        table (`view_figures`), whose footer says the same."""
+        table (`view_figures`), whose footer says the same. Each carries `provenance()`
+        (a CSV beside it, in NAME.csv.json)."""
         path = Path(path)
         fmt = path.suffix.lower().lstrip(".")
         if fmt == "png":
-            save_png(self, path, footer=self.footer())
+            save_png(self, path, footer=self.footer(), provenance=self.provenance())
         elif fmt in VECTOR_FORMATS:
             write_figure(self.figure_request(), path, fmt)
         elif fmt == "csv":
             table = self.table_fn() if self.table_fn else None
             if table is None:
                 raise ValueError(f"{self.name} has no data to export yet.")
-            n = save_csv(table, path)
+            n = save_csv(table, path, self.provenance())
             self.exported.emit(str(path))
             return n
         else:
@@ -451,6 +458,12 @@ class PlotFrame(QWidget):
                              "or .csv.")
         self.exported.emit(str(path))
         return None
+
+    def provenance(self) -> dict:
+        """The provenance record of what this plot shows now (`gui.sharing.view_record`)."""
+        from detokgui.gui.sharing import view_record
+
+        return view_record(self)
 
     def figure_request(self) -> FigureRequest:
         """What the SVG and PDF exports draw now; ValueError when nothing is shown."""

@@ -52,6 +52,9 @@ class AppState(QObject):
         self._matching = None
         self._compare_serial = 0
         self._head_pair: tuple[int, int] | None = None  # (head A, head B) chosen together
+        #: The session file the window was opened from or last saved to (`gui.session`);
+        #: every export's provenance record names it. None before either.
+        self.session_path: str | None = None
 
     # -------------------------------------------------------------- read
 
@@ -174,6 +177,14 @@ class AppState(QObject):
             self._head_pair = None
             self.headChanged.emit(head)
             self._emit_head_b(head_b)
+
+    @property
+    def head_pair(self) -> tuple[int, int] | None:
+        """(A's head, B's head) when the two were chosen together (`set_head_pair`) and A's
+        head is still selected; None when B's head follows the matching."""
+        if self._head_pair is not None and self._head_pair[0] == self._head:
+            return self._head_pair
+        return None
 
     def set_head_pair(self, head_a: int, head_b: int) -> None:
         """Select A's head `head_a` with B's head `head_b` beside it (a cell of the head

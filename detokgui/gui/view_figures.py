@@ -32,7 +32,8 @@ _DRAWING = threading.Lock()
 class FigureRequest:
     """What a vector export draws: the frame's table (rows read), the analysis whose
     drawer draws it, the layer (its name goes into the DataFrame's attrs as `frame`
-    puts it) and the view's attrs; `title` and `description` for the file's metadata."""
+    puts it) and the view's attrs; `title` and `description` for the file's metadata,
+    `provenance` the record put into it."""
 
     table: Table
     analysis: str
@@ -40,6 +41,7 @@ class FigureRequest:
     attrs: dict
     title: str
     description: str
+    provenance: dict | None = None  # the record the file carries (`gui.sharing`)
 
 
 def panel_of(widget):
@@ -60,7 +62,8 @@ def figure_request(frame) -> FigureRequest | None:
     footer = frame.footer()
     return FigureRequest((list(header), list(rows)), frame.analysis,
                          getattr(panel, "layer", None), view_attrs(panel, frame.analysis),
-                         " — ".join([frame.name, *footer[1:2]]), " · ".join(footer))
+                         " — ".join([frame.name, *footer[1:2]]), " · ".join(footer),
+                         frame.provenance() if hasattr(frame, "provenance") else None)
 
 
 def view_attrs(panel, analysis: str) -> dict:
@@ -136,7 +139,8 @@ class _Unnamed:
 def figure_bytes(req: FigureRequest, fmt: str) -> bytes:
     """The figure of `req` as an SVG or PDF document, saved as `export figures` saves
     (`figures.style.save`: printed size, fonts as outlines / embedded, no dates), with
-    the title and the footer's lines in its metadata."""
+    the title and the footer's lines in its metadata and the request's provenance
+    record."""
     from detokgui.figures import style
 
     meta = ({"Title": req.title, "Description": req.description} if fmt == "svg"
@@ -144,7 +148,7 @@ def figure_bytes(req: FigureRequest, fmt: str) -> bytes:
     buf = io.BytesIO()
     with _DRAWING, style.style():
         fig = draw(req)
-        style.save(fig, buf, fmt, metadata=meta)
+        style.save(fig, buf, fmt, metadata=meta, provenance=req.provenance)
     return buf.getvalue()
 
 

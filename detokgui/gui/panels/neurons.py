@@ -386,10 +386,14 @@ class NeuronBrowserPanel(Panel):
         return neuron_curves_table(self.layer, self.plotted, self.stats.scaled)
 
     def export_table(self, path) -> int:
-        """Write the statistics of all d dimensions as CSV (rows written)."""
+        """Write the statistics of all d dimensions as CSV (rows written), its provenance
+        record beside it."""
         if self.layer is None:
             raise ValueError("No model is loaded.")
-        return write_csv(path, neurons_table(self.layer, self.options.value.scaled))
+        from detokgui.gui.sharing import panel_record
+
+        return write_csv(path, neurons_table(self.layer, self.options.value.scaled),
+                         panel_record(self, "neurons"))
 
     def _export_table_dialog(self) -> None:
         folder = remembered(EXPORT_FOLDER, str(Path.home()))

@@ -35,7 +35,7 @@ from matplotlib.figure import Figure
 
 from detokgui.api.jobs import ProgressArg, run_job
 from detokgui.core.base.errors import InputError
-from detokgui.core.model.conventions import COLOUR_SIGN_NOTE
+from detokgui.core.model.conventions import COLOUR_SIGN_NOTE, TERM_COLOURS
 from detokgui.core.model.tokens import SPACE_MARK
 from detokgui.figures import style
 from detokgui.figures.labels import POSITION_LABEL, tee_symbol
@@ -478,6 +478,57 @@ def _kl(df):
     return fig
 
 
+def _sinks(df):
+    """Per position: a panel per head with the six terms' advantages A^X_i over query
+    position i and their sum A_i (black); per head: the mean advantages as bars."""
+    if "i" not in df.columns:
+        return _sink_bars(df)
+    hs = _heads(df)
+    bos = ("position 0 = the prepended BOS token" if _true(df["bos"].iloc[0])
+           else "position 0 = each text's first token")
+    with style.style():
+        fig, axes = _grid(df, len(hs), 4, 0.2 * TEXT_IN,
+                          f"logit advantage of key position 0 over the others, {bos}",
+                          sharex=True)
+        for ax, h in zip(axes.flat, hs):
+            rows = df[df["head"] == h]
+            for t in TERM_COLOURS:
+                ax.plot(rows["i"], rows[f"adv_{t}"], color=TERM_COLOURS[t], linewidth=0.8,
+                        label=f"$A^{{{t}}}$")
+            ax.plot(rows["i"], rows["advantage"], color="black", linewidth=1.0, label="$A$")
+            ax.axhline(0, color="0.6", linewidth=0.4)
+            mean_att = float(rows["attention_to_0"].mean())
+            style.panel_title(ax, f"head {h}: mean α(i→0) {mean_att:.2g}")
+        style.top_legend(fig, axes[0, 0])
+        _x_labels(axes, "Query position ($i$)")
+    return fig
+
+
+def _true(value) -> bool:
+    """A flag of a frame, also as read back from a CSV ("True")."""
+    return value is True or str(value).lower() in ("true", "1")
+
+
+def _sink_bars(df):
+    hs = _heads(df)
+    with style.style():
+        fig, axes = _grid(df, 1, 1, 0.3 * TEXT_IN,
+                          "mean logit advantage of key position 0 per term",
+                          width=max(COLUMN_IN, min(TEXT_IN, 0.45 * len(hs))))
+        ax = axes[0, 0]
+        width = 0.8 / len(TERM_COLOURS)
+        x = np.arange(len(hs))
+        for k, t in enumerate(TERM_COLOURS):
+            ax.bar(x + (k - 2.5) * width, df[f"adv_{t}"], width, color=TERM_COLOURS[t],
+                   label=f"$A^{{{t}}}$")
+        ax.axhline(0, color="0.3", linewidth=0.4)
+        ax.set_xticks(x, [f"{h}\n{s}" for h, s in zip(hs, df["sink_term"])])
+        ax.set_xlabel("head (and the term that most favours position 0)")
+        ax.set_ylabel("mean advantage")
+        style.top_legend(fig, ax)
+    return fig
+
+
 def _neuron(df):
     top, bottom = df[df["side"] == "top"], df[df["side"] == "bottom"][::-1]
     both = pd.concat([top, bottom])
@@ -549,6 +600,21 @@ def _head_metrics(df):
             ax.set_xticks(rows["head"].astype(int))
             ax.tick_params(labelsize=style.FOOTER_PT + 0.5)
     return fig
+
+
+# --------------------------------------------------------------------------- layer 1
+
+
+def _composition(df):
+    from detokgui.api.composition import composition_plot
+
+    return composition_plot(df)
+
+
+def _behaviour(df):
+    from detokgui.api.composition import behaviour_plot
+
+    return behaviour_plot(df)
 
 
 # --------------------------------------------------------------------------- window views
@@ -800,9 +866,9 @@ DRAWERS: dict[str, Callable[[pd.DataFrame], Figure]] = {
     "heatmap": _heatmap, "neighbours": _neighbours, "bias": _bias, "neurons": _neurons,
     "pattern": _pattern, "head_classes": _head_classes, "slopes": _slopes,
     "counts": _counts, "stats": _stats, "auroc": _auroc, "frequency": _frequency,
-    "empirical": _empirical, "kl": _kl, "neuron": _neuron, "ov": _ov,
+    "empirical": _empirical, "kl": _kl, "sinks": _sinks, "neuron": _neuron, "ov": _ov,
     "compare": _compare, "compare_metrics": _compare_metrics, "head_metrics": _head_metrics,
-    "series": _series,
+    "series": _series, "composition": _composition, "behaviour": _behaviour,
     # the window's own tables (a view's SVG and PDF export)
     "bias_tp": _position_band,
     "bias_tpp": lambda df: _bias_lines(df, "t_pp"),

@@ -1,5 +1,5 @@
-"""`detokgui export sentence|empirical|kl|neuron`: layer 0 on real text (C1-C3, C5:
-docs/math/text-side.md)."""
+"""`detokgui export sentence|empirical|kl|neuron|sinks`: layer 0 on real text (C1-C3, C5
+and attention sinks: docs/math/text-side.md)."""
 
 from __future__ import annotations
 
@@ -153,3 +153,37 @@ def export_neuron(args, layer):
     rows = write_csv(out, res.table)
     print(res.conventions["circuit"])
     return rows
+
+
+def _sinks_args(p):
+    _corpus_args(p, required=False)
+    p.add_argument("--per", choices=("position", "head"), default="position",
+                   help="one row per head and query position (default), or one per head "
+                        "(means over every text and position)")
+    p.add_argument("--texts", type=int, default=16, metavar="N",
+                   help="without --corpus: how many random token sequences (default 16)")
+    p.add_argument("--length", type=int, default=128, metavar="N",
+                   help="without --corpus: tokens per sequence, at most n_positions "
+                        "(default 128)")
+    p.add_argument("--seed", type=int, default=0, help="without --corpus: the sample's seed")
+    head_option(p)
+    p.add_argument("--out", required=True, help="CSV file")
+
+
+@export_command(
+    "sinks", "attention to key position 0 and its logit advantage split into the six terms, "
+    "averaged over corpus texts (--corpus) or random token sequences: head,i,attention_to_0,"
+    "uniform,advantage,adv_ee,adv_pp,adv_pe,adv_ep,adv_e,adv_p,sink_term,entropy,texts,bos,temperature "
+    "(--per head: the same per head without i and entropy)", _sinks_args, check=_check_head)
+def export_sinks(args, layer):
+    from detokgui.api.sinks import sinks
+    from detokgui.core.base.tables import write_csv
+
+    out = out_path(args, (".csv",))
+    if not args.corpus and args.max_texts is not None:
+        raise CliError("--max-texts needs --corpus (without it: --texts)")
+    return write_csv(out, sinks.table(layer, args.corpus or None, per=args.per,
+                                      heads=head_arg(layer, args.head),
+                                      prepend_bos=args.prepend_bos, max_texts=args.max_texts,
+                                      n_texts=args.texts, length=args.length, seed=args.seed,
+                                      progress=False).table)

@@ -4,10 +4,11 @@ the paper's names, a legend."""
 
 from __future__ import annotations
 
+from detokgui.core.model.conventions import TERM_COLOURS
+
 #: One colour per term of the six-term decomposition (docs/math/terms.md#the-six-terms), the same in
-#: every text view.
-TERM_COLORS = {"ee": "#d62728", "pp": "#1f77b4", "pe": "#2ca02c", "ep": "#9467bd",
-               "e": "#ff7f0e", "p": "#8c564b"}
+#: every text view and figure (`core.model.conventions.TERM_COLOURS`).
+TERM_COLORS = TERM_COLOURS
 
 
 #: The terms as the paper writes them, for titles and legends (HTML).

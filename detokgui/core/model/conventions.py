@@ -104,6 +104,10 @@ DIVERGING_COLOURS = (
 )
 COLOUR_SIGN = "red < 0 < blue"
 COLOUR_SIGN_NOTE = "colours: red < 0 < blue, white at 0 (the paper's RdBu)"
+#: One colour per term of the six-term decomposition, the same in the window's text views
+#: and the figures that draw the terms as lines or bars.
+TERM_COLOURS = {"ee": "#d62728", "pp": "#1f77b4", "pe": "#2ca02c", "ep": "#9467bd",
+                "e": "#ff7f0e", "p": "#8c564b"}
 
 PAPER_N_POSITIONS = 1024  # GPT-2's, for which the paper's positions are given
 PAPER_QUERY_POSITION = 500  # the query position of the paper's Fig 3-B to 3-E

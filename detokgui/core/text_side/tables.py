@@ -13,6 +13,7 @@ import torch
 
 from detokgui.core.base.checks import check_heads
 from detokgui.core.base.tables import Table
+from detokgui.core.model.terms import TERM_NAMES
 from detokgui.core.model.tokens import token_string
 from detokgui.core.text_side.empirical import SENTENCE_TERMS, sentence
 
@@ -177,3 +178,47 @@ def ov_table(layer, result) -> Table:
 
     return ["head", "direction", "token_id", "token", "side", "rank", "other_id",
             "other_token", "score"], rows()
+
+
+SINK_TERM_COLUMNS = [f"adv_{t}" for t in TERM_NAMES]
+
+
+def sinks_table(result) -> Table:
+    """head,i,attention_to_0,uniform,advantage,adv_ee,...,adv_p,sink_term,entropy,texts,bos,
+    temperature for a `sinks.SinkProfile` (docs/math/text-side.md#attention-sinks), per
+    query position i >= 1 that some text reaches: the mean attention to key position 0,
+    1/(i+1) (its value were every key weighted alike), the mean logit advantage A_i of position 0 and its six terms A^X_i, the term with the
+    largest of them, the mean entropy H(w_i) of the other keys' weights (nats), how many
+    texts reach i, whether position 0 is the prepended BOS token, and tau."""
+    att, adv, ent = result.attention.tolist(), result.advantage.tolist(), result.entropy.tolist()
+    which = result.position_terms().tolist()
+    texts = result.texts.tolist()
+
+    def rows():
+        for r, h in enumerate(result.heads):
+            for i in range(1, result.n):
+                terms = [float(adv[r][x][i]) for x in range(len(result.terms))]
+                yield (h, i, float(att[r][i]), 1.0 / (i + 1), float(sum(terms)), *terms,
+                       result.terms[which[r][i]], float(ent[r][i]), int(texts[i]),
+                       result.bos, float(result.temperature))
+
+    return ["head", "i", "attention_to_0", "uniform", "advantage", *SINK_TERM_COLUMNS,
+            "sink_term", "entropy", "texts", "bos", "temperature"], rows()
+
+
+def sink_heads_table(result) -> Table:
+    """head,attention_to_0,uniform,advantage,adv_ee,...,adv_p,sink_term,texts,bos,temperature
+    for a `sinks.SinkProfile`: per head, the means over every (text, query position i >= 1)
+    (uniform: of 1/(i+1)), and the term with the largest mean advantage (the one that
+    favours position 0 most: the sink's maker where position 0 is a sink)."""
+    att, adv = result.head_attention.tolist(), result.head_advantage.tolist()
+
+    def rows():
+        for r, h in enumerate(result.heads):
+            yield (h, float(att[r]), result.uniform, float(sum(adv[r])),
+                   *(float(v) for v in adv[r]),
+                   result.sink_term(h), int(result.n_texts), result.bos,
+                   float(result.temperature))
+
+    return ["head", "attention_to_0", "uniform", "advantage", *SINK_TERM_COLUMNS, "sink_term",
+            "texts", "bos", "temperature"], rows()

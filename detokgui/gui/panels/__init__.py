@@ -14,6 +14,7 @@ from detokgui.gui.panels.head_stats import HeadStatsPanel
 from detokgui.gui.panels.heatmap import HeatmapPanel
 from detokgui.gui.panels.key_position import KeyPositionPanel
 from detokgui.gui.panels.kl_view import KLPanel
+from detokgui.gui.panels.layer1_view import Layer1Panel
 from detokgui.gui.panels.neighbours_view import NeighboursPanel
 from detokgui.gui.panels.neurons import NeuronBrowserPanel
 from detokgui.gui.panels.ov_circuit import OVCircuitPanel
@@ -22,6 +23,7 @@ from detokgui.gui.panels.positional_bias import PositionalBiasPanel
 from detokgui.gui.panels.positional_pattern import PositionalPatternPanel
 from detokgui.gui.panels.sentence_view import SentenceViewPanel
 from detokgui.gui.panels.series_view import SeriesPanel
+from detokgui.gui.panels.sinks_view import SinksPanel
 from detokgui.gui.panels.token_search import TokenSearchPanel
 from detokgui.gui.panels.topk import TopKPanel
 
@@ -30,8 +32,9 @@ PANEL_GROUPS = [
     ("Tokens", [TopKPanel, HeatmapPanel]),
     ("Positions", [PositionalBiasPanel, PositionalPatternPanel, KeyPositionPanel,
                    PositionStatsPanel, NeuronBrowserPanel]),
-    ("Texts", [SentenceViewPanel, EmpiricalPanel, KLPanel, ContextualPanel,
+    ("Texts", [SentenceViewPanel, EmpiricalPanel, KLPanel, SinksPanel, ContextualPanel,
                OVCircuitPanel]),
+    ("Layer 1", [Layer1Panel]),
     ("Vocabulary", [HeadStatsPanel, AUROCPanel, FrequencyPanel, NeighboursPanel]),
     ("Compare", [HeadMatchingPanel, CompareTopKPanel, ComparePatternPanel,
                  CompareClassesPanel, CompareStatsPanel]),

@@ -94,6 +94,8 @@ def test_sentence_view(window, qtbot, tmp_path):
     panel.options.widget("all_heads").setChecked(True)
     wait_idle(qtbot, win)
     assert panel.result.heads == list(range(layer.n_heads)) and panel.shown == "grid"
+    # the colour bar says what its colours mean, "<" shown as text, not read as a tag
+    assert mosaic_label(panel) == "red < 0 < blue"
     full = empirical.sentence(layer, ids)
     mosaic = panel.mosaic
     n = len(ids)
@@ -106,6 +108,11 @@ def test_sentence_view(window, qtbot, tmp_path):
     click_view(qtbot, panel.frame, mosaic.vb, x + 0.5, y + 2.5)
     assert (state.head, state.query_position, state.key_token) == (3, 2, ids[0])
     assert mosaic.marks.path().toSubpathPolygons()  # the clicked cell, in every map
+
+
+def mosaic_label(panel) -> str:
+    """The text the mosaic's colour bar shows beside it."""
+    return panel.mosaic.colorbar.getAxis("right").label.toPlainText().strip()
 
 
 def test_sentence_view_reads_a_corpus_text(window, qtbot):

@@ -5,6 +5,7 @@ built-in exactness check; or one of these matrices for every head."""
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -200,7 +201,7 @@ class SentenceViewPanel(Panel):
             self.mosaic.set_maps(np.nan_to_num(values, nan=0.0) if big else values,
                                  [f"head {h}" for h in res.heads], (-top, top),
                                  [head_color(h) for h in res.heads])
-            self.mosaic.colorbar.getAxis("right").setLabel(COLOUR_SIGN)
+            self.mosaic.colorbar.getAxis("right").setLabel(html.escape(COLOUR_SIGN))  # rich text
         else:
             self.placed = [(0, m) for m in SENTENCE_TERMS]
             self._show("nine")

@@ -175,9 +175,9 @@ class SinkProfile:
     """Attention sinks averaged over texts, for the heads `heads` (first axis).
 
     Per query position i (last axis, 0..n-1 for the longest text; texts[i] = how many texts
-    are longer than i, NaN means where none is and at i = 0): attention [h, n] = mean
-    alpha_{i,0}; advantage [h, 6, n] = mean A^X_i (TERM_NAMES order); entropy [h, n] = mean
-    H(w_i). Per head, over every (text, i >= 1): head_attention [h], head_advantage [h, 6];
+    are longer than i, the texts each mean is over): attention [h, n] = mean alpha_{i,0}
+    (1 at i = 0); advantage [h, 6, n] = mean A^X_i (TERM_NAMES order) and entropy [h, n] =
+    mean H(w_i), both NaN at i = 0. Per head, over every (text, i >= 1): head_attention [h], head_advantage [h, 6];
     `uniform` = the mean of 1/(i+1) over the same pairs, what head_attention would be if
     every key had the same weight (the baseline a sink stands out from). `bos`: position 0
     is the prepended BOS token; `source` says which texts."""

@@ -67,9 +67,18 @@ class Behaviour:
                 + (", BOS first" if self.bos is not None else ""))
 
 
+def ordinary_tokens(layer) -> torch.Tensor:
+    """The ids of the tokens the random sequences draw from: every id but the tokenizer's
+    special tokens."""
+    special = set(getattr(layer.tokenizer, "all_special_ids", None) or ())
+    return torch.tensor([t for t in range(layer.n_vocab) if t not in special])
+
+
 def default_length(layer, prepend_bos: bool = True) -> int:
-    """DEFAULT_LENGTH, or as many tokens as fit twice in the model's positions."""
-    return max(2, min(DEFAULT_LENGTH, (layer.n_positions - int(prepend_bos)) // 2))
+    """DEFAULT_LENGTH, or as many tokens as fit twice in the model's positions, or as many
+    distinct ordinary tokens as the vocabulary has, whichever is least."""
+    fit = (layer.n_positions - int(prepend_bos)) // 2
+    return max(2, min(DEFAULT_LENGTH, fit, len(ordinary_tokens(layer))))
 
 
 def check_choices(layer, sequences: int = DEFAULT_SEQUENCES, length: int | None = None,
@@ -99,8 +108,7 @@ def repeated_sequences(layer, sequences: int = DEFAULT_SEQUENCES, length: int | 
     """([sequences, T] token ids: [BOS] r r with r `length` distinct random tokens, the
     position where r starts). InputError when the sequences do not fit the model."""
     sequences, length, start, bos = check_choices(layer, sequences, length, seed, prepend_bos)
-    special = set(getattr(layer.tokenizer, "all_special_ids", None) or ())
-    pool = torch.tensor([t for t in range(layer.n_vocab) if t not in special])
+    pool = ordinary_tokens(layer)
     if len(pool) < length:
         raise InputError(f"{layer.name} has {len(pool)} ordinary tokens, fewer than a "
                          f"sequence of {length} distinct ones; choose a shorter length.")

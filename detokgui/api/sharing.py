@@ -1,18 +1,23 @@
 """Files to hand on: `dg.save` writes a result (CSV, or its figure as PNG, SVG or PDF) with
 its provenance record inside or beside it, `dg.provenance` reads a record back (what
-`detokgui provenance FILE` prints; `core.base.provenance` holds the formats).
+`detokgui provenance FILE` prints; `core.base.provenance` holds the formats), and
+`dg.open_session` opens a session the window saved (`core.base.session`).
 
     df = dg.topk(layer, " Korea")
     dg.save(df, "topk.csv")          # topk.csv + topk.csv.json (the record)
     dg.save(df, "topk.pdf")          # the figure of df.dg.plot(), the record in the PDF
     dg.provenance("topk.pdf")["model"]["layer0_sha256"]
+    s = dg.open_session("work.detokgui.json")   # a session the window saved
+    dg.topk(s.layer, s.selection["query_token"], k=s.options["topk"]["k"])
 """
 
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from detokgui.api.jobs import ProgressArg
 from detokgui.core.base.errors import InputError
 
 FIGURE_FORMATS = ("png", "svg", "pdf")
@@ -75,3 +80,53 @@ def provenance(path) -> dict | None:
     from detokgui.core.base.provenance import read_provenance
 
     return read_provenance(path)
+
+
+@dataclass
+class Session:
+    """A session file opened in a notebook (`open_session`): the models loaded, the
+    window's selection and options as plain values, and what could not be restored."""
+
+    path: str
+    layer: object | None  # model A (a Layer0), None when it did not open
+    layer_b: object | None  # model B, None without one or when it did not open
+    selection: dict  # head, head_b, query_token, key_token, query_position, token_set, sigma
+    corpus: list[str] | None  # the corpus paths (None: none); `problems` says if one moved
+    text_column: str
+    view: str | None
+    options: dict  # view name -> {option: value}, as the window's panels hold them
+    problems: list[str] = field(default_factory=list)
+
+
+def open_session(path, device=None, *, progress: ProgressArg = True) -> Session:
+    """Open a session saved by the window (*File > Save session…*): its models loaded
+    (`dg.load`, a hub model at the commit it was saved at), its selection, corpus, view
+    and views' options as plain values. What cannot be restored (a model that does not
+    open, a corpus that moved) is listed in `problems`, as the window's banner lists it;
+    a file that is not a valid session raises InputError and loads nothing."""
+    from detokgui.api.loading import load
+    from detokgui.core.base.errors import ModelLoadError
+    from detokgui.core.base.session import model_to_open, read_session
+
+    data = read_session(path)
+    problems: list[str] = []
+    layers = {}
+    for slot in ("a", "b"):
+        entry = data["models"].get(slot)
+        layers[slot] = None
+        if entry is None:
+            continue
+        name = model_to_open(entry)
+        try:
+            layers[slot] = load(name, device, progress=progress)
+        except ModelLoadError as exc:
+            problems.append(f"model {slot.upper()}, {name}: {exc}")
+    corpus = data.get("corpus")
+    if corpus is not None:
+        missing = [p for p in corpus["paths"] if not Path(p).exists()]
+        if missing:
+            problems.append(f"the corpus: {', '.join(missing)} moved or was deleted")
+    return Session(str(path), layers["a"], layers["b"], dict(data["selection"]),
+                   list(corpus["paths"]) if corpus else None,
+                   (corpus or {}).get("text_column", "text"), data.get("view"),
+                   dict(data["panels"]), problems)

@@ -69,8 +69,30 @@ def check_corpus_arg(paths) -> str | None:
     return None
 
 
+def check_session_arg(args) -> str | None:
+    """None when the SESSION_FILE argument (if any) is a valid session and comes without
+    --model/--compare (which it would contradict), else the one-line reason."""
+    if getattr(args, "session", None) is None:
+        return None
+    if args.model or args.compare:
+        return ("a session file opens its own models: give either SESSION_FILE or "
+                "--model/--compare")
+    from detokgui.core.base.errors import InputError
+    from detokgui.core.base.session import read_session
+
+    try:
+        read_session(args.session)
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
 def launch(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    problem = check_session_arg(args)
+    if problem is not None:
+        print(f"detokgui: error: {problem}", file=sys.stderr)
+        return 2
     if args.corpus:
         args.corpus = corpus_arg(args.corpus)
         problem = check_corpus_arg(args.corpus)
@@ -131,9 +153,15 @@ def launch(argv: list[str]) -> int:
 
 
 def open_models(win, args) -> None:
-    """--model as A (a failure is the error banner, never another model; without it the
-    default model, or the demo when that is not downloaded yet: `open_default_model`),
-    and --compare as B when given."""
+    """A session file's models, selection and options (`gui.session`); else --model as A
+    (a failure is the error banner, never another model; without it the default model,
+    or the demo when that is not downloaded yet: `open_default_model`), and --compare as
+    B when given."""
+    if getattr(args, "session", None):
+        from detokgui.gui.session import open_session
+
+        open_session(win, args.session)
+        return
     if args.model is None:
         win.open_default_model()
     else:

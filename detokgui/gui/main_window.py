@@ -156,6 +156,16 @@ class MainWindow(QMainWindow):
                      QKeySequence("Ctrl+T"),
                      "Read a text file as the Tokens view's text (any size: a long one is "
                      "shown as a read-only preview and tokenised whole)")
+        from detokgui.gui import session
+
+        self._action(file_menu, "Open session…", lambda: session.ask_open(self),
+                     QKeySequence("Ctrl+Shift+R"),
+                     "Restore a saved session: models, A/B pair, selection, corpus, view and "
+                     "every view's options")
+        self._action(file_menu, "Save session…", lambda: session.ask_save(self),
+                     QKeySequence("Ctrl+S"),
+                     "Save what the window shows (models, A/B pair, selection, corpus, view, "
+                     "options) to a small JSON file to reopen or send")
         file_menu.addSeparator()
         for fmt, key in EXPORT_SHORTCUTS.items():
             self._action(file_menu, f"Export current view as {fmt.upper()}…",

@@ -2,7 +2,8 @@
 person (`errors`), progress and cancellation of long jobs (`progress`), atomic file writes
 (`atomic`), the on-disk cache and where it lives (`diskcache`, `paths`), the checks of
 indices and counts every analysis takes (`checks`), the generic table with its CSV
-writer (`tables`), and the provenance records exported files carry (`provenance`).
+writer (`tables`), the provenance records exported files carry (`provenance`), and
+session files (`session`).
 
 May import: the standard library and numpy only (no torch: every CSV writer of the CLI,
 the API, the figures and the window imports this package), and nothing else of detokgui.

@@ -346,6 +346,11 @@ class TokenSearchPanel(Panel):
                          on_error=lambda exc, _msg: self.text_info.setText(str(exc)))
 
     @property
+    def current_text(self) -> str:
+        """The whole text the tokens come from (a long one too, not its preview)."""
+        return self._text
+
+    @property
     def is_preview(self) -> bool:
         """True while the editor shows only the start of a long text."""
         return self._big is not None

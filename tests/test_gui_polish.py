@@ -466,6 +466,37 @@ def test_pe_neuron_summaries_are_shown_whole(window, qtbot, size):
                for t in lines)
 
 
+def test_a_row_of_head_boxes_wraps_inside_an_option_row(qtbot):
+    """A model with many heads (gpt2-xl: 25, opt-66b: 72) gives the contextual circuit's
+    HeadSet a box per head; inside an option row (a FlowLayout) they wrap onto lines of
+    the row's width instead of setting the window's least width (1024 px was out of reach
+    with 25 heads)."""
+    from PySide6.QtWidgets import QComboBox, QWidget
+
+    from detokgui.gui.flow_layout import FlowLayout
+    from detokgui.gui.head_controls import HeadSet
+
+    box = QWidget()
+    qtbot.addWidget(box)
+    row = FlowLayout(box)
+    heads, combo = HeadSet(), QComboBox()
+    heads.set_count(72)
+    combo.addItem("k")
+    row.addWidget(heads)
+    row.addWidget(combo)
+    width = 600
+    assert heads.sizeHint().width() > 3 * width  # one line would not fit
+    assert row.minimumSize().width() < width
+    box.show()
+    row.setGeometry(QRect(0, 0, width, row.heightForWidth(width)))
+    assert heads.geometry().width() <= width
+    qtbot.waitUntil(lambda: heads.boxes[-1].geometry().top() > 0)  # its own layout's pass
+    assert all(b.geometry().right() < width for b in heads.boxes)
+    assert heads.boxes[-1].geometry().top() > heads.boxes[0].geometry().bottom()  # wrapped
+    assert combo.geometry().top() >= heads.geometry().bottom()  # on the line after
+    assert row.heightForWidth(width) >= heads.geometry().height()
+
+
 def test_a_label_wraps_with_the_control_it_names(qtbot):
     from PySide6.QtWidgets import QComboBox, QLabel, QSpinBox, QWidget
 

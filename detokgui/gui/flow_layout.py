@@ -90,37 +90,45 @@ class FlowLayout(QLayout):
         m = self.contentsMargins()
         r = rect.adjusted(m.left(), m.top(), -m.right(), -m.bottom())
         x, y, line_h, gap = r.x(), r.y(), 0, self.spacing()
-        line: list = []
+        line: list = []  # (item, x, size)
 
         def place(line, y, line_h):
-            for item, px in line:  # each item vertically centred on its line
-                h = item.sizeHint().height()
-                item.setGeometry(QRect(QPoint(px, y + (line_h - h) // 2),
-                                       QSize(item.sizeHint().width(), h)))
+            for item, px, size in line:  # each item vertically centred on its line
+                item.setGeometry(QRect(QPoint(px, y + (line_h - size.height()) // 2), size))
 
         for item in self._items:
             if item.isEmpty():
                 continue
-            hint = item.sizeHint()
-            if line and x + hint.width() > r.right() + 1:
+            size = _size(item, r.width())
+            if line and x + size.width() > r.right() + 1:
                 # a label goes onto the next line with the control it names
                 carried = [line.pop()] if len(line) > 1 and _is_label(line[-1][0]) else []
                 if move:
-                    place(line, y, max(i.sizeHint().height() for i, _ in line))
-                y += max(i.sizeHint().height() for i, _ in line) + gap
+                    place(line, y, max(s.height() for _, _, s in line))
+                y += max(s.height() for _, _, s in line) + gap
                 x, line, line_h = r.x(), [], 0
-                for label, _ in carried:
-                    line.append((label, x))
-                    x += label.sizeHint().width() + gap
-                    line_h = label.sizeHint().height()
+                for label, _, label_size in carried:
+                    line.append((label, x, label_size))
+                    x += label_size.width() + gap
+                    line_h = label_size.height()
                 if isinstance(item, QSpacerItem):  # no spacing at the start of a line
                     continue
-            line.append((item, x))
-            x += hint.width() + gap
-            line_h = max(line_h, hint.height())
+            line.append((item, x, size))
+            x += size.width() + gap
+            line_h = max(line_h, size.height())
         if move and line:
             place(line, y, line_h)
         return y + line_h - rect.y() + m.bottom()
+
+
+def _size(item, width: int) -> QSize:
+    """An item's size on a line `width` pixels wide: its size hint, or, for an item wider
+    than the line that wraps its own contents (a row of its own, as HeadSet's boxes), the
+    line's width and the height it needs there."""
+    hint = item.sizeHint()
+    if hint.width() > width > 0 and item.hasHeightForWidth():
+        return QSize(width, item.heightForWidth(width))
+    return hint
 
 
 def _is_label(item) -> bool:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 from superqt.utils import signals_blocked
 
 from detokgui.gui.controls import check_box
+from detokgui.gui.flow_layout import FlowLayout
 
 HEAD_MODES = (("selected", "Selected head"), ("all", "All heads"), ("set", "Chosen heads"))
 
@@ -115,8 +116,7 @@ class HeadSet(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.lay = QHBoxLayout(self)
-        self.lay.setContentsMargins(0, 0, 0, 0)
+        self.lay = FlowLayout(self)  # a box per head: 25 or 72 of them wrap
         self.lay.addWidget(QLabel("Contextual heads"))
         self.auto = QCheckBox("as classified")
         self.auto.setChecked(True)

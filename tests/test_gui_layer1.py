@@ -34,9 +34,10 @@ def click_mosaic(qtbot, frame, mosaic, k, row, col):
 def test_layer1_page_shows_composition_and_behaviour(qtbot, two_layers, tmp_path):
     win = open_window(qtbot, two_layers)
     try:
-        panel = show(win, qtbot, "layer1")
-        panel.options.set(sequences=4)
-        wait_idle(qtbot, win)
+        panel = win.panel("layer1")
+        panel.options.set(sequences=4)  # while hidden: computed once, when shown
+        win.show_view("layer1")
+        wait_idle(qtbot, win, timeout=180000)  # block 1, the baseline, two-block passes
         layer = Layer0.from_pretrained(str(two_layers), device="cpu")
         comp = run(composition_job(layer))
         beh = run(behaviour_job(layer, 4, None, 0, True))

@@ -11,7 +11,7 @@ functions of `detokgui.core`), with its conventions in `DataFrame.attrs`. Long p
 show a progress bar (`tqdm.auto`) and stop cleanly on Ctrl+C / a notebook interrupt.
 
 The functions live in modules named after what they hold (`tokens`, `position`,
-`corpus`, `text`, `circuits`, `compare`, `plots`, `series`); `detokgui` re-exports them lazily, so that
+`corpus`, `text`, `circuits`, `compare`, `plots`, `series`, `sharing`); `detokgui` re-exports them lazily, so that
 `import detokgui` loads neither torch, pandas nor Qt.
 """
 
@@ -27,23 +27,25 @@ NAMES = {
     "bias": "position", "neurons": "position", "pattern": "position",
     "head_classes": "position", "slopes": "position",
     "counts": "corpus", "stats": "corpus", "auroc": "corpus", "frequency": "corpus",
-    "sentence": "text", "empirical": "text", "kl": "text",
+    "sentence": "text", "empirical": "text", "kl": "text", "sinks": "sinks",
     "neuron": "circuits", "ov": "circuits",
     "compare": "compare", "compare_metrics": "compare", "head_metrics": "compare",
     "plot": "plots", "figure": "plots",
     "series": "series",
+    "save": "sharing", "provenance": "sharing", "open_session": "sharing",
 }
 
 #: the analyses, each returning a DataFrame
 ANALYSES = ("terms", "sigma", "topk", "heatmap", "neighbours", "bias", "neurons", "pattern",
             "head_classes", "slopes", "counts", "stats", "auroc", "frequency", "sentence",
-            "empirical", "kl", "neuron", "ov", "compare", "compare_metrics", "head_metrics")
+            "empirical", "kl", "sinks", "neuron", "ov", "compare", "compare_metrics",
+            "head_metrics")
 
 __all__ = [
     "ANALYSES", "NAMES", "auroc", "bias", "compare", "compare_metrics", "counts", "empirical",
     "figure", "frequency", "head_classes", "head_metrics", "heatmap", "kl", "load",
-    "neighbours", "neuron", "neurons", "ov", "pattern", "plot", "resolve", "sentence",
-    "series", "sigma", "slopes", "stats", "terms", "topk",
+    "neighbours", "neuron", "neurons", "open_session", "ov", "pattern", "plot", "provenance", "resolve",
+    "save", "sentence", "series", "sigma", "sinks", "slopes", "stats", "terms", "topk",
 ]
 
 

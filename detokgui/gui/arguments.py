@@ -14,9 +14,9 @@ from detokgui.help_texts import CORPUS_PATHS
 #: checks that this list is theirs, as `gui.launch.view_names` reads it from the panels).
 VIEW_NAMES = (
     "tokens", "topk", "heatmap", "bias", "pattern", "slopes", "position-stats", "neurons",
-    "sentence", "empirical", "kl", "contextual", "ov", "headstats", "auroc", "frequency",
-    "neighbours", "matching", "compare-topk", "compare-pattern", "compare-classes",
-    "compare-stats", "series",
+    "sentence", "empirical", "kl", "sinks", "contextual", "ov", "layer1", "headstats",
+    "auroc", "frequency", "neighbours", "matching", "compare-topk", "compare-pattern",
+    "compare-classes", "compare-stats", "series",
 )
 
 #: The commands `detokgui` runs instead of opening the window (`app.main` dispatches on
@@ -48,7 +48,8 @@ def _commands_text() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of `detokgui [options]` (the window): --model, --compare, --device,
+    """The parser of `detokgui [SESSION_FILE] [options]` (the window): a session file,
+    --model, --compare, --device,
     --corpus, --text-file, --screenshot, --view, --timeout; its help lists the commands
     (`COMMANDS`) too."""
     p = argparse.ArgumentParser(
@@ -57,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_commands_text(),
         formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's columns
     )
+    p.add_argument("session", nargs="?", metavar="SESSION_FILE",
+                   help="a session saved with File > Save session… (models, A/B pair, "
+                   "selection, corpus, view, every view's options): restore it, as File > "
+                   "Open session… does")
     p.add_argument("--model", default=None,
                    help="hub name (NAME or NAME@REVISION: a branch, tag or commit), local "
                    "checkpoint folder (one written by `detokgui download` too), 'demo' (a "

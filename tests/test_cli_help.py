@@ -16,6 +16,7 @@ import pytest
 from detokgui.cli import help_width, wrap_help
 from detokgui.cli import main as cli_main
 from detokgui.cli.common import EXPORTS
+from detokgui.core.model.sources.demo import write_random_checkpoint
 
 WIDTHS = (50, 80, 120)
 
@@ -54,6 +55,8 @@ RUNS = {
     "empirical": ["--corpus", "{c}", "--position", "5", "--max-texts", "4"],
     "kl": ["--corpus", "{c}", "--max-texts", "2"],
     "neuron": ["--neuron", "0", "--heads", "0", "--k", "2"],
+    "sinks": ["--texts", "2", "--length", "12"],
+    "sinks per-head": ["--corpus", "{c}", "--max-texts", "2", "--per", "head"],
 }
 
 
@@ -80,6 +83,12 @@ def columns(small_vocab_ckpt, small_corpus, tmp_path_factory):
                                            str(small_vocab_ckpt), "--queries", "8"],
                                out="cmp.csv"))
     found["compare --metrics-out"] = set(header(tmp / "cmp-metrics.csv"))
+    two = write_random_checkpoint(tmp / "two-layers", n_embd=32, n_head=4, n_layer=2,
+                                  n_positions=64, seed=8)
+    found["composition"] = set(run("composition", ["--model", str(two), "--behaviour",
+                                                   str(tmp / "beh.csv"), "--sequences", "2",
+                                                   "--length", "4"], out="comp.csv"))
+    found["composition --behaviour"] = set(header(tmp / "beh.csv"))
     found["series"] = set(run("series", ["--models", str(small_vocab_ckpt),
                                          str(small_vocab_ckpt), "--queries", "8",
                                          "--workers", "1"]))
@@ -92,7 +101,7 @@ def header(path) -> list[str]:
 
 
 def test_every_command_is_run_here(columns):
-    assert {name.split()[0] for name in columns} | {"figures"} == set(EXPORTS)
+    assert {name.split()[0] for name in columns} | {"figures", "report"} == set(EXPORTS)
 
 
 def listing_entry(text: str, name: str) -> str:
@@ -159,6 +168,7 @@ PER_HEAD = {
     "sentence": ["--text", " the house"],
     "empirical": ["--corpus", "{c}", "--position", "5", "--max-texts", "4"],
     "kl": ["--corpus", "{c}", "--max-texts", "2"],
+    "sinks": ["--texts", "2", "--length", "12"],
     "topk": ["--query", " the", "--k", "2"],
     "stats": [],
 }

@@ -23,6 +23,7 @@ from detokgui.core.base.errors import InputError
 from detokgui.core.base.progress import Progress
 from detokgui.figures.report import (
     CSP,
+    DEFAULT_TABLE_MB,
     choose_rows,
     iter_report,
     table_rows,
@@ -164,9 +165,9 @@ def test_budget_picks_the_most_frequent(small_vocab_layer, small_corpus, tmp_pat
 
 def test_gpt2_small_budget():
     """GPT-2 small's 12 heads at k = 5 take 322 bytes a token in the page: the default
-    10 MB hold 31,000 of its 50,257 tokens, the lowest ids without a corpus."""
-    n = table_rows(50257, 12, 5, 10e6)
-    assert n == 7_500_000 // (12 * 5 * 4 + 2)
+    8 MB hold 24,793 of its 50,257 tokens, the lowest ids without a corpus."""
+    n = table_rows(50257, 12, 5, DEFAULT_TABLE_MB * 1e6)
+    assert n == 6_000_000 // (12 * 5 * 4 + 2) == 24_793
 
     class Shape:
         n_vocab = 50257
@@ -282,3 +283,62 @@ def test_head_cards_name_composition_partners(tmp_path, small_vocab_layer):
     write_report(small_vocab_layer, one, figures=False)
     assert "not computed: " in one.read_text(encoding="utf-8")
     assert "has a single layer" in one.read_text(encoding="utf-8")
+
+
+def absolute_points(d: str) -> list[tuple[str, float, float]]:
+    """(command, x, y) of every point of SVG path data with M/L/Q/C/Z in either case (a
+    small reader of the SVG path grammar: implicit repeats, relative coordinates)."""
+    tokens = re.findall(r"[A-Za-z]|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", d)
+    arity = {"m": 1, "l": 1, "q": 2, "c": 3}
+    out, x, y, sx, sy, cmd, k = [], 0.0, 0.0, 0.0, 0.0, "", 0
+    while k < len(tokens):
+        if tokens[k].isalpha():
+            cmd = tokens[k]
+            k += 1
+            if cmd in "zZ":
+                x, y = sx, sy
+                out.append(("z", x, y))
+            continue
+        n = arity[cmd.lower()]
+        vals = [float(v) for v in tokens[k:k + 2 * n]]
+        k += 2 * n
+        base = (x, y) if cmd.islower() else (0.0, 0.0)
+        for j in range(n):
+            out.append((cmd.upper(), base[0] + vals[2 * j], base[1] + vals[2 * j + 1]))
+        x, y = out[-1][1], out[-1][2]
+        if cmd in "mM":
+            sx, sy = x, y
+            cmd = "l" if cmd == "m" else "L"  # pairs after a moveto are linetos
+    return out
+
+
+def test_compact_paths_keep_every_point():
+    """`compact_path` on a real figure's paths (lines, a band, markers with curves, an
+    axis frame): the same commands and points to 0.01 pt, in fewer characters."""
+    from matplotlib.figure import Figure
+
+    from detokgui.figures.report import compact_path
+
+    rng = np.random.default_rng(0)
+    fig = Figure(figsize=(4, 3))
+    ax = fig.subplots()
+    x = np.arange(1024)
+    y = np.cumsum(rng.normal(size=1024))
+    ax.plot(x, y)
+    ax.fill_between(x, y - 1, y + 1, alpha=0.3)
+    ax.plot(x[::50], y[::50], "o")
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    paths = re.findall(r' d="([^"]*)"', buf.getvalue())
+    assert any("C" in p for p in paths) and any("z" in p for p in paths)
+    before = after = 0
+    for d in paths:
+        short = compact_path(d)
+        want, got = absolute_points(d), absolute_points(short)
+        assert [c for c, *_ in got] == [c for c, *_ in want], d[:80]
+        err = max((max(abs(a[1] - b[1]), abs(a[2] - b[2])) for a, b in zip(want, got,
+                                                                            strict=True)),
+                  default=0.0)
+        assert err <= 0.005 + 1e-9, (err, d[:80])
+        before, after = before + len(d), after + len(short)
+    assert after < 0.6 * before

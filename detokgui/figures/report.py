@@ -69,9 +69,9 @@ from detokgui.figures.registry import (
 #: Keys per head and query token in the search table.
 DEFAULT_K = 5
 #: The search table's size in the page (its base64 text), MB: GPT-2 small's 12 heads
-#: take 320 bytes per token at k = 5, so about 31,000 of its 50,257 tokens fit, and the
-#: page stays under 15 MB with the figures.
-DEFAULT_TABLE_MB = 10.0
+#: take 322 bytes per token at k = 5, so 24,793 of its 50,257 tokens fit, and its page
+#: stays under 15 MB with the figures (docs/report.md).
+DEFAULT_TABLE_MB = 8.0
 #: Pairs listed per head card.
 PAIRS_PER_HEAD = 8
 SIGMA_TEXT = "σ per token = mean over positions of σ(e_v + p_j), as export topk"
@@ -275,10 +275,73 @@ def _draw_figures(ctx: FigureContext) -> Job[tuple[list, list]]:
 SVG_RC = {"svg.fonttype": "none"}
 
 
+_PATH_TOKEN = re.compile(r"[A-Za-z]|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+#: Coordinates per point of each absolute command matplotlib's SVG writer uses.
+_PATH_ARITY = {"M": 1, "L": 1, "Q": 2, "C": 3}
+
+
+def _number(hundredths: int) -> str:
+    """A multiple of 0.01 written short: 1.5, -.25, 3."""
+    text = f"{hundredths / 100:.2f}".rstrip("0").rstrip(".")
+    text = text.replace("0.", ".", 1) if text.startswith(("0.", "-0.")) else text
+    return "0" if text in ("", "-0", "-") else text
+
+
+def compact_path(d: str) -> str:
+    """SVG path data as matplotlib writes it (absolute M, L, Q, C and z, coordinates to
+    1e-6 pt) rewritten with relative commands and coordinates to 0.01 pt: the same shape
+    (each point is the original rounded to 0.01 pt: the deltas are taken between rounded
+    points, so rounding does not accumulate) in about half the characters. The lines of
+    a figure of 1024 positions are most of a report's bytes. Data with any other
+    command is returned as it is."""
+    tokens = _PATH_TOKEN.findall(d)
+    out: list[str] = []
+    previous = ""  # the last number written ("" after a command letter)
+
+    def put(v: str) -> None:
+        nonlocal previous
+        if previous and not v.startswith("-") and not (v.startswith(".") and "." in previous):
+            out.append(" ")
+        out.append(v)
+        previous = v
+
+    x = y = start_x = start_y = 0
+    command = last = ""
+    k = 0
+    while k < len(tokens):
+        t = tokens[k]
+        if t.isalpha():
+            if t in "zZ":
+                out.append("z")
+                x, y, command, last, previous = start_x, start_y, "", "z", ""
+            elif t in _PATH_ARITY:
+                command = t
+            else:
+                return d
+            k += 1
+            continue
+        n = _PATH_ARITY.get(command, 0)
+        pts = [round(float(v) * 100) for v in tokens[k:k + 2 * n] if not v.isalpha()]
+        if not n or len(pts) < 2 * n:
+            return d
+        k += 2 * n
+        if last != command:
+            out.append(command.lower())
+            last, previous = command, ""
+        for j in range(n):
+            put(_number(pts[2 * j] - x))
+            put(_number(pts[2 * j + 1] - y))
+        x, y = pts[-2], pts[-1]
+        if command == "M":
+            start_x, start_y = x, y
+    return "".join(out)
+
+
 def svg_text(fig, prefix: str) -> str:
     """A matplotlib figure as an <svg> element to inline in HTML: without the XML
     prologue, its ids (clip paths, images) prefixed so that the figures of one page do
-    not share them, and made unique within the figure."""
+    not share them, and made unique within the figure; paths in relative coordinates to
+    0.01 pt (`compact_path`)."""
     import matplotlib
 
     buf = io.StringIO()
@@ -293,6 +356,8 @@ def svg_text(fig, prefix: str) -> str:
         return f'id="{prefix}{m[1]}' + (f'-{n}"' if n > 1 else '"')
 
     text = re.sub(r'\bid="([^"]+)"', unique, text)
+    text = re.sub(r' d="([^"]*)"', lambda m: f' d="{compact_path(m[1])}"', text)
+    text = re.sub(r">\n\s+<", ">\n<", text)  # no indentation between elements
     text = re.sub(r'url\(#([^)]+)\)', rf'url(#{prefix}\1)', text)
     return re.sub(r'xlink:href="#([^"]+)"', rf'xlink:href="#{prefix}\1"', text)
 

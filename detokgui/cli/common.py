@@ -112,7 +112,28 @@ def model_shape(args):
     if shape is None:
         return None
     return SimpleNamespace(n_positions=shape.n_positions, n_heads=shape.n_head,
-                           n_vocab=shape.vocab_size)
+                           n_vocab=token_count(args.model, shape.vocab_size))
+
+
+def token_count(model: str, rows: int) -> int:
+    """How many token ids the model will have once loaded: its tokenizer's size when the
+    tokenizer files sit beside config.json (an OPT checkpoint's embedding has padding rows
+    beyond them, which loading leaves out: an id among them is refused now, not after the
+    weights are read), else the embedding's `rows`. The tokenizer read here is the one
+    loading takes again (`core.model.tokens.recent_tokenizer`)."""
+    from detokgui.core.base.errors import DetokError
+    from detokgui.core.model.sources.checkpoint import config_file
+    from detokgui.core.model.sources.demo import DEMO, demo_model_folder
+    from detokgui.core.model.tokens import load_tokenizer
+
+    cfg = config_file(str(demo_model_folder()) if model == DEMO else model)
+    if cfg is None:
+        return rows
+    try:
+        tok = load_tokenizer(cfg.parent, model, rows)
+    except (DetokError, OSError, ValueError):
+        return rows  # loading reports what is wrong with the tokenizer
+    return min(rows, len(tok)) if tok is not None else rows
 
 
 def prepare(args, command: ExportCommand) -> None:

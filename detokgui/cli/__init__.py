@@ -22,7 +22,7 @@ from detokgui.cli.common import EXPORTS, CliError, load_layer, prepare, record_p
 from detokgui.core.model.sources.default_model import DEFAULT_MODEL, cli_default_problem
 
 COMMAND_MODULES = ("tokens", "position", "figures", "corpus", "text", "compare", "series",
-                   "report")
+                   "report", "composition")
 
 
 def _register_commands() -> None:

@@ -136,12 +136,13 @@ class ExportFiguresDialog(QDialog):
         remember(MAX_TEXTS, self.max_texts.value())
 
 
-def export_job(layer, req: FigureRequest):
-    """Job body (a generator on a worker thread): the figure export of `req`."""
+def export_job(layer, req: FigureRequest, session: str | None = None):
+    """Job body (a generator on a worker thread): the figure export of `req`; `session`,
+    the window's session file, is named in every file's provenance record."""
     from detokgui.figures.export import iter_export_figures
 
     return (yield from iter_export_figures(layer, req.folder, req.formats, req.corpus,
-                                           max_texts=req.max_texts))
+                                           max_texts=req.max_texts, session=session))
 
 
 class FigureExporter(QObject):
@@ -171,7 +172,8 @@ class FigureExporter(QObject):
 
     def start(self, req: FigureRequest) -> None:
         layer = self.window.state.layer
-        self.submit(req, lambda: export_job(layer, req), "Exporting figures")
+        session = self.window.state.session_path
+        self.submit(req, lambda: export_job(layer, req, session), "Exporting figures")
 
     def submit(self, req, job, label: str) -> None:
         """Run `job` (a generator function) on the job runner with the progress dialog."""

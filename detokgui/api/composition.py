@@ -6,8 +6,6 @@ is called, and kept on the layer."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from detokgui.api.frames import analysis, tabled
 from detokgui.api.jobs import ProgressArg, run_job
 
@@ -57,39 +55,19 @@ def behaviour(layer, *, sequences: int = 16, length: int | None = None, seed: in
                   layer1_attention=beh.layer1_attention)
 
 
-def _footer(df, *parts) -> list[str]:
-    a = df.attrs
-    return [str(a.get("model", "")), *parts,
-            *(str(a[k]) for k in ("label", "layer1_attention") if a.get(k))]
-
-
 def composition_plot(df):
     """The figure of a `composition` frame (`dg.plot(df)`, `export composition --out
     F.svg`): the Q, K and V heatmaps of the scores it holds, layer-0 heads as rows, the
-    pairs above baseline_hi outlined (`figures.composition.composition_figure`)."""
-    from detokgui.figures.composition import composition_figure
+    pairs above baseline_hi outlined (`figures.composition.composition_frame_figure`)."""
+    from detokgui.figures.composition import composition_frame_figure
 
-    scores = {}
-    for kind in ("Q", "K", "V"):
-        rows = df[df["kind"] == kind]
-        if rows.empty:
-            continue
-        h0, h1 = rows["layer0_head"].to_numpy(int), rows["layer1_head"].to_numpy(int)
-        values = np.full((h0.max() + 1, h1.max() + 1), np.nan)
-        values[h0, h1] = rows["score"].to_numpy(float)
-        scores[kind] = values
-    return composition_figure(scores, float(df["baseline_hi"].iloc[0]),
-                              footer=_footer(df, "rows: layer-0 heads; columns: layer-1 heads"))
+    return composition_frame_figure(df)
 
 
 def behaviour_plot(df):
     """The figure of a `behaviour` frame: the previous-token scores of layer 0's heads
-    and the induction scores of layer 1's, as bars (`figures.composition.behaviour_figure`)."""
-    from detokgui.figures.composition import behaviour_figure
+    and the induction scores of layer 1's, as bars
+    (`figures.composition.behaviour_frame_figure`)."""
+    from detokgui.figures.composition import behaviour_frame_figure
 
-    def scores(layer: int, measure: str) -> np.ndarray:
-        rows = df[(df["layer"] == layer) & (df["measure"] == measure)].sort_values("head")
-        return rows["score"].to_numpy(float)
-
-    return behaviour_figure(scores(0, "previous_token"), scores(1, "induction"),
-                            footer=_footer(df))
+    return behaviour_frame_figure(df)

@@ -606,15 +606,15 @@ def _head_metrics(df):
 
 
 def _composition(df):
-    from detokgui.api.composition import composition_plot
+    from detokgui.figures.composition import composition_frame_figure
 
-    return composition_plot(df)
+    return composition_frame_figure(df)
 
 
 def _behaviour(df):
-    from detokgui.api.composition import behaviour_plot
+    from detokgui.figures.composition import behaviour_frame_figure
 
-    return behaviour_plot(df)
+    return behaviour_frame_figure(df)
 
 
 # --------------------------------------------------------------------------- window views

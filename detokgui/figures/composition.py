@@ -83,3 +83,40 @@ def behaviour_figure(previous_token: np.ndarray, induction: np.ndarray,
         draw_behaviour(axes[0, 0], previous_token, "layer 0: previous-token score", "C0")
         draw_behaviour(axes[0, 1], induction, "layer 1: induction score", "C1")
     return fig
+
+
+# The frames of `dg.composition` and `dg.behaviour` (their rows and attrs) drawn: here, not
+# in `api`, so that `api.plots` reaches them without importing `api.composition`.
+
+
+def _frame_footer(df, *parts) -> list[str]:
+    a = df.attrs
+    return [str(a.get("model", "")), *parts,
+            *(str(a[k]) for k in ("label", "layer1_attention") if a.get(k))]
+
+
+def composition_frame_figure(df) -> Figure:
+    """`composition_figure` of a composition table (layer0_head,layer1_head,kind,score,
+    baseline_mean,baseline_hi): one map per kind it holds, cells without a row blank."""
+    scores = {}
+    for kind in ("Q", "K", "V"):
+        rows = df[df["kind"] == kind]
+        if rows.empty:
+            continue
+        h0, h1 = rows["layer0_head"].to_numpy(int), rows["layer1_head"].to_numpy(int)
+        values = np.full((h0.max() + 1, h1.max() + 1), np.nan)
+        values[h0, h1] = rows["score"].to_numpy(float)
+        scores[kind] = values
+    return composition_figure(scores, float(df["baseline_hi"].iloc[0]),
+                              footer=_frame_footer(df, "rows: layer-0 heads; columns: "
+                                                       "layer-1 heads"))
+
+
+def behaviour_frame_figure(df) -> Figure:
+    """`behaviour_figure` of a behaviour table (layer,head,measure,score)."""
+    def scores(layer: int, measure: str) -> np.ndarray:
+        rows = df[(df["layer"] == layer) & (df["measure"] == measure)].sort_values("head")
+        return rows["score"].to_numpy(float)
+
+    return behaviour_figure(scores(0, "previous_token"), scores(1, "induction"),
+                            footer=_frame_footer(df))

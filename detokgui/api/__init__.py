@@ -11,8 +11,8 @@ functions of `detokgui.core`), with its conventions in `DataFrame.attrs`. Long p
 show a progress bar (`tqdm.auto`) and stop cleanly on Ctrl+C / a notebook interrupt.
 
 The functions live in modules named after what they hold (`tokens`, `position`,
-`corpus`, `text`, `circuits`, `compare`, `plots`, `series`, `sharing`); `detokgui` re-exports them lazily, so that
-`import detokgui` loads neither torch, pandas nor Qt.
+`corpus`, `text`, `circuits`, `compare`, `plots`, `series`, `sharing`); `detokgui`
+re-exports them lazily, so that `import detokgui` loads neither torch, pandas nor Qt.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ NAMES = {
     "head_classes": "position", "slopes": "position",
     "counts": "corpus", "stats": "corpus", "auroc": "corpus", "frequency": "corpus",
     "sentence": "text", "empirical": "text", "kl": "text", "sinks": "sinks",
+    "composition": "composition", "behaviour": "composition",
     "neuron": "circuits", "ov": "circuits",
     "compare": "compare", "compare_metrics": "compare", "head_metrics": "compare",
     "plot": "plots", "figure": "plots",
@@ -39,13 +40,15 @@ NAMES = {
 ANALYSES = ("terms", "sigma", "topk", "heatmap", "neighbours", "bias", "neurons", "pattern",
             "head_classes", "slopes", "counts", "stats", "auroc", "frequency", "sentence",
             "empirical", "kl", "sinks", "neuron", "ov", "compare", "compare_metrics",
-            "head_metrics")
+            "head_metrics", "composition", "behaviour")
 
 __all__ = [
-    "ANALYSES", "NAMES", "auroc", "bias", "compare", "compare_metrics", "counts", "empirical",
+    "ANALYSES", "NAMES", "auroc", "behaviour", "bias", "compare", "compare_metrics",
+    "composition", "counts", "empirical",
     "figure", "frequency", "head_classes", "head_metrics", "heatmap", "kl", "load",
-    "neighbours", "neuron", "neurons", "open_session", "ov", "pattern", "plot", "provenance", "resolve",
-    "save", "sentence", "series", "sigma", "sinks", "slopes", "stats", "terms", "topk",
+    "neighbours", "neuron", "neurons", "open_session", "ov", "pattern", "plot", "provenance",
+    "resolve", "save", "sentence", "series", "sigma", "sinks", "slopes", "stats", "terms",
+    "topk",
 ]
 
 

@@ -241,3 +241,29 @@ def test_cli_corpus_export_names_the_corpus(tiny_ckpt, tmp_path):
                  str(out)]) == 0
     corpus = prov.read_provenance(out)["corpus"]
     assert corpus["paths"][0]["path"] == str(sample_corpus().absolute())
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def test_exported_figures_carry_their_records_and_the_index_says_so(tiny_layer, tmp_path):
+    from detokgui.figures.export import export_figures
+
+    report = export_figures(tiny_layer, tmp_path / "figs", keys=["fig03a_tp", "fig02c_roc"],
+                            corpus=["sample"], session="/tmp/s.detokgui-session")
+    out = tmp_path / "figs"
+    built = {r.spec.key: r for r in report.built}
+    assert set(built) == {"fig03a_tp", "fig02c_roc"}
+    for key, r in built.items():
+        records = [prov.read_provenance(out / f) for f in r.files]
+        assert all(rec is not None for rec in records), r.files
+        assert all(rec == records[0] for rec in records)
+        assert records[0]["analysis"] == f"figure {key}"
+        assert records[0]["session"] == "/tmp/s.detokgui-session"
+        assert records[0]["conventions"]["convention"] == r.convention
+        assert (records[0]["corpus"] is not None) == (key == "fig02c_roc")
+        assert {f.rsplit(".", 1)[-1] for f in r.files} >= {"png", "svg", "pdf", "csv", "json"}
+    index = (out / "index.md").read_text()
+    assert "`detokgui provenance FILE`" in index
+    assert layer0_digest(tiny_layer) in index
+    assert "[json](fig03a_tp.csv.json)" in index

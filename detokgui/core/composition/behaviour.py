@@ -1,6 +1,6 @@
 """What the first two blocks do on repeated random tokens, measured with the model's own
-forward pass (docs/math/composition.md#behaviour): the previous-token score of every head
-and the induction score of every head, in layers 0 and 1.
+forward pass (docs/math/composition.md#behaviour-previous-token-and-induction-scores):
+the previous-token score and the induction score of every head, in layers 0 and 1.
 
 The sequences: `sequences` seeded draws of `length` distinct random tokens r (no special
 token), each repeated once, [BOS] r r (BOS: the tokenizer's bos_token_id, else

@@ -172,6 +172,8 @@ def test_stored_version_1_session_opens(qtbot):
     assert s.layer.n_heads == 8 and win.models.opened_a == "demo"
     assert (s.head, s.query_token, s.key_token, s.query_position) == (7, 4731, 2688, 60)
     assert s.sigma == SigmaChoice("at", (3, 5))
+    qtbot.waitUntil(lambda: s.token_set == [464, 3797, 3332], timeout=30000)  # its text
+    assert win.panel("tokens").current_text == "The cat sat"
     assert win.panel("topk").options.value.k == 7
     assert win.current_panel().view_name == "bias"
     close_jobs(win)

@@ -103,6 +103,27 @@ def test_launcher_refuses_a_bad_session_file_in_one_line(tmp_path):
     assert r.returncode == 2 and "either SESSION_FILE or --model" in r.stderr
 
 
+def test_launcher_opens_a_session_and_its_screenshot_names_it(tmp_path):
+    """`detokgui SESSION_FILE --screenshot`: the stored session restored (model, head,
+    query position, view) and the PNG's provenance record naming the session."""
+    import os
+
+    from detokgui.core.base.provenance import read_provenance
+
+    out = tmp_path / "shot.png"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    r = subprocess.run([sys.executable, "-m", "detokgui", str(STORED_V1), "--screenshot",
+                        str(out)], capture_output=True, text=True, timeout=300, check=False,
+                       env=env)
+    assert r.returncode == 0, r.stderr
+    rec = read_provenance(out)
+    assert rec["session"] == str(STORED_V1.absolute())
+    assert rec["analysis"] == "screenshot" and rec["view"] == "Positional bias"
+    assert rec["options"]["selection"]["head"] == 7
+    assert rec["options"]["selection"]["query_position"] == 60
+    assert rec["model"]["heads"] == 8
+
+
 # --------------------------------------------------------------------------- the library
 
 

@@ -1,5 +1,5 @@
 """`--screenshot`: wait until the model is loaded and every panel has finished drawing,
-save a PNG of the window, quit."""
+save a PNG of the window (with the provenance record of the view shown), quit."""
 
 from __future__ import annotations
 
@@ -48,11 +48,23 @@ class ScreenshotWhenIdle(QObject):
         print("detokgui: error: timed out before the window was ready", file=sys.stderr)
         self._shoot(1)
 
+    def _image(self):
+        """The window as drawn, with the provenance record of the view in front
+        (`gui.sharing.panel_record`) when a model is shown."""
+        image = self.window.grab().toImage()
+        panel = self.window.current_panel()
+        if panel is not None and self.window.state.layer is not None:
+            from detokgui.core.base.provenance import PNG_KEY, to_json
+            from detokgui.gui.sharing import panel_record
+
+            image.setText(PNG_KEY, to_json(panel_record(panel, "screenshot")))
+        return image
+
     def _shoot(self, code: int) -> None:
         self.poll.stop()
         QApplication.processEvents()
         try:
-            write_bytes(self.path, png_bytes(self.window.grab()))
+            write_bytes(self.path, png_bytes(self._image()))
         except OSError as exc:
             print(f"detokgui: error: cannot write {self.path}: {exc.strerror or exc}",
                   file=sys.stderr)

@@ -231,15 +231,18 @@ class SessionRestore(QObject):
         else:
             bad.append(f"query position {pos}")
         text = sel.get("text")
-        panel = self.window.panel("tokens")
-        if text is not None and panel is not None:
-            panel.set_text(text)  # its tokens become the token set
-        else:
+        if text is None:  # the token set alone: its tokens as the text they spell
             tokens = sel.get("token_set", [])
             kept = [t for t in tokens if 0 <= t < layer.n_vocab]
             if len(kept) != len(tokens):
                 bad.append(f"{len(tokens) - len(kept)} ids of the token set")
-            s.set_token_set(kept)
+            if kept and layer.tokenizer is not None:
+                text = layer.tokenizer.decode(kept)
+            else:
+                s.set_token_set(kept)
+        panel = self.window.panel("tokens")
+        if text is not None and panel is not None:
+            panel.set_text(text)  # its tokens become the token set
         from detokgui.core.model.conventions import SigmaChoice
 
         sigma = sel.get("sigma") or {"kind": "mean"}

@@ -5,7 +5,7 @@ import numpy as np
 import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import QObject, QPointF, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFont
 
 from detokgui.gui.plots import PlotFrame
 from detokgui.gui.small_multiples import (
@@ -157,6 +157,37 @@ def test_a_dense_band_is_drawn_with_two_points_per_pixel_column(grid, qtbot):
         assert px.min() == pytest.approx(0) and px.max() == pytest.approx(1023)
         assert py.min() == pytest.approx(lo[k].min()) and py.max() == pytest.approx(hi[k].max())
     assert grid.band("b", 1)[1] is not None  # the data as given stays readable
+
+
+def test_small_cells_keep_their_labels_apart(qtbot):
+    """25 heads in a small plot (a 1024 x 700 window): the x labels under the columns stay
+    apart, also across the gap to the next column, and the cells show their heads'
+    numbers alone; wide cells name the heads in full."""
+    from PySide6.QtGui import QFontMetrics
+
+    frame = PlotFrame("test")
+    qtbot.addWidget(frame)
+    frame.resize(340, 220)
+    frame.show()
+    sm = SmallMultiples(frame, State(0), x_label="key position j")
+    sm.set_heads(range(25))
+    axis = sm.plot.getAxis("bottom")
+    metrics = QFontMetrics(axis.style.get("tickFont") or QFont())
+    for width, x_range in ((340, (-20.46, 1043.46)), (700, (-0.5, 1022.5))):
+        frame.resize(width, 220)
+        qtbot.waitUntil(lambda w=width: frame.width() == w and sm._cell_pixels()[0] > 10)
+        sm.set_ranges(x_range, (-30, 30))
+        placed = sorted((sm.vb.mapViewToScene(QPointF(x, 0)).x(), metrics.horizontalAdvance(t))
+                        for x, t in sm.x_ticks)
+        assert len(placed) >= sm.cols  # a label under every column
+        for (x1, w1), (x2, w2) in zip(placed, placed[1:]):
+            assert x2 - x1 >= (w1 + w2) / 2 + 4
+        if width == 340:
+            assert {sm.names[h].textItem.toPlainText() for h in (0, 24)} == {"0", "24"}
+
+    frame.resize(1400, 900)
+    qtbot.waitUntil(lambda: sm._cell_pixels()[0] > 150)
+    assert sm.names[24].textItem.toPlainText() == "head 24"
 
 
 def test_pixel_envelope_keeps_each_columns_extremes():

@@ -40,6 +40,8 @@ TICK_PX_Y = 26
 MASKED_BRUSH = QColor(120, 120, 120, 38)
 FRAME_PEN = QColor(150, 150, 150)
 GRID_PEN = QColor(0, 0, 0, 28)
+NAME_FILL = QColor(255, 255, 255, 170)
+NAME_SHORT_BELOW_PX = 75  # a cell narrower than this shows its head's number alone
 
 
 def grid_columns(n: int) -> int:
@@ -129,7 +131,8 @@ class SmallMultiples(QObject):
             item.setVisible(h in heads)
         for h in heads:
             if h not in self.names:
-                item = pg.TextItem(f"head {h}", color=head_color(h), anchor=(0, 0))
+                item = pg.TextItem(f"head {h}", color=head_color(h), anchor=(0, 0),
+                                   fill=NAME_FILL)  # legible over the curves
                 font = QFont()
                 font.setPointSizeF(8.5)
                 font.setBold(True)
@@ -401,8 +404,18 @@ class SmallMultiples(QObject):
             return
         (x0, x1), (y0, y1) = self.x_range, self.y_range
         cell_w, cell_h = self._cell_pixels()
-        xs = _tick_values(x0, x1, (x1 - x0) * TICK_PX_X / max(cell_w, 1.0), inner=True)
-        ys = _tick_values(y0, y1, (y1 - y0) * TICK_PX_Y / max(cell_h, 1.0), inner=True)
+        # x labels sit side by side, also across the gap to the next column: as far apart
+        # as the widest label needs, none within half a label of a cell's side, and only
+        # one per cell when two do not fit
+        font = bottom.style.get("tickFont") or QFont()
+        widest = max((f"{round(max(abs(x0), abs(x1)))}", f"{nice_step(x1 - x0):g}"), key=len)
+        label_px = QFontMetrics(font).horizontalAdvance(widest) + 8
+        x_per_px = (x1 - x0) / max(cell_w, 1.0)
+        two = cell_w >= 2.5 * label_px
+        xs = _tick_values(x0, x1, x_per_px * max(TICK_PX_X, label_px), x_per_px * label_px / 2,
+                          least=2 if two else 1, floor=x_per_px * (label_px - 4) if two else 0)
+        y_per_px = (y1 - y0) / max(cell_h, 1.0)
+        ys = _tick_values(y0, y1, y_per_px * TICK_PX_Y, 0.04 * (y1 - y0))
         x_step = xs[1] - xs[0] if len(xs) > 1 else 1.0
         y_step = ys[1] - ys[0] if len(ys) > 1 else 1.0
         x_text = bottom.tickStrings(xs, 1.0, x_step)
@@ -423,6 +436,8 @@ class SmallMultiples(QObject):
                 py = cy + (v - y0) / (y1 - y0)
                 grid.moveTo(cx, py)
                 grid.lineTo(cx + 1.0, py)
+        for h, name in self.names.items():  # the number alone where a cell is small
+            name.setText(f"head {h}" if cell_w >= NAME_SHORT_BELOW_PX else str(h))
         self.x_ticks, self.y_ticks = x_ticks, y_ticks
         bottom.setTicks([x_ticks])
         left.setTicks([y_ticks])
@@ -461,15 +476,17 @@ def pixel_envelope(x: np.ndarray, lower: np.ndarray, upper: np.ndarray,
     return xs, np.repeat(lo, 2), np.repeat(hi, 2)
 
 
-def _tick_values(lo: float, hi: float, at_least: float, inner: bool = False) -> list[float]:
-    """Multiples of a 1-2-5 step of at least `at_least` within lo..hi; `inner`: none at the
-    very ends (a label there would touch the next row's), and at least two."""
+def _tick_values(lo: float, hi: float, at_least: float, margin: float = 0.0,
+                 least: int = 2, floor: float = 0.0) -> list[float]:
+    """Multiples of a 1-2-5 step of at least `at_least` within lo + margin .. hi - margin
+    (none at the very ends, where a label would touch the next cell's), and at least
+    `least` of them: a smaller step until there are, but none under `floor` (labels that
+    far apart would overlap)."""
     step = nice_step(at_least)
     for _ in range(4):
-        margin = 0.04 * (hi - lo) if inner else 0.0
         first = math.ceil((lo + margin) / step - 1e-9)
         last = math.floor((hi - margin) / step + 1e-9)
-        if last - first >= 1 or step < 1e-12:
+        if last - first + 1 >= least or step < 1e-12 or smaller_nice_step(step) < floor:
             break
         step = smaller_nice_step(step)
     return [k * step for k in range(first, last + 1)]

@@ -273,6 +273,9 @@ def _draw_figures(ctx: FigureContext) -> Job[tuple[list, list]]:
 #: The report's SVG text is text (the page's font), not glyph outlines: a quarter of the
 #: size, and searchable.
 SVG_RC = {"svg.fonttype": "none"}
+#: Figures are drawn at their printed size (6-7 pt text); a screen shows them this much
+#: larger (the page's CSS keeps them within its width).
+SVG_SCALE = 1.6
 
 
 _PATH_TOKEN = re.compile(r"[A-Za-z]|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -338,8 +341,8 @@ def compact_path(d: str) -> str:
 
 
 def svg_text(fig, prefix: str) -> str:
-    """A matplotlib figure as an <svg> element to inline in HTML: without the XML
-    prologue, its ids (clip paths, images) prefixed so that the figures of one page do
+    """A matplotlib figure as an <svg> element to inline in HTML, shown `SVG_SCALE` times
+    its printed size: without the XML prologue, its ids (clip paths, images) prefixed so that the figures of one page do
     not share them, and made unique within the figure; paths in relative coordinates to
     0.01 pt (`compact_path`)."""
     import matplotlib
@@ -349,6 +352,9 @@ def svg_text(fig, prefix: str) -> str:
         style.save(fig, buf, "svg")
     text = buf.getvalue()
     text = text[text.index("<svg"):]
+    head_end = text.index(">")
+    text = re.sub(r'(width|height)="([\d.]+)pt"', lambda m: f'{m[1]}="{float(m[2]) * SVG_SCALE:.1f}pt"',
+                  text[:head_end], count=2) + text[head_end:]
     seen: dict[str, int] = {}
 
     def unique(m: re.Match) -> str:  # matplotlib names equal images alike; refs use the first

@@ -342,3 +342,23 @@ def test_compact_paths_keep_every_point():
         assert err <= 0.005 + 1e-9, (err, d[:80])
         before, after = before + len(d), after + len(short)
     assert after < 0.6 * before
+
+
+def test_head_cards_name_the_sink_term(small_vocab_layer, tmp_path):
+    """Each card's sink line is core.text_side.sinks' profile of the seeded sequences."""
+    from detokgui.core.text_side.sinks import SampleTexts, sinks
+
+    out = tmp_path / "r.html"
+    write_report(small_vocab_layer, out, figures=False)
+    text = out.read_text(encoding="utf-8")
+    profile = sinks(small_vocab_layer, SampleTexts())
+    for h in profile.heads:
+        card = text[text.index(f"id='head-{h}'"):]
+        line = re.search(r"sink: attention to position 0 ([\d.]+) \(uniform ([\d.]+)\); "
+                         r"(?:sink term T_(\w+)|no term)", card)
+        r = profile.heads.index(h)
+        assert float(line[1]) == pytest.approx(profile.head_attention[r], abs=6e-4)
+        assert float(line[2]) == pytest.approx(profile.uniform, abs=6e-4)
+        if line[3]:
+            assert line[3] == profile.sink_term(h)
+    assert profile.source in text and "sink term T_" in text

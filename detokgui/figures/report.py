@@ -14,7 +14,9 @@ What it holds:
   "resulting sequence" of the paper's Table 1; with a corpus, only pairs that occur in
   it, with their count), its composition partners (the layer-1 heads it composes with
   above the random-matrix baseline, `core.composition`; block 1 is read on demand, and
-  a one-layer model says so), and for a comparison the head of B it is matched to;
+  a one-layer model says so), its sink term (`core.text_side.sinks` over seeded random
+  token sequences: the attention to position 0 against a uniform head's, and the term
+  that makes position 0 win), and for a comparison the head of B it is matched to;
 - a token search: type a token, see its top-k keys by T_ee per head, read from a table
   computed here (`vocab_pass.iter_vocab_pass`, the numbers of `export topk`) and stored
   in the page as base64 typed arrays (key ids as 16- or 32-bit integers, scores as
@@ -55,6 +57,7 @@ from detokgui.core.model.conventions import SigmaChoice, sigma_stats_job, temper
 from detokgui.core.model.provenance import layer0_digest, provenance_record
 from detokgui.core.model.tokens import vocabulary
 from detokgui.core.position_side.positional import iter_classify_heads
+from detokgui.core.text_side.sinks import SampleTexts, iter_sinks
 from detokgui.core.token_side.vocab_pass import iter_vocab_pass
 from detokgui.figures import style
 from detokgui.figures.export import check_corpus
@@ -215,12 +218,14 @@ def iter_report(layer, out: str | Path, *, compare=None, corpus: Sequence[str | 
         composed = yield from rescaled(composition_job(layer), 0.55, 0.57)
     except DetokError as exc:  # a one-layer model; block 1 not readable here
         composed = str(exc)
+    yield Progress(0.57, "attention sinks")
+    sinks = yield from rescaled(iter_sinks(layer, SampleTexts()), 0.57, 0.58)
     matching = None
     if compare is not None:
         from detokgui.core.compare.pair import Pair, iter_match_heads
 
         yield Progress(0.55, "matching the heads of A and B")
-        matching = yield from rescaled(iter_match_heads(Pair(layer, compare)), 0.57, 0.6)
+        matching = yield from rescaled(iter_match_heads(Pair(layer, compare)), 0.58, 0.6)
     drawn: list[tuple] = []
     skipped: list[tuple[str, str]] = []
     if figures:
@@ -231,7 +236,7 @@ def iter_report(layer, out: str | Path, *, compare=None, corpus: Sequence[str | 
                                session=session)
     page = report_html(layer, table, classes, drawn, skipped, compare=compare,
                        matching=matching, counts=counts, corpus=files, provenance=record,
-                       composition=composed)
+                       composition=composed, sinks=sinks)
     write_text(out, page)
     yield Progress(1.0, f"wrote {out}")
     return ReportResult(out, len(page.encode("utf-8")), table, [d[0].key for d in drawn],
@@ -509,8 +514,20 @@ def composition_text(composed, h: int, most: int = 3) -> str:
     return _e("; ".join(parts))
 
 
+def sink_text(sinks, h: int) -> str:
+    """Head h's attention to position 0 against a uniform head's, and its sink term with
+    its mean advantage (logits)."""
+    r = sinks.heads.index(h)
+    term = sinks.sink_term(h)
+    lead = float(sinks.head_advantage[r][sinks.terms.index(term)])
+    return _e(f"attention to position 0 {sinks.head_attention[r]:.3f} (uniform "
+              f"{sinks.uniform:.3f}); sink term T_{term} (+{lead:.2f} logits)"
+              if lead > 0 else f"attention to position 0 {sinks.head_attention[r]:.3f} "
+              f"(uniform {sinks.uniform:.3f}); no term favours position 0")
+
+
 def head_cards(layer, table: TokenTable, classes, vocab, counts=None, matching=None,
-               composition=None) -> str:
+               composition=None, sinks=None) -> str:
     cards = []
     for r, h in enumerate(classes.heads):
         label = classes.labels[r]
@@ -541,7 +558,8 @@ def head_cards(layer, table: TokenTable, classes, vocab, counts=None, matching=N
             f"<div class='note'>top bigram partners ({what})</div><ol class='pairs'>{items}</ol>"
             f"<div class='note'>composition partners (layer-1 head, score): "
             f"{composition_text(composition, h)}</div>"
-            "<div class='note'>sink term: not in this version yet</div></div>")
+            + (f"<div class='note'>sink: {sink_text(sinks, h)}</div>" if sinks is not None
+               else "") + "</div>")
     return "<div class='cards'>" + "".join(cards) + "</div>"
 
 
@@ -562,8 +580,9 @@ def figure_blocks(drawn, skipped, n_positions: int) -> str:
 
 def report_html(layer, table: TokenTable, classes, drawn, skipped, *, compare=None,
                 matching=None, counts=None, corpus: Sequence[Path] = (),
-                provenance: dict | None = None, composition=None) -> str:
-    """The page. `composition`: `core.composition`'s scores, or why there are none."""
+                provenance: dict | None = None, composition=None, sinks=None) -> str:
+    """The page. `composition`: `core.composition`'s scores, or why there are none;
+    `sinks`: `core.text_side.sinks.SinkProfile`."""
     from detokgui import __version__
 
     vocab = vocabulary(layer.tokenizer, layer.n_vocab)
@@ -589,6 +608,11 @@ def report_html(layer, table: TokenTable, classes, drawn, skipped, *, compare=No
     ]
     if matching is not None:
         conventions.append(("head matching", _e(matching.rule())))
+    if sinks is not None:
+        conventions.append(("sink term", _e(
+            f"core.text_side.sinks over {sinks.source}: mean attention to position 0 over "
+            "every query position i ≥ 1, and the term with the largest mean advantage "
+            "A^X_i of position 0 over the other keys")))
     if composition is not None and not isinstance(composition, str):
         conventions.append(("composition", _e(
             f"||W^OV_h M_g||_F / (||W^OV_h||_F ||M_g||_F), M_g = layer-1 head g's QK "
@@ -620,7 +644,7 @@ top keys by T_ee per head appear below. Table: {_e(size_note)}.</p>
  aria-label="token"><datalist id="dg-suggestions"></datalist>
 <div id="dg-status" class="note"></div><div id="dg-result"></div>
 <h2 id="heads">Heads{" of model A" if compare is not None else ""}</h2>
-{head_cards(layer, table, classes, vocab, counts, matching, composition)}
+{head_cards(layer, table, classes, vocab, counts, matching, composition, sinks)}
 <h2 id="figures">Figures</h2>
 {figure_blocks(drawn, skipped, layer.n_positions)}
 </main>

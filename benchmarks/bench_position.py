@@ -1,6 +1,7 @@
 """Position-side speed benchmark (not a test).
 
-    python benchmarks/bench_position.py [--checkpoint FOLDER] [--steps 40]
+    python benchmarks/bench_position.py [--checkpoint FOLDER | --heads H [--write FOLDER]]
+                                        [--steps 40] [--drags 7]
 
 1. Slider step: the Positional bias panel (B1-B3) with all 12 heads visible in its four
    plots (48 small plots), the query position set through its slider to each of the last
@@ -17,9 +18,17 @@
    heads, caches cleared) vs one [V, d] @ [d, L] matmul per head. Target: ratio <= 2.
 
 Runs offscreen on a random checkpoint with GPT-2-small dimensions (d=768, 12 heads, 1024
-positions, the real GPT-2 vocabulary size) in a 1400 x 900 window; --heads H writes one
-with H heads instead (d = 64 H: 25 gives gpt2-xl's layer-0 shapes, d = 1600). Exit status 1 when a
-target is missed. Other processes on the CPU inflate the times: run it on an idle machine.
+positions, the real GPT-2 vocabulary size) in a 1400 x 900 window, under the app's process
+settings (`gui.process.configure_process`, as the launcher does). --heads H writes one
+with H heads instead (d = 64 H: --heads 25 gives gpt2-xl's layer-0 shapes, d = 1600);
+--write FOLDER keeps it there, for --checkpoint FOLDER in later runs:
+
+    python benchmarks/bench_position.py --heads 25 --write /tmp/gpt2-xl-random
+    python benchmarks/bench_position.py --checkpoint /tmp/gpt2-xl-random
+
+(the same folder from Python: `detokgui.core.model.sources.demo.write_random_checkpoint(
+folder, n_embd=1600, n_head=25, n_positions=1024)`). Exit status 1 when a target is
+missed. Other processes on the CPU inflate the times: run it on an idle machine.
 """
 
 from __future__ import annotations
@@ -157,18 +166,20 @@ def bench_drag(app, win, n: int = 300):
 def bench_drag_cpu(app, win, drags: int, steps: int = 20, pace_s: float = 0.016):
     """GUI-thread CPU ms of each of `drags` drags of `steps` values (pressed, one value
     every `pace_s`, released), each until its last value is drawn and 150 ms more (its
-    paints; the event loop idles in them)."""
+    paints; the event loop idles in them), and how many results each drew."""
     from eventloop import pause
 
     panel = win.panel("bias")
     L = win.state.layer.n_positions
-    out = []
+    out, draws = [], []
+    drawn = [0]
+    panel.drawn.connect(lambda *_: drawn.__setitem__(0, drawn[0] + 1))
     for d in range(drags):
         start = L - 1 - steps - 37 * (d % 5)
         panel.slider.setValue(start - 1)
         wait_until(lambda s=start: shows(panel, s - 1) and not win.jobs.busy)
         pause(0.2)
-        c0 = time.thread_time()
+        c0, n0 = time.thread_time(), drawn[0]
         panel.slider.setSliderDown(True)
         for k in range(steps):
             panel.slider.setValue(start + k)
@@ -178,7 +189,8 @@ def bench_drag_cpu(app, win, drags: int, steps: int = 20, pace_s: float = 0.016)
         wait_until(lambda last=last: shows(panel, last) and not win.jobs.busy)
         pause(0.15)  # its paint, and whatever was put off to later passes
         out.append(1000 * (time.thread_time() - c0))
-    return out
+        draws.append(drawn[0] - n0)
+    return out, draws
 
 
 def bench_slopes(layer, repeats: int = 3):
@@ -216,13 +228,20 @@ def main(argv=None) -> int:
     p.add_argument("--drags", type=int, default=7, help="20-step drags to time (default 7)")
     p.add_argument("--heads", type=int, default=12, help="heads of the random checkpoint "
                    "written without --checkpoint (d = 64 per head; default 12)")
+    p.add_argument("--write", metavar="FOLDER", help="write the random checkpoint to FOLDER "
+                   "and keep it (default: a temporary folder)")
     args = p.parse_args(argv)
+    if args.checkpoint and args.write:
+        p.error("--write makes a checkpoint; --checkpoint uses one: give one of them")
 
     from PySide6.QtWidgets import QApplication
+
+    from detokgui.gui.process import configure_process
 
     tmp = tempfile.TemporaryDirectory(prefix="bench_position_")
     app = QApplication.instance() or QApplication(["bench_position"])
     isolated_settings(tmp.name, "bench_position")
+    configure_process(app)  # as the launcher does: just before the window
 
     import torch
 
@@ -231,7 +250,7 @@ def main(argv=None) -> int:
 
     folder = args.checkpoint
     if folder is None:
-        folder = str(Path(tmp.name) / f"random-{args.heads}-heads")
+        folder = args.write or str(Path(tmp.name) / f"random-{args.heads}-heads")
         print(f"writing a random checkpoint, {args.heads} heads, d = {64 * args.heads} …",
               flush=True)
         from transformers.utils import logging as hf_logging
@@ -262,10 +281,12 @@ def main(argv=None) -> int:
     print(f"\ndrag: {n} slider values in {1000 * elapsed:.0f} ms -> {jobs} computations, "
           f"at most {inflight} in flight   (target: 1, never queued)")
 
-    cpu = bench_drag_cpu(app, win, args.drags)
+    cpu, draws = bench_drag_cpu(app, win, args.drags)
+    per = [c / max(1, n) for c, n in zip(cpu, draws)]
     print(f"\ndrag CPU: {len(cpu)} drags of 20 values, all {layer.n_heads} heads: the GUI "
           f"thread's CPU time median {statistics.median(cpu):.0f} ms, min {min(cpu):.0f}, "
-          f"max {max(cpu):.0f} ms")
+          f"max {max(cpu):.0f} ms; results drawn per drag median {statistics.median(draws):g}"
+          f" (GUI CPU per result drawn: median {statistics.median(per):.1f} ms)")
 
     slopes, mm = bench_slopes(layer)
     ratio = slopes / (layer.n_heads * mm)

@@ -1,9 +1,10 @@
 """Soak benchmark (not a test): a long session through the real window.
 
     python benchmarks/bench_soak.py [--ops 1000] [--switches 10] [--seed 0] [--events]
+                                    [--heads 12] [--head-dim 64]
 
 Loads a random checkpoint with GPT-2-small dimensions (d=768, 12 heads, 1024 positions,
-the real GPT-2 vocabulary), then runs --ops mixed operations at a user's pace (one every
+the real GPT-2 vocabulary; --heads 25 gives gpt2-xl's layer-0 shapes, d=1600), then runs --ops mixed operations at a user's pace (one every
 10-40 ms, seeded): query and key token changes, head changes, tab switches, slider drags
 on the positional-bias panel (20 values back to back), option changes, Cancel, and
 --switches model switches spread over the run (alternating with a small random
@@ -300,8 +301,8 @@ def run(args) -> dict:
         log.watch_garbage_collection()
     quiet_qt_messages()
     print("writing the checkpoints …", flush=True)
-    big = str(write_random_checkpoint(Path(tmp.name) / "big", n_embd=768, n_head=12,
-                                      n_positions=1024, seed=3))
+    big = str(write_random_checkpoint(Path(tmp.name) / "big", n_embd=args.head_dim * args.heads,
+                                      n_head=args.heads, n_positions=1024, seed=3))
     small = str(write_random_checkpoint(Path(tmp.name) / "small", seed=4))
 
     from detokgui.gui import jobs
@@ -456,6 +457,11 @@ def main() -> None:
     p.add_argument("--ops", type=int, default=1000)
     p.add_argument("--switches", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--heads", type=int, default=12,
+                   help="heads of the big checkpoint (default 12; 25 for gpt2-xl's layer 0)")
+    p.add_argument("--head-dim", type=int, default=64,
+                   help="d per head of the big checkpoint (default 64: d = 768 with 12 heads, "
+                   "1600 with 25)")
     p.add_argument("--top", type=int, default=8, help="how many of the longest stalls to show")
     p.add_argument("--native", type=int, default=0, metavar="N",
                    help="take up to N `py-spy dump --native` stacks of the GUI thread during "

@@ -1,6 +1,8 @@
 """Small multiples drawn as one plot: every head's cell at an offset, one curve item per
 series for every cell, the mouse mapped back to (head, x, y)."""
 
+import itertools
+
 import numpy as np
 import pyqtgraph as pg
 import pytest
@@ -180,7 +182,7 @@ def test_small_cells_keep_their_labels_apart(qtbot):
         placed = sorted((sm.vb.mapViewToScene(QPointF(x, 0)).x(), metrics.horizontalAdvance(t))
                         for x, t in sm.x_ticks)
         assert len(placed) >= sm.cols  # a label under every column
-        for (x1, w1), (x2, w2) in zip(placed, placed[1:]):
+        for (x1, w1), (x2, w2) in itertools.pairwise(placed):
             assert x2 - x1 >= (w1 + w2) / 2 + 4
         if width == 340:
             assert {sm.names[h].textItem.toPlainText() for h in (0, 24)} == {"0", "24"}

@@ -362,3 +362,36 @@ def test_head_cards_name_the_sink_term(small_vocab_layer, tmp_path):
         if line[3]:
             assert line[3] == profile.sink_term(h)
     assert profile.source in text and "sink term T_" in text
+
+
+def test_ctrl_c_in_the_cli_writes_nothing(small_vocab_ckpt, small_corpus, tmp_path):
+    """Ctrl+C (SIGINT to the process group, as a terminal sends it) while `export report`
+    draws its figures: 'interrupted' in one line, exit 130, the previous report kept, no
+    temporary file."""
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import SUBPROCESS_ENV
+
+    out = tmp_path / "r.html"
+    out.write_text("previous report")
+    proc = subprocess.Popen([sys.executable, "-m", "detokgui", "export", "report", "--model",
+                             str(small_vocab_ckpt), "--corpus", str(small_corpus), "--out",
+                             str(out)], env=SUBPROCESS_ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        lines = []
+        while not any("figure" in line for line in lines):
+            line = proc.stderr.readline()
+            assert line, ("the report ended before Ctrl+C", lines)
+            lines.append(line)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "detokgui export report: interrupted", err
+    assert "Traceback" not in err
+    assert out.read_text() == "previous report" and os.listdir(tmp_path) == ["r.html"]

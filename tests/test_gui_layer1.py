@@ -9,6 +9,7 @@ import pytest
 from conftest import close_jobs, open_window, wait_idle
 from PySide6.QtCore import QPointF, Qt
 from tables import click_cell, column_texts
+from test_export_render import check_vector_exports
 from test_gui_text import read_csv, show
 
 from detokgui.core import Layer0
@@ -16,6 +17,7 @@ from detokgui.core.base.progress import run
 from detokgui.core.composition.behaviour import behaviour_job
 from detokgui.core.composition.scores import KINDS, composition_job
 from detokgui.core.model.sources.demo import write_random_checkpoint
+from detokgui.figures.labels import model_text
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +69,9 @@ def test_layer1_page_shows_composition_and_behaviour(qtbot, two_layers, tmp_path
         assert abs(float(k["score"]) - comp.of("V")[1, 2]) < 1e-6
         panel.bars_frame.export(tmp_path / "beh.csv")
         assert len(read_csv(tmp_path / "beh.csv")) == 2 * 2 * 4
+        model = model_text(win.state.layer)
+        for frame in panel.plot_frames():  # the SVG and PDF: the figures of these tables
+            check_vector_exports(frame, tmp_path, model, panel.title)
     finally:
         close_jobs(win)
 

@@ -605,16 +605,21 @@ def _head_metrics(df):
 # --------------------------------------------------------------------------- layer 1
 
 
-def _composition(df):
-    from detokgui.figures.composition import composition_frame_figure
+def _layer1_parts(df) -> list[str]:
+    attention = df.attrs.get("layer1_attention")
+    return [f"layer 1: {attention}"] if attention else []
 
-    return composition_frame_figure(df)
+
+def _composition(df):
+    from detokgui.figures.composition import ROWS_NOTE, composition_frame_figure
+
+    return composition_frame_figure(df, footer=_footer(df, ROWS_NOTE, *_layer1_parts(df)))
 
 
 def _behaviour(df):
     from detokgui.figures.composition import behaviour_frame_figure
 
-    return behaviour_frame_figure(df)
+    return behaviour_frame_figure(df, footer=_footer(df, *_layer1_parts(df)))
 
 
 # --------------------------------------------------------------------------- window views

@@ -89,15 +89,19 @@ def behaviour_figure(previous_token: np.ndarray, induction: np.ndarray,
 # in `api`, so that `api.plots` reaches them without importing `api.composition`.
 
 
+ROWS_NOTE = "rows: layer-0 heads; columns: layer-1 heads"
+
+
 def _frame_footer(df, *parts) -> list[str]:
     a = df.attrs
     return [str(a.get("model", "")), *parts,
             *(str(a[k]) for k in ("label", "layer1_attention") if a.get(k))]
 
 
-def composition_frame_figure(df) -> Figure:
+def composition_frame_figure(df, footer=None) -> Figure:
     """`composition_figure` of a composition table (layer0_head,layer1_head,kind,score,
-    baseline_mean,baseline_hi): one map per kind it holds, cells without a row blank."""
+    baseline_mean,baseline_hi): one map per kind it holds, cells without a row blank;
+    `footer` by default the model, the baseline and layer 1's attention of its attrs."""
     scores = {}
     for kind in ("Q", "K", "V"):
         rows = df[df["kind"] == kind]
@@ -107,16 +111,17 @@ def composition_frame_figure(df) -> Figure:
         values = np.full((h0.max() + 1, h1.max() + 1), np.nan)
         values[h0, h1] = rows["score"].to_numpy(float)
         scores[kind] = values
-    return composition_figure(scores, float(df["baseline_hi"].iloc[0]),
-                              footer=_frame_footer(df, "rows: layer-0 heads; columns: "
-                                                       "layer-1 heads"))
+    if footer is None:
+        footer = _frame_footer(df, ROWS_NOTE)
+    return composition_figure(scores, float(df["baseline_hi"].iloc[0]), footer=footer)
 
 
-def behaviour_frame_figure(df) -> Figure:
-    """`behaviour_figure` of a behaviour table (layer,head,measure,score)."""
+def behaviour_frame_figure(df, footer=None) -> Figure:
+    """`behaviour_figure` of a behaviour table (layer,head,measure,score); `footer` as
+    `composition_frame_figure`'s."""
     def scores(layer: int, measure: str) -> np.ndarray:
         rows = df[(df["layer"] == layer) & (df["measure"] == measure)].sort_values("head")
         return rows["score"].to_numpy(float)
 
     return behaviour_figure(scores(0, "previous_token"), scores(1, "induction"),
-                            footer=_frame_footer(df))
+                            footer=_frame_footer(df) if footer is None else footer)

@@ -34,7 +34,7 @@ def test_the_fixture_is_small():
 
 
 def test_k_composition_finds_the_induction_circuit(induction):
-    layer, comp, beh = induction
+    _, comp, beh = induction
     prev, ind = beh.previous_token_head(), beh.induction_head()
     assert beh.previous_token[0, prev] > 0.9 and beh.induction[1, ind] > 0.8
     others = np.delete(beh.induction[1], ind)

@@ -58,9 +58,9 @@ def test_export_all_figures_from_the_file_menu(win, qtbot, tmp_path, monkeypatch
     monkeypatch.setattr(QDesktopServices, "openUrl", staticmethod(opened.append))
     real_job = ef.export_job
 
-    def job(layer, req):
+    def job(layer, req, session=None):
         threads.append(threading.current_thread())
-        return (yield from real_job(layer, req))
+        return (yield from real_job(layer, req, session))
 
     monkeypatch.setattr(ef, "export_job", job)
 

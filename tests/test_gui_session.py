@@ -99,6 +99,7 @@ def test_save_close_open_restores_the_same_state(qtbot, tiny_ckpt, tmp_path, mon
     assert saved["models"]["a"]["name"] == str(tiny_ckpt)
     assert saved["models"]["b"]["name"] == str(tiny_ckpt)
     assert saved["selection"]["head_b"] == 1 and saved["view"] == "bias"
+    assert saved["corpus"]["paths"] == ["sample"]  # the same on another installation
     win.close()
     close_jobs(win)
 

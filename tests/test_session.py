@@ -148,3 +148,11 @@ def test_open_session_in_a_notebook(tmp_path):
     assert "gone.txt moved or was deleted" in s.problems[1]
     with pytest.raises(InputError):
         open_session(tmp_path / "nothing.json")
+    # "sample" is the sample corpus of this installation
+    from detokgui.core.model.sources.demo import sample_corpus
+
+    data["models"]["b"] = None
+    data["corpus"] = {"paths": ["sample"], "text_column": "text"}
+    edited.write_text(json.dumps(data))
+    s = open_session(edited, "cpu", progress=False)
+    assert s.problems == [] and s.corpus == [str(sample_corpus())]

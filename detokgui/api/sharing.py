@@ -123,6 +123,11 @@ def open_session(path, device=None, *, progress: ProgressArg = True) -> Session:
             problems.append(f"model {slot.upper()}, {name}: {exc}")
     corpus = data.get("corpus")
     if corpus is not None:
+        from detokgui.core.corpus.documents import SAMPLE_NAME
+        from detokgui.core.model.sources.demo import sample_corpus
+
+        corpus = {**corpus, "paths": [str(sample_corpus()) if p == SAMPLE_NAME and
+                                      not Path(p).exists() else p for p in corpus["paths"]]}
         missing = [p for p in corpus["paths"] if not Path(p).exists()]
         if missing:
             problems.append(f"the corpus: {', '.join(missing)} moved or was deleted")

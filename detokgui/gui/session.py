@@ -35,9 +35,33 @@ LAST_FOLDER = "session/folder"
 
 
 def _model_entry(name: str | None, layer) -> dict | None:
+    """A model as a session names it: as it was opened (a folder as an absolute path, so
+    that the file opens from any working folder) with the commit it resolved to."""
     if layer is None:
         return None
-    return {"name": name or str(layer.name), "revision": getattr(layer, "revision", None)}
+    name = name or str(layer.name)
+    if Path(name).expanduser().is_dir():
+        name = str(Path(name).expanduser().absolute())
+    return {"name": name, "revision": getattr(layer, "revision", None)}
+
+
+def _corpus_path(path: str) -> str:
+    """A corpus path as a session stores it: "sample" for the sample corpus shipped with
+    detokgui (its path differs from one installation to the next), else absolute."""
+    from detokgui.core.corpus.documents import SAMPLE_NAME
+    from detokgui.core.model.sources.demo import sample_corpus
+
+    absolute = Path(path).absolute()
+    return SAMPLE_NAME if absolute == sample_corpus().absolute() else str(absolute)
+
+
+def corpus_paths(paths) -> list[str]:
+    """A session's corpus paths as files here ("sample": the shipped sample corpus)."""
+    from detokgui.core.corpus.documents import SAMPLE_NAME
+    from detokgui.core.model.sources.demo import sample_corpus
+
+    return [str(sample_corpus()) if p == SAMPLE_NAME and not Path(p).exists() else p
+            for p in paths]
 
 
 def _text_of(window) -> str | None:
@@ -62,7 +86,7 @@ def session_of(window) -> dict:
                   "j": int(s.sigma.positions[1])},
     }
     if s.corpus:
-        session["corpus"] = {"paths": [str(Path(p).absolute()) for p in s.corpus],
+        session["corpus"] = {"paths": [_corpus_path(p) for p in s.corpus],
                              "text_column": getattr(s.corpus, "text_column", "text")}
     panel = window.current_panel()
     session["view"] = panel.view_name if panel is not None else None
@@ -166,12 +190,13 @@ class SessionRestore(QObject):
             if self.window.state.corpus:
                 control.clear()
             return
-        missing = [p for p in corpus["paths"] if not Path(p).exists()]
+        paths = corpus_paths(corpus["paths"])
+        missing = [p for p in paths if not Path(p).exists()]
         if missing:
             self.problems.append(f"the corpus: {', '.join(missing)} moved or was deleted")
             return
         control.text_column = corpus.get("text_column") or "text"
-        control.open(corpus["paths"])
+        control.open(paths)
 
     def _a_failed(self, exc, _message: str = "") -> None:
         self._disconnect_a()

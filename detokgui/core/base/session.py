@@ -18,8 +18,9 @@ A session (format version `VERSION`) holds
 `head_b` is B's head when a pair of heads was chosen together (else null: B's head
 follows the matching). `text` is the Tokens view's text, whose tokens are the token set
 (at most `MAX_TEXT_CHARS` of it; null or absent: the token set's tokens, decoded, become
-the text). Token ids are the model's ids; a model is reopened at the commit it was saved
-at when it came from the hub.
+the text). A corpus path "sample" is the sample corpus shipped with detokgui, wherever
+it is installed; a model folder is an absolute path. Token ids are the model's ids; a
+model is reopened at the commit it was saved at when it came from the hub.
 
 Reading checks the whole file before anything uses it (`read_session`): a file that is
 not JSON, not a session, of a newer version, or whose entries have the wrong types is

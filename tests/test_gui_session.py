@@ -42,7 +42,7 @@ def restore(qtbot, win, path, timeout=120000):
     restorer = open_session(win, path)
     assert restorer is not None
     restorer.finished.connect(done.append)
-    qtbot.waitUntil(lambda: restorer.done, timeout=timeout)
+    qtbot.waitUntil(lambda: bool(done), timeout=timeout)
     wait_idle(qtbot, win, timeout=timeout)
     return restorer.problems
 
@@ -151,6 +151,22 @@ def test_what_cannot_be_restored_is_named_and_the_rest_restored(qtbot, window, t
         assert part in text, part
     assert window.panel("topk").options.value.k == 9  # the rest is restored
     assert window.state.layer is layer  # the model shown stays
+
+
+def test_a_model_b_that_does_not_open_is_named_in_the_banner(qtbot, window, tiny_ckpt,
+                                                             tmp_path):
+    import json
+
+    data = json.loads(STORED_V1.read_text())
+    data["models"] = {"a": {"name": str(tiny_ckpt), "revision": None},
+                      "b": {"name": str(tmp_path / "gone-b"), "revision": None}}
+    data["selection"]["head"] = 1
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(data))
+    problems = restore(qtbot, window, path)
+    assert len(problems) == 1 and problems[0].startswith(f"model B, {tmp_path / 'gone-b'}")
+    assert "restored, except" in window.banner.text() and "gone-b" in window.banner.text()
+    assert window.state.head == 1 and window.state.layer_b is None
 
 
 def test_a_damaged_session_file_changes_nothing(qtbot, window, tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ import html
 from dataclasses import fields
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QFileDialog, QMessageBox
 
 from detokgui.core.base.errors import InputError
@@ -321,9 +321,14 @@ class SessionRestore(QObject):
                 pass
 
     def _finish(self) -> None:
+        """Say what was not restored once the step that ended the restore has shown its
+        own messages (a failed model B's banner comes after the signal that ended it)."""
         if self.done:
             return
         self.done = True
+        QTimer.singleShot(0, self, self._report)
+
+    def _report(self) -> None:
         w, name = self.window, Path(self.path).name
         if self.problems:
             items = "".join(f"<li>{html.escape(p)}</li>" for p in self.problems)

@@ -49,8 +49,10 @@ EXPECTED = {
     "embedding_overlap": lambda df: {"bars": len(df), "lines": 1},
     "empirical": lambda df: {"lines": 2 * _heads(df)},
     "kl": lambda df: {"lines": _lines_per_head(df, "term")},
-    # the six terms' advantages, their sum and the zero line, per head
-    "sinks": lambda df: {"lines": 8 * _heads(df)},
+    # the six terms' advantages, their sum and the zero line, per head; or the attention
+    # to position 0 and 1/(i+1)
+    "sinks": lambda df: {"lines": (2 if df.attrs.get("show") == "attention" else 8)
+                         * _heads(df)},
     # three maps and the colour bar; a square on each pair above the baseline's band
     "composition": lambda df: {"images": 4,
                                "bars": int((df["score"] > df["baseline_hi"]).sum())},

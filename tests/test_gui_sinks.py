@@ -6,10 +6,12 @@ is the view's table."""
 import numpy as np
 from conftest import SAMPLE_CORPUS, wait_idle
 from tables import click_cell, column_texts
+from test_export_render import check_vector_exports
 from test_gui_text import cell_point, read_csv, show
 
 from detokgui.core.text_side import sinks
 from detokgui.core.text_side.empirical import TextSource
+from detokgui.figures.labels import model_text
 from detokgui.gui.numbers import num
 
 CORPUS = [str(SAMPLE_CORPUS)]
@@ -53,6 +55,10 @@ def test_sink_view_draws_the_core_profile(window, qtbot, tmp_path):
     qtbot.mouseMove(panel.frame.view.viewport(), cell_point(panel.grid, 1, 7))
     qtbot.waitUntil(lambda: "i = 7" in panel.status.text(), timeout=3000)
     assert f"α(i→0) {num(float(exp.attention[1, 7]))}" in panel.status.text()
+
+    # the SVG and PDF draw what the view shows: here the attention and 1/(i+1)
+    marks = check_vector_exports(panel.frame, tmp_path, model_text(layer), panel.title)
+    assert marks["lines"] == 2 * layer.n_heads
 
     panel.frame.export(tmp_path / "sinks.csv")
     rows = read_csv(tmp_path / "sinks.csv")

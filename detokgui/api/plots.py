@@ -480,23 +480,33 @@ def _kl(df):
 
 def _sinks(df):
     """Per position: a panel per head with the six terms' advantages A^X_i over query
-    position i and their sum A_i (black); per head: the mean advantages as bars."""
+    position i and their sum A_i (black), or with attrs["show"] = "attention" (the
+    window's choice) the attention to position 0 and its uniform share 1/(i+1); per head:
+    the mean advantages as bars."""
     if "i" not in df.columns:
         return _sink_bars(df)
     hs = _heads(df)
     bos = ("position 0 = the prepended BOS token" if _true(df["bos"].iloc[0])
            else "position 0 = each text's first token")
+    attention = df.attrs.get("show") == "attention"
+    what = ("attention to key position 0 (dashed: 1/(i+1))" if attention
+            else "logit advantage of key position 0 over the others")
     with style.style():
-        fig, axes = _grid(df, len(hs), 4, 0.2 * TEXT_IN,
-                          f"logit advantage of key position 0 over the others, {bos}",
-                          sharex=True)
+        fig, axes = _grid(df, len(hs), 4, 0.2 * TEXT_IN, f"{what}, {bos}", sharex=True)
         for ax, h in zip(axes.flat, hs):
             rows = df[df["head"] == h]
-            for t in TERM_COLOURS:
-                ax.plot(rows["i"], rows[f"adv_{t}"], color=TERM_COLOURS[t], linewidth=0.8,
-                        label=f"$A^{{{t}}}$")
-            ax.plot(rows["i"], rows["advantage"], color="black", linewidth=1.0, label="$A$")
-            ax.axhline(0, color="0.6", linewidth=0.4)
+            if attention:
+                ax.plot(rows["i"], rows["attention_to_0"], label="attention to 0")
+                ax.plot(rows["i"], rows["uniform"], color="0.5", linestyle="--",
+                        linewidth=0.8, label="1/(i+1)")
+                ax.set_ylim(0, None)
+            else:
+                for t in TERM_COLOURS:
+                    ax.plot(rows["i"], rows[f"adv_{t}"], color=TERM_COLOURS[t],
+                            linewidth=0.8, label=f"$A^{{{t}}}$")
+                ax.plot(rows["i"], rows["advantage"], color="black", linewidth=1.0,
+                        label="$A$")
+                ax.axhline(0, color="0.6", linewidth=0.4)
             mean_att = float(rows["attention_to_0"].mean())
             style.panel_title(ax, f"head {h}: mean α(i→0) {mean_att:.2g}")
         style.top_legend(fig, axes[0, 0])

@@ -114,9 +114,14 @@ def _compare_attrs(panel) -> dict:
     return attrs
 
 
+def _sinks_attrs(panel) -> dict:
+    return {"show": panel.options.value.show}
+
+
 #: attrs a drawer reads that a view's result does not hold under a common name
 EXTRA_ATTRS: dict[str, Callable] = {
     "frequency": _frequency_attrs, "compare": _compare_attrs, "pattern_pair": _compare_attrs,
+    "sinks": _sinks_attrs,
 }
 
 

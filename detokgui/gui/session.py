@@ -130,6 +130,7 @@ class SessionRestore(QObject):
         self.window, self.session, self.path = window, session, str(Path(path).absolute())
         self.problems: list[str] = []
         self.done = False
+        self.a_name: str | None = None  # model A as asked for, while it loads
 
     # ------------------------------------------------------------------ steps
 
@@ -149,6 +150,7 @@ class SessionRestore(QObject):
         if w.state.layer is not None and self._same(w.models.opened_a, w.state.layer, a):
             self._a_shown()
             return
+        self.a_name = name
         w.state.modelChanged.connect(self._a_loaded)
         w.models.load_model(name, on_error=self._a_failed)
 
@@ -217,6 +219,11 @@ class SessionRestore(QObject):
         if layer is None:
             return
         self._disconnect_a()
+        if self.window.models.opened_a != self.a_name:  # cancelled, another model opened
+            self.problems.append(f"model A, {self.a_name}: another model was opened before "
+                                 "it; the selection and model B were not restored")
+            self._finish()
+            return
         self._a_shown()
 
     def _a_shown(self) -> None:

@@ -344,7 +344,9 @@ frames = [dg.terms(layer, text), dg.sigma(layer), dg.topk(layer, " Korea", k=3),
           dg.ov(layer, " Korea", k=3),
           dg.compare(layer, layer, queries=8, progress=False),
           dg.compare_metrics(layer, layer, queries=8, progress=False),
-          dg.head_metrics(layer, queries=8, progress=False)]
+          dg.head_metrics(layer, queries=8, progress=False),
+          dg.composition(layer, progress=False),
+          dg.behaviour(layer, sequences=2, length=8, progress=False)]
 for df in frames:
     df.dg.plot()
     df.dg._repr_html_()

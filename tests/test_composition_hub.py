@@ -140,3 +140,30 @@ def test_hugging_face_cache_gives_block1_without_the_network(server, tmp_path, t
     assert layer.revision == sha and server.requests == []
     local = layer1(Layer0.from_pretrained(str(three_layers), device="cpu"))
     assert torch.equal(l1.qkv_weight, local.qkv_weight)
+
+
+def test_sharded_checkpoint_fetches_block1_from_its_shards(server, tmp_path_factory):
+    """A sharded checkpoint: block 1's tensors come from the shards the index names for
+    them, and equal the folder's."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from detokgui.core.model.tokens import gpt2_tokenizer
+
+    folder = tmp_path_factory.mktemp("hub-l1-sharded")
+    torch.manual_seed(22)
+    GPT2LMHeadModel(GPT2Config(n_embd=64, n_head=4, n_layer=4, n_positions=128)) \
+        .save_pretrained(folder, max_shard_size="150KB")
+    gpt2_tokenizer().save_pretrained(folder)
+    index = json.loads((folder / "model.safetensors.index.json").read_text())["weight_map"]
+    block1 = {index[k] for k in index if k.startswith("transformer.h.1.")}
+    assert block1 != set(index.values())
+    server.repo("test/sharded").add(folder, "main")
+    layer = Layer0.from_pretrained("test/sharded", device="cpu")
+    server.reset_counts()
+    l1 = layer1(layer)
+    fetched = {p.rsplit("/", 1)[-1] for m, p, _ in server.requests
+               if "/resolve/" in p and m == "HEAD" and not p.endswith(".index.json")}
+    assert fetched and fetched <= block1
+    local = layer1(Layer0.from_pretrained(str(folder), device="cpu"))
+    assert torch.equal(l1.qkv_weight, local.qkv_weight)
+    assert torch.equal(l1.attn_out_weight, local.attn_out_weight)

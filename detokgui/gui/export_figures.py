@@ -51,6 +51,39 @@ class FigureRequest:
     max_texts: int
 
 
+def path_row(path: str, browse, tip: str = "") -> tuple[QWidget, QLineEdit, QPushButton]:
+    """(the row, its line edit holding `path`, the Browse… button calling `browse`)."""
+    row = QWidget()
+    h = QHBoxLayout(row)
+    h.setContentsMargins(0, 0, 0, 0)
+    edit = QLineEdit(path)
+    edit.setToolTip(tip)
+    button = QPushButton("Browse…")
+    button.clicked.connect(browse)
+    h.addWidget(edit, 1)
+    h.addWidget(button)
+    return row, edit, button
+
+
+def offer_box(text: str, what: str | None, missing: str, key: str, tip: str) -> QCheckBox:
+    """"TEXT (WHAT)", checked as last time (option `key`), for something the window has
+    open (`what` names it); disabled and unchecked, "TEXT (MISSING)", when it has none."""
+    box = QCheckBox(f"{text} ({what if what is not None else missing})")
+    box.setEnabled(what is not None)
+    box.setChecked(what is not None and bool(remembered(key, True)))
+    box.setToolTip(tip)
+    return box
+
+
+def export_buttons(dialog: QDialog) -> QDialogButtonBox:
+    """Export and Cancel, accepting and rejecting `dialog`."""
+    buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+    buttons.button(QDialogButtonBox.Ok).setText("Export")
+    buttons.accepted.connect(dialog.accept)
+    buttons.rejected.connect(dialog.reject)
+    return buttons
+
+
 class ExportFiguresDialog(QDialog):
     """Output folder, format checkboxes, "use the current corpus", the text cap."""
 
@@ -63,16 +96,10 @@ class ExportFiguresDialog(QDialog):
         form = QFormLayout(self)
         form.addRow(QLabel("Every figure of the paper and of the layer-0 studies that "
                            "detokgui computes,\nwith its data as CSV and an index.md."))
-        row = QWidget()
-        h = QHBoxLayout(row)
-        h.setContentsMargins(0, 0, 0, 0)
-        self.folder = QLineEdit(remembered(FOLDER, str(Path.home() / "detokgui-figures")))
-        self.folder.setToolTip("Created if missing; an existing folder gets the new files "
-                               "only once every figure is done")
-        self.browse = QPushButton("Browse…")
-        self.browse.clicked.connect(self.ask_folder)
-        h.addWidget(self.folder, 1)
-        h.addWidget(self.browse)
+        row, self.folder, self.browse = path_row(
+            remembered(FOLDER, str(Path.home() / "detokgui-figures")), self.ask_folder,
+            "Created if missing; an existing folder gets the new files only once every "
+            "figure is done")
         form.addRow("Folder", row)
         fmts = QWidget()
         h = QHBoxLayout(fmts)
@@ -86,12 +113,10 @@ class ExportFiguresDialog(QDialog):
             self.format_boxes[f] = box
             h.addWidget(box)
         form.addRow("Formats", fmts)
-        self.use_corpus = QCheckBox(f"Use the current corpus ({corpus_text})" if corpus
-                                    else "Use the current corpus (none is open: Corpus menu)")
-        self.use_corpus.setEnabled(bool(corpus))
-        self.use_corpus.setChecked(bool(corpus) and bool(remembered(USE_CORPUS, True)))
-        self.use_corpus.setToolTip("Without a corpus the corpus figures (Fig 2-C, 2-D, 3-E, "
-                                   "4, 5, 6 left, 11, 13) are listed as skipped in index.md")
+        self.use_corpus = offer_box("Use the current corpus", corpus_text if corpus else None,
+                                    "none is open: Corpus menu", USE_CORPUS,
+                                    "Without a corpus the corpus figures (Fig 2-C, 2-D, 3-E, "
+                                    "4, 5, 6 left, 11, 13) are listed as skipped in index.md")
         form.addRow("", self.use_corpus)
         self.max_texts = QSpinBox()
         self.max_texts.setRange(1, 100000)
@@ -99,10 +124,7 @@ class ExportFiguresDialog(QDialog):
         self.max_texts.setToolTip("Corpus windows read by the text figures (observed "
                                   "attention, six-term KL); the counts use the whole corpus")
         form.addRow("Texts", self.max_texts)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.buttons.button(QDialogButtonBox.Ok).setText("Export")
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
+        self.buttons = export_buttons(self)
         form.addRow(self.buttons)
         self.folder.textChanged.connect(self._update)
         self._update()

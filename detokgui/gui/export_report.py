@@ -22,15 +22,11 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
-    QHBoxLayout,
     QLabel,
-    QLineEdit,
     QMessageBox,
-    QPushButton,
-    QWidget,
 )
 
-from detokgui.gui.export_figures import FigureExporter
+from detokgui.gui.export_figures import FigureExporter, export_buttons, offer_box, path_row
 from detokgui.gui.options import remember, remembered
 
 JOB_KEY = "export-report"
@@ -62,26 +58,18 @@ class ExportReportDialog(QDialog):
         form = QFormLayout(self)
         form.addRow(QLabel("One HTML file to open in any browser, offline: the model card,\n"
                            "the figures, a card per head and a token search."))
-        row = QWidget()
-        h = QHBoxLayout(row)
-        h.setContentsMargins(0, 0, 0, 0)
-        self.file = QLineEdit(remembered(FILE, str(Path.home() / "detokgui-report.html")))
-        self.browse = QPushButton("Browse…")
-        self.browse.clicked.connect(self.ask_file)
-        h.addWidget(self.file, 1)
-        h.addWidget(self.browse)
+        row, self.file, self.browse = path_row(
+            remembered(FILE, str(Path.home() / "detokgui-report.html")), self.ask_file,
+            "Written only when complete")
         form.addRow("File", row)
-        self.use_corpus = QCheckBox(f"Use the current corpus ({corpus_text})" if corpus
-                                    else "Use the current corpus (none is open: Corpus menu)")
-        self.use_corpus.setEnabled(bool(corpus))
-        self.use_corpus.setChecked(bool(corpus) and bool(remembered(USE_CORPUS, True)))
-        self.use_corpus.setToolTip("The corpus figures, the token table's most frequent "
-                                   "tokens and the bigram partners' counts")
+        self.use_corpus = offer_box("Use the current corpus", corpus_text if corpus else None,
+                                    "none is open: Corpus menu", USE_CORPUS,
+                                    "The corpus figures, the token table's most frequent "
+                                    "tokens and the bigram partners' counts")
         form.addRow("", self.use_corpus)
-        self.use_b = QCheckBox(f"Compare with model B ({b_name})" if b_name
-                               else "Compare with model B (none: Model › Compare with…)")
-        self.use_b.setEnabled(b_name is not None)
-        self.use_b.setChecked(b_name is not None and bool(remembered(USE_B, True)))
+        self.use_b = offer_box("Compare with model B", b_name, "none: Model › Compare with…",
+                               USE_B, "Model B's card, the matched heads and the comparison "
+                               "figures")
         form.addRow("", self.use_b)
         self.figures = QCheckBox("Draw the figures (the slowest part)")
         self.figures.setChecked(bool(remembered(FIGURES, True)))
@@ -94,10 +82,7 @@ class ExportReportDialog(QDialog):
         self.table_mb.setToolTip("Size of the token search's table in the page: all tokens "
                                  "when they fit, else the most frequent that do")
         form.addRow("Token table", self.table_mb)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.buttons.button(QDialogButtonBox.Ok).setText("Export")
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
+        self.buttons = export_buttons(self)
         form.addRow(self.buttons)
         self.file.textChanged.connect(self._update)
         self._update()

@@ -41,6 +41,9 @@ def test_cli_and_library_write_the_same_table(two_layers, layer, tmp_path, capsy
     printed = capsys.readouterr().out
     assert rc == 0, printed
     assert "baseline: the score of random Gaussian matrices" in printed
+    comp = run(composition_job(layer))
+    partners = [f"{g} <- {comp.partner('K', g)} (" for g in range(layer.n_heads)]
+    assert all(p in printed for p in partners), printed
     rows = read(out)
     df = composition(layer, progress=False)
     assert list(rows[0]) == list(df.columns) == ["layer0_head", "layer1_head", "kind", "score",

@@ -65,9 +65,10 @@ def export_composition(args, layer):
     n = _write(args.out, composition.table(layer, progress=False).table, "composition", layer)
     print(baseline_label(comp))
     K = comp.of("K")
-    g = int(K.max(axis=0).argmax())
-    print(f"strongest K-composition: layer-0 head {int(K[:, g].argmax())} -> layer-1 head "
-          f"{g}, {float(K[:, g].max()):.4f}")
+    partners = ", ".join(f"{g} <- {comp.partner('K', g)} ({float(K[:, g].max()):.3f})"
+                         for g in range(K.shape[1]))
+    print(f"strongest K-composition per layer-1 head (layer-1 head <- layer-0 head): "
+          f"{partners}")
     if args.behaviour is not None:
         beh = behaviour.table(layer, sequences=args.sequences, length=args.length,
                               seed=args.seed, prepend_bos=not args.no_bos, progress=False)

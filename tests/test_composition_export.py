@@ -110,4 +110,6 @@ def test_figures_draw_the_frames(layer, tmp_path, capsys):
     out = tmp_path / "comp.svg"
     assert cli_main(["composition", "--model", str(layer.source), "--device", "cpu",
                      "--out", str(out)]) == 0
-    assert out.read_bytes().lstrip().startswith((b"<?xml", b"<svg"))
+    svg = out.read_bytes()
+    assert svg.lstrip().startswith((b"<?xml", b"<svg"))
+    assert b"baseline: the score of random Gaussian matrices" in svg  # the footer

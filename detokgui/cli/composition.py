@@ -62,7 +62,7 @@ def export_composition(args, layer):
     from detokgui.core.composition.scores import composition_job
 
     comp = run(composition_job(layer))
-    n = _write(args.out, composition.table(layer, progress=False).table, "composition", layer)
+    n = _write(args.out, composition.table(layer, progress=False), "composition", layer)
     print(baseline_label(comp))
     K = comp.of("K")
     partners = ", ".join(f"{g} <- {comp.partner('K', g)} ({float(K[:, g].max()):.3f})"
@@ -72,24 +72,25 @@ def export_composition(args, layer):
     if args.behaviour is not None:
         beh = behaviour.table(layer, sequences=args.sequences, length=args.length,
                               seed=args.seed, prepend_bos=not args.no_bos, progress=False)
-        _write(args.behaviour, beh.table, "behaviour", layer)
+        _write(args.behaviour, beh, "behaviour", layer)
         print(f"wrote {args.behaviour} ({beh.conventions['label']})")
     return n
 
 
-def _write(path: str, table, analysis: str, layer) -> int | None:
-    """`table` as CSV, or its figure (`api.plots`) when `path` ends in .png, .svg or .pdf."""
+def _write(path: str, result, analysis: str, layer) -> int | None:
+    """`result` (an analysis' `Tabled`) as CSV, or its figure with its conventions in the
+    footer when `path` ends in .png, .svg or .pdf."""
     from detokgui.core.base.tables import write_csv
 
     if path.lower().endswith(".csv"):
-        return write_csv(path, table)
+        return write_csv(path, result.table)
     from detokgui.api.composition import behaviour_plot, composition_plot
     from detokgui.api.frames import frame
     from detokgui.core.base.atomic import atomic_open
     from detokgui.figures import style
 
     draw = composition_plot if analysis == "composition" else behaviour_plot
-    fig = draw(frame(table, analysis, layer))
+    fig = draw(frame(result.table, analysis, layer, **result.conventions))
     with atomic_open(path, "wb") as f:
         style.save(fig, f, path.rsplit(".", 1)[-1].lower())
     return None

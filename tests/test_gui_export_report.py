@@ -2,6 +2,8 @@
 on the job runner with a progress dialog, the status-bar line and the offer to open it;
 Cancel writes nothing."""
 
+import json
+import re
 import threading
 
 import pytest
@@ -52,6 +54,7 @@ def test_export_report_from_the_file_menu(win, qtbot, tmp_path, monkeypatch):
         return (yield from real_job(*args))
 
     monkeypatch.setattr(er, "report_job", job)
+    win.state.session_path = str(tmp_path / "work.detokgui-session")
     menu_titles = [a.text() for a in win.menuBar().actions()]
     file_menu = win.menuBar().actions()[menu_titles.index("&File")].menu()
     assert win.export_report_action in file_menu.actions()
@@ -65,6 +68,10 @@ def test_export_report_from_the_file_menu(win, qtbot, tmp_path, monkeypatch):
     text = out.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and 'id="dg-search"' in text
     assert "Figures left out" in text
+    head = text[: text.index("</head>")]
+    record = json.loads(re.search(r'id="dg-provenance">(.*?)</script>', head)[1])
+    assert record["session"] == win.state.session_path
+    assert record["model"]["name"] == str(win.state.layer.name)
     assert win.statusBar().currentMessage().startswith(f"Wrote the report {out}")
     assert len(asked) == 1 and "Open it in the browser?" in asked[0][2]
     assert opened[0].toLocalFile() == str(out)

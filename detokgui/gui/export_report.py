@@ -116,13 +116,14 @@ class ExportReportDialog(QDialog):
         remember(TABLE_MB, self.table_mb.value())
 
 
-def report_job(layer, layer_b, req: ReportRequest):
-    """Job body (a generator on a worker thread): the report of `req`."""
+def report_job(layer, layer_b, req: ReportRequest, session: str | None = None):
+    """Job body (a generator on a worker thread): the report of `req`; `session`: the
+    window's session file, named in the page's provenance record."""
     from detokgui.figures.report import iter_report
 
     return (yield from iter_report(layer, req.file, compare=layer_b if req.compare else None,
                                    corpus=req.corpus, figures=req.figures,
-                                   table_mb=req.table_mb))
+                                   table_mb=req.table_mb, session=session))
 
 
 class ReportExporter(FigureExporter):
@@ -145,8 +146,10 @@ class ReportExporter(FigureExporter):
         self.start(dialog.request())
 
     def start(self, req: ReportRequest) -> None:
-        layer, layer_b = self.window.state.layer, self.window.state.layer_b
-        self.submit(req, lambda: report_job(layer, layer_b, req), "Exporting the report")
+        state = self.window.state
+        layer, layer_b, session = state.layer, state.layer_b, state.session_path
+        self.submit(req, lambda: report_job(layer, layer_b, req, session),
+                    "Exporting the report")
 
     @Slot(object)
     def _done(self, result) -> None:

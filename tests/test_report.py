@@ -395,3 +395,25 @@ def test_ctrl_c_in_the_cli_writes_nothing(small_vocab_ckpt, small_corpus, tmp_pa
     assert err.strip().splitlines()[-1] == "detokgui export report: interrupted", err
     assert "Traceback" not in err
     assert out.read_text() == "previous report" and os.listdir(tmp_path) == ["r.html"]
+
+
+def test_detokgui_provenance_reads_the_report(report, tmp_path, capsys):
+    """`detokgui provenance REPORT.html` prints the page's record; a page without one is
+    said to have none (exit 1), a file that is not HTML is refused in one line (exit 2)."""
+    from detokgui.app import main as app_main
+    from detokgui.core.base.provenance import read_provenance
+
+    result, text = report
+    record = read_provenance(result.out)
+    assert record == json.loads(Page(text[: text.index("</head>")]).scripts["dg-provenance"])
+    assert app_main(["provenance", "--json", str(result.out)]) == 0
+    assert json.loads(capsys.readouterr().out) == record
+    bare = tmp_path / "bare.html"
+    bare.write_text("<!DOCTYPE html><html><head></head><body></body></html>")
+    assert app_main(["provenance", str(bare)]) == 1
+    assert "no detokgui provenance record" in capsys.readouterr().out
+    fake = tmp_path / "fake.html"
+    fake.write_bytes(b"\x89PNG\r\n")
+    assert app_main(["provenance", str(fake)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not an HTML page" in err[0]

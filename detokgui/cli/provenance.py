@@ -1,7 +1,7 @@
 """`detokgui provenance FILE...`: print the provenance record an exported file carries (a
 PNG's text chunk, an SVG's <metadata>, a PDF's information dictionary, a CSV's
-NAME.csv.json sidecar; `core.base.provenance`). A file without one gets one line saying
-so, and the exit status is 1; a file that cannot be read, 2."""
+NAME.csv.json sidecar, an HTML report's <head>; `core.base.provenance`). A file without
+one gets one line saying so, and the exit status is 1; a file that cannot be read, 2."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "analysis, its conventions and options, the corpus, the session and "
                     "the date. PNG, SVG and PDF carry it inside; a CSV beside it, in "
                     "NAME.csv.json.")
-    p.add_argument("files", nargs="+", metavar="FILE", help="exported PNG, SVG, PDF or CSV")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="exported PNG, SVG, PDF, CSV or HTML report")
     p.add_argument("--json", action="store_true",
                    help="print only the record, as JSON (one file)")
     return p

@@ -52,6 +52,7 @@ from detokgui.core.base.atomic import sweep_stale_parts, write_text
 from detokgui.core.base.checks import as_int
 from detokgui.core.base.errors import DetokError, InputError
 from detokgui.core.base.progress import Job, Progress, rescaled, run
+from detokgui.core.base.provenance import HTML_ID
 from detokgui.core.composition.scores import KINDS, composition_job
 from detokgui.core.model.conventions import SigmaChoice, sigma_stats_job, temperature_label
 from detokgui.core.model.provenance import layer0_digest, provenance_record
@@ -625,7 +626,7 @@ def report_html(layer, table: TokenTable, classes, drawn, skipped, *, compare=No
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="detokgui {_e(__version__)}">
 <title>{_e(title)}</title>
-<script type="application/json" id="dg-provenance">{prov}</script>
+<script type="application/json" id="{HTML_ID}">{prov}</script>
 <style>{_asset("report.css")}</style>
 </head><body>
 <header><h1>{_e(title)}</h1>

@@ -11,6 +11,8 @@ corpus, the session, the date. It is stored as JSON text
     PDF   the document information dictionary's entry /DetokguiProvenance (`PDF_KEY`)
     CSV   a sidecar NAME.csv.json beside NAME.csv (`sidecar_path`): the CSV itself stays
           plain rows under a header, as pandas.read_csv and spreadsheets read it
+    HTML  (the report, `figures.report`) a <script type="application/json"> element with
+          the id `HTML_ID` in the page's <head>
 
 so that figures and tables keep saying where they came from after they leave the folder
 they were written to. No torch here: every writer (CLI, API, figures, window) and the
@@ -34,8 +36,10 @@ PNG_KEY = "detokgui-provenance"
 PDF_KEY = "DetokguiProvenance"
 SVG_NAMESPACE = "https://github.com/detokgui/detokgui/provenance/1"
 SIDECAR_SUFFIX = ".json"
+#: The id of the HTML report's <script type="application/json"> holding its record.
+HTML_ID = "dg-provenance"
 #: The file types a record can be read from (a CSV through its sidecar).
-READABLE = (".png", ".svg", ".pdf", ".csv", ".json")
+READABLE = (".png", ".svg", ".pdf", ".csv", ".json", ".html", ".htm")
 
 
 def to_json(record: dict, indent: int | None = None) -> str:
@@ -147,7 +151,7 @@ def read_provenance(path: str | Path) -> dict | None:
     suffix = path.suffix.lower()
     if suffix not in READABLE:
         raise InputError(f"{path.name}: not a file detokgui writes provenance into (PNG, "
-                         "SVG, PDF, or a CSV with its .csv.json sidecar)")
+                         "SVG, PDF, an HTML report, or a CSV with its .csv.json sidecar)")
     if suffix == ".csv":
         side = sidecar_path(path)
         if not path.exists():
@@ -161,7 +165,8 @@ def read_provenance(path: str | Path) -> dict | None:
         raise InputError(f"{path}: no such file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    reader = {".png": _png_text, ".svg": _svg_text, ".pdf": _pdf_text, ".json": _json_text}
+    reader = {".png": _png_text, ".svg": _svg_text, ".pdf": _pdf_text, ".json": _json_text,
+              ".html": _html_text, ".htm": _html_text}
     text = reader[suffix](data, path)
     if text is None:
         return None
@@ -179,6 +184,17 @@ def _json_text(data: bytes, path: Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a UTF-8 JSON file") from None
+
+
+def _html_text(data: bytes, path: Path) -> str | None:
+    """The text of the report's <script id="HTML_ID"> element, in its <head>."""
+    text = data.decode("utf-8", errors="replace")
+    head = text[: text.find("</head>")] if "</head>" in text else text
+    if "<html" not in head.lower():
+        raise InputError(f"{path}: not an HTML page")
+    m = re.search(r'<script type="application/json" id="' + HTML_ID + r'">(.*?)</script>',
+                  head, re.DOTALL)
+    return None if m is None else m[1]
 
 
 def _png_text(data: bytes, path: Path) -> str | None:

@@ -300,13 +300,14 @@ def cli_record(args, layer) -> dict:
 
 def record_provenance(args, layer) -> None:
     """Put the provenance record (`cli_record`) into or beside every file the command
-    wrote (--out and a second CSV such as --metrics-out): a PNG's text chunk, an SVG's
-    <metadata>, a CSV's NAME.csv.json (`core.base.provenance.add_provenance`). Folders
+    wrote (--out and a second file such as --metrics-out or composition's --behaviour): a
+    PNG's text chunk, an SVG's <metadata>, a CSV's NAME.csv.json
+    (`core.base.provenance.add_provenance`). Folders
     (`export figures`, whose files carry their own records) and other files (a counts
     .npz, which records its own inputs) are left as they are."""
     from detokgui.core.base.provenance import add_provenance
 
-    outs = [getattr(args, name, None) for name in ("out", "metrics_out")]
+    outs = [getattr(args, name, None) for name in ("out", "metrics_out", "behaviour")]
     files = [Path(o) for o in outs
              if o and Path(o).suffix.lower() in (".csv", ".png", ".svg") and Path(o).is_file()]
     if not files:

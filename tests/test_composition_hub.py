@@ -14,7 +14,7 @@ import torch
 from hub_server import HubServer
 
 from detokgui.core import Layer0
-from detokgui.core.base.errors import Cancelled
+from detokgui.core.base.errors import Cancelled, ModelLoadError
 from detokgui.core.base.progress import run
 from detokgui.core.model.layer1 import has_layer1, layer1, layer1_job
 from detokgui.core.model.sources import hub
@@ -167,3 +167,11 @@ def test_sharded_checkpoint_fetches_block1_from_its_shards(server, tmp_path_fact
     local = layer1(Layer0.from_pretrained(str(folder), device="cpu"))
     assert torch.equal(l1.qkv_weight, local.qkv_weight)
     assert torch.equal(l1.attn_out_weight, local.attn_out_weight)
+
+
+def test_a_downloaded_layer0_folder_says_block1_is_not_in_it(server, tmp_path):
+    hub.save_layer0("test/three", tmp_path / "carried")
+    layer = Layer0.from_pretrained(str(tmp_path / "carried"), device="cpu")
+    with pytest.raises(ModelLoadError, match="holds layer 0 only") as err:
+        layer1(layer)
+    assert "test/three" in str(err.value) and "\n" not in str(err.value)

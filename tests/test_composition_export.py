@@ -54,6 +54,7 @@ def test_cli_and_library_write_the_same_table(two_layers, layer, tmp_path, capsy
     assert df.attrs["analysis"] == "composition" and df.attrs["baseline_samples"] == 400
 
     assert (tmp_path / "comp.csv.json").is_file() and (tmp_path / "beh.csv.json").is_file()
+    assert "previous-token head" in printed and "its strongest partner" in printed
     b = behaviour(layer, sequences=3, length=6, progress=False)
     got = read(beh)
     assert list(got[0]) == ["layer", "head", "measure", "score"] == list(b.columns)

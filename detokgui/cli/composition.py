@@ -59,6 +59,7 @@ def _check_composition(args, shape):
 def export_composition(args, layer):
     from detokgui.api.composition import baseline_label, behaviour, composition
     from detokgui.core.base.progress import run
+    from detokgui.core.composition.behaviour import behaviour_job
     from detokgui.core.composition.scores import composition_job
 
     comp = run(composition_job(layer))
@@ -74,7 +75,23 @@ def export_composition(args, layer):
                               seed=args.seed, prepend_bos=not args.no_bos, progress=False)
         _write(args.behaviour, beh, "behaviour", layer)
         print(f"wrote {args.behaviour} ({beh.conventions['label']})")
+        print(circuit_line(comp, run(behaviour_job(layer, args.sequences, args.length,
+                                                   args.seed, not args.no_bos))))
     return n
+
+
+def circuit_line(comp, beh) -> str:
+    """The measured induction head beside the weights: "previous-token head 1 (0.99);
+    induction head 2 (0.93): K-composition with head 1 0.245, its strongest partner 1,
+    baseline 97.5th percentile 0.139"."""
+    from detokgui.core.composition.tables import circuit_rows
+
+    prev, ind = beh.previous_token_head(), beh.induction_head()
+    row = circuit_rows(comp, beh)[ind]
+    return (f"previous-token head {prev} ({row.previous_token:.2f}); induction head {ind} "
+            f"({row.induction:.2f}): K-composition with head {prev} {row.k_composition:.3f}, "
+            f"its strongest partner {row.k_partner}, baseline 97.5th percentile "
+            f"{row.baseline_hi:.3f}")
 
 
 def _write(path: str, result, analysis: str, layer) -> int | None:

@@ -23,9 +23,12 @@ from detokgui.core.base.errors import InputError
 from detokgui.core.base.progress import Progress
 from detokgui.figures.report import (
     CSP,
-    DEFAULT_TABLE_MB,
+    DEFAULT_PAGE_MB,
+    MIN_TABLE_BYTES,
+    PAGE_OVERHEAD_BYTES,
     choose_rows,
     iter_report,
+    table_budget,
     table_rows,
     write_report,
 )
@@ -164,18 +167,33 @@ def test_budget_picks_the_most_frequent(small_vocab_layer, small_corpus, tmp_pat
 
 
 def test_gpt2_small_budget():
-    """GPT-2 small's 12 heads at k = 5 take 322 bytes a token in the page: the default
-    8 MB hold 24,793 of its 50,257 tokens, the lowest ids without a corpus."""
-    n = table_rows(50257, 12, 5, DEFAULT_TABLE_MB * 1e6)
-    assert n == 6_000_000 // (12 * 5 * 4 + 2) == 24_793
+    """GPT-2 small's 12 heads at k = 5 take 322 bytes a token in the page; in the default
+    15 MB page, beside the figures (5.0 MB measured without a corpus, 8.6 MB with the
+    sample corpus) and the vocabulary (0.47 MB), that is 28,696 or 17,316 of its 50,257
+    tokens, the lowest ids without a corpus."""
+    vocab = 472_989
+    n = [table_rows(50257, 12, 5, table_budget(DEFAULT_PAGE_MB, figures + vocab))
+         for figures in (4_967_610, 8_639_705)]
+    assert n == [28_696, 17_316]
+    assert table_budget(DEFAULT_PAGE_MB, 20_000_000) == MIN_TABLE_BYTES
 
     class Shape:
         n_vocab = 50257
 
-    rows, text = choose_rows(Shape(), n)
-    assert (rows == np.arange(n)).all() and "lowest token ids" in text
+    rows, text = choose_rows(Shape(), n[0])
+    assert (rows == np.arange(n[0])).all() and "lowest token ids" in text
     rows, text = choose_rows(Shape(), 60000)
     assert rows.size == 50257 and text.startswith("all 50,257 tokens")
+
+
+def test_page_budget_is_kept(tiny_layer, tmp_path):
+    """Without --table-mb the table fills what the page's budget leaves: the page stays
+    within it, and says why the table holds only some tokens."""
+    out = tmp_path / "r.html"
+    result = write_report(tiny_layer, out, figures=False, page_mb=1.5)
+    meta, vocab, rows, _, _ = decoded_table(Page(out.read_text(encoding="utf-8")))
+    assert result.bytes <= 1.5e6 and 1.5e6 - result.bytes < PAGE_OVERHEAD_BYTES + 1000
+    assert 0 < rows.size < len(vocab) and "the page's 1.5 MB budget leaves" in meta["rows_text"]
 
 
 @pytest.fixture

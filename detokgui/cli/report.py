@@ -10,7 +10,7 @@ from detokgui.help_texts import CORPUS_PATHS
 
 
 def _report_args(p):
-    from detokgui.figures.report import DEFAULT_K, DEFAULT_TABLE_MB
+    from detokgui.figures.report import DEFAULT_K, DEFAULT_PAGE_MB
 
     p.add_argument("--out", required=True, help="the HTML file (written only when complete)")
     p.add_argument("--model-b", "--compare", dest="compare", metavar="MODEL",
@@ -25,10 +25,12 @@ def _report_args(p):
                              "instead of a corpus")
     p.add_argument("--k", type=int, default=DEFAULT_K,
                    help=f"keys per head and token in the token search (default {DEFAULT_K})")
-    p.add_argument("--table-mb", type=float, default=DEFAULT_TABLE_MB, metavar="MB",
-                   help="size budget of the token search's table in the page (default "
-                        f"{DEFAULT_TABLE_MB:g}): all tokens when they fit, else the most "
-                        "frequent that do; the page says which")
+    p.add_argument("--page-mb", type=float, default=DEFAULT_PAGE_MB, metavar="MB",
+                   help=f"size budget of the page (default {DEFAULT_PAGE_MB:g}): the token "
+                        "search's table gets what the figures leave, all tokens when they "
+                        "fit, else the most frequent that do; the page says which")
+    p.add_argument("--table-mb", type=float, default=None, metavar="MB",
+                   help="size budget of the token table alone, instead of --page-mb's share")
     p.add_argument("--max-texts", type=int, default=None, metavar="N",
                    help="corpus windows read by the text figures (default 64)")
     p.add_argument("--no-figures", action="store_true",
@@ -38,8 +40,10 @@ def _report_args(p):
 def _check_report(args, shape):
     if args.k < 1:
         raise CliError(f"--k must be at least 1, not {args.k}")
-    if not args.table_mb > 0:
-        raise CliError(f"--table-mb must be more than 0, not {args.table_mb:g}")
+    for flag in ("page_mb", "table_mb"):
+        value = getattr(args, flag)
+        if value is not None and not value > 0:
+            raise CliError(f"--{flag.replace('_', '-')} must be more than 0, not {value:g}")
     if args.max_texts is not None and args.max_texts < 1:
         raise CliError(f"--max-texts must be at least 1, not {args.max_texts}")
     from detokgui.figures.report import check_out
@@ -61,7 +65,8 @@ def export_report(args, layer):
 
         other = load_b(args)
     result = write_report(layer, args.out, on_progress=_StderrProgress(), compare=other,
-                          corpus=args.corpus, k=args.k, table_mb=args.table_mb,
+                          corpus=args.corpus, k=args.k, page_mb=args.page_mb,
+                          table_mb=args.table_mb,
                           figures=not args.no_figures,
                           max_texts=args.max_texts or DEFAULT_MAX_TEXTS)
     print(f"{result.bytes / 1e6:.1f} MB; token table: {result.table.order}; "

@@ -20,9 +20,11 @@ What it holds:
 - a token search: type a token, see its top-k keys by T_ee per head, read from a table
   computed here (`vocab_pass.iter_vocab_pass`, the numbers of `export topk`) and stored
   in the page as base64 typed arrays (key ids as 16- or 32-bit integers, scores as
-  float16). All tokens when the table fits `table_mb`, otherwise the N most frequent
+  float16). All tokens when the table fits its budget, otherwise the N most frequent
   (by the corpus counts when a corpus is given, else the N lowest ids: a BPE
   vocabulary's ids follow its merges, most frequent first); the page says which. The
+  budget is what the page's (`page_mb`, default 15 MB) leaves after the figures, the
+  vocabulary and the rest (`table_budget`), or `table_mb` when given. The
   search is a few lines of plain JavaScript (`report_assets/report.js`): no library,
   so nothing to fetch or to inline.
 
@@ -72,10 +74,14 @@ from detokgui.figures.registry import (
 
 #: Keys per head and query token in the search table.
 DEFAULT_K = 5
-#: The search table's size in the page (its base64 text), MB: GPT-2 small's 12 heads
-#: take 322 bytes per token at k = 5, so 24,793 of its 50,257 tokens fit, and its page
-#: stays under 15 MB with the figures (docs/report.md).
-DEFAULT_TABLE_MB = 8.0
+#: The page's size budget, MB (the issue's goal for GPT-2 small with the token table): the
+#: token table gets what the figures and the rest leave (`table_budget`).
+DEFAULT_PAGE_MB = 15.0
+#: What a page holds besides the figures, the vocabulary and the table (head cards,
+#: model card, style, script): at most this many bytes (GPT-2 small's: 0.1 MB).
+PAGE_OVERHEAD_BYTES = 300_000
+#: The table's budget when the figures leave less: the page then exceeds `page_mb`.
+MIN_TABLE_BYTES = 200_000
 #: Pairs listed per head card.
 PAIRS_PER_HEAD = 8
 SIGMA_TEXT = "σ per token = mean over positions of σ(e_v + p_j), as export topk"
@@ -128,28 +134,37 @@ def table_rows(n_vocab: int, n_heads: int, k: int, budget_bytes: float) -> int:
     return max(1, min(n_vocab, int(budget_bytes * 3 / 4) // per_row))
 
 
-def choose_rows(layer, n: int, counts=None) -> tuple[np.ndarray, str]:
+def table_budget(page_mb: float, other_bytes: int) -> int:
+    """Bytes the token table may take in a page of `page_mb` MB whose figures and
+    vocabulary take `other_bytes`: the rest less `PAGE_OVERHEAD_BYTES`, at least
+    `MIN_TABLE_BYTES`."""
+    return max(MIN_TABLE_BYTES, int(page_mb * 1e6) - other_bytes - PAGE_OVERHEAD_BYTES)
+
+
+def choose_rows(layer, n: int, counts=None, why: str = "the table's size budget"
+                ) -> tuple[np.ndarray, str]:
     """The n row tokens of the table and how they were chosen: the most frequent in the
-    corpus (ties by id; tokens it lacks after, by id), else the n lowest ids."""
+    corpus (ties by id; tokens it lacks after, by id), else the n lowest ids; `why`
+    there are not more."""
     V = layer.n_vocab
     if n >= V:
         return np.arange(V), f"all {V:,} tokens of the vocabulary"
     if counts is not None:
         c = np.asarray(counts.unigrams[:V], dtype=np.int64)
         order = np.lexsort((np.arange(V), -c))[:n]
-        return order, (f"the {n:,} most frequent of the {V:,} tokens in the corpus (the "
-                       "table's size budget)")
-    return np.arange(n), (f"the {n:,} lowest token ids of {V:,} (the table's size budget; "
-                          "a BPE vocabulary's ids follow its merges, most frequent first)")
+        return order, f"the {n:,} most frequent of the {V:,} tokens in the corpus ({why})"
+    return np.arange(n), (f"the {n:,} lowest token ids of {V:,} ({why}; a BPE "
+                          "vocabulary's ids follow its merges, most frequent first)")
 
 
-def iter_token_table(layer, k: int = DEFAULT_K, table_mb: float = DEFAULT_TABLE_MB,
-                     counts=None) -> Job[TokenTable]:
-    """Generator job: the search table (see the module docstring), from one
-    whole-vocabulary pass over the chosen row tokens (sigma = mean over positions)."""
+def iter_token_table(layer, k: int = DEFAULT_K, budget_bytes: float = 8e6, counts=None,
+                     why: str = "the table's size budget") -> Job[TokenTable]:
+    """Generator job: the search table (see the module docstring) in at most
+    `budget_bytes` of the page, from one whole-vocabulary pass over the chosen row tokens
+    (sigma = mean over positions)."""
     k = max(1, min(int(k), layer.n_vocab))
-    n = table_rows(layer.n_vocab, layer.n_heads, k, table_mb * 1e6)
-    rows, order = choose_rows(layer, n, counts)
+    n = table_rows(layer.n_vocab, layer.n_heads, k, budget_bytes)
+    rows, order = choose_rows(layer, n, counts, why)
     yield from rescaled(sigma_stats_job(layer), 0.0, 0.1)
     res = yield from rescaled(iter_vocab_pass(layer, SigmaChoice("mean"), k=k,
                                               rows=rows), 0.1, 1.0)
@@ -182,25 +197,24 @@ def check_out(out: str | Path) -> Path:
 
 
 def iter_report(layer, out: str | Path, *, compare=None, corpus: Sequence[str | Path] = (),
-                k: int = DEFAULT_K, table_mb: float = DEFAULT_TABLE_MB, figures: bool = True,
+                k: int = DEFAULT_K, page_mb: float = DEFAULT_PAGE_MB,
+                table_mb: float | None = None, figures: bool = True,
                 max_texts: int = DEFAULT_MAX_TEXTS, session: str | None = None
                 ) -> Job[ReportResult]:
     """Generator job: compute everything the report shows and write it to `out` (an
     .html file) in one atomic step at the end; yields Progress, returns a ReportResult.
     `compare`: model B (a Layer0); `corpus`: corpus files, folders or counts files (the
     corpus figures, the table's rows, the bigram partners' counts); `figures=False`
-    leaves the figures out (a quicker page). The page's <head> holds its provenance
-    record as JSON (`report_provenance`; `session`: the session file it was made in)."""
+    leaves the figures out (a quicker page). The token table fills what the page's
+    `page_mb` leave (`table_budget`), or takes `table_mb` when given. The page's <head>
+    holds its provenance record as JSON (`report_provenance`; `session`: the session file
+    it was made in)."""
     out = check_out(out)
     k = as_int(k, "number of keys per head")
     if k < 1:
         raise InputError(f"The number of keys per head must be at least 1, not {k}.")
-    try:
-        table_mb = float(table_mb)
-    except (TypeError, ValueError):
-        raise InputError(f"The table's size must be a number of MB, not {table_mb!r}.") from None
-    if not table_mb > 0:
-        raise InputError(f"The table's size must be more than 0 MB, not {table_mb}.")
+    page_mb = _megabytes(page_mb, "page")
+    table_mb = None if table_mb is None else _megabytes(table_mb, "token table")
     files = check_corpus(corpus)
     sweep_stale_parts(out.parent if str(out.parent) else ".", out.name)
     ctx = FigureContext(layer, files, max_texts=max_texts, compare=compare)
@@ -210,31 +224,39 @@ def iter_report(layer, out: str | Path, *, compare=None, corpus: Sequence[str | 
 
         yield Progress(0.0, "counting the corpus")
         counts = yield from rescaled(corpus_counts(ctx), 0.0, 0.1)
-    yield Progress(0.1, "the token table: top keys of every token")
-    table = yield from rescaled(iter_token_table(layer, k, table_mb, counts), 0.1, 0.45)
-    yield Progress(0.45, "classifying the heads")
-    classes = yield from rescaled(iter_classify_heads(layer), 0.45, 0.55)
-    yield Progress(0.55, "composition with layer 1")
+    yield Progress(0.1, "classifying the heads")
+    classes = yield from rescaled(iter_classify_heads(layer), 0.1, 0.2)
+    yield Progress(0.2, "composition with layer 1")
     try:
-        composed = yield from rescaled(composition_job(layer), 0.55, 0.57)
+        composed = yield from rescaled(composition_job(layer), 0.2, 0.22)
     except DetokError as exc:  # a one-layer model; block 1 not readable here
         composed = str(exc)
-    yield Progress(0.57, "attention sinks")
-    sinks = yield from rescaled(iter_sinks(layer, SampleTexts()), 0.57, 0.58)
+    yield Progress(0.22, "attention sinks")
+    sinks = yield from rescaled(iter_sinks(layer, SampleTexts()), 0.22, 0.23)
     matching = None
     if compare is not None:
         from detokgui.core.compare.pair import Pair, iter_match_heads
 
-        yield Progress(0.55, "matching the heads of A and B")
-        matching = yield from rescaled(iter_match_heads(Pair(layer, compare)), 0.58, 0.6)
+        yield Progress(0.23, "matching the heads of A and B")
+        matching = yield from rescaled(iter_match_heads(Pair(layer, compare)), 0.23, 0.25)
     drawn: list[tuple] = []
     skipped: list[tuple[str, str]] = []
     if figures:
-        drawn, skipped = yield from rescaled(_draw_figures(ctx), 0.6, 0.97)
+        drawn, skipped = yield from rescaled(_draw_figures(ctx), 0.25, 0.6)
+    if table_mb is not None:
+        budget, why = table_mb * 1e6, f"the table's {table_mb:g} MB budget"
+    else:
+        other = sum(len(svg.encode("utf-8")) for _, svg, _ in drawn) + len(
+            _script_json(vocabulary(layer.tokenizer, layer.n_vocab)).encode("utf-8"))
+        budget = table_budget(page_mb, other)
+        why = f"what the page's {page_mb:g} MB budget leaves after the figures"
+    yield Progress(0.6, "the token table: top keys of every token")
+    table = yield from rescaled(iter_token_table(layer, k, budget, counts, why), 0.6, 0.97)
     yield Progress(0.97, f"writing {out.name}")
     record = report_provenance(layer, table, classes, compare=compare, corpus=files,
                                counts=counts, figures=figures, max_texts=max_texts,
-                               session=session)
+                               session=session, budget={"page_mb": page_mb,
+                                                        "table_mb": table_mb})
     page = report_html(layer, table, classes, drawn, skipped, compare=compare,
                        matching=matching, counts=counts, corpus=files, provenance=record,
                        composition=composed, sinks=sinks)
@@ -242,6 +264,16 @@ def iter_report(layer, out: str | Path, *, compare=None, corpus: Sequence[str | 
     yield Progress(1.0, f"wrote {out}")
     return ReportResult(out, len(page.encode("utf-8")), table, [d[0].key for d in drawn],
                         skipped)
+
+
+def _megabytes(value, what: str) -> float:
+    try:
+        mb = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"The {what}'s size must be a number of MB, not {value!r}.") from None
+    if not mb > 0:
+        raise InputError(f"The {what}'s size must be more than 0 MB, not {value}.")
+    return mb
 
 
 def write_report(layer, out, on_progress=None, **kwargs) -> ReportResult:
@@ -379,7 +411,8 @@ def svg_text(fig, prefix: str) -> str:
 
 def report_provenance(layer, table: TokenTable, classes, *, compare=None,
                       corpus: Sequence[Path] = (), counts=None, figures: bool = True,
-                      max_texts: int = DEFAULT_MAX_TEXTS, session: str | None = None) -> dict:
+                      max_texts: int = DEFAULT_MAX_TEXTS, session: str | None = None,
+                      budget: dict | None = None) -> dict:
     """The page's provenance record (`core.model.provenance.provenance_record`): the
     model (and B) with their layer-0 digests, the conventions of its numbers, the options
     it was made with (the table's k, rows and budget), the corpus and the date."""
@@ -393,7 +426,7 @@ def report_provenance(layer, table: TokenTable, classes, *, compare=None,
                      "figures": "the authors' conventions, named under each figure"},
         options={"k": table.k, "table_rows": int(table.rows.size),
                  "table_all_tokens": table.all_tokens, "table_rows_chosen": table.order,
-                 "figures": figures, "max_texts": max_texts},
+                 "figures": figures, "max_texts": max_texts, **(budget or {})},
         corpus=corpus_identity([str(p) for p in corpus], counts) if corpus else None,
         session=session)
 

@@ -3,7 +3,7 @@ model card, the figures, the head cards and a token search in one self-contained
 file), run on the job runner with a progress dialog and Cancel.
 
 The dialog asks for the file, whether to use the app's current corpus and model B (when
-they are open), whether to draw the figures, and the token table's size budget. A
+they are open), whether to draw the figures, and the page's size budget. A
 cancelled or failed export writes nothing (the page is written atomically at the end);
 on success the status bar says where it is and the user may open it in the browser.
 """
@@ -31,8 +31,8 @@ from detokgui.gui.options import remember, remembered
 
 JOB_KEY = "export-report"
 # remembered between sessions
-FILE, USE_CORPUS, USE_B, FIGURES, TABLE_MB = (
-    "report/file", "report/use_corpus", "report/use_b", "report/figures", "report/table_mb")
+FILE, USE_CORPUS, USE_B, FIGURES, PAGE_MB = (
+    "report/file", "report/use_corpus", "report/use_b", "report/figures", "report/page_mb")
 
 
 @dataclass(frozen=True)
@@ -43,14 +43,14 @@ class ReportRequest:
     corpus: tuple[str, ...]
     compare: bool  # model B of the window's comparison
     figures: bool
-    table_mb: float
+    page_mb: float
 
 
 class ExportReportDialog(QDialog):
     """The file, "use the current corpus", "compare with model B", "figures", table MB."""
 
     def __init__(self, parent, corpus: tuple[str, ...], corpus_text: str, b_name: str | None):
-        from detokgui.figures.report import DEFAULT_TABLE_MB
+        from detokgui.figures.report import DEFAULT_PAGE_MB
 
         super().__init__(parent)
         self.setWindowTitle("Export report")
@@ -74,14 +74,15 @@ class ExportReportDialog(QDialog):
         self.figures = QCheckBox("Draw the figures (the slowest part)")
         self.figures.setChecked(bool(remembered(FIGURES, True)))
         form.addRow("", self.figures)
-        self.table_mb = QDoubleSpinBox()
-        self.table_mb.setRange(0.1, 500.0)
-        self.table_mb.setDecimals(1)
-        self.table_mb.setSuffix(" MB")
-        self.table_mb.setValue(float(remembered(TABLE_MB, DEFAULT_TABLE_MB)))
-        self.table_mb.setToolTip("Size of the token search's table in the page: all tokens "
-                                 "when they fit, else the most frequent that do")
-        form.addRow("Token table", self.table_mb)
+        self.page_mb = QDoubleSpinBox()
+        self.page_mb.setRange(1.0, 1000.0)
+        self.page_mb.setDecimals(1)
+        self.page_mb.setSuffix(" MB")
+        self.page_mb.setValue(float(remembered(PAGE_MB, DEFAULT_PAGE_MB)))
+        self.page_mb.setToolTip("The page's size: the token search's table gets what the "
+                                "figures leave, all tokens when they fit, else the most "
+                                "frequent that do")
+        form.addRow("Page size", self.page_mb)
         self.buttons = export_buttons(self)
         form.addRow(self.buttons)
         self.file.textChanged.connect(self._update)
@@ -104,7 +105,7 @@ class ExportReportDialog(QDialog):
         return ReportRequest(self.file.text().strip(),
                              self.corpus if self.use_corpus.isChecked() else (),
                              self.use_b.isChecked(), self.figures.isChecked(),
-                             self.table_mb.value())
+                             self.page_mb.value())
 
     def remember_choices(self) -> None:
         remember(FILE, self.file.text().strip())
@@ -113,7 +114,7 @@ class ExportReportDialog(QDialog):
         if self.use_b.isEnabled():
             remember(USE_B, self.use_b.isChecked())
         remember(FIGURES, self.figures.isChecked())
-        remember(TABLE_MB, self.table_mb.value())
+        remember(PAGE_MB, self.page_mb.value())
 
 
 def report_job(layer, layer_b, req: ReportRequest, session: str | None = None):
@@ -123,7 +124,7 @@ def report_job(layer, layer_b, req: ReportRequest, session: str | None = None):
 
     return (yield from iter_report(layer, req.file, compare=layer_b if req.compare else None,
                                    corpus=req.corpus, figures=req.figures,
-                                   table_mb=req.table_mb, session=session))
+                                   page_mb=req.page_mb, session=session))
 
 
 class ReportExporter(FigureExporter):

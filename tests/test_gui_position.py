@@ -292,6 +292,39 @@ def test_a_result_draws_every_plot_of_every_head_at_once(window, qtbot):
     assert_bias_plots(panel, win.state.layer, win.state.query_position)
 
 
+def test_a_slider_step_lays_out_nothing(window, qtbot):
+    """A step of the query position changes the i in three titles and redraws the plots,
+    but asks for no layout pass of the panel (issue 41: each QLabel title and the status
+    line naming i laid out the window up to the main window, on every step)."""
+    from PySide6.QtCore import QEvent, QObject
+
+    win = window
+    panel = show_bias(win, qtbot)
+    win.state.set_query_position(60)
+    qtbot.waitUntil(drawn(panel, 60), timeout=10000)
+    qtbot.wait(50)
+    status = panel.status.text()
+    watched = [panel, panel.split, *(s for s, _ in panel.rows), *panel.frames.values()]
+    requests = []
+
+    class Layouts(QObject):
+        def eventFilter(self, obj, ev):
+            if ev.type() == QEvent.LayoutRequest:
+                requests.append(obj)
+            return False
+
+    spy = Layouts()
+    for w in watched:
+        w.installEventFilter(spy)
+    panel.slider.setValue(61)
+    qtbot.waitUntil(drawn(panel, 61), timeout=10000)
+    qtbot.wait(50)
+    for key in ("tpp", "total", "softmax"):
+        assert "i = 61" in panel.grids[key].title_text()
+    assert panel.status.text() == status and "i = " not in status
+    assert requests == []
+
+
 def test_click_on_a_plot_chooses_the_query_position(window, qtbot):
     win = window
     panel = show_bias(win, qtbot)

@@ -44,7 +44,6 @@ from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
     QGraphicsView,
-    QLabel,
     QMenu,
     QMessageBox,
     QVBoxLayout,
@@ -56,6 +55,7 @@ from detokgui.core.base.provenance import PNG_KEY, to_json
 from detokgui.core.base.tables import Table, write_csv
 from detokgui.core.model.conventions import DIVERGING_COLOURS
 from detokgui.gui.colorbar import ColorBar
+from detokgui.gui.plot_title import PlotTitle
 from detokgui.gui.view_figures import (
     VECTOR_FORMATS,
     FigureRequest,
@@ -376,7 +376,7 @@ class PlotFrame(QWidget):
         self.table_fn = table_fn
         self.analysis = analysis
         self.view = pg.GraphicsLayoutWidget()
-        self.title: QLabel | None = None  # made by set_title
+        self.title: PlotTitle | None = None  # made by set_title
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
@@ -403,19 +403,15 @@ class PlotFrame(QWidget):
     def set_title(self, html: str, align=Qt.AlignHCenter) -> None:
         """The plot's title (rich text) above it, wrapped onto more lines where the frame
         is narrow; blank hides it. (A pyqtgraph title is one line that sets the plot's
-        least width: a long one was cut off at both ends, and the axes with it.)"""
+        least width: a long one was cut off at both ends, and the axes with it.) A new
+        title of as many lines repaints the title only (`PlotTitle`)."""
         if self.title is None:
             if not html.strip():
                 return
-            self.title = QLabel()
-            self.title.setWordWrap(True)
-            self.title.setTextFormat(Qt.RichText)
-            self.title.setContentsMargins(6, 3, 6, 0)
-            self.title.setStyleSheet("background: white; color: black")
+            self.title = PlotTitle()
             self.layout().insertWidget(0, self.title)
-        self.title.setAlignment(align | Qt.AlignTop)
-        if html != self.title.text():
-            self.title.setText(html)
+        self.title.setAlignment(align)
+        self.title.setText(html)
         self.title.setVisible(bool(html.strip()))
 
     def title_text(self) -> str:

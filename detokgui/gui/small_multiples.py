@@ -13,7 +13,7 @@ figure shows is drawn per figure, not per cell:
   every row's left, the shared x values under every column (every cell shows the same
   ranges, as matplotlib's sharex / sharey);
 - only the heads' names are an item per cell; the title is the frame's (a word-wrapping
-  label above the plot).
+  `PlotTitle` above the plot, which a new i repaints without a layout pass).
 
 A redraw is a few numpy operations and one `setData` per series, however many heads.
 `at(scene_pos)` maps the mouse back to (head, x, y) in data coordinates, and `data(name,

@@ -291,10 +291,12 @@ class PositionalBiasPanel(Panel):
             if self._shown(key):
                 self.grids[key].set_heads(heads)
                 getattr(self, f"_draw_{key}")(self.grids[key], res, xr, a, b, win is not None)
-        self.status.setText(
-            f"i = {i} · {len(heads)} head{'s' if len(heads) != 1 else ''} · "
-            f"keys {a}..{i}" + (f" (window w = {self.options.value.window_size})" if win else "")
-            + " · hover to read values, click to choose i")
+        # Without i (the slider and the titles show it): a status line whose text changes
+        # lays out the window again, on every step of a drag.
+        keys = (f"the last w = {self.options.value.window_size} keys up to i" if win
+                else "keys j = 0..i")
+        self.status.setText(f"{len(heads)} head{'s' if len(heads) != 1 else ''} · {keys} · "
+                            "hover to read values, click to choose i")
         self.draw_ms = 1000 * (time.perf_counter() - t0)
 
     def _draw_tp(self, grid: SmallMultiples, res, xr, a, b, windowed) -> None:

@@ -4,7 +4,7 @@ FILE`), and the library reads (`dg.open_session`).
 
 A session (format version `VERSION`) holds
 
-    {"format": "detokgui-session", "version": 1, "detokgui": "0.1.0",
+    {"format": "detokgui-session", "version": 1, "detokgui": "<version>",
      "saved": "2026-11-28T12:00:00+00:00",
      "models": {"a": {"name": "gpt2", "revision": "<commit or null>"},
                 "b": null or {"name": ..., "revision": ...}},

@@ -3,7 +3,7 @@ to produce it again (`core.base.provenance` puts it into PNG, SVG, PDF and CSV s
 and reads it back).
 
     {"format": "detokgui-provenance", "version": 1,
-     "detokgui": "0.1.0", "created": "2026-11-28T11:30:00+00:00",
+     "detokgui": "<version>", "created": "2026-11-28T11:30:00+00:00",
      "model": {"name": "gpt2", "family": "gpt2", "revision": "<commit or null>",
                "source": "<folder or hub name>", "dtype": "float32",
                "vocab": 50257, "positions": 1024, "d": 768, "heads": 12,

@@ -245,3 +245,31 @@ def test_the_png_export_shows_the_title_above_the_cells(grid, qtbot, tmp_path):
 
     assert dark(0, top) > 50  # the title's text
     assert dark(top, 2 * frame.height()) > 50  # the cells, under it
+
+
+def test_a_steady_series_is_painted_from_a_pixmap_that_follows_its_data(grid, qtbot):
+    """A steady series (T_p: the query slider moves only the marker over it) is painted
+    from Qt's cache; new data, another range or a new marker still show on screen."""
+    from PySide6.QtGui import QImage
+
+    grid.set_heads([0, 1])
+    curve = grid.add_series("s", pg.mkPen("k", width=3), steady=True)
+    assert curve.cacheMode() == curve.CacheMode.DeviceCoordinateCache
+    grid.set_ranges((0, 9), (-1, 1))
+    x = np.arange(10.0)
+    grid.set_series("s", x, np.full((2, 10), -0.8))
+    qtbot.wait(30)
+
+    def dark_rows():
+        img = grid.frame.view.grab().toImage().convertToFormat(QImage.Format_RGB32)
+        cx = round(grid.frame.view.mapFromScene(grid.scene_pos(0, 4.5, 0)).x())
+        return {y for y in range(img.height()) if QColor(img.pixel(cx, y)).lightness() < 60}
+
+    low = dark_rows()
+    grid.set_series("s", x, np.full((2, 10), 0.8))  # the line moves up in its cell
+    qtbot.wait(30)
+    high = dark_rows()
+    y_low = grid.frame.view.mapFromScene(grid.scene_pos(0, 4.5, -0.8)).y()
+    y_high = grid.frame.view.mapFromScene(grid.scene_pos(0, 4.5, 0.8)).y()
+    assert any(abs(y - y_low) <= 2 for y in low) and not any(abs(y - y_low) <= 2 for y in high)
+    assert any(abs(y - y_high) <= 2 for y in high)

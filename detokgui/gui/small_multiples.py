@@ -246,12 +246,15 @@ class SmallMultiples(QObject):
 
     # ------------------------------------------------------------------ content
 
-    def add_series(self, name: str, pen) -> pg.PlotCurveItem:
+    def add_series(self, name: str, pen, steady: bool = False) -> pg.PlotCurveItem:
         """A series drawn with `pen` (one item for every cell). Every point is drawn:
         pyqtgraph's setDownsampling(method="peak") drops the last partial bin of a curve,
         here the j = i end of every head's line, the point a query position's plot is
-        about."""
+        about. `steady`: a series that a query slider does not change (T_p over every
+        key), painted from a pixmap while the marker and the shading over it move."""
         curve = pg.PlotCurveItem(pen=pen, connect="finite", antialias=len(self.heads) <= 4)
+        if steady:
+            curve.setCacheMode(pg.PlotCurveItem.DeviceCoordinateCache)
         self.vb.addItem(curve)
         self.curves[name] = curve
         self._data.setdefault(name, {})

@@ -186,8 +186,8 @@ class PositionalBiasPanel(Panel):
         band = QColor(SIGMA_COLORS["mean"])
         band.setAlpha(64)  # the figures' band alpha
         tp.add_band("band", band)
-        tp.add_series("mean", _pen("mean"))
-        tp.add_series("raw", _pen("mean"))
+        tp.add_series("mean", _pen("mean"), steady=True)
+        tp.add_series("raw", _pen("mean"), steady=True)
         for s in LINE_SIGMAS:
             self.grids["tpp"].add_series(s, _pen(s))
         self.grids["total"].add_series("total", _pen("mean"))

@@ -423,22 +423,15 @@ class SmallMultiples(QObject):
         y_step = ys[1] - ys[0] if len(ys) > 1 else 1.0
         x_text = bottom.tickStrings(xs, 1.0, x_step)
         y_text = left.tickStrings(ys, 1.0, y_step)
-        x_ticks, y_ticks, grid = [], [], QPainterPath()
+        x_ticks, y_ticks = [], []
         for c in range(self.cols):
             cx = c * (1 + GAP_X)
             x_ticks += [(cx + (v - x0) / (x1 - x0), t) for v, t in zip(xs, x_text)]
         for r in range(self.rows):
             cy = (self.rows - 1 - r) * (1 + GAP_Y)
             y_ticks += [(cy + (v - y0) / (y1 - y0), t) for v, t in zip(ys, y_text)]
-        for cx, cy in self._cell_corners().values():
-            for v in xs:
-                px = cx + (v - x0) / (x1 - x0)
-                grid.moveTo(px, cy)
-                grid.lineTo(px, cy + 1.0)
-            for v in ys:
-                py = cy + (v - y0) / (y1 - y0)
-                grid.moveTo(cx, py)
-                grid.lineTo(cx + 1.0, py)
+        grid = _grid_path(self._cell_corners().values(), [(v - x0) / (x1 - x0) for v in xs],
+                          [(v - y0) / (y1 - y0) for v in ys])
         for h, name in self.names.items():  # the number alone where a cell is small
             name.setText(f"head {h}" if cell_w >= NAME_SHORT_BELOW_PX else str(h))
         self.x_ticks, self.y_ticks = x_ticks, y_ticks
@@ -457,6 +450,20 @@ class SmallMultiples(QObject):
         width = max(30, widest + 12 + label)
         if left.width() != width:
             left.setWidth(width)
+
+
+def _grid_path(corners, xs, ys) -> QPainterPath:
+    """Grid lines in every unit cell whose lower-left corner is in `corners`: vertical at
+    the fractions `xs` of its width, horizontal at the fractions `ys` of its height."""
+    grid = QPainterPath()
+    for cx, cy in corners:
+        for fx in xs:
+            grid.moveTo(cx + fx, cy)
+            grid.lineTo(cx + fx, cy + 1.0)
+        for fy in ys:
+            grid.moveTo(cx, cy + fy)
+            grid.lineTo(cx + 1.0, cy + fy)
+    return grid
 
 
 def pixel_envelope(x: np.ndarray, lower: np.ndarray, upper: np.ndarray,

@@ -26,8 +26,8 @@ COMMANDS = (
                "`detokgui export --help` lists them"),
     ("download", "write a hub model's layer 0 into a folder to carry to an offline "
                  "machine and open there with --model FOLDER; `detokgui download --help`"),
-    ("provenance", "print what made an exported PNG, SVG, PDF or CSV (model, commit, "
-                   "conventions, corpus, session, date); `detokgui provenance --help`"),
+    ("provenance", "print what made an exported PNG, SVG, PDF, CSV or HTML report (model, "
+                   "commit, conventions, corpus, session, date); `detokgui provenance --help`"),
 )
 
 

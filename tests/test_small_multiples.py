@@ -16,6 +16,7 @@ from detokgui.gui.small_multiples import (
     SmallMultiples,
     grid_columns,
     pixel_envelope,
+    pixel_line,
 )
 
 
@@ -159,6 +160,46 @@ def test_a_dense_band_is_drawn_with_two_points_per_pixel_column(grid, qtbot):
         assert px.min() == pytest.approx(0) and px.max() == pytest.approx(1023)
         assert py.min() == pytest.approx(lo[k].min()) and py.max() == pytest.approx(hi[k].max())
     assert grid.band("b", 1)[1] is not None  # the data as given stays readable
+
+
+def test_a_dense_series_is_drawn_with_four_points_per_pixel_column(grid, qtbot):
+    """1024 points a head in cells a few hundred pixels wide: the curve gets at most four
+    points per pixel column (first, lowest, highest, last), both ends exactly, every
+    column's lowest and highest values; after a resize as many as fit then."""
+    rng = np.random.default_rng(1)
+    heads = [0, 1, 2]
+    grid.set_heads(heads)
+    grid.add_series("s", pg.mkPen("b"))
+    x = np.arange(1024.0)
+    ys = rng.normal(size=(3, 1024))
+    grid.set_ranges((0, 1023), (-5, 5))
+    grid.set_series("s", x, ys)
+    qtbot.waitUntil(lambda: grid._cell_pixels()[0] > 100)
+    for width in (900, 500):
+        grid.frame.resize(width, 600)
+        qtbot.waitUntil(lambda w=width: grid.frame.width() == w)
+        columns = grid._cell_pixels()[0]
+        for r, h in enumerate(heads):
+            xd, yd = grid.drawn("s", h)
+            assert len(xd) <= 4 * (columns + 1)
+            assert (xd[0], yd[0]) == pytest.approx((0, ys[r, 0]))
+            assert (xd[-1], yd[-1]) == pytest.approx((1023, ys[r, -1]))
+            col = np.minimum(np.floor(x / 1023 * columns), np.ceil(columns) - 1)
+            dcol = np.minimum(np.floor(xd / 1023 * columns + 1e-9), np.ceil(columns) - 1)
+            for c in np.unique(col)[::7]:
+                assert yd[dcol == c].min() == pytest.approx(ys[r, col == c].min())
+                assert yd[dcol == c].max() == pytest.approx(ys[r, col == c].max())
+    assert grid.data("s", 1)[1] is not None  # the data as given stays readable
+
+
+def test_pixel_line_keeps_each_columns_ends_and_extremes():
+    x = np.linspace(0, 1, 10)
+    ys = np.array([[0, -3, 1, 1, 2, 2, -1, 0, 7, 5.0], [1, 1, 1, 1, 1, 2, 2, 2, 2, 2]])
+    xs, out = pixel_line(x, ys, 2.0)  # 10 points over 2 columns
+    assert xs.tolist() == pytest.approx([0, 2 / 9, 2 / 9, 4 / 9, 5 / 9, 7 / 9, 7 / 9, 1])
+    assert out.tolist() == [[0, -3, 2, 2, 2, -1, 7, 5], [1, 1, 1, 1, 2, 2, 2, 2]]
+    same = pixel_line(x, ys, 3.0)  # no more than four points a column: as given
+    assert same[0] is x and same[1] is ys
 
 
 def test_small_cells_keep_their_labels_apart(qtbot):

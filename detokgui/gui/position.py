@@ -17,7 +17,7 @@ from PySide6.QtCore import QPointF, Qt, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QSpinBox, QWidget
 from superqt.utils import qthrottled, signals_blocked
 
-DRAG_THROTTLE_MS = 30
+DRAG_THROTTLE_MS = 66  # 15 values a second while dragged; the last one always
 
 
 def position_at(vb: pg.ViewBox, scene_pos: QPointF, n_positions: int) -> int | None:
@@ -113,9 +113,12 @@ class QueryPositionControl(QWidget):
 
 class PositionMarker(pg.InfiniteLine):
     """A vertical line at the shared query position. A movable one sets the position
-    while dragged (`live`, throttled) or when the drag ends."""
+    while dragged (`live`, throttled) or when the drag ends. `when_visible` (its panel's
+    `Panel.when_visible`): follow the position only while the panel is shown, and once
+    when it is shown again."""
 
-    def __init__(self, state, movable: bool = False, live: bool = True, **kw):
+    def __init__(self, state, movable: bool = False, live: bool = True, when_visible=None,
+                 **kw):
         kw.setdefault("pen", pg.mkPen((0, 0, 0, 170), width=1, style=Qt.DashLine))
         super().__init__(pos=state.query_position, angle=90, movable=movable, **kw)
         self.state = state
@@ -126,7 +129,9 @@ class PositionMarker(pg.InfiniteLine):
             self.sigPositionChangeFinished.connect(self._drag_ended)
         elif movable:
             self.sigPositionChangeFinished.connect(self._moved)
-        state.queryPositionChanged.connect(self._show)
+        follow = self._show if when_visible is None else \
+            when_visible(lambda: self._show(self.state.query_position))
+        state.queryPositionChanged.connect(follow)
         state.modelChanged.connect(self._model_changed)
         self._model_changed(state.layer)
 

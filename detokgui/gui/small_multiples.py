@@ -28,7 +28,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainterPath, QPen
-from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsRectItem
 
 from detokgui.gui.plots import PlotFrame, head_color, plain_axes
 from detokgui.gui.view_ranges import nice_step, smaller_nice_step
@@ -77,6 +77,7 @@ class SmallMultiples(QObject):
                 self.plot.setLabel(side, label)
         self.heads: list[int] = []
         self.cols = self.rows = 0
+        self.corners: dict[int, tuple[float, float]] = {}  # head -> its cell's lower left
         self.x_range: tuple[float, float] | None = None
         self.y_range: tuple[float, float] | None = None
         self.marker_at: tuple[float, float] | None = None  # (i, mask_to)
@@ -127,6 +128,7 @@ class SmallMultiples(QObject):
         n = len(heads)
         self.cols = grid_columns(n)
         self.rows = math.ceil(n / self.cols) if n else 0
+        self.corners = self._cell_corners()
         for h, item in self.names.items():
             item.setVisible(h in heads)
         for h in heads:
@@ -138,10 +140,12 @@ class SmallMultiples(QObject):
                 font.setBold(True)
                 item.setFont(font)
                 item.setZValue(20)
+                for part in (item, item.textItem):  # painted from pixmaps, not laid out
+                    part.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
                 self.vb.addItem(item, ignoreBounds=True)
                 self.names[h] = item
             self.names[h].setVisible(True)
-        for h, (x, y) in self._cell_corners().items():
+        for h, (x, y) in self.corners.items():
             self.names[h].setPos(x + 0.01, y + 1.0 - 0.01)
         width = max(1, self.cols) * (1 + GAP_X) - GAP_X
         height = max(1, self.rows) * (1 + GAP_Y) - GAP_Y
@@ -174,7 +178,7 @@ class SmallMultiples(QObject):
 
     def _relayout(self) -> None:
         """Frames, ticks, grid lines, marker and every series, for the heads and ranges."""
-        corners = self._cell_corners()
+        corners = self.corners
         frames = QPainterPath()
         for x, y in corners.values():
             frames.addRect(QRectF(x, y, 1.0, 1.0))
@@ -193,7 +197,7 @@ class SmallMultiples(QObject):
         """Data (x, y) of head h's cell to plot coordinates; points outside the x range
         are dropped, y is clipped to the cell."""
         (x0, x1), (y0, y1) = self.x_range, self.y_range
-        cx, cy = self._cell_corners()[h]
+        cx, cy = self.corners[h]
         keep = (x >= x0) & (x <= x1)
         px = cx + (x[keep] - x0) / (x1 - x0)
         py = cy + (np.clip(y[keep], y0, y1) - y0) / (y1 - y0)
@@ -202,14 +206,14 @@ class SmallMultiples(QObject):
     def scene_pos(self, h: int, x: float, y: float) -> QPointF:
         """The scene position of data point (x, y) in head h's cell."""
         (x0, x1), (y0, y1) = self.x_range, self.y_range
-        cx, cy = self._cell_corners()[h]
+        cx, cy = self.corners[h]
         return self.vb.mapViewToScene(QPointF(cx + (x - x0) / (x1 - x0),
                                               cy + (y - y0) / (y1 - y0)))
 
     def to_data(self, h: int, px, py) -> tuple[np.ndarray, np.ndarray]:
         """Plot coordinates in head h's cell back to data coordinates (`_map` inverted)."""
         (x0, x1), (y0, y1) = self.x_range, self.y_range
-        cx, cy = self._cell_corners()[h]
+        cx, cy = self.corners[h]
         return (x0 + (np.asarray(px) - cx) * (x1 - x0),
                 y0 + (np.asarray(py) - cy) * (y1 - y0))
 
@@ -282,15 +286,31 @@ class SmallMultiples(QObject):
         if self.x_range is None or not self._data.get(name):
             curve.setData([], [])
             return
-        xs, ys = [], []
-        for h in self.heads:
-            if h in self._data[name]:
-                px, py = self._map(h, *self._data[name][h])
-                xs += [px, [np.nan]]
-                ys += [py, [np.nan]]
-        if not xs:
+        data = self._data[name]
+        heads = [h for h in self.heads if h in data]
+        if not heads:
             curve.setData([], [])
             return
+        x = data[heads[0]][0]
+        if all(data[h][0] is x for h in heads):  # one x for every head: map them at once
+            (x0, x1), (y0, y1) = self.x_range, self.y_range
+            keep = (x >= x0) & (x <= x1)
+            corner = np.array([self.corners[h] for h in heads])
+            xs = (x[keep] - x0) / (x1 - x0)
+            ys = (np.clip(np.stack([data[h][1][keep] for h in heads]), y0, y1) - y0) / (y1 - y0)
+            xs, ys = pixel_line(xs, ys, self._cell_pixels()[0])
+            px = np.empty((len(heads), xs.size + 1))
+            py = np.empty_like(px)
+            px[:, :-1] = corner[:, :1] + xs
+            py[:, :-1] = corner[:, 1:] + ys
+            px[:, -1] = py[:, -1] = np.nan  # a break after every cell
+            curve.setData(px.ravel(), py.ravel(), connect="finite")
+            return
+        xs, ys = [], []
+        for h in heads:
+            px, py = self._map(h, *data[h])
+            xs += [px, [np.nan]]
+            ys += [py, [np.nan]]
         curve.setData(np.concatenate(xs), np.concatenate(ys), connect="finite")
 
     def data(self, name: str, head: int) -> tuple[np.ndarray, np.ndarray]:
@@ -359,7 +379,7 @@ class SmallMultiples(QObject):
         if self.marker_at is not None and self.x_range is not None:
             i, mask_to = self.marker_at
             (x0, x1), _ = self.x_range, self.y_range
-            for cx, cy in self._cell_corners().values():
+            for cx, cy in self.corners.values():
                 if x0 <= i <= x1:
                     px = cx + (i - x0) / (x1 - x0)
                     lines.moveTo(px, cy)
@@ -373,7 +393,7 @@ class SmallMultiples(QObject):
     def mark_head(self, *_) -> None:
         """Frame the selected head's cell when several are shown."""
         head = self.state.head if self.state is not None else None
-        corners = self._cell_corners()
+        corners = self.corners
         if len(self.heads) > 1 and head in corners:
             x, y = corners[head]
             self.selected.setRect(QRectF(x, y, 1.0, 1.0))
@@ -390,6 +410,8 @@ class SmallMultiples(QObject):
 
     def _resized(self, *_) -> None:
         self._update_ticks()
+        for name in self._data:  # at most four points a pixel column: as many as fit now
+            self._draw_series(name)
         for name in self._bands:
             self._draw_band(name)
 
@@ -430,7 +452,7 @@ class SmallMultiples(QObject):
         for r in range(self.rows):
             cy = (self.rows - 1 - r) * (1 + GAP_Y)
             y_ticks += [(cy + (v - y0) / (y1 - y0), t) for v, t in zip(ys, y_text)]
-        grid = _grid_path(self._cell_corners().values(), [(v - x0) / (x1 - x0) for v in xs],
+        grid = _grid_path(self.corners.values(), [(v - x0) / (x1 - x0) for v in xs],
                           [(v - y0) / (y1 - y0) for v in ys])
         for h, name in self.names.items():  # the number alone where a cell is small
             name.setText(f"head {h}" if cell_w >= NAME_SHORT_BELOW_PX else str(h))
@@ -484,6 +506,26 @@ def pixel_envelope(x: np.ndarray, lower: np.ndarray, upper: np.ndarray,
     hi = np.maximum.reduceat(upper, starts)
     xs = np.column_stack([x[starts], x[ends]]).ravel()
     return xs, np.repeat(lo, 2), np.repeat(hi, 2)
+
+
+def pixel_line(x: np.ndarray, ys: np.ndarray, columns: float) -> tuple[np.ndarray, np.ndarray]:
+    """Lines ys [rows, n] over increasing x (fractions 0..1 of a `columns`-pixel width) with
+    at most four points per pixel column: its first point, its lowest and highest (at the
+    column's middle x) and its last, for every row (the M4 aggregation). A line through
+    them colours the same pixel columns over the same heights as the whole line, and
+    keeps both ends exactly. Fewer points than 4 x columns come back as they are."""
+    n = x.size
+    if n <= 4 * max(columns, 1.0) or x[-1] <= x[0]:
+        return x, ys
+    col = np.floor((x - x[0]) / (x[-1] - x[0]) * columns).astype(np.int64)
+    col = np.minimum(col, math.ceil(columns) - 1)
+    starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
+    ends = np.r_[starts[1:], n] - 1
+    mid = (x[starts] + x[ends]) / 2
+    xs = np.column_stack([x[starts], mid, mid, x[ends]]).ravel()
+    out = np.stack([ys[:, starts], np.minimum.reduceat(ys, starts, axis=1),
+                    np.maximum.reduceat(ys, starts, axis=1), ys[:, ends]], axis=2)
+    return xs, out.reshape(ys.shape[0], -1)
 
 
 def _tick_values(lo: float, hi: float, at_least: float, margin: float = 0.0,

@@ -94,7 +94,8 @@ class KeyPositionPanel(Panel):
         self.curve_frame.setToolTip("The selected query token's raw term over key positions "
                                     "and its least-squares line.\nClick a position to make it "
                                     "the query position.")
-        self.position_line = PositionMarker(state, pen=pg.mkPen("#888", width=1))
+        self.position_line = PositionMarker(state, pen=pg.mkPen("#888", width=1),
+                                            when_visible=self.when_visible)
         plots.addWidget(self.curve_frame)
         plots.setSizes([420, 320])
         split.addWidget(plots)

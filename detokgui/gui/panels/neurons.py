@@ -143,7 +143,8 @@ class NeuronBrowserPanel(Panel):
         self.curve_frame.view.installEventFilter(self)  # the legend moves under a narrow plot
         self.curve_frame.view.ci.layout.setColumnStretchFactor(0, 1)
         self.marker = PositionMarker(
-            state, movable=True, live=False, pen=pg.mkPen("#444", width=1, style=Qt.DashLine),
+            state, movable=True, live=False, when_visible=self.when_visible,
+            pen=pg.mkPen("#444", width=1, style=Qt.DashLine),
             hoverPen=pg.mkPen("#d62728", width=2), label="i={value:.0f}",
             labelOpts={"position": 0.96, "color": "#444", "fill": (255, 255, 255, 200)})
         self.marker.setZValue(10)

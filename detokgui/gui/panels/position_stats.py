@@ -100,7 +100,8 @@ class PositionStatsPanel(Panel):
             self.var_plot.addItem(t, ignoreBounds=True)
         # room above the highest point for its label (with the default 2% it ran off the top)
         self.var_plot.getViewBox().setDefaultPadding(0.25)
-        self.marker = PositionMarker(state, movable=True, hoverPen=pg.mkPen("k", width=2))
+        self.marker = PositionMarker(state, movable=True, when_visible=self.when_visible,
+                                     hoverPen=pg.mkPen("k", width=2))
         self.marker.setToolTip("Query position i: drag it, or click the plot")
         self.var_plot.addItem(self.marker, ignoreBounds=True)
         self.var_frame.setMinimumHeight(160)

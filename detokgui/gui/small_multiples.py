@@ -291,18 +291,10 @@ class SmallMultiples(QObject):
             return
         x = data[heads[0]][0]
         if all(data[h][0] is x for h in heads):  # one x for every head: map them at once
-            (x0, x1), (y0, y1) = self.x_range, self.y_range
-            keep = (x >= x0) & (x <= x1)
-            corner = np.array([self.corners[h] for h in heads])
-            xs = (x[keep] - x0) / (x1 - x0)
-            ys = (np.clip(np.stack([data[h][1][keep] for h in heads]), y0, y1) - y0) / (y1 - y0)
-            xs, ys = pixel_line(xs, ys, self._cell_pixels()[0])
-            px = np.empty((len(heads), xs.size + 1))
-            py = np.empty_like(px)
-            px[:, :-1] = corner[:, :1] + xs
-            py[:, :-1] = corner[:, 1:] + ys
-            px[:, -1] = py[:, -1] = np.nan  # a break after every cell
-            curve.setData(px.ravel(), py.ravel(), connect="finite")
+            px, py = _cell_lines([self.corners[h] for h in heads], x,
+                                 np.stack([data[h][1] for h in heads]), self.x_range,
+                                 self.y_range, self._cell_pixels()[0])
+            curve.setData(px, py, connect="finite")
             return
         xs, ys = [], []
         for h in heads:
@@ -461,19 +453,19 @@ class SmallMultiples(QObject):
         self.x_ticks, self.y_ticks = x_ticks, y_ticks
         bottom.setTicks([x_ticks])
         left.setTicks([y_ticks])
-        self._fit_left_axis(y_text)
+        _fit_left_axis(left, y_text)
         self.grid_lines.setPath(grid)
 
-    def _fit_left_axis(self, texts: list[str]) -> None:
-        """The left axis as wide as its widest label now: pyqtgraph widens it only when it
-        paints them, and the cells would move under the mouse after that paint."""
-        left = self.plot.getAxis("left")
-        font = left.style.get("tickFont") or QFont()
-        widest = max((QFontMetrics(font).horizontalAdvance(t) for t in texts), default=0)
-        label = QFontMetrics(QFont()).height() + 4 if left.label.isVisible() else 0
-        width = max(30, widest + 12 + label)
-        if left.width() != width:
-            left.setWidth(width)
+
+def _fit_left_axis(left: pg.AxisItem, texts: list[str]) -> None:
+    """The left axis as wide as its widest label now: pyqtgraph widens it only when it
+    paints them, and the cells would move under the mouse after that paint."""
+    font = left.style.get("tickFont") or QFont()
+    widest = max((QFontMetrics(font).horizontalAdvance(t) for t in texts), default=0)
+    label = QFontMetrics(QFont()).height() + 4 if left.label.isVisible() else 0
+    width = max(30, widest + 12 + label)
+    if left.width() != width:
+        left.setWidth(width)
 
 
 def _grid_path(corners, xs, ys) -> QPainterPath:
@@ -508,6 +500,23 @@ def pixel_envelope(x: np.ndarray, lower: np.ndarray, upper: np.ndarray,
     hi = np.maximum.reduceat(upper, starts)
     xs = np.column_stack([x[starts], x[ends]]).ravel()
     return xs, np.repeat(lo, 2), np.repeat(hi, 2)
+
+
+def _cell_lines(corners, x, ys, x_range, y_range, columns: float):
+    """Lines ys [cells, n] over x, each in its unit cell (lower-left `corners`) showing
+    x_range by y_range (y clipped to it), at most four points a pixel column of a cell
+    `columns` pixels wide (`pixel_line`), a NaN break after every cell: (px, py) flat."""
+    (x0, x1), (y0, y1) = x_range, y_range
+    keep = (x >= x0) & (x <= x1)
+    corner = np.asarray(corners, dtype=np.float64)
+    xs, ys = pixel_line((x[keep] - x0) / (x1 - x0),
+                        (np.clip(ys[:, keep], y0, y1) - y0) / (y1 - y0), columns)
+    px = np.empty((len(corner), xs.size + 1))
+    py = np.empty_like(px)
+    px[:, :-1] = corner[:, :1] + xs
+    py[:, :-1] = corner[:, 1:] + ys
+    px[:, -1] = py[:, -1] = np.nan
+    return px.ravel(), py.ravel()
 
 
 def pixel_line(x: np.ndarray, ys: np.ndarray, columns: float) -> tuple[np.ndarray, np.ndarray]:

@@ -217,7 +217,9 @@ def close_jobs(win):
 
 
 def wait_idle(qtbot, win, timeout=30000):
-    """Until no job runs (results drawn)."""
+    """Until no job runs (results drawn). A page just shown starts computing after its
+    first paint: the event loop runs a little before the runner is asked."""
+    qtbot.wait(20)
     qtbot.waitUntil(lambda: not win.jobs.busy, timeout=timeout)
     qtbot.wait(20)
 

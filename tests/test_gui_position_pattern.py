@@ -204,8 +204,8 @@ def test_head_classification_table(window, qtbot):
 def test_classification_can_be_cancelled_and_restarted(window, qtbot):
     win, layer = window, window.state.layer
     pat = win.panel("pattern")
-    win.show_view("pattern")  # starts the classification
-    assert not pat.classes.button.isEnabled()
+    win.show_view("pattern")  # starts the classification once painted
+    qtbot.waitUntil(lambda: not pat.classes.button.isEnabled(), timeout=5000)
     win.cancel_jobs()
     wait_idle(qtbot, win)
     assert "cancelled" in pat.classes.status.text()

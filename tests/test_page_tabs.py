@@ -2,6 +2,7 @@
 each tab switch laid out the word-wrapped labels of every panel), and a relayout inside a
 page repaints what changed, not the whole tab widget."""
 
+from conftest import wait_idle
 from paint_counting import CountingWidget, PaintCounter
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
@@ -149,7 +150,7 @@ def test_a_view_brought_to_the_front_is_painted_once(window, qtbot):
     views = ("heatmap", "topk", "pattern", "neurons")
     for name in views:  # every view drawn once, its results in
         window.show_view(name)
-        qtbot.waitUntil(lambda: not window.jobs.busy, timeout=30000)
+        wait_idle(qtbot, window)
         qtbot.wait(100)
     for name in views:
         window.show_view("bias")

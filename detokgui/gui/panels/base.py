@@ -12,7 +12,7 @@ A panel writes three methods (see docs/panels.md):
 and the base class does the rest (`Channel`): any change of the shared state or of the
 panel's options calls `refresh()`; a visible panel then asks `request()` and submits
 `compute` when the request differs from what is shown or being computed; a hidden one
-only remembers that it is out of date and computes when shown. A result is drawn only if
+only remembers that it is out of date and computes when shown (after its first paint). A result is drawn only if
 its request is still the current one (the single stale check); a cancelled or failed
 computation leaves a message, never "computing…", and the view keeps the last result it
 drew. A panel with several independent computations adds channels with `add_channel`. No
@@ -405,8 +405,10 @@ class Panel(QWidget):
 
     def showEvent(self, event):
         super().showEvent(event)
-        self.refresh()
         self._catch_up()
+        # Computing starts once the page is painted: a worker that starts now holds the
+        # GIL and a core in the middle of the page's first paint.
+        QTimer.singleShot(0, self, self.refresh)
 
     def _catch_up(self) -> None:
         """Do the redraws put off while hidden, now that it is shown (before its first

@@ -329,7 +329,8 @@ def run(args) -> dict:
     meter = StallMeter(probe_when=lambda: not win.jobs.busy)
     meter.start()
     watch = StallWatch(meter, native_dumps=args.native)
-    watch.start()
+    if not args.no_stacks:
+        watch.start()
     t_start = time.perf_counter()
     t_warm = t_start
     for n in range(args.ops):
@@ -347,7 +348,8 @@ def run(args) -> dict:
         session.switch()
     settle(win, 300)
     meter.stop()
-    watch.stop()
+    if not args.no_stacks:
+        watch.stop()
     out["seconds"] = time.perf_counter() - t_start
     out["rss_end"] = idle_rss(win, draw=True)
     out["big_text"] = big_text(win, Path(tmp.name))
@@ -468,6 +470,9 @@ def main() -> None:
                    "stalls over 150 ms, with the thread then holding the GIL (py-spy starts "
                    "in ~0.2 s and then pauses the process: for finding C++ time and the "
                    "work that makes the GUI thread wait in long stalls)")
+    p.add_argument("--no-stacks", action="store_true",
+                   help="no watchdog thread sampling the GUI thread's stack during stalls: "
+                        "it needs the GIL every 3 ms while one lasts, and so lengthens it")
     p.add_argument("--events", action="store_true",
                    help="list the Qt events, panel draws and garbage collections in each of "
                    "the longest stalls that took over 2 ms of the GUI thread's CPU")

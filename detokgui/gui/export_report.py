@@ -47,7 +47,7 @@ class ReportRequest:
 
 
 class ExportReportDialog(QDialog):
-    """The file, "use the current corpus", "compare with model B", "figures", table MB."""
+    """The file, "use the current corpus", "compare with model B", "figures", page MB."""
 
     def __init__(self, parent, corpus: tuple[str, ...], corpus_text: str, b_name: str | None):
         from detokgui.figures.report import DEFAULT_PAGE_MB

@@ -249,10 +249,9 @@ class SmallMultiples(QObject):
     # ------------------------------------------------------------------ content
 
     def add_series(self, name: str, pen, steady: bool = False) -> pg.PlotCurveItem:
-        """A series drawn with `pen` (one item for every cell). Every point is drawn:
-        pyqtgraph's setDownsampling(method="peak") drops the last partial bin of a curve,
-        here the j = i end of every head's line, the point a query position's plot is
-        about. `steady`: a series that a query slider does not change (T_p over every
+        """A series drawn with `pen` (one item for every cell), at most four points a pixel
+        column, both ends exact (`pixel_line`; pyqtgraph's peak downsampling drops the
+        j = i end). `steady`: a series that a query slider does not change (T_p over every
         key), painted from a pixmap while the marker and the shading over it move."""
         curve = pg.PlotCurveItem(pen=pen, connect="finite", antialias=len(self.heads) <= 4)
         if steady:
@@ -489,13 +488,9 @@ def pixel_envelope(x: np.ndarray, lower: np.ndarray, upper: np.ndarray,
     the column's lowest lower and highest upper. It fills the same pixels as the whole
     band; Qt fills a polygon of a thousand jagged points a head far more slowly. Fewer
     points than 2 x columns come back as they are."""
-    n = x.size
-    if n <= 2 * max(columns, 1.0) or x[-1] <= x[0]:
+    if x.size <= 2 * max(columns, 1.0) or x[-1] <= x[0]:
         return x, lower, upper
-    col = np.floor((x - x[0]) / (x[-1] - x[0]) * columns).astype(np.int64)
-    col = np.minimum(col, math.ceil(columns) - 1)  # the last x in the last column
-    starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
-    ends = np.r_[starts[1:], n] - 1
+    starts, ends = _pixel_columns(x, columns)
     lo = np.minimum.reduceat(lower, starts)
     hi = np.maximum.reduceat(upper, starts)
     xs = np.column_stack([x[starts], x[ends]]).ravel()
@@ -525,18 +520,23 @@ def pixel_line(x: np.ndarray, ys: np.ndarray, columns: float) -> tuple[np.ndarra
     column's middle x) and its last, for every row (the M4 aggregation). A line through
     them colours the same pixel columns over the same heights as the whole line, and
     keeps both ends exactly. Fewer points than 4 x columns come back as they are."""
-    n = x.size
-    if n <= 4 * max(columns, 1.0) or x[-1] <= x[0]:
+    if x.size <= 4 * max(columns, 1.0) or x[-1] <= x[0]:
         return x, ys
-    col = np.floor((x - x[0]) / (x[-1] - x[0]) * columns).astype(np.int64)
-    col = np.minimum(col, math.ceil(columns) - 1)
-    starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
-    ends = np.r_[starts[1:], n] - 1
+    starts, ends = _pixel_columns(x, columns)
     mid = (x[starts] + x[ends]) / 2
     xs = np.column_stack([x[starts], mid, mid, x[ends]]).ravel()
     out = np.stack([ys[:, starts], np.minimum.reduceat(ys, starts, axis=1),
                     np.maximum.reduceat(ys, starts, axis=1), ys[:, ends]], axis=2)
     return xs, out.reshape(ys.shape[0], -1)
+
+
+def _pixel_columns(x: np.ndarray, columns: float) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last index of each run of increasing x that falls in one of
+    `columns` equal pixel columns from x[0] to x[-1] (the last x in the last column)."""
+    col = np.floor((x - x[0]) / (x[-1] - x[0]) * columns).astype(np.int64)
+    col = np.minimum(col, math.ceil(columns) - 1)
+    starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
+    return starts, np.r_[starts[1:], x.size] - 1
 
 
 def _tick_values(lo: float, hi: float, at_least: float, margin: float = 0.0,

@@ -12,12 +12,12 @@ A panel writes three methods (see docs/panels.md):
 and the base class does the rest (`Channel`): any change of the shared state or of the
 panel's options calls `refresh()`; a visible panel then asks `request()` and submits
 `compute` when the request differs from what is shown or being computed; a hidden one
-only remembers that it is out of date and computes when shown (after its first paint). A result is drawn only if
-its request is still the current one (the single stale check); a cancelled or failed
-computation leaves a message, never "computing…", and the view keeps the last result it
-drew. A panel with several independent computations adds channels with `add_channel`. No
-channel asks its `request()` while no model is loaded: without one there is nothing to
-compute, and `draw(None)` is called.
+only remembers that it is out of date and computes when shown (just after its first
+paint). A result is drawn only if its request is still the current one (the single stale
+check); a cancelled or failed computation leaves a message, never "computing…", and the
+view keeps the last result it drew. A panel with several independent computations adds
+channels with `add_channel`. No channel asks its `request()` while no model is loaded:
+without one there is nothing to compute, and `draw(None)` is called.
 """
 
 from __future__ import annotations

@@ -214,7 +214,7 @@ def test_csv_export_holds_the_real_strings(spm_ckpt, spm_layer, tmp_path):
 
 @pytest.mark.gui
 def test_vocabulary_search_finds_a_word_by_its_real_string(spm_layer, spm_ckpt):
-    from detokgui.gui.panels.token_search import search_vocabulary
+    from detokgui.core.token_side.vocab_search import search_vocabulary
 
     _, sp = spm_ckpt
     tok = spm_layer.tokenizer

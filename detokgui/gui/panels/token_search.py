@@ -11,10 +11,10 @@ PREVIEW_CHARS characters, read-only, and the tokens are the whole text's."""
 
 from __future__ import annotations
 
-import time
+import html
 from dataclasses import dataclass
+from pathlib import Path
 
-import regex
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -27,8 +27,6 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import signals_blocked
 
-from detokgui.core.base.errors import InputError
-from detokgui.core.base.progress import Progress
 from detokgui.core.model.encode import iter_encode
 from detokgui.core.model.tokens import (
     SPACE_MARK,
@@ -37,42 +35,25 @@ from detokgui.core.model.tokens import (
     token_tooltip,
     vocabulary,
 )
+from detokgui.core.token_side.vocab_search import (
+    MODES,
+    REGEX_SECONDS,
+    read_text_file,
+    search_vocabulary,
+)
+from detokgui.gui.controls import wrapping_label
 from detokgui.gui.option_rows import OptionRow, combo, option
 from detokgui.gui.options import remember, remembered
 from detokgui.gui.panels.base import Panel, StatusLine
-from detokgui.gui.records import Column, RecordsModel, TokenTableView
+from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
 
 DEFAULT_TEXT = " North Korea and South Korea. Albert Einstein met Michael Jackson."
 TEXT_KEY = "tokens/text"
 TEXT_REMEMBERED_CHARS = 4096  # the start of the text is remembered, not a pasted book
-MODES = ("substring", "prefix", "regex")
-REGEX_SECONDS = 2.0  # time limit of one regular-expression search over the vocabulary
-PROGRESS_EVERY = 5000
 BIG_TEXT_CHARS = 200_000  # longer texts are shown as a read-only preview
 PREVIEW_CHARS = 20_000
 LAST_TEXT_DIR = "tokens/text-dir"
 TEXT_FILTER = "Text files (*.txt *.md *.csv *.tsv *.json *.jsonl *.html *.xml *.py);;All files (*)"
-
-
-def read_text_file(path: str, block: int = 1 << 20) -> str:
-    """The file's text (UTF-8, undecodable bytes replaced; a clear message if unreadable).
-
-    Decoded a megabyte at a time: decoding holds the GIL, and one call over 10 MB would
-    keep the GUI thread waiting for it for tens of milliseconds."""
-    import codecs
-    import io
-
-    decoder = io.IncrementalNewlineDecoder(  # newlines as text mode reads them
-        codecs.getincrementaldecoder("utf-8")(errors="replace"), translate=True)
-    parts = []
-    try:
-        with open(path, "rb") as f:
-            while chunk := f.read(block):
-                parts.append(decoder.decode(chunk))
-        parts.append(decoder.decode(b"", final=True))
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
-    return "".join(parts)
 
 
 class TextEdit(QPlainTextEdit):
@@ -94,48 +75,6 @@ class TextEdit(QPlainTextEdit):
                 self.bigText.emit(pasted)
                 return
         super().insertFromMimeData(source)
-
-
-def search_vocabulary(strings, query: str, mode: str, seconds: float = REGEX_SECONDS):
-    """Generator job: ids whose display form matches, shortest first. A typed space and
-    the visible marker are the same thing; prefix mode ignores a leading space. A regular
-    expression (the `regex` module, which releases the GIL) that has not finished within
-    `seconds` over the whole vocabulary raises InputError, as does an invalid one."""
-    q = query.replace(" ", SPACE_MARK)
-    if mode == "substring":
-        def match(s):
-            return q in s
-    elif mode == "prefix":
-        bare = q.lstrip(SPACE_MARK)
-
-        def match(s):
-            return s.startswith(q) or (q == bare and s.startswith(SPACE_MARK + bare))
-    elif mode == "regex":
-        try:
-            pattern = regex.compile(query.replace(SPACE_MARK, " ").replace(" ", SPACE_MARK))
-        except regex.error as exc:
-            raise InputError(f"invalid regular expression: {exc}") from None
-        deadline = time.perf_counter() + seconds
-
-        def match(s):
-            left = deadline - time.perf_counter()
-            if left <= 0:
-                raise TimeoutError
-            return pattern.search(s, concurrent=True, timeout=left) is not None
-    else:
-        raise ValueError(f"unknown search mode {mode!r}")
-    hits = []
-    try:
-        for start in range(0, len(strings), PROGRESS_EVERY):
-            part = strings[start:start + PROGRESS_EVERY]
-            hits.extend(start + i for i, s in enumerate(part) if match(s))
-            yield Progress((start + len(part)) / max(1, len(strings)), "Searching the vocabulary")
-    except TimeoutError:
-        raise InputError(f"The regular expression did not finish within {seconds:g} s over "
-                         "the vocabulary (nested repetition such as (a+)+ can take forever); "
-                         "simplify it.") from None
-    hits.sort(key=lambda i: (len(strings[i]), i))
-    return hits
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,10 +110,14 @@ class Options:
         f"regex: regular expression (stopped after {REGEX_SECONDS:g} s)"))
 
 
-def _token_columns(first: str, state) -> list[Column]:
-    return [Column(first, lambda r: r[0], "d"), Column("id", lambda r: r[1], "d"),
-            Column("token", lambda r: r[2] if len(r) > 2 else state.token_text(r[1]),
-                   tooltip=lambda r: _special_tip(state, r[1]))]
+def _token_table(first: str, state) -> TokenTableView:
+    """A table of (first, id, token) rows; clicking a row selects its token."""
+    view = TokenTableView(RecordsModel(
+        [Column(first, lambda r: r[0], "d"), Column("id", lambda r: r[1], "d"),
+         Column("token", lambda r: r[2] if len(r) > 2 else state.token_text(r[1]),
+                tooltip=lambda r: _special_tip(state, r[1]))], token=lambda r: r[1]))
+    view.tokenActivated.connect(select_row_token(state, False))
+    return view
 
 
 def _special_tip(state, token: int) -> str | None:
@@ -198,9 +141,8 @@ class TokenSearchPanel(Panel):
         lay = QVBoxLayout(self)
         self._big: str | None = None  # where the long text shown as a preview came from
         head = QHBoxLayout()
-        title = QLabel("<b>Text</b> — its tokens become the token set")
-        title.setWordWrap(True)  # the button beside it must not widen the side panel
-        head.addWidget(title, 1)
+        # wrapped: the button beside it must not widen the side panel
+        head.addWidget(wrapping_label("<b>Text</b> — its tokens become the token set"), 1)
         self.open_button = QPushButton("Open text file…")
         self.open_button.setToolTip("Read a text file (any size) as the text; a long one is "
                                     "shown as a read-only preview (Ctrl+T)")
@@ -214,8 +156,7 @@ class TokenSearchPanel(Panel):
                              "of the heatmap")
         lay.addWidget(self.text)
         big_row = QHBoxLayout()
-        self.big_note = QLabel()
-        self.big_note.setWordWrap(True)
+        self.big_note = wrapping_label("")
         big_row.addWidget(self.big_note, 1)
         self.clear_button = QPushButton("Clear")
         self.clear_button.setToolTip("Drop the long text and type a new one")
@@ -227,8 +168,7 @@ class TokenSearchPanel(Panel):
         self.text.bigText.connect(lambda text: self.set_text(text, "the pasted text"))
         self.text_info = StatusLine()
         lay.addWidget(self.text_info)
-        self.text_tokens = TokenTableView(RecordsModel(_token_columns("pos", state),
-                                                       token=lambda r: r[1]))
+        self.text_tokens = _token_table("pos", state)
         lay.addWidget(self.text_tokens, 2)
 
         lay.addWidget(QLabel("<b>Vocabulary search</b>"))
@@ -244,8 +184,7 @@ class TokenSearchPanel(Panel):
         lay.addLayout(row)
         self.search_info = StatusLine()
         lay.addWidget(self.search_info)
-        self.results = TokenTableView(RecordsModel(_token_columns("#", state),
-                                                   token=lambda r: r[1]))
+        self.results = _token_table("#", state)
         lay.addWidget(self.results, 3)
 
         # The result list below is the completion (it follows every keystroke): no popup
@@ -270,19 +209,13 @@ class TokenSearchPanel(Panel):
         self.search_timer.timeout.connect(self.refresh)
         self.text.textChanged.connect(self.text_timer.start)
         self.search.textChanged.connect(self.search_timer.start)
-        self.options.changed.connect(self._mode_changed)
-        self.text_tokens.tokenActivated.connect(self.select_token)
-        self.results.tokenActivated.connect(self.select_token)
+        self.options.changed.connect(self.refresh)
         state.queryTokenChanged.connect(self._mark_query)
-        self._mode_changed(self.options.value)
+        self.refresh()
 
     @property
     def strings(self) -> list[str]:
         return self.vocab.strings if self.vocab is not None else []
-
-    @Slot(int, bool)
-    def select_token(self, tid: int, as_key: bool) -> None:
-        (self.state.set_key_token if as_key else self.state.set_query_token)(tid)
 
     @Slot()
     def _mark_query(self, *_) -> None:
@@ -321,7 +254,7 @@ class TokenSearchPanel(Panel):
         if big:
             self.big_note.setText(
                 f"<i>Showing the first {PREVIEW_CHARS:,} of {len(text):,} characters of "
-                f"{_html(source)} (read-only: too long to edit here). The tokens below are "
+                f"{html.escape(source, quote=False)} (read-only: too long to edit here). The tokens below are "
                 "the whole text's.</i>")
         self._use_text(text)
 
@@ -330,15 +263,11 @@ class TokenSearchPanel(Panel):
         path, _ = QFileDialog.getOpenFileName(self, "Open text file",
                                               remembered(LAST_TEXT_DIR, ""), TEXT_FILTER)
         if path:
-            from pathlib import Path
-
             remember(LAST_TEXT_DIR, str(Path(path).parent))
             self.load_text_file(path)
 
     def load_text_file(self, path: str) -> None:
         """Read `path` off the GUI thread, then make it the text (see set_text)."""
-        from pathlib import Path
-
         name = Path(path).name
         self.text_info.setText(f"reading {name}…")
         self.jobs.submit("text-file", lambda: read_text_file(path),
@@ -399,10 +328,6 @@ class TokenSearchPanel(Panel):
 
     # ------------------------------------------------------------------ search
 
-    @Slot(object)
-    def _mode_changed(self, opts: Options) -> None:
-        self.refresh()
-
     def _search_request(self):
         query = self.search.text()
         if self.vocab is None or not query:
@@ -451,7 +376,3 @@ class TokenSearchPanel(Panel):
             self.results.selectRow(0)
             return True
         return super().eventFilter(obj, event)
-
-
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

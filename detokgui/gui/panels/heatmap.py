@@ -9,14 +9,17 @@ from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import Slot
-from PySide6.QtWidgets import (
-    QVBoxLayout,
-)
+from PySide6.QtWidgets import QVBoxLayout
 
-from detokgui.core.model import sample
 from detokgui.core.model.conventions import COLOUR_SIGN
-from detokgui.core.model.tokens import display_token
 from detokgui.core.token_side import affinity
+from detokgui.core.token_side.heatmap import (
+    MAX_TOKENS,
+    HeatmapResult,
+    affinity_heatmap,
+    heatmap_title,
+    heatmap_tokens,
+)
 from detokgui.core.token_side.tables import heatmap_table
 from detokgui.gui.mosaic import HeatmapMosaic
 from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
@@ -27,30 +30,6 @@ SOURCES = (("text", "Tokens of the typed text"), ("sample", "Random sample"),
            ("topk", "Query + its top-k keys"))
 HINTS = {"text": "Type text in the Tokens panel.",
          "topk": "Select a query token in the Tokens panel."}
-MAX_TOKENS = affinity.MAX_HEATMAP_TOKENS
-
-
-def heatmap_tokens(layer, source: str, token_set, query: int, head: int, sigma, size: int,
-                   seed: int) -> list[int]:
-    """The token set a heatmap shows: the typed text's tokens, a seeded sample of `size`,
-    or the query followed by its top size-1 keys in `head`."""
-    if source == "text":
-        return list(token_set)[:MAX_TOKENS]
-    if source == "sample":
-        return sample.random_token_sample(layer, min(size, MAX_TOKENS), seed)
-    if query < 0:
-        return []
-    res = affinity.topk_keys(layer, query, min(size, MAX_TOKENS) - 1, sigma, heads=[head])
-    return [query] + [t for t in res.ids[0].tolist() if t != query]
-
-
-def heatmap_title(res: HeatmapResult, head: int | None) -> str:
-    """'Token-token affinity T_ee, head 3 (Fig 2-B) — sigma = …', or without LayerNorm
-    the raw product (Fig 12); head None: the whole grid."""
-    who = f", head {head}" if head is not None else ", all heads"
-    if res.sigma.convention == "none":
-        return f"Token-token affinity without LayerNorm, raw e W^QK e^T{who} (Fig 12)"
-    return f"Token-token affinity T_ee{who} (Fig 2-B) — {res.sigma.label()}"
 
 
 @dataclass(frozen=True)
@@ -79,15 +58,6 @@ class Request:
     query: int  # source "topk": the query, its head and the ranking's sigma
     head: int
     rank_sigma: affinity.SigmaChoice | None
-
-
-@dataclass
-class HeatmapResult:
-    tokens: list[int]
-    labels: list[str]
-    values: np.ndarray | None  # [len(heads), n, n]
-    heads: list[int]
-    sigma: affinity.SigmaChoice
 
 
 class HeatmapPanel(Panel):
@@ -175,11 +145,7 @@ class HeatmapPanel(Panel):
     def compute(layer, req: Request) -> HeatmapResult:
         tokens = heatmap_tokens(layer, req.source, req.token_set, req.query, req.head,
                                 req.rank_sigma, req.size, req.seed)
-        if not tokens:
-            return HeatmapResult([], [], None, list(req.heads), req.sigma)
-        labels = [display_token(layer.tokenizer, t) for t in tokens]
-        values = affinity.affinity_block(layer, tokens, tokens, req.sigma, req.heads)
-        return HeatmapResult(tokens, labels, values.cpu().numpy(), list(req.heads), req.sigma)
+        return affinity_heatmap(layer, tokens, req.heads, req.sigma)
 
     # ------------------------------------------------------------------ draw
 
@@ -192,8 +158,7 @@ class HeatmapPanel(Panel):
             self.frame.set_title("")
             self.status.setText(" ")
             return
-        raw = res.sigma.convention == "none"
-        label = f"{'raw e W^QK e^T' if raw else 'T_ee'}: {COLOUR_SIGN}"  # σ: in the title
+        label = f"{res.value_name}: {COLOUR_SIGN}"  # σ: in the title
         grid = len(res.heads) > 1
         shown = self.mosaic if grid else self.single
         if shown is not self.shown:  # the other one's items out of the layout, these in
@@ -214,8 +179,7 @@ class HeatmapPanel(Panel):
             self.single.set_matrix(res.values[0], res.labels, res.labels)
         self.frame.set_title(heatmap_title(res, None if grid else res.heads[0]))
         self._mark_selection()
-        self.status.setText(f"{len(res.tokens)} tokens · {'raw e W^QK e^T' if raw else 'T_ee'}"
-                            " · hover a cell")
+        self.status.setText(f"{len(res.tokens)} tokens · {res.value_name} · hover a cell")
 
     def _cell_clicked(self, k: int, r: int, c: int) -> None:
         self.state.set_head(self.heads[k])

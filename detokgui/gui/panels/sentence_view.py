@@ -11,11 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
-from detokgui.core.base.progress import Progress
 from detokgui.core.model.conventions import COLOUR_SIGN, temperature_label
-from detokgui.core.model.tokens import display_token
-from detokgui.core.text_side import empirical
 from detokgui.core.text_side.empirical import SENTENCE_TERMS, TextSource
+from detokgui.core.text_side.sentence_matrices import (
+    MATRIX_TITLES,
+    SentenceMatrices,
+    iter_sentence_matrices,
+)
 from detokgui.core.text_side.tables import sentence_values_table
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.mosaic import HeatmapMosaic
@@ -25,9 +27,6 @@ from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import Heatmap, PlotFrame, head_color
 from detokgui.gui.text_source import bos_check, text_source
 
-TITLES = {"ee": "T_ee", "pp": "T_pp", "pe": "T_pe", "ep": "T_ep", "e": "T_e", "p": "T_p",
-          "sum": "sum of the six terms", "predicted": "predicted softmax(sum / τ)",
-          "actual": "actual attention (forward pass)"}
 SOURCES = (("text", "Typed text"), ("corpus", "Corpus text"))
 EXACT = 1e-4  # a larger max |predicted - actual| is shown as a failure
 # Longer texts are drawn averaged down to the screen's pixels (4x faster to paint at 1024
@@ -52,7 +51,7 @@ class Options:
         "All heads", "Off: the nine matrices of the selected head.\n"
                      "On: one matrix for every head."))
     matrix: str = option("predicted", combo(  # the matrix of the all-heads grid
-        ((m, TITLES[m]) for m in SENTENCE_TERMS), "The matrix shown for every head"))
+        ((m, MATRIX_TITLES[m]) for m in SENTENCE_TERMS), "The matrix shown for every head"))
 
 
 @dataclass(frozen=True)
@@ -63,42 +62,6 @@ class Request:
     index: int
     heads: tuple[int, ...]
     matrices: tuple[str, ...]  # kept in the result
-
-
-@dataclass
-class SentenceResult:
-    tokens: list[int]
-    labels: list[str]
-    heads: list[int]
-    values: dict[str, np.ndarray]  # name -> [len(heads), n, n]
-    max_abs_diff: np.ndarray  # [len(heads)]
-    source: str  # which text
-
-
-def sentence_job(layer, req: Request):
-    """The text, then `empirical.iter_sentence` one head at a time, keeping only the
-    requested matrices (all heads of a 1024-token text would not fit otherwise)."""
-    if req.texts is not None:
-        ids = yield from empirical.iter_text_window(layer, req.texts, req.index)
-        start = layer.tokenizer.decode(ids[:24]) if layer.tokenizer is not None else ""
-        source = f"corpus text #{req.index}: {start.strip()[:60]!r}…"
-    else:
-        ids, source = list(req.tokens), "typed text"
-    values = {m: [] for m in req.matrices}
-    diffs = []
-    for r, h in enumerate(req.heads):
-        data = empirical.sentence(layer, ids, [h])
-        for m in req.matrices:
-            v = data.values(m)[0]
-            if m in ("predicted", "actual"):  # drawn blank above the diagonal, like the terms
-                v = np.where(np.tri(v.shape[0], dtype=bool), v, np.float32(np.nan))
-            values[m].append(v)
-        diffs.append(float(data.max_abs_diff[0]))
-        yield Progress((r + 1) / len(req.heads), f"six terms, head {h}")
-    return SentenceResult(
-        tokens=ids, labels=[display_token(layer.tokenizer, t) for t in ids],
-        heads=list(req.heads), values={m: np.stack(v) for m, v in values.items()},
-        max_abs_diff=np.array(diffs), source=source)
 
 
 class SentenceViewPanel(Panel):
@@ -173,11 +136,12 @@ class SentenceViewPanel(Panel):
 
     @staticmethod
     def compute(layer, req: Request):
-        return sentence_job(layer, req)
+        return iter_sentence_matrices(layer, req.tokens, req.texts, req.index, req.heads,
+                                      req.matrices)
 
     # ------------------------------------------------------------------ draw
 
-    def draw(self, res: SentenceResult | None) -> None:
+    def draw(self, res: SentenceMatrices | None) -> None:
         view = self.frame.view
         if res is None:
             view.clear()
@@ -249,8 +213,8 @@ class SentenceViewPanel(Panel):
     def _title(self, m: str) -> str:
         """The matrix's name; the prediction's says which temperature it divides by."""
         if m == "predicted" and self.layer is not None:
-            return f"{TITLES[m]}, {temperature_label(self.layer, short=True)}"
-        return TITLES[m]
+            return f"{MATRIX_TITLES[m]}, {temperature_label(self.layer, short=True)}"
+        return MATRIX_TITLES[m]
 
     @staticmethod
     def _axes(hm: Heatmap, left: bool, row: int) -> None:

@@ -323,6 +323,19 @@ def test_token_position_slopes_match_least_squares(tiny_layer, oracle):
         sub.column(1)
 
 
+def test_token_position_curve_and_its_fit(tiny_layer, oracle):
+    res = pos.token_position_slopes(tiny_layer)
+    c = pos.token_position_curve(tiny_layer, 13, heads=[2, 0])
+    L = tiny_layer.n_positions
+    assert c.token == 13 and c.heads == [2, 0] and c.raw.shape == c.fit.shape == (2, L)
+    for r, h in enumerate(c.heads):
+        y = (oracle["E"][13] @ oracle["Wqk"][h] @ oracle["P"].T).numpy()
+        np.testing.assert_allclose(c.raw[r], y, rtol=1e-3, atol=1e-5)
+        slope, intercept = np.polyfit(np.arange(L), c.raw[r], 1)
+        np.testing.assert_allclose(c.fit[r], intercept + slope * np.arange(L), atol=1e-6)
+        assert math.isclose(slope, res.slopes[13, h], rel_tol=1e-3, abs_tol=1e-6)
+
+
 def test_slope_extremes_and_histogram(tiny_layer):
     res = pos.token_position_slopes(tiny_layer, heads=[1, 3])
     ex = pos.slope_extremes(res, k=5)

@@ -15,8 +15,6 @@ from detokgui.gui.small_multiples import (
     GAP_Y,
     SmallMultiples,
     grid_columns,
-    pixel_envelope,
-    pixel_line,
 )
 
 
@@ -192,16 +190,6 @@ def test_a_dense_series_is_drawn_with_four_points_per_pixel_column(grid, qtbot):
     assert grid.data("s", 1)[1] is not None  # the data as given stays readable
 
 
-def test_pixel_line_keeps_each_columns_ends_and_extremes():
-    x = np.linspace(0, 1, 10)
-    ys = np.array([[0, -3, 1, 1, 2, 2, -1, 0, 7, 5.0], [1, 1, 1, 1, 1, 2, 2, 2, 2, 2]])
-    xs, out = pixel_line(x, ys, 2.0)  # 10 points over 2 columns
-    assert xs.tolist() == pytest.approx([0, 2 / 9, 2 / 9, 4 / 9, 5 / 9, 7 / 9, 7 / 9, 1])
-    assert out.tolist() == [[0, -3, 2, 2, 2, -1, 7, 5], [1, 1, 1, 1, 2, 2, 2, 2]]
-    same = pixel_line(x, ys, 3.0)  # no more than four points a column: as given
-    assert same[0] is x and same[1] is ys
-
-
 def test_small_cells_keep_their_labels_apart(qtbot):
     """25 heads in a small plot (a 1024 x 700 window): the x labels under the columns stay
     apart, also across the gap to the next column, and the cells show their heads'
@@ -231,17 +219,6 @@ def test_small_cells_keep_their_labels_apart(qtbot):
     frame.resize(1400, 900)
     qtbot.waitUntil(lambda: sm._cell_pixels()[0] > 150)
     assert sm.names[24].textItem.toPlainText() == "head 24"
-
-
-def test_pixel_envelope_keeps_each_columns_extremes():
-    x = np.arange(10.0)
-    lo = np.array([0, -3, 1, 1, 2, 2, -1, 0, 0, 5.0])
-    hi = lo + 1
-    xs, elo, ehi = pixel_envelope(x, lo, hi, 2.0)  # 10 points over 2 columns
-    assert xs.tolist() == [0, 4, 5, 9]
-    assert elo.tolist() == [-3, -3, -1, -1] and ehi.tolist() == [3, 3, 6, 6]
-    same = pixel_envelope(x, lo, hi, 5.0)  # no more than two points a column: as given
-    assert all(a is b for a, b in zip(same, (x, lo, hi)))
 
 
 def test_what_is_drawn_maps_back_to_the_data_and_the_title_is_the_frames(grid, qtbot):

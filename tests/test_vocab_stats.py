@@ -184,6 +184,20 @@ def test_sorted_matrix_block(v300):
         sorted_matrix_block(layer, 2, rows=(10, 5))
 
 
+def test_sorted_block_table_lists_every_entry_with_ranks(v300):
+    from detokgui.core.token_side.tables import sorted_block_table
+
+    _, layer = v300
+    b = sorted_matrix_block(layer, 2, direction="queries", rows=(0, 3), cols=(0, 4))
+    header, rows = sorted_block_table(layer, b)
+    rows = list(rows)
+    assert header == ["head", "variance_rank", "key_id", "key_token", "score_rank",
+                      "query_id", "query_token", "t_ee"]
+    assert len(rows) == 12 and rows[0][:3] == (2, 1, int(b.row_ids[0]))
+    assert rows[5][4:6] == (2, int(b.key_ids[1, 1]))
+    assert rows[5][7] == pytest.approx(float(b.values[1, 1]))
+
+
 def test_bad_arguments(v300):
     _, layer = v300
     with pytest.raises(InputError, match="direction"):

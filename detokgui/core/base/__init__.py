@@ -2,8 +2,8 @@
 person (`errors`), progress and cancellation of long jobs (`progress`), atomic file writes
 (`atomic`), the on-disk cache and where it lives (`diskcache`, `paths`), the checks of
 indices and counts every analysis takes (`checks`), the generic table with its CSV
-writer (`tables`), the provenance records exported files carry (`provenance`), and
-session files (`session`).
+writer (`tables`), the provenance records exported files carry (`provenance`),
+session files (`session`), and lines reduced to a plot's pixel columns (`decimation`).
 
 May import: the standard library and numpy only (no torch: every CSV writer of the CLI,
 the API, the figures and the window imports this package), and nothing else of detokgui.

@@ -631,6 +631,33 @@ def token_position_slopes(layer, heads=None) -> TokenPositionSlopes:
 
 
 @dataclass
+class TokenPositionCurve:
+    """B7 for one query token u: the raw e_u W^QK_h p_j^T over j = 0..L-1 and its
+    least-squares line, raw and fit [len(heads), L]."""
+
+    token: int
+    heads: list[int]
+    raw: np.ndarray
+    fit: np.ndarray
+
+
+@torch.no_grad()
+def token_position_curve(layer, token: int, heads=None) -> TokenPositionCurve:
+    """raw[h, j] = (e_u Wq_h)(p_j Wk_h)^T and fit[h, j] = mean_j raw + slope (j - jbar), whose
+    slope is `token_position_slopes` for token u."""
+    u = check_token(layer, token)
+    hs = check_heads(layer, heads)
+    f = position_factors(layer)
+    q = torch.matmul(layer.E[u], layer.Wq[hs])  # [h, d']
+    raw = torch.matmul(f.Kp[hs], q.unsqueeze(-1)).squeeze(-1).double()  # [h, L]
+    L = raw.shape[1]
+    j = torch.arange(L, dtype=torch.float64, device=raw.device)
+    slope = raw @ ls_weights(L, device=raw.device)
+    fit = (raw.mean(1) - slope * j.mean())[:, None] + slope[:, None] * j
+    return TokenPositionCurve(token=u, heads=hs, raw=_np(raw), fit=_np(fit))
+
+
+@dataclass
 class SlopeExtremes:
     """Top (most positive) and bottom (most negative) slopes per head, [len(heads), k]."""
 

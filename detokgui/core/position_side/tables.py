@@ -4,21 +4,17 @@ key-position slopes."""
 
 from __future__ import annotations
 
-import torch
-
-from detokgui.core.base.checks import check_heads, check_token
 from detokgui.core.base.tables import Table
 from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION
-from detokgui.core.model.terms import position_factors
 from detokgui.core.model.tokens import token_string
 from detokgui.core.position_side.neurons import neuron_stats, position_curves
 from detokgui.core.position_side.positional import (
-    ls_weights,
     position_bias_band,
     position_variance,
     positional_bias,
     raw_pp_last_positions,
     slope_histogram,
+    token_position_curve,
 )
 
 BIAS_COLUMNS = ["head", "j", "t_p", "t_pp", "total", "softmax", "t_pp_lo", "t_pp_hi", "t_p_lo",
@@ -211,22 +207,12 @@ def token_position_curve_table(layer, token: int, heads=None) -> Table:
     (docs/math/position-side.md#b7-key-position-components) and its least-squares line, whose
     slope is `positional.token_position_slopes` for token u."""
 
-    u = check_token(layer, token)
-    hs = check_heads(layer, heads)
-    f = position_factors(layer)
-    with torch.no_grad():
-        q = torch.matmul(layer.E[u], layer.Wq[hs])  # [h, d']
-        raw = torch.matmul(f.Kp[hs], q.unsqueeze(-1)).squeeze(-1).double()  # [h, L]
-        L = raw.shape[1]
-        j = torch.arange(L, dtype=torch.float64, device=raw.device)
-        slope = raw @ ls_weights(L, device=raw.device)
-        fit = (raw.mean(1) - slope * j.mean())[:, None] + slope[:, None] * j
-    raw_l, fit_l = raw.tolist(), fit.tolist()
-    name = token_string(layer.tokenizer, u)
+    c = token_position_curve(layer, token, heads)
+    name = token_string(layer.tokenizer, c.token)
 
     def rows():
-        for r, h in enumerate(hs):
-            for jj in range(L):
-                yield (h, u, name, jj, float(raw_l[r][jj]), float(fit_l[r][jj]))
+        for r, h in enumerate(c.heads):
+            for j, (raw, fit) in enumerate(zip(c.raw[r].tolist(), c.fit[r].tolist())):
+                yield (h, c.token, name, j, raw, fit)
 
     return ["head", "token_id", "token", "j", "raw", "fit"], rows()

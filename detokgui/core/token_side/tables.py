@@ -72,6 +72,24 @@ def stats_table(layer, stats) -> Table:
     return ["head", f"{side}_id", f"{side}_token", "self_rank", "variance", "top1_id",
             "top1_token", "top1_score"], rows()
 
+def sorted_block_table(layer, block) -> Table:
+    """head,variance_rank,query_id,query_token,score_rank,key_id,key_token,t_ee for every
+    entry of a `vocab_stats.SortedBlock` (ranks 1-based); for direction "queries" the row
+    token is a key and the column token a query (key_id,key_token,...,query_*)."""
+    names = token_strings(layer.tokenizer, layer.n_vocab)
+    row_side, col_side = ("query", "key") if block.direction == "keys" else ("key", "query")
+
+    def rows():
+        for i in range(block.values.shape[0]):
+            u = int(block.row_ids[i])
+            for j in range(block.values.shape[1]):
+                v = int(block.key_ids[i, j])
+                yield (block.head, int(block.row_ranks[i]) + 1, u, names[u],
+                       int(block.col_ranks[j]) + 1, v, names[v], float(block.values[i, j]))
+
+    return ["head", "variance_rank", f"{row_side}_id", f"{row_side}_token", "score_rank",
+            f"{col_side}_id", f"{col_side}_token", "t_ee"], rows()
+
 def auroc_table(layer, result, no_bigram: str = "skip") -> Table:
     """head,query_id,query_token,auroc,positives,negatives of an `auroc.BigramAUROC`
     (docs/math/token-side.md#a5-bigram-auroc): positives = distinct keys v with c(v, u) > 0

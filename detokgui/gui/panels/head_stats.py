@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side import vocab_stats as VS
+from detokgui.core.token_side.tables import sorted_block_table
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.head_controls import HeadSpin
@@ -298,20 +299,4 @@ class HeadStatsPanel(Panel):
 
     def _block_table(self):
         b = self.channel("matrix").result
-        if b is None:
-            return None
-        from detokgui.core.model.tokens import token_strings
-
-        names = token_strings(self.layer.tokenizer, self.layer.n_vocab)
-        row_side, col_side = sides(b.direction)
-
-        def rows():
-            for i in range(b.values.shape[0]):
-                u = int(b.row_ids[i])
-                for j in range(b.values.shape[1]):
-                    v = int(b.key_ids[i, j])
-                    yield (b.head, int(b.row_ranks[i]) + 1, u, names[u],
-                           int(b.col_ranks[j]) + 1, v, names[v], float(b.values[i, j]))
-
-        return (["head", "variance_rank", f"{row_side}_id", f"{row_side}_token", "score_rank",
-                 f"{col_side}_id", f"{col_side}_token", "t_ee"], rows())
+        return None if b is None else sorted_block_table(self.layer, b)

@@ -126,8 +126,9 @@ class KeyPositionPanel(Panel):
         lay.addWidget(split, 1)
         lay.addWidget(self.status)
 
-        self.add_channel("curve", self._curve_request, self._compute_curve, self._draw_curve,
-                         label="Query token vs key position")
+        self.add_channel("curve", self._curve_request,
+                         lambda layer, req: positional.token_position_curve(layer, req.token),
+                         self._draw_curve, label="Query token vs key position")
         self.options.changed.connect(self.refresh)
         self.options.widget("log").toggled.connect(self._draw_hist)
         connect_position_clicks(self.curve_frame.view.scene(), self._curve_position,
@@ -161,18 +162,8 @@ class KeyPositionPanel(Panel):
             return None
         return CurveRequest(self.serial, token)
 
-    @staticmethod
-    def _compute_curve(layer, req: CurveRequest) -> dict:
-        """The raw e_u W^QK_h p_j^T over j and its fitted line for every head, as arrays."""
-        _header, rows = token_position_curve_table(layer, req.token)
-        rows = list(rows)
-        H, L = layer.n_heads, layer.n_positions
-        raw = np.array([r[4] for r in rows], dtype=np.float64).reshape(H, L)
-        fit = np.array([r[5] for r in rows], dtype=np.float64).reshape(H, L)
-        return {"token": req.token, "raw": raw, "fit": fit}
-
     @property
-    def curve(self) -> dict | None:
+    def curve(self) -> positional.TokenPositionCurve | None:
         return self.channel("curve").result
 
     # ------------------------------------------------------------------ draw
@@ -280,10 +271,10 @@ class KeyPositionPanel(Panel):
         for t in self.tables.values():
             t.select_token(self.state.query_token)
 
-    def _draw_curve(self, curve: dict | None) -> None:
+    def _draw_curve(self, curve: positional.TokenPositionCurve | None) -> None:
         plot = self.curve_plot
         h = self.state.head
-        if curve is None or h >= len(curve["raw"]):
+        if curve is None or h >= len(curve.raw):
             if self.curves is not None:
                 for item in self.curves:
                     item.setData([], [])
@@ -291,22 +282,22 @@ class KeyPositionPanel(Panel):
             set_title(plot, "")
             self._draw_marker()
             return
-        j = np.arange(curve["raw"].shape[1])
+        j = np.arange(curve.raw.shape[1])
         # hairlines: a 1024-point antialiased curve wider than 1 px takes ~20x longer to stroke
         raw_pen = pg.mkPen(head_color(h), width=1)
         if self.curves is None:  # made once, given new data after
             fit_pen = pg.mkPen("k", width=1, style=Qt.DashLine)
-            self.curves = (plot.plot(j, curve["raw"][h], pen=raw_pen),
-                           plot.plot(j, curve["fit"][h], pen=fit_pen))
+            self.curves = (plot.plot(j, curve.raw[h], pen=raw_pen),
+                           plot.plot(j, curve.fit[h], pen=fit_pen))
             self.curves[1].setZValue(5)
             plot.addItem(self.position_line, ignoreBounds=True)
         else:
-            self.curves[0].setData(j, curve["raw"][h], pen=raw_pen)
-            self.curves[1].setData(j, curve["fit"][h])
+            self.curves[0].setData(j, curve.raw[h], pen=raw_pen)
+            self.curves[1].setData(j, curve.fit[h])
             self.position_line.setVisible(True)
-        slope = (curve["fit"][h][-1] - curve["fit"][h][0]) / max(1, len(j) - 1)
+        slope = (curve.fit[h][-1] - curve.fit[h][0]) / max(1, len(j) - 1)
         set_title(plot, f"Raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub><sup>T</sup> for u = "
-                      f"{html.escape(self.state.token_text(curve['token']))}, head {h}: slope "
+                      f"{html.escape(self.state.token_text(curve.token))}, head {h}: slope "
                       f"{num(slope)} per position (dashed: fit)")
         self._draw_marker()
         self._mark_rows()
@@ -331,4 +322,4 @@ class KeyPositionPanel(Panel):
     def _curve_table(self):
         if self.curve is None or self.layer is None:
             return None
-        return token_position_curve_table(self.layer, self.curve["token"], [self.state.head])
+        return token_position_curve_table(self.layer, self.curve.token, [self.state.head])

@@ -5,7 +5,6 @@ the last low), and T_pp without LayerNorm for the last query positions L-5 .. L-
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,6 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
+from detokgui.core.base.axis_ticks import log_ticks
 from detokgui.core.position_side.positional import (
     LastPositionsPP,
     position_variance,
@@ -37,20 +37,6 @@ def position_colors(n: int) -> list[str]:
     red for the last one."""
     out = [EARLIER.map(k / max(1, n - 2), mode="qcolor").name() for k in range(n - 1)]
     return out + [LAST_COLOR]
-
-
-def log_ticks(lo: float, hi: float) -> list[list[tuple[float, str]]]:
-    """Ticks of a log10 axis over [lo, hi] (lo > 0): labelled at 1, 2 and 5 x 10^k,
-    unlabelled at the other integers (pyqtgraph labels all of 2..9 and they overlap)."""
-    lo = max(lo, 1e-30)
-    hi = max(hi, lo)
-    major, minor = [], []
-    for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
-        for m in range(1, 10):
-            v = m * 10.0 ** k
-            if lo / 1.5 <= v <= hi * 1.5:
-                (major if m in (1, 2, 5) else minor).append((math.log10(v), f"{v:g}" if m in (1, 2, 5) else ""))
-    return [major, minor]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from detokgui.core import InputError, Layer0
 from detokgui.core.base.progress import Progress, run
 from detokgui.core.composition import behaviour as behaviour_mod
 from detokgui.core.composition.behaviour import behaviour_job, repeated_sequences
+from detokgui.core.composition.first_two import Layer1Result, Unavailable, first_two_job
 from detokgui.core.composition.scores import (
     KINDS,
     baseline,
@@ -186,6 +187,18 @@ def test_single_layer_model_says_so(tmp_path):
         with pytest.raises(InputError) as err:
             run(job)
         assert "single layer" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_first_two_job_gives_both_or_why_not(checkpoints, tmp_path):
+    layer = Layer0.from_pretrained(str(checkpoints["gpt2"][0]), device="cpu")
+    res = run(first_two_job(layer, 2, True))
+    assert isinstance(res, Layer1Result) and res.behaviour.induction.shape[1] == layer.n_heads
+    folder, _ = write(tmp_path / "one", "opt_no_bias")
+    single = run(first_two_job(Layer0.from_pretrained(str(folder), device="cpu"), 2, True))
+    assert isinstance(single, Unavailable) and "has a single layer" in single.message
+    unknown = Layer0.from_pretrained(str(checkpoints["opt"][0]), device="cpu")
+    unknown.source = None
+    assert "does not know where its block 1 is" in run(first_two_job(unknown, 2, True)).message
 
 
 def test_layer_built_from_tensors_says_where_block1_is_unknown(checkpoints):

@@ -8,6 +8,8 @@ write, from the weights, and what the first two blocks do, measured.
                the model's own forward pass of its first two blocks on repeated random
                tokens: `behaviour_job(layer, sequences=16, length=None, seed=0,
                prepend_bos=True) -> Behaviour`
+    first_two  both jobs for the Layer 1 page, or why there is no layer 1:
+               `first_two_job(layer, sequences, prepend_bos) -> Layer1Result | Unavailable`
     tables     their CSV tables (`composition_table`: layer0_head,layer1_head,kind,score,
                baseline_mean,baseline_hi; `behaviour_table`; `circuit_table`)
 

@@ -4,21 +4,14 @@ rule gives; sortable, a click selects the head."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, Qt, Signal, Slot
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QHBoxLayout,
-    QPushButton,
-    QTableView,
-    QVBoxLayout,
-    QWidget,
-)
-from superqt.utils import signals_blocked
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from detokgui.core.position_side import positional as m
 from detokgui.gui.controls import wrapping_label
+from detokgui.gui.head_table import HeadTable
 from detokgui.gui.panels.base import StatusLine
-from detokgui.gui.records import Column, RecordsModel, fit_columns_on_reset
+from detokgui.gui.records import Column
 
 LABEL_COLORS = {
     "duplicate-token": "#e8d5f5",
@@ -89,24 +82,12 @@ class HeadClassesTable(QWidget):
         self.status = StatusLine()
         self.status.busyChanged.connect(lambda busy: self.button.setEnabled(not busy))
         lay.addWidget(self.status)
-        self.model = RecordsModel(COLUMNS, token=None, parent=self)
-        self.table = QTableView()
-        self.table.setModel(self.model)
-        self.table.verticalHeader().hide()
-        self.table.verticalHeader().setDefaultSectionSize(22)
-        self.table.setSortingEnabled(True)
-        self.table.sortByColumn(0, Qt.AscendingOrder)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
         # each column as wide as its header and values (nine equal stretched columns cut
-        # "mean distance" to "ean distanc" in a 1024-pixel window); the last one fills
-        # what is left, and a narrow table scrolls
-        fit_columns_on_reset(self.table)
-        self.table.horizontalHeader().setStretchLastSection(True)
-        self.table.setToolTip("Measured per head; click a row to select the head, a header "
-                              "to sort")
-        self.table.clicked.connect(self._clicked)
+        # "mean distance" to "ean distanc" in a 1024-pixel window)
+        self.table = HeadTable(COLUMNS, "Measured per head; click a row to select the head, "
+                                        "a header to sort")
+        self.model = self.table.records()
+        self.table.recordActivated.connect(lambda r: self.headActivated.emit(int(r["head"])))
         lay.addWidget(self.table, 1)
 
     def show_classes(self, res: m.HeadClassification | None) -> None:
@@ -128,15 +109,4 @@ class HeadClassesTable(QWidget):
                 for r in range(self.model.rowCount())]
 
     def mark_head(self, head: int) -> None:
-        heads = [self.model.record(r)["head"] for r in range(self.model.rowCount())]
-        with signals_blocked(self.table.selectionModel()):
-            self.table.clearSelection()
-            if head in heads:
-                row = heads.index(head)
-                self.table.selectRow(row)
-                self.table.scrollTo(self.model.index(row, 0))
-        self.table.viewport().update()
-
-    @Slot(QModelIndex)
-    def _clicked(self, index: QModelIndex) -> None:
-        self.headActivated.emit(int(self.model.record(index.row())["head"]))
+        self.table.select_head(head)

@@ -13,30 +13,24 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QModelIndex, Qt
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QSplitter,
-    QTableView,
-    QVBoxLayout,
-)
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
-from detokgui.core.base.errors import InputError
-from detokgui.core.base.progress import rescaled
-from detokgui.core.composition.behaviour import DEFAULT_SEQUENCES, Behaviour, behaviour_job
-from detokgui.core.composition.scores import KINDS, Composition, composition_job
+from detokgui.core.composition.behaviour import DEFAULT_SEQUENCES
+from detokgui.core.composition.first_two import Layer1Result, Unavailable, first_two_job
+from detokgui.core.composition.scores import KINDS, Composition
 from detokgui.core.composition.tables import (
     behaviour_table,
     circuit_rows,
     composition_table,
 )
-from detokgui.core.model.layer1 import n_layers
+from detokgui.gui.head_table import HeadTable
 from detokgui.gui.mosaic import HeatmapMosaic
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import HEAD_COLORS, PlotFrame, add_plot
-from detokgui.gui.records import Column, RecordsModel, fit_columns_on_reset
+from detokgui.gui.records import Column
 
 KIND_TITLES = {"Q": "Q-composition", "K": "K-composition", "V": "V-composition"}
 PREV_COLOR, INDUCTION_COLOR = HEAD_COLORS[0], HEAD_COLORS[1]
@@ -58,20 +52,6 @@ class Request:
     serial: int
     sequences: int
     bos: bool
-
-
-@dataclass
-class Layer1Result:
-    composition: Composition
-    behaviour: Behaviour
-
-
-@dataclass
-class Unavailable:
-    """Why there is no layer 1 to show (a single-layer model, a layer built from tensors,
-    a tokenizer without a BOS token for the sequences)."""
-
-    message: str
 
 
 def _fmt(v) -> str:
@@ -128,22 +108,11 @@ class Layer1Panel(Panel):
         self.bars.addItem(self.prev_bars)
         self.bars.addItem(self.ind_bars)
         right.addWidget(self.bars_frame)
-        self.circuit = RecordsModel(CIRCUIT_COLUMNS, token=None, parent=self)
-        self.circuit_view = QTableView()
-        self.circuit_view.setModel(self.circuit)
-        self.circuit_view.verticalHeader().hide()
-        self.circuit_view.verticalHeader().setDefaultSectionSize(22)
-        self.circuit_view.setSortingEnabled(True)
-        self.circuit_view.sortByColumn(0, Qt.AscendingOrder)
-        self.circuit_view.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.circuit_view.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.circuit_view.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.circuit_view.setToolTip("Per layer-1 head, the weights (K-composition) beside the "
-                                     "behaviour (induction score); click a row to select its "
-                                     "K partner in layer 0")
-        fit_columns_on_reset(self.circuit_view)
-        self.circuit_view.horizontalHeader().setStretchLastSection(True)
-        self.circuit_view.clicked.connect(self._row_clicked)
+        self.circuit_view = HeadTable(CIRCUIT_COLUMNS, "Per layer-1 head, the weights "
+                                      "(K-composition) beside the behaviour (induction "
+                                      "score); click a row to select its K partner in layer 0")
+        self.circuit = self.circuit_view.records()
+        self.circuit_view.recordActivated.connect(self._row_clicked)
         right.addWidget(self.circuit_view)
         right.setSizes([3000, 2000])  # in proportion
         split.addWidget(right)
@@ -166,17 +135,7 @@ class Layer1Panel(Panel):
 
     @staticmethod
     def compute(layer, req: Request):
-        n = n_layers(layer)
-        if n is not None and n < 2:
-            return Unavailable(f"{layer.name} has a single layer: there is no layer 1 to "
-                               "compose with layer 0.")
-        try:
-            comp = yield from rescaled(composition_job(layer), 0.0, 0.5)
-            beh = yield from rescaled(behaviour_job(layer, req.sequences, None, 0, req.bos),
-                                      0.5, 1.0)
-        except InputError as exc:
-            return Unavailable(str(exc))
-        return Layer1Result(comp, beh)
+        return first_two_job(layer, req.sequences, req.bos)
 
     # ------------------------------------------------------------------ draw
 
@@ -274,14 +233,7 @@ class Layer1Panel(Panel):
         if k >= 0 and self._composition() is not None:
             self.status.setText(self.describe(k, h0, h1))
 
-    def _row_clicked(self, index: QModelIndex) -> None:
-        row = self.circuit.record(index.row())
+    def _row_clicked(self, row) -> None:
         self.layer1_head = row.layer1_head
         self.state.set_head(row.k_partner)
         self._mark()
-
-    def table_rows(self) -> list[dict]:
-        """The circuit table as a person reads it: column title -> text."""
-        m = self.circuit
-        return [{m.headerData(c, Qt.Horizontal): m.index(r, c).data()
-                 for c in range(m.columnCount())} for r in range(m.rowCount())]

@@ -9,25 +9,19 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QModelIndex, Qt
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QSplitter,
-    QTableView,
-    QVBoxLayout,
-    QWidget,
-)
-from superqt.utils import signals_blocked
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
 from detokgui.core.model.terms import TERM_NAMES
 from detokgui.core.text_side import sinks
 from detokgui.core.text_side.empirical import TextSource
 from detokgui.core.text_side.tables import sink_heads_table, sinks_table
 from detokgui.gui.head_controls import HeadChooser, state_heads
+from detokgui.gui.head_table import HeadTable
 from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, custom, option, spin
 from detokgui.gui.panels.corpus_grid import CorpusGridPanel
-from detokgui.gui.records import Column, RecordsModel, fit_columns_on_reset
+from detokgui.gui.records import Column
 from detokgui.gui.terms import TERM_COLORS, term_legend
 from detokgui.gui.text_source import prepend_option, text_source
 from detokgui.gui.view_ranges import data_range, stable_range
@@ -121,21 +115,10 @@ class SinksPanel(CorpusGridPanel):
         self.add_grid(top_lay, "Hover over a plot to read every term at that position; click "
                                "to choose the query position")
         split.addWidget(top)
-        self.summary = RecordsModel(SUMMARY_COLUMNS, token=None, parent=self)
-        self.summary_view = QTableView()
-        self.summary_view.setModel(self.summary)
-        self.summary_view.verticalHeader().hide()
-        self.summary_view.verticalHeader().setDefaultSectionSize(22)
-        self.summary_view.setSortingEnabled(True)
-        self.summary_view.sortByColumn(0, Qt.AscendingOrder)
-        self.summary_view.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.summary_view.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.summary_view.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.summary_view.setToolTip("Per head, means over every text and query position "
-                                     "i ≥ 1; click a row to select the head")
-        fit_columns_on_reset(self.summary_view)
-        self.summary_view.horizontalHeader().setStretchLastSection(True)
-        self.summary_view.clicked.connect(self._row_clicked)
+        self.summary_view = HeadTable(SUMMARY_COLUMNS, "Per head, means over every text and "
+                                      "query position i ≥ 1; click a row to select the head")
+        self.summary = self.summary_view.records()
+        self.summary_view.recordActivated.connect(lambda r: state.set_head(int(r["head"])))
         split.addWidget(self.summary_view)
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 1)
@@ -218,7 +201,7 @@ class SinksPanel(CorpusGridPanel):
                 "mean over the texts (blue), and 1/(i+1), its share were every key weighted "
                 f"alike (grey, dashed) — {zero}")
         self.summary.set_records(_summary_records(res))
-        self._mark_row(self.state.head)
+        self.summary_view.select_head(self.state.head)
         self.status.setText(f"{res.source} · {res.n_texts} texts · τ = "
                             f"{num(res.temperature)} · hover to read values, click to "
                             "choose i; the table: means per head, click to select one")
@@ -238,24 +221,6 @@ class SinksPanel(CorpusGridPanel):
 
     def table(self):
         return sinks_table(self.result) if self.result is not None else None
-
-    def summary_rows(self) -> list[dict]:
-        """The per-head table as a person reads it: column title -> text."""
-        m = self.summary
-        return [{m.headerData(c, Qt.Horizontal): m.index(r, c).data()
-                 for c in range(m.columnCount())} for r in range(m.rowCount())]
-
-    # ------------------------------------------------------------------ head selection
-
-    def _row_clicked(self, index: QModelIndex) -> None:
-        self.state.set_head(int(self.summary.record(index.row())["head"]))
-
-    def _mark_row(self, head: int) -> None:
-        heads = [self.summary.record(r)["head"] for r in range(self.summary.rowCount())]
-        with signals_blocked(self.summary_view.selectionModel()):
-            self.summary_view.clearSelection()
-            if head in heads:
-                self.summary_view.selectRow(heads.index(head))
 
 
 def _summary_records(res: sinks.SinkProfile) -> list[dict]:

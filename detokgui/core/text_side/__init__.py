@@ -1,7 +1,7 @@
 """Layer 0 on real text (C1-C3, C5, OV; docs/math/text-side.md): the model's own attention
 beside the six terms, empirical attention, the six-term KL contribution (`empirical`),
 the Sentence view's matrices (`sentence_matrices`), contextual neurons and OV circuits
-(`circuits`), and their tables.
+(`circuits`), the ranking of contextual neurons (`contextual_neurons`), and their tables.
 
 May import: `core.base`, `core.model`, `core.corpus`, `core.position_side`.
 """

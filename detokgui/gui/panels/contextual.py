@@ -18,8 +18,13 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import signals_blocked
 
-from detokgui.core.model.tokens import display_token
 from detokgui.core.text_side import circuits
+from detokgui.core.text_side.contextual_neurons import (
+    LISTED,
+    TOP,
+    Ranking,
+    iter_contextual_ranking,
+)
 from detokgui.core.text_side.empirical import TextSource
 from detokgui.core.text_side.tables import validation_table
 from detokgui.gui.controls import bare_column, wrapping_label
@@ -29,11 +34,9 @@ from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, custom, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.plots import PlotFrame, add_plot, set_title
-from detokgui.gui.records import Column, RecordsModel, TokenTableView
+from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
 from detokgui.gui.text_source import max_texts_option, prepend_option, text_source
 
-TOP = 100  # neurons whose extreme tokens the ranking lists
-LISTED = 5  # tokens per side shown in the ranking table
 MAX_POINTS = 20000  # of the scatter
 
 
@@ -67,30 +70,6 @@ class ValidationRequest:
     heads: tuple[int, ...]
     neuron: int
     texts: TextSource
-
-
-@dataclass
-class Ranking:
-    label: str  # the circuit
-    heads: list[int]
-    ranking: circuits.NeuronRanking
-    rows: list[tuple]  # (rank, neuron, size, mean, top tokens, bottom tokens) per neuron
-
-
-def ranking_job(layer, req: Request):
-    c = yield from circuits.iter_contextual_circuit(layer, None if req.heads is None
-                                                    else list(req.heads))
-    r = yield from circuits.iter_rank_neurons(layer, c, TOP, req.k)
-    tok = layer.tokenizer
-
-    def joined(ids):
-        return " ".join(display_token(tok, int(t)) for t in ids[:LISTED])
-
-    top = {int(m): (joined(r.top_ids[k]), joined(r.bottom_ids[k]))
-           for k, m in enumerate(r.top_neurons.tolist())}
-    rows = [(k + 1, m, float(r.size[m]), float(r.mean[m]), *top.get(m, ("", "")))
-            for k, m in enumerate(r.order.tolist())]
-    return Ranking(c.label(), list(c.heads), r, rows)
 
 
 def neuron_job(layer, req: NeuronRequest):
@@ -138,15 +117,13 @@ class ContextualPanel(Panel):
         tl.addWidget(self.neuron_label)
         self.tokens = TokenTableView(RecordsModel([
             Column("rank", lambda r: r[0], "d"),
-            Column("raises", lambda r: display_token(self._tok(), r[1]), token=lambda r: r[1],
+            Column("raises", lambda r: self.state.token_text(r[1]), token=lambda r: r[1],
                    tip="Tokens with the largest contribution c_m(x)"),
             Column("+ c_m(x)", lambda r: r[2], num, numeric=True),
-            Column("lowers", lambda r: display_token(self._tok(), r[3]), token=lambda r: r[3],
+            Column("lowers", lambda r: self.state.token_text(r[3]), token=lambda r: r[3],
                    tip="Tokens with the smallest contribution c_m(x)"),
             Column("− c_m(x)", lambda r: r[4], num, numeric=True)]), stretch=1)
-        self.tokens.tokenActivated.connect(
-            lambda tid, as_key: (self.state.set_key_token if as_key
-                                 else self.state.set_query_token)(tid))
+        self.tokens.tokenActivated.connect(select_row_token(state, False))
         tl.addWidget(self.tokens, 1)
         right.addWidget(top)
         bottom, bl = bare_column()
@@ -180,9 +157,6 @@ class ContextualPanel(Panel):
     def plot_frames(self):
         return [self.scatter_frame]
 
-    def _tok(self):
-        return self.layer.tokenizer if self.layer is not None else None
-
     def model_changed(self, layer) -> None:
         self.neuron = -1
         self.ranked.set_records(())
@@ -201,7 +175,7 @@ class ContextualPanel(Panel):
 
     @staticmethod
     def compute(layer, req: Request):
-        return ranking_job(layer, req)
+        return iter_contextual_ranking(layer, req.heads, req.k)
 
     def _circuit_heads(self) -> tuple[int, ...] | None:
         """The heads of the shown ranking, when it is the current one."""

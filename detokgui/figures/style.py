@@ -22,6 +22,7 @@ from matplotlib.colors import LinearSegmentedColormap, TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from detokgui.core.base import plot_axes
 from detokgui.core.model.conventions import DIVERGING_COLOURS
 
 CM = 1 / 2.54
@@ -98,20 +99,7 @@ def wrap_parts(parts, width_in: float, size_pt: float = FOOTER_PT) -> list[str]:
     """Join the parts (of a footer, a title) with " · " into as few lines of text at
     `size_pt` as fit the figure's width."""
     room = 0.95 * width_in - 0.05  # Agg hinting widens small text at low dpi
-    lines: list[str] = []
-    for part in (str(p) for p in parts if p):
-        joined = f"{lines[-1]} · {part}" if lines else part
-        if lines and text_width_in(joined, size_pt) <= room:
-            lines[-1] = joined
-            continue
-        lines.append("")
-        for word in part.split(" "):  # a part wider than the figure breaks between words
-            longer = f"{lines[-1]} {word}" if lines[-1] else word
-            if lines[-1] and text_width_in(longer, size_pt) > room:
-                lines.append(word)
-            else:
-                lines[-1] = longer
-    return lines
+    return plot_axes.wrap_parts(parts, lambda text: text_width_in(text, size_pt) <= room)
 
 
 def new_figure(width_in: float, height_in: float, nrows: int = 1, ncols: int = 1,

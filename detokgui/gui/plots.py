@@ -51,6 +51,7 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.core.base.atomic import write_bytes
+from detokgui.core.base.plot_axes import category_ticks, label_step, symmetric_levels, wrap_parts
 from detokgui.core.base.provenance import PNG_KEY, to_json
 from detokgui.core.base.tables import Table, write_csv
 from detokgui.core.model.conventions import DIVERGING_COLOURS
@@ -95,13 +96,6 @@ def diverging_colormap() -> pg.ColorMap:
     return pg.ColorMap(np.linspace(0.0, 1.0, n), [QColor(c) for c in DIVERGING_COLOURS])
 
 
-def symmetric_levels(values: np.ndarray) -> tuple[float, float]:
-    finite = values[np.isfinite(values)]
-    m = float(np.abs(finite).max()) if finite.size else 1.0
-    m = m if m > 0 else 1.0
-    return -m, m
-
-
 def plain_axes(item):
     """Turn off pyqtgraph's SI multipliers ("(x0.001)" in an axis label, ticks scaled to
     match) on every axis of a PlotItem or AxisItem: ticks show the real values, as
@@ -111,25 +105,6 @@ def plain_axes(item):
     for ax in axes:
         ax.enableAutoSIPrefix(False)
     return item
-
-
-def label_step(n: int, pixels: float, label_px: float) -> int:
-    """Label every k-th of n equally spaced categories spread over `pixels` so that
-    labelled ones are at least `label_px` apart: the smallest such k (1 when all fit)."""
-    if n <= 1 or pixels <= 0:
-        return 1
-    return max(1, math.ceil(label_px * n / pixels))
-
-
-def category_ticks(labels: Sequence[str], step: int, offset: float = 0.0,
-                   keep: int | None = None) -> list[tuple[float, str]]:
-    """(position, label) for every `step`-th label (and always `keep`, e.g. the selected
-    one), at i + offset."""
-    ticks = [(i + offset, labels[i]) for i in range(0, len(labels), step) if labels[i]]
-    if keep is not None and 0 <= keep < len(labels) and keep % step and labels[keep]:
-        near = [t for t in ticks if abs(t[0] - offset - keep) >= step / 2]  # room for it
-        ticks = sorted(near + [(keep + offset, labels[keep])])
-    return ticks
 
 
 class BarLabels(QObject):
@@ -256,25 +231,11 @@ def _footer_font() -> QFont:
 
 
 def footer_lines(parts: Sequence[str], width: float) -> list[str]:
-    """The footer's parts joined with " · " into as few lines as fit `width` pixels (a
-    part wider than that breaks between words), as the exported figures' footer
-    (`figures.style.wrap_parts`)."""
+    """The footer's parts joined with " · " and wrapped to `width` pixels
+    (`core.base.plot_axes.wrap_parts`), as the exported figures' footer."""
     metrics = QFontMetricsF(_footer_font())
     room = width - 2 * FOOTER_MARGIN
-    lines: list[str] = []
-    for part in (str(p) for p in parts if p):
-        joined = f"{lines[-1]} · {part}" if lines else part
-        if lines and metrics.horizontalAdvance(joined) <= room:
-            lines[-1] = joined
-            continue
-        lines.append("")
-        for word in part.split(" "):
-            longer = f"{lines[-1]} {word}" if lines[-1] else word
-            if lines[-1] and metrics.horizontalAdvance(longer) > room:
-                lines.append(word)
-            else:
-                lines[-1] = longer
-    return lines
+    return wrap_parts(parts, lambda text: metrics.horizontalAdvance(text) <= room)
 
 
 def _footer_height(lines: Sequence[str]) -> float:

@@ -1,0 +1,124 @@
+"""A plot's axes and labels without a plotting library: view ranges that change only when
+they must (a dragged slider rarely re-renders the axes), 1-2-5 tick steps, colour levels
+symmetric about 0, category labels thinned to what fits, and parts of a footer wrapped into
+lines. The window's plots and the exported figures measure text their own way and pass a
+test of width in (`wrap_parts`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+
+def nice_step(x: float) -> float:
+    """The smallest of 1, 2, 5 x 10^k that is at least x (x > 0)."""
+    if not np.isfinite(x) or x <= 0:
+        return 1.0
+    base = 10.0 ** math.floor(math.log10(x))
+    return next(m * base for m in (1, 2, 5, 10) if m * base >= x * (1 - 1e-9))
+
+
+def smaller_nice_step(step: float) -> float:
+    """The next smaller of 1, 2, 5 x 10^k."""
+    base = 10.0 ** math.floor(math.log10(step) + 1e-9)
+    mantissa = round(step / base)
+    return {1: 0.5, 2: 1.0, 5: 2.0}.get(mantissa, 1.0) * base
+
+
+def stable_range(current, lo: float, hi: float, zero_based: bool = False,
+                 min_fill: float = 0.6, pad: float = 0.06) -> tuple[float, float]:
+    """A view range for data in [lo, hi] that changes only when it has to.
+
+    The current range is kept while the data fit inside it and fill at least `min_fill`
+    of it; otherwise a new one is padded and rounded outward to a tenth-of-span "nice"
+    step. A dragged slider thus rarely changes the axes, which are the costly part of a
+    redraw. zero_based: the range starts at 0 (probabilities)."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return current or ((0.0, 1.0) if zero_based else (-1.0, 1.0))
+    if zero_based:
+        lo = 0.0
+    if hi <= lo:
+        d = max(abs(lo), abs(hi), 1e-12) * 0.1
+        lo, hi = (lo, hi + d) if zero_based else (lo - d, hi + d)
+    if current is not None:
+        c0, c1 = current
+        if c0 <= lo and hi <= c1 and (hi - lo) >= min_fill * (c1 - c0):
+            return current
+    span = hi - lo
+    step = nice_step(span / 10)
+    y0 = 0.0 if zero_based else math.floor((lo - pad * span) / step) * step
+    return y0, math.ceil((hi + pad * span) / step) * step
+
+
+def growing_x_range(current, i: int) -> tuple[float, float]:
+    """x range for keys 0..i with a strip of masked keys past i: kept while i stays inside
+    it with at most ~12 % to spare, so the x axis changes every few dozen slider steps
+    rather than at every one."""
+    if current is not None and i + 1 <= current[1] <= i + 3 + 0.12 * (i + 1):
+        return current
+    x1 = i + 2 + 0.06 * (i + 1)
+    q = nice_step(0.02 * (i + 1))
+    x1 = math.ceil(x1 / q) * q
+    return -max(0.5, 0.02 * x1), x1
+
+
+def data_range(arrays, a: int, b: int) -> tuple[float, float]:
+    """min and max over arrays[..., a:b] (NaNs ignored) of several arrays."""
+    lo, hi = np.inf, -np.inf
+    for arr in arrays:
+        part = np.asarray(arr)[..., a:b]
+        if part.size:
+            lo = min(lo, float(np.nanmin(part)))
+            hi = max(hi, float(np.nanmax(part)))
+    return lo, hi
+
+
+def symmetric_levels(values: np.ndarray) -> tuple[float, float]:
+    """(-m, m) with m = max |v| over the finite values (1 when there are none or m = 0):
+    a diverging colour map centred on 0."""
+    finite = values[np.isfinite(values)]
+    m = float(np.abs(finite).max()) if finite.size else 1.0
+    m = m if m > 0 else 1.0
+    return -m, m
+
+
+def label_step(n: int, pixels: float, label_px: float) -> int:
+    """Label every k-th of n equally spaced categories spread over `pixels` so that
+    labelled ones are at least `label_px` apart: the smallest such k, ceil(label_px n /
+    pixels) (1 when all fit)."""
+    if n <= 1 or pixels <= 0:
+        return 1
+    return max(1, math.ceil(label_px * n / pixels))
+
+
+def category_ticks(labels: Sequence[str], step: int, offset: float = 0.0,
+                   keep: int | None = None) -> list[tuple[float, str]]:
+    """(position, label) for every `step`-th label (and always `keep`, e.g. the selected
+    one), at i + offset."""
+    ticks = [(i + offset, labels[i]) for i in range(0, len(labels), step) if labels[i]]
+    if keep is not None and 0 <= keep < len(labels) and keep % step and labels[keep]:
+        near = [t for t in ticks if abs(t[0] - offset - keep) >= step / 2]  # room for it
+        ticks = sorted(near + [(keep + offset, labels[keep])])
+    return ticks
+
+
+def wrap_parts(parts: Sequence, fits: Callable[[str], bool]) -> list[str]:
+    """The non-empty parts (of a footer, a title) joined with " · " into as few lines as
+    `fits` (a line's text -> whether it is narrow enough) allows; a part too wide for one
+    line breaks between words."""
+    lines: list[str] = []
+    for part in (str(p) for p in parts if p):
+        joined = f"{lines[-1]} · {part}" if lines else part
+        if lines and fits(joined):
+            lines[-1] = joined
+            continue
+        lines.append("")
+        for word in part.split(" "):
+            longer = f"{lines[-1]} {word}" if lines[-1] else word
+            if lines[-1] and not fits(longer):
+                lines.append(word)
+            else:
+                lines[-1] = longer
+    return lines

@@ -10,6 +10,7 @@ from test_vocab_stats import integer_layer
 
 import detokgui.core.token_side.auroc as A
 from detokgui.core.base.errors import InputError
+from detokgui.core.base.progress import run
 from detokgui.core.corpus.counts import CorpusCounts, layer_corpus_counts
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side.vocab_stats import head_stats
@@ -110,6 +111,25 @@ def test_roc_curve_area_is_the_auroc(small_vocab_layer, small_corpus, cache):
     without = int(np.flatnonzero(res.positives == 0)[0])
     with pytest.raises(InputError, match="no bigram"):
         A.roc_curve(layer, counts, without)
+
+
+def test_corpus_jobs_and_their_tables(small_vocab_layer, small_corpus, cache):
+    layer = small_vocab_layer
+    counts = layer_corpus_counts(layer, small_corpus)
+    res = run(A.iter_corpus_auroc(layer, [str(small_corpus)]))
+    np.testing.assert_allclose(res.auroc, A.bigram_auroc(layer, counts).auroc, rtol=1e-12)
+    header, rows = A.head_means_table(res, "zero")
+    means, used = res.head_means("zero")
+    assert header == ["head", "mean_auroc", "query_tokens", "no_bigram"]
+    assert rows == [(h, float(m), int(n), "zero") for h, m, n in zip(res.heads, means, used)]
+    u = int(np.flatnonzero(res.positives)[0])
+    roc = run(A.iter_corpus_roc(layer, [str(small_corpus)], u, 1))
+    assert roc.heads == [1] and roc.auroc[0] == pytest.approx(res.auroc[1, u], rel=1e-9)
+    header, rows = A.roc_table(roc)
+    assert header == ["head", "query_id", "fpr", "tpr"] and len(rows) == len(roc.fpr[0])
+    assert rows[-1] == (1, u, 1.0, pytest.approx(1.0))
+    without = int(np.flatnonzero(res.positives == 0)[0])
+    assert run(A.iter_corpus_roc(layer, [str(small_corpus)], without, 0)) == A.NoBigram(without)
 
 
 def test_cached_with_the_pass_statistics(small_vocab_layer, small_corpus, cache, monkeypatch):

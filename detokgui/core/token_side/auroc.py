@@ -39,7 +39,9 @@ import torch
 from detokgui.core.base.checks import as_int, check_choice, check_count, check_heads, check_token
 from detokgui.core.base.diskcache import Entry
 from detokgui.core.base.errors import InputError
-from detokgui.core.base.progress import Job, Progress, run
+from detokgui.core.base.progress import Job, Progress, rescaled, run
+from detokgui.core.base.tables import Table
+from detokgui.core.corpus.counts import iter_layer_counts
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.model.identity import model_identity
 from detokgui.core.token_side.vocab_pass import (
@@ -362,3 +364,47 @@ def roc_curve(layer, counts, query: int, sigma: SigmaChoice | None = None,
         tprs.append(tp)
         areas.append(float(np.sum((fp[1:] - fp[:-1]) * (tp[1:] + tp[:-1]) * 0.5)))
     return ROCCurve(u, hs, sigma, fprs, tprs, np.array(areas), m, int(pos.W[u]))
+
+
+# --------------------------------------------------------------------------- on a corpus
+
+
+@dataclass(frozen=True)
+class NoBigram:
+    """The ROC curve's query token never follows another token in the corpus."""
+
+    query: int
+
+
+def iter_corpus_auroc(layer, corpus, sigma: SigmaChoice | None = None) -> Job[BigramAUROC]:
+    """`iter_bigram_auroc` of every head with the bigram counts of the corpus at `corpus`
+    (`iter_layer_counts`, the first tenth of the progress)."""
+    counts = yield from iter_layer_counts(layer, corpus, 0.0, 0.1)
+    return (yield from rescaled(iter_bigram_auroc(layer, counts, sigma), 0.1, 1.0))
+
+
+def iter_corpus_roc(layer, corpus, query: int, head: int,
+                    sigma: SigmaChoice | None = None) -> Job[ROCCurve | NoBigram]:
+    """`roc_curve` of query token `query` and one head with the corpus's bigram counts;
+    `NoBigram` when the token never follows another token there."""
+    counts = yield from iter_layer_counts(layer, corpus)
+    b = counts.by_next()
+    if b.indptr[query + 1] == b.indptr[query]:
+        return NoBigram(query)
+    return roc_curve(layer, counts, query, sigma, heads=[head])
+
+
+def head_means_table(result: BigramAUROC, no_bigram: str = "skip") -> Table:
+    """head,mean_auroc,query_tokens,no_bigram: per head the mean AUROC over the query
+    tokens that `no_bigram` counts (`BigramAUROC.head_means`) and how many they are."""
+    means, used = result.head_means(no_bigram)
+    return (["head", "mean_auroc", "query_tokens", "no_bigram"],
+            [(h, float(m), int(n), no_bigram)
+             for h, m, n in zip(result.heads, means.tolist(), used.tolist())])
+
+
+def roc_table(curve: ROCCurve) -> Table:
+    """head,query_id,fpr,tpr: the points of the ROC curve of the curve's first head."""
+    return (["head", "query_id", "fpr", "tpr"],
+            [(curve.heads[0], curve.query, float(f), float(t))
+             for f, t in zip(curve.fpr[0].tolist(), curve.tpr[0].tolist())])

@@ -13,8 +13,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
-from detokgui.core.base.progress import rescaled
-from detokgui.core.corpus.counts import iter_layer_counts
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side import auroc as A
 from detokgui.gui.controls import bare_column, wrapping_label
@@ -52,13 +50,6 @@ class CurveRequest:
     corpus: tuple[str, ...]
     query: int
     head: int
-
-
-@dataclass(frozen=True)
-class NoBigram:
-    """The ROC curve's query token never follows another token in the corpus."""
-
-    query: int
 
 
 class AUROCPanel(Panel):
@@ -129,8 +120,7 @@ class AUROCPanel(Panel):
 
     @staticmethod
     def compute(layer, req: Request):
-        counts = yield from iter_layer_counts(layer, req.corpus, 0.0, 0.1)
-        return (yield from rescaled(A.iter_bigram_auroc(layer, counts, req.sigma), 0.1, 1.0))
+        return A.iter_corpus_auroc(layer, req.corpus, req.sigma)
 
     def draw(self, res: A.BigramAUROC | None) -> None:
         self.bars.clear()
@@ -210,13 +200,7 @@ class AUROCPanel(Panel):
 
     def _bars_table(self):
         res = self.result
-        if res is None:
-            return None
-        conv = self.options.value.no_bigram
-        means, used = res.head_means(conv)
-        return (["head", "mean_auroc", "query_tokens", "no_bigram"],
-                [(h, float(m), int(n), conv) for h, m, n in
-                 zip(res.heads, means.tolist(), used.tolist())])
+        return None if res is None else A.head_means_table(res, self.options.value.no_bigram)
 
     def _head_axis(self, heads) -> None:
         """The bar chart's x axis: one tick per head, bar i at x = i."""
@@ -234,14 +218,10 @@ class AUROCPanel(Panel):
 
     @staticmethod
     def _curve_compute(layer, req: CurveRequest):
-        counts = yield from iter_layer_counts(layer, req.corpus)
-        b = counts.by_next()
-        if b.indptr[req.query + 1] == b.indptr[req.query]:
-            return NoBigram(req.query)
-        return A.roc_curve(layer, counts, req.query, req.sigma, heads=[req.head])
+        return A.iter_corpus_roc(layer, req.corpus, req.query, req.head, req.sigma)
 
     def _draw_curve(self, c) -> None:
-        if c is None or isinstance(c, NoBigram):
+        if c is None or isinstance(c, A.NoBigram):
             self.roc_curve.setData([], [])
             set_title(self.roc, " ")
             self.roc_status.setText(
@@ -260,9 +240,5 @@ class AUROCPanel(Panel):
 
     def _roc_table(self):
         c = self.channel("roc").result
-        if c is None or isinstance(c, NoBigram):
-            return None
-        return (["head", "query_id", "fpr", "tpr"],
-                [(c.heads[0], c.query, float(f), float(t))
-                 for f, t in zip(c.fpr[0].tolist(), c.tpr[0].tolist())])
+        return None if c is None or isinstance(c, A.NoBigram) else A.roc_table(c)
 

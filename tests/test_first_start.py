@@ -15,10 +15,10 @@ from conftest import close_jobs, closed_port, wait_idle
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
+from detokgui.core.model.sources.hub import HUB_EXAMPLE, hub_request
 from detokgui.gui import models
 from detokgui.gui.banner import ERROR, NOTICE
 from detokgui.gui.main_window import MainWindow
-from detokgui.gui.models import hub_request
 from detokgui.gui.options import flush_settings
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -249,7 +249,7 @@ def test_hub_dialog_loads_name_at_revision(qtbot, monkeypatch, tiny_ckpt):
         lambda parent, title, text: warnings.append(text)))
     try:
         win.ask_hub_model()
-        assert "@" in prompts[0][0] and models.HUB_EXAMPLE in prompts[0][0]
+        assert "@" in prompts[0][0] and HUB_EXAMPLE in prompts[0][0]
         assert prompts[1][1]["text"] == "gpt2@"  # asked again with what was typed
         assert len(warnings) == 1 and "revision" in warnings[0]
         qtbot.waitUntil(lambda: win.state.layer is not None, timeout=60000)

@@ -382,10 +382,11 @@ def test_model_switch_frees_the_old_model(vocab_window, qtbot, small_vocab_ckpt,
 
 
 def test_corpus_option_opens_the_corpus(qtbot, small_vocab_ckpt, tmp_path):
-    from detokgui.gui.launch import build_parser, check_corpus_arg, corpus_arg
+    from detokgui.core.corpus.documents import sample_paths
+    from detokgui.gui.launch import build_parser, check_corpus_arg
 
     args = build_parser().parse_args(["--corpus", "sample", "--view", "auroc"])
-    args.corpus = corpus_arg(args.corpus)  # 'sample': the shipped sample corpus
+    args.corpus = sample_paths(args.corpus)  # 'sample': the shipped sample corpus
     assert args.corpus == list(CORPUS) and check_corpus_arg(args.corpus) is None
     win = open_window(qtbot, small_vocab_ckpt)
     win.corpus.open(args.corpus)  # what launch() does with --corpus

@@ -48,7 +48,7 @@ def test_a_plain_progress_bar_paints_everything_at_once(qtbot):
 
 
 def test_remaining_time_rule_and_text():
-    from detokgui.gui.progress_bar import duration_text, remaining_seconds
+    from detokgui.core.base.progress import duration_text, remaining_seconds
 
     assert remaining_seconds(1.0, 0.5) is None  # too early to tell
     assert remaining_seconds(10.0, 0.01) is None  # too little done

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QActionGroup, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QInputDialog
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
 from detokgui.core.base.pools import default_workers
+from detokgui.core.corpus.check import check_corpus
 from detokgui.core.corpus.readers import TEXT_COLUMN
 from detokgui.core.corpus.spec import Corpus
 from detokgui.gui.elided_label import ElidedLabel
@@ -37,59 +38,6 @@ TOOLTIP = "The corpus read by the corpus and text views (Corpus menu)"
 TOOLTIP_SKIPPED = 20  # skipped entries listed in the label's tooltip
 
 
-def describe(paths, n_files: int, n_bytes: int, n_skipped: int = 0) -> str:
-    from detokgui.core.model.sources.demo import sample_corpus
-
-    if [Path(p) for p in paths] == [sample_corpus()]:
-        name = "sample corpus"
-    elif len(paths) == 1:
-        name = Path(paths[0]).name
-    else:
-        name = f"{Path(paths[0]).name} + {len(paths) - 1} more"
-    skipped = f", {n_skipped} skipped" if n_skipped else ""
-    return f"{name} ({n_files} file{'s' * (n_files != 1)}, {n_bytes / 1e6:.1f} MB{skipped})"
-
-
-def check_corpus(paths, layer=None):
-    """Job body: the corpus files behind `paths` (a Corpus) exist, are regular files, and
-    each starts with a readable document (InputError if not: a named pipe or device,
-    binary, empty, not UTF-8, bad JSON lines, a damaged parquet or arrow file, no such
-    text column); a counts file is read and, with `layer`, checked against its tokenizer
-    and V. Returns the corpus, a one-line description and the folder entries skipped
-    (`core.corpus.documents.Skipped`). Later problems surface when a view reads on."""
-    from detokgui.core.base.progress import Progress
-    from detokgui.core.corpus import countsfile
-    from detokgui.core.corpus.counts import tokenizer_key
-    from detokgui.core.corpus.documents import CorpusReader, scan_corpus
-    from detokgui.core.corpus.spec import as_corpus
-
-    paths = as_corpus(paths)
-    scan = scan_corpus(paths)
-    if scan.counts:
-        if scan.files:
-            from detokgui.core.base.errors import InputError
-
-            raise InputError(f"{scan.counts[0]} is a counts file: open it alone (Open "
-                             "counts…), not with corpus files.")
-        parts = []
-        for f in scan.counts:
-            meta = countsfile.counts_meta(f)
-            if layer is not None and layer.tokenizer is not None:
-                countsfile.check_tokenizer(f, meta, tokenizer_key(layer.tokenizer),
-                                           layer.n_vocab, layer.name)
-            parts.append(meta)
-        n_tokens = sum(m["n_tokens"] for m in parts)
-        name = scan.counts[0].name + (f" + {len(parts) - 1} more" if len(parts) > 1 else "")
-        return paths, f"counts {name} ({n_tokens / 1e6:,.1f} M tokens)", ()
-    files = scan.files
-    for k, f in enumerate(files):
-        next(iter(CorpusReader(Corpus([f], text_column=paths.text_column))))
-        yield Progress((k + 1) / len(files), f"Checking {f.name}")
-    n_bytes = sum(f.stat().st_size for f in files)
-    return (paths, "corpus: " + describe(paths, len(files), n_bytes, len(scan.skipped)),
-            tuple(scan.skipped))
-
-
 class CorpusControl(QObject):
     """Corpus menu entries and the status-bar label of a main window."""
 
@@ -101,7 +49,7 @@ class CorpusControl(QObject):
         self.label = ElidedLabel(self.text, max_hint=320)
         self.label.set_note(TOOLTIP)
         act = window._action
-        act(menu, "Open corpus files…", self.ask_files, QKeySequence("Ctrl+Shift+O"),
+        act(menu, "Open corpus files…", lambda: self.ask_files(), QKeySequence("Ctrl+Shift+O"),
             ".txt or .jsonl files (a \"text\" field per line), optionally .gz or .zst; "
             ".parquet and .arrow files (a \"text\" column)")
         act(menu, "Open corpus folder…", self.ask_folder, None,
@@ -201,10 +149,10 @@ class CorpusControl(QObject):
         if paths and all(Path(p).exists() for p in paths):
             self.open(paths, quiet=True)
 
-    def ask_files(self) -> None:
+    def ask_files(self, caption: str = "Open corpus files", file_filter: str = FILE_FILTER
+                  ) -> None:
         files, _ = QFileDialog.getOpenFileNames(
-            self.window, "Open corpus files", remembered(LAST_FOLDER, str(Path.home())),
-            FILE_FILTER)
+            self.window, caption, remembered(LAST_FOLDER, str(Path.home())), file_filter)
         if files:
             remember(LAST_FOLDER, str(Path(files[0]).parent))
             self.open(files)
@@ -217,12 +165,7 @@ class CorpusControl(QObject):
             self.open([folder])
 
     def ask_counts(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(
-            self.window, "Open counts", remembered(LAST_FOLDER, str(Path.home())),
-            COUNTS_FILTER)
-        if files:
-            remember(LAST_FOLDER, str(Path(files[0]).parent))
-            self.open(files)
+        self.ask_files("Open counts", COUNTS_FILTER)
 
     def use_sample(self) -> None:
         from detokgui.core.model.sources.demo import sample_corpus
@@ -277,8 +220,6 @@ class CorpusControl(QObject):
         self.label.set_note(tip)
 
     def _failed(self, exc, _message: str = "") -> None:
-        from PySide6.QtWidgets import QMessageBox
-
         self.label.setText(self.text)
         hint = (" Choose the column with Corpus › Text column…"
                 if "name the column that holds the text" in str(exc) else "")

@@ -41,24 +41,12 @@ def app_icon():
     return QIcon(str(files("detokgui.resources") / "detokgui.svg"))
 
 
-def corpus_arg(paths) -> list[str]:
-    """The --corpus paths, with 'sample' (when no such file exists) as the shipped sample
-    corpus's path, as the Corpus menu's *Use sample corpus* opens it."""
-    from pathlib import Path
-
-    from detokgui.core.corpus.documents import SAMPLE_NAME
-    from detokgui.core.model.sources.demo import sample_corpus
-
-    return [str(sample_corpus()) if p == SAMPLE_NAME and not Path(p).exists() else str(p)
-            for p in paths]
-
-
 def check_corpus_arg(paths) -> str | None:
     """None when the --corpus paths can be read as a corpus (each file starts with a
     readable document), else the one-line reason."""
     from detokgui.core.base.errors import InputError
     from detokgui.core.base.progress import run
-    from detokgui.gui.corpus import check_corpus
+    from detokgui.core.corpus.check import check_corpus
 
     try:
         run(check_corpus([str(p) for p in paths]))
@@ -87,36 +75,39 @@ def check_session_arg(args) -> str | None:
     return None
 
 
-def launch(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
-    problem = check_session_arg(args)
-    if problem is not None:
-        print(f"detokgui: error: {problem}", file=sys.stderr)
-        return 2
+def start_problem(args) -> str | None:
+    """Why the window cannot open with `args` (one line), else None; checked in turn: the
+    session file, --corpus ('sample' becomes the shipped sample corpus's path, as the
+    Corpus menu opens it), --text-file, the display (without one Qt would abort the
+    process, a core dump, with its own message), --device cuda."""
     if args.corpus:
-        args.corpus = corpus_arg(args.corpus)
-        problem = check_corpus_arg(args.corpus)
-        if problem is not None:
-            print(f"detokgui: error: {problem}", file=sys.stderr)
-            return 2
+        from detokgui.core.corpus.documents import sample_paths
+
+        args.corpus = sample_paths(args.corpus)
+    problem = check_session_arg(args) or (args.corpus and check_corpus_arg(args.corpus))
+    if problem:
+        return problem
     if args.text_file and not os.access(args.text_file, os.R_OK):
-        print(f"detokgui: error: --text-file: cannot read {args.text_file}", file=sys.stderr)
-        return 2
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        return f"--text-file: cannot read {args.text_file}"
     if args.screenshot and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     problem = display_problem()
-    if problem is not None:  # Qt would abort the process (a core dump) with its own message
-        print(f"detokgui: error: {problem}", file=sys.stderr)
-        return 2
-    if args.device == "cuda":
+    if problem is None and args.device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
-            print("detokgui: error: --device cuda was asked for but no CUDA device is available",
-                  file=sys.stderr)
-            return 2
+            return "--device cuda was asked for but no CUDA device is available"
+    return problem
+
+
+def launch(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    problem = start_problem(args)
+    if problem is not None:
+        print(f"detokgui: error: {problem}", file=sys.stderr)
+        return 2
 
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication

@@ -10,18 +10,12 @@ from PySide6.QtGui import QCursor, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMessageBox
 
 from detokgui.core.model.conventions import temperature_label
+from detokgui.core.model.families import with_family
 from detokgui.core.model.sources.default_model import DEFAULT_MODEL
+from detokgui.core.model.sources.demo import DEMO_LABELS
+from detokgui.core.model.sources.hub import HUB_EXAMPLE, hub_request, model_title
 from detokgui.gui.elided_label import ElidedLabel
-from detokgui.gui.models import (
-    DEMO_LABELS,
-    HUB_EXAMPLE,
-    ModelController,
-    hub_request,
-    model_title,
-    recent_label,
-    recent_models,
-    with_family,
-)
+from detokgui.gui.models import ModelController, recent_label, recent_models
 from detokgui.gui.options import remember, remembered
 
 # remembered between sessions

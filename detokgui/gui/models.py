@@ -11,36 +11,34 @@ ms that the GUI thread would otherwise stall for); the controller keeps none."""
 
 from __future__ import annotations
 
-import threading
 import time
+from functools import partial
+from html import escape
 
 from PySide6.QtCore import QObject, Signal, Slot
 
 from detokgui.core.base.errors import ModelLoadError
+from detokgui.core.compare.pair import Pair, iter_match_heads
+from detokgui.core.compare.views import warm_pair
 from detokgui.core.model.conventions import default_query_position
-from detokgui.core.model.families import family_label
+from detokgui.core.model.families import family_label, with_family
+from detokgui.core.model.loading import default_query, load_layer
 from detokgui.core.model.sources.default_model import (
     DEFAULT_MODEL,
     NOT_PROBED,
     OFFLINE,
-    REACHABLE,
     Unavailable,
     cached_locally,
     offline_mode,
     probe_hub,
     why_not_cached,
 )
-from detokgui.core.model.sources.demo import DEMO, DEMO_DESCRIPTION
-from detokgui.gui.banner import ERROR, NOTICE, BannerAction, carry_sentence
+from detokgui.core.model.sources.demo import DEMO, DEMO_DESCRIPTION, DEMO_LABELS
+from detokgui.core.model.sources.hub import model_title
+from detokgui.gui.banner import ERROR, NOTICE, BannerAction
 from detokgui.gui.options import remember, remembered
 
-DEMO_LABELS = {
-    "demo": "Demo model (trained, not GPT-2)",
-    "random-demo": "Random demo model (random weights)",
-}
 MAX_RECENT = 8
-#: An example for the hub dialog: a GPT-2 training checkpoint published as a branch.
-HUB_EXAMPLE = "stanford-crfm/alias-gpt2-small-x21@checkpoint-300000"
 # remembered between sessions
 RECENT = "models/recent"
 # The family of each recent model that loaded, as a flat list name, family, name, family...
@@ -48,27 +46,7 @@ RECENT = "models/recent"
 RECENT_FAMILIES = "models/recent_families"
 #: The jobs of a comparison after B has loaded.
 PAIR_JOBS = ("pair", "matching")
-
-#: One model loads at a time (A and B asked for together): transformers' lazy imports are
-#: not safe from two threads at once, and two loads at once would double the peak memory.
-_LOADING = threading.Lock()
-
-
-def load_layer(name: str, device: str | None, report):
-    """Job body: load a model (a demo model, a folder or a hub name), its sigma table, its
-    tokenizer's pieces and the digest of its layer-0 tensors."""
-    from detokgui.core import Layer0
-    from detokgui.core.model.provenance import layer0_digest
-    from detokgui.core.model.tokens import prepare as prepare_tokens
-
-    report(0.0, "")  # cancelled while waiting: stop here
-    with _LOADING:
-        layer = Layer0.from_pretrained(name, device=device,
-                                       progress=lambda f, m: report(0.7 * f, m))
-        layer.sigma_stats(progress=lambda f, m: report(0.7 + 0.3 * f, m))
-        prepare_tokens(layer.tokenizer)  # not on the GUI thread when the first token shows
-        layer0_digest(layer)  # every export's provenance names it: not on the GUI thread
-    return layer
+html = partial(escape, quote=False)  # a text in the banner's rich text
 
 
 class NotCached(ModelLoadError):
@@ -81,76 +59,6 @@ def load_default(name: str, device: str | None, report):
     if not cached_locally(name):
         raise NotCached(why_not_cached(name, None))
     return load_layer(name, device, report)
-
-
-def hub_request(text: str) -> tuple[str, str | None]:
-    """(model name to load, problem or None) for what was typed into *Open hub model…*:
-    NAME or NAME@REVISION (a branch, tag or commit; `core.model.sources.hub.split_revision`),
-    spaces around the parts dropped."""
-    from detokgui.core.model.sources.hub import split_revision
-
-    text = " ".join(str(text).split())
-    name, revision = split_revision(text)
-    if not name or name.startswith("@") or revision == "":
-        return text, (f"Write the model's name, and after an @ the revision if you want one "
-                      f"other than main: e.g. gpt2 or {HUB_EXAMPLE}.")
-    if " " in name or " " in (revision or ""):
-        return text, "A hub model's name and revision have no spaces."
-    return f"{name}@{revision}" if revision else name, None
-
-
-def short_commit(layer) -> str | None:
-    """The commit a hub model resolved to, as people quote it
-    (`core.model.sources.hub.short`), or None (a folder, a demo model, or a loader that
-    does not say)."""
-    from detokgui.core.model.sources.hub import short
-
-    return short(getattr(layer, "revision", None)) or None
-
-
-def model_title(layer) -> str:
-    """The model's name as typed (gpt2@step1000) and the commit it resolved to
-    (`short_commit`), when it came from the hub."""
-    commit = short_commit(layer)
-    return f"{layer.name} (commit {commit})" if commit else layer.name
-
-
-def make_pair(a, b):
-    """Job body: the core.compare.pair.Pair of A and B, their tokens mapped both ways."""
-    from detokgui.core.compare.pair import Pair
-    from detokgui.core.compare.views import warm_pair
-
-    return warm_pair(Pair(a, b))
-
-
-def match_heads(pair):
-    """Job body (a generator): the head matching of a pair."""
-    from detokgui.core.compare.pair import iter_match_heads
-
-    return (yield from iter_match_heads(pair))
-
-
-def with_family(name: str, family: str) -> str:
-    """"gpt2 (GPT-2 architecture)": a model's name and its family's architecture, unless
-    the name already says it (the demo models' names do) or the family is not known ("").
-    "architecture", not the family alone: "random demo model (GPT-2)" read as GPT-2."""
-    return f"{name} ({family} architecture)" if family and family not in name else name
-
-
-def default_query(layer) -> int:
-    """' Korea' (the paper's running example) when the tokenizer has it, else token 0."""
-    from detokgui.core.model.tokens import encode_text
-
-    tok = layer.tokenizer
-    if tok is not None:
-        ids = encode_text(tok, " Korea")
-        if len(ids) == 1 and ids[0] < layer.n_vocab:
-            return ids[0]
-    return 0
-
-
-def html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def recent_models() -> list[str]:
@@ -237,13 +145,9 @@ class ModelController(QObject):
                              on_cancel=lambda: self._hub_probed(NOT_PROBED))
 
     def _hub_probed(self, hub: str) -> None:
-        u = self.unavailable
-        if u is None:
-            return  # another model was asked for meanwhile
-        reason = why_not_cached(u.name, hub) if u.reason == why_not_cached(u.name, None) \
-            else u.reason
-        self.unavailable = Unavailable(u.name, reason, hub)
-        self._show_unavailable()
+        if self.unavailable is not None:  # else another model was asked for meanwhile
+            self.unavailable = self.unavailable.probed(hub)
+            self._show_unavailable()
 
     def _show_unavailable(self) -> None:
         """The first start's banner: the demo is shown, not the default model, and why."""
@@ -259,20 +163,11 @@ class ModelController(QObject):
         actions.append(self._folder_action(
             "Open a local checkpoint folder (GPT-2, GPT-Neo or OPT) that holds config.json "
             "and the weights"))
-        todo = {None: "(Checking whether the hub answers…)",
-                OFFLINE: "Unset HF_HUB_OFFLINE to download it, or open a local checkpoint "
-                         "folder.",
-                REACHABLE: "Download it with the button below, or open a local checkpoint "
-                           "folder.",
-                }.get(u.hub, "Connect to the internet to download it, or open a local "
-                             "checkpoint folder.")
-        if u.hub not in (None, REACHABLE):
-            todo += " " + carry_sentence(u.name)
         doing = "Opening" if self.state.layer is None else "This is"
         self._show(
             f"<b>{doing} the demo model, a small model trained for detokgui — not GPT-2.</b>"
-            f"<br>{html(u.reason)} {html(todo)}<br><small>{html(DEMO_DESCRIPTION)}</small>",
-            actions, kind=NOTICE)
+            f"<br>{html(u.reason)} {html(u.what_to_do())}"
+            f"<br><small>{html(DEMO_DESCRIPTION)}</small>", actions, kind=NOTICE)
 
     def load_model(self, name: str, body=None, on_error=None) -> None:
         """Load `name` (a hub name, NAME@REVISION, a folder or a demo name) in the
@@ -288,18 +183,18 @@ class ModelController(QObject):
         self.load_started = time.perf_counter()
         self.bannerDismissed.emit()
         label = DEMO_LABELS.get(name, name)
+        self._submit_load("model", name, body, self._loaded, f"Loading {label}…",
+                          label=f"Loading {label}", on_error=on_error or self._load_failed,
+                          on_cancel=lambda: self._load_cancelled(name))
+
+    def _submit_load(self, key: str, name: str, body, done, saying: str, **submit) -> None:
+        """Load `name` in the job `key` with `body(name, device, report)` (default:
+        `load_layer`, looked up when the job runs); then `done(name, layer)`."""
         self.loadingChanged.emit()
-        self._say(f"Loading {label}…")
+        self._say(saying)
         device = self.device
-        body = body or (lambda n, d, report: load_layer(n, d, report))
-        self.jobs.submit(
-            "model",
-            lambda report: body(name, device, report),
-            lambda layer, n=name: self._loaded(n, layer),
-            label=f"Loading {label}",
-            on_error=on_error or self._load_failed,
-            on_cancel=lambda n=name: self._load_cancelled(n),
-        )
+        self.jobs.submit(key, lambda report: (body or load_layer)(name, device, report),
+                         lambda layer: done(name, layer), **submit)
 
     def _loaded(self, name: str, layer) -> None:
         self.loading_name = None
@@ -373,16 +268,9 @@ class ModelController(QObject):
         self.loading_b_name = name
         self.compare_error = None
         label = DEMO_LABELS.get(name, name)
-        self.loadingChanged.emit()
-        self._say(f"Loading {label} to compare with…")
-        device = self.device
-        self.jobs.submit(
-            "model_b",
-            lambda report: load_layer(name, device, report),
-            lambda layer, n=name: self._compare_loaded(n, layer),
-            label=f"Loading {label} (B)",
-            on_error=self._compare_failed,
-        )
+        self._submit_load("model_b", name, None, self._compare_loaded,
+                          f"Loading {label} to compare with…", label=f"Loading {label} (B)",
+                          on_error=self._compare_failed)
 
     def _compare_loaded(self, name: str, layer) -> None:
         self.loading_b_name = None
@@ -430,7 +318,7 @@ class ModelController(QObject):
             return
         self.jobs.discard("matching")
         a, serial = s.layer, (s.model_serial, s.compare_serial)
-        self.jobs.submit("pair", lambda: make_pair(a, layer_b),
+        self.jobs.submit("pair", lambda: warm_pair(Pair(a, layer_b)),
                          lambda pair, k=serial: self._paired(k, pair),
                          label="Pairing the tokens of A and B",
                          on_error=lambda _exc, message, k=serial: self._not_paired(k, message))
@@ -442,7 +330,7 @@ class ModelController(QObject):
         if not pair_set:
             s.set_compare(s.layer_b, pair)
         serial = (s.model_serial, s.compare_serial)
-        self.jobs.submit("matching", lambda: match_heads(pair),
+        self.jobs.submit("matching", lambda: iter_match_heads(pair),
                          lambda m, k=serial: self._matched(k, m),
                          label="Matching the heads of A and B")
 

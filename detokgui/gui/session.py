@@ -23,45 +23,19 @@ from detokgui.core.base.session import (
     MAX_TEXT_CHARS,
     SUFFIX,
     empty_session,
+    model_entry,
     model_to_open,
+    option_fits,
     read_session,
     write_session,
 )
+from detokgui.core.corpus.documents import sample_paths, stored_path
+from detokgui.core.model.conventions import SigmaChoice
 from detokgui.gui.banner import NOTICE
 from detokgui.gui.options import remember, remembered
 
 FILTER = f"detokgui sessions (*{SUFFIX} *.json)"
 LAST_FOLDER = "session/folder"
-
-
-def _model_entry(name: str | None, layer) -> dict | None:
-    """A model as a session names it: as it was opened (a folder as an absolute path, so
-    that the file opens from any working folder) with the commit it resolved to."""
-    if layer is None:
-        return None
-    name = name or str(layer.name)
-    if Path(name).expanduser().is_dir():
-        name = str(Path(name).expanduser().absolute())
-    return {"name": name, "revision": getattr(layer, "revision", None)}
-
-
-def _corpus_path(path: str) -> str:
-    """A corpus path as a session stores it: "sample" for the sample corpus shipped with
-    detokgui (its path differs from one installation to the next), else absolute."""
-    from detokgui.core.corpus.documents import SAMPLE_NAME
-    from detokgui.core.model.sources.demo import sample_corpus
-
-    absolute = Path(path).absolute()
-    return SAMPLE_NAME if absolute == sample_corpus().absolute() else str(absolute)
-
-
-def corpus_paths(paths) -> list[str]:
-    """A session's corpus paths as files here ("sample": the shipped sample corpus)."""
-    from detokgui.core.corpus.documents import SAMPLE_NAME
-    from detokgui.core.model.sources.demo import sample_corpus
-
-    return [str(sample_corpus()) if p == SAMPLE_NAME and not Path(p).exists() else p
-            for p in paths]
 
 
 def _text_of(window) -> str | None:
@@ -74,8 +48,8 @@ def session_of(window) -> dict:
     """The session (a `core.base.session` dict) of what `window` shows now."""
     s = window.state
     session = empty_session()
-    session["models"] = {"a": _model_entry(window.models.opened_a, s.layer),
-                         "b": _model_entry(window.models.opened_b, s.layer_b)}
+    session["models"] = {"a": model_entry(window.models.opened_a, s.layer),
+                         "b": model_entry(window.models.opened_b, s.layer_b)}
     pair = s.head_pair if s.layer_b is not None else None
     session["selection"] = {
         "head": s.head, "head_b": pair[1] if pair else None,
@@ -86,7 +60,7 @@ def session_of(window) -> dict:
                   "j": int(s.sigma.positions[1])},
     }
     if s.corpus:
-        session["corpus"] = {"paths": [_corpus_path(p) for p in s.corpus],
+        session["corpus"] = {"paths": [stored_path(p) for p in s.corpus],
                              "text_column": getattr(s.corpus, "text_column", "text")}
     panel = window.current_panel()
     session["view"] = panel.view_name if panel is not None else None
@@ -106,17 +80,6 @@ def save_session(window, path: str | Path) -> Path:
 
 
 # --------------------------------------------------------------------------- restoring
-
-
-def _fits(value, default) -> bool:
-    """Whether a stored option value has the type of the option's default."""
-    if isinstance(default, bool) or isinstance(value, bool):
-        return isinstance(value, bool) and isinstance(default, bool)
-    if isinstance(default, float):
-        return isinstance(value, (int, float))
-    if default is None:
-        return True
-    return isinstance(value, type(default))
 
 
 class SessionRestore(QObject):
@@ -173,7 +136,7 @@ class SessionRestore(QObject):
                 widget = bound.widgets.get(key)
                 if key not in known:
                     refused.append(f"{key} (unknown)")
-                elif not _fits(value, getattr(defaults, key)) or (
+                elif not option_fits(value, getattr(defaults, key)) or (
                         isinstance(widget, QComboBox) and widget.findData(value) < 0):
                     refused.append(f"{key} = {value!r} (not a value it takes)")
                 else:
@@ -192,7 +155,7 @@ class SessionRestore(QObject):
             if self.window.state.corpus:
                 control.clear()
             return
-        paths = corpus_paths(corpus["paths"])
+        paths = sample_paths(corpus["paths"])
         missing = [p for p in paths if not Path(p).exists()]
         if missing:
             self.problems.append(f"the corpus: {', '.join(missing)} moved or was deleted")
@@ -210,10 +173,7 @@ class SessionRestore(QObject):
         self._finish()
 
     def _disconnect_a(self) -> None:
-        try:
-            self.window.state.modelChanged.disconnect(self._a_loaded)
-        except (RuntimeError, TypeError):
-            pass
+        _disconnect((self.window.state.modelChanged, self._a_loaded))
 
     def _a_loaded(self, layer) -> None:
         if layer is None:
@@ -246,22 +206,16 @@ class SessionRestore(QObject):
         s, sel = self.window.state, self.session["selection"]
         layer = s.layer
         bad = []
-        head = sel.get("head", 0)
-        if 0 <= head < layer.n_heads:
-            s.set_head(head)
-        else:
-            bad.append(f"head {head}")
-        for key, setter in (("query_token", s.set_query_token), ("key_token", s.set_key_token)):
-            t = sel.get(key, -1)
-            if -1 <= t < layer.n_vocab:
-                setter(t)
+        for key, low, high, setter in (("head", 0, layer.n_heads, s.set_head),
+                                       ("query_token", -1, layer.n_vocab, s.set_query_token),
+                                       ("key_token", -1, layer.n_vocab, s.set_key_token),
+                                       ("query_position", 0, layer.n_positions,
+                                        s.set_query_position)):
+            value = sel.get(key, low)
+            if low <= value < high:
+                setter(value)
             else:
-                bad.append(f"{key.replace('_', ' ')} {t}")
-        pos = sel.get("query_position", 0)
-        if 0 <= pos < layer.n_positions:
-            s.set_query_position(pos)
-        else:
-            bad.append(f"query position {pos}")
+                bad.append(f"{key.replace('_', ' ')} {value}")
         text = sel.get("text")
         if text is None:  # the token set alone: its tokens as the text they spell
             tokens = sel.get("token_set", [])
@@ -275,8 +229,6 @@ class SessionRestore(QObject):
         panel = self.window.panel("tokens")
         if text is not None and panel is not None:
             panel.set_text(text)  # its tokens become the token set
-        from detokgui.core.model.conventions import SigmaChoice
-
         sigma = sel.get("sigma") or {"kind": "mean"}
         s.set_sigma(SigmaChoice(sigma["kind"], (sigma.get("i", 0), sigma.get("j", 0))))
         if bad:
@@ -320,12 +272,8 @@ class SessionRestore(QObject):
         self._finish()
 
     def _disconnect_b(self) -> None:
-        for signal, slot in ((self.window.state.compareChanged, self._b_loaded),
-                             (self.window.models.loadingChanged, self._b_maybe_failed)):
-            try:
-                signal.disconnect(slot)
-            except (RuntimeError, TypeError):
-                pass
+        _disconnect((self.window.state.compareChanged, self._b_loaded),
+                    (self.window.models.loadingChanged, self._b_maybe_failed))
 
     def _finish(self) -> None:
         """Say what was not restored once the step that ended the restore has shown its
@@ -344,6 +292,15 @@ class SessionRestore(QObject):
         else:
             w.show_message(f"Session {name} restored", 8000)
         self.finished.emit(list(self.problems))
+
+
+def _disconnect(*connections) -> None:
+    """Disconnect each (signal, slot), whether or not it is still connected."""
+    for signal, slot in connections:
+        try:
+            signal.disconnect(slot)
+        except (RuntimeError, TypeError):
+            pass
 
 
 def open_session(window, path: str | Path) -> SessionRestore | None:

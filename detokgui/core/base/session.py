@@ -185,3 +185,27 @@ def model_to_open(entry: dict) -> str:
     if revision:
         return f"{name.split('@', 1)[0]}@{revision}"
     return name
+
+
+def model_entry(name: str | None, layer) -> dict | None:
+    """A model as a session names it (None without `layer`): as it was opened, else by the
+    layer's name (a folder as an absolute path, so that the file opens from any working
+    folder), with the commit it resolved to."""
+    if layer is None:
+        return None
+    name = name or str(layer.name)
+    if Path(name).expanduser().is_dir():
+        name = str(Path(name).expanduser().absolute())
+    return {"name": name, "revision": getattr(layer, "revision", None)}
+
+
+def option_fits(value, default) -> bool:
+    """Whether a stored option value has the type of the option's default (an int for a
+    float option; a bool only for a bool option; anything for a default of None)."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    if default is None:
+        return True
+    return isinstance(value, type(default))

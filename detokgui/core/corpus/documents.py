@@ -81,6 +81,20 @@ class CorpusScan:
     counts: list[Path] = field(default_factory=list)
 
 
+def sample_paths(paths) -> list[str]:
+    """Corpus paths as files here: SAMPLE_NAME ("sample"), when no such file exists, is
+    the sample corpus shipped in the package."""
+    return [str(sample_corpus()) if str(p) == SAMPLE_NAME and not Path(p).exists() else str(p)
+            for p in paths]
+
+
+def stored_path(path) -> str:
+    """A corpus path as a session stores it: SAMPLE_NAME for the shipped sample corpus
+    (its path differs from one installation to the next), else absolute."""
+    absolute = Path(path).absolute()
+    return SAMPLE_NAME if absolute == sample_corpus().absolute() else str(absolute)
+
+
 def is_counts_file(path) -> bool:
     return str(path).lower().endswith(COUNTS_SUFFIX)
 

@@ -31,6 +31,7 @@ __all__ = [
     "family_label",
     "get",
     "read_config",
+    "with_family",
 ]
 
 FAMILIES: tuple[Family, ...] = (gpt2.FAMILY, gpt_neo.FAMILY, opt.FAMILY)
@@ -59,6 +60,14 @@ def family_label(key: str) -> str:
     """"GPT-2", "GPT-Neo", "OPT" for the family keys "gpt2", "gpt_neo", "opt"."""
     fam = get(key, None)
     return fam.label if fam is not None else key
+
+
+def with_family(name: str, family: str) -> str:
+    """"gpt2 (GPT-2 architecture)": a model's name and its family's architecture (a
+    `family_label`), unless the name already says it (the demo models' names do) or the
+    family is not known (""). "architecture", not the family alone: "random demo model
+    (GPT-2)" read as GPT-2."""
+    return f"{name} ({family} architecture)" if family and family not in name else name
 
 
 def get(key: str, default=KeyError) -> Family:

@@ -57,6 +57,30 @@ class Unavailable:
     def downloadable(self) -> bool:
         return self.hub == REACHABLE
 
+    def probed(self, hub: str) -> Unavailable:
+        """The same, once the hub probe answered `hub` (a reason that said nothing of the
+        hub now says what was found)."""
+        unprobed = self.reason == why_not_cached(self.name, None)
+        return Unavailable(self.name, why_not_cached(self.name, hub) if unprobed
+                           else self.reason, hub)
+
+    def what_to_do(self) -> str:
+        """What a person can do instead (the first start's banner); without network, a
+        machine with network writes the model's layer 0 into a folder (`detokgui
+        download`), which opens here."""
+        todo = {None: "(Checking whether the hub answers…)",
+                OFFLINE: "Unset HF_HUB_OFFLINE to download it, or open a local checkpoint "
+                         "folder.",
+                REACHABLE: "Download it with the button below, or open a local checkpoint "
+                           "folder.",
+                }.get(self.hub, "Connect to the internet to download it, or open a local "
+                                "checkpoint folder.")
+        if self.hub in (None, REACHABLE):
+            return todo
+        return (f"{todo} Without network here: run `detokgui download {self.name} --out "
+                "FOLDER` on a machine with network, copy FOLDER here and open it (Open "
+                "folder…).")
+
 
 def why_not_cached(name: str, hub: str | None) -> str:
     """One sentence: `name` is not in the local cache, and what the hub probe found."""

@@ -29,6 +29,11 @@ RANDOM_DEMO = "random-demo"
 DEMO_NAMES = (DEMO, RANDOM_DEMO)
 DEMO_TITLE = "demo model (trained 2-layer GPT-2 architecture, not GPT-2)"
 RANDOM_DEMO_TITLE = "random demo model (random weights)"
+#: The demo models' entries in menus and messages.
+DEMO_LABELS = {
+    DEMO: "Demo model (trained, not GPT-2)",
+    RANDOM_DEMO: "Random demo model (random weights)",
+}
 DEMO_DESCRIPTION = (
     "The demo model is not GPT-2: a 2-layer GPT-2-architecture model (d=128, 8 heads, "
     "128 positions, the real GPT-2 tokenizer) trained on a CPU on 9.7M tokens of "

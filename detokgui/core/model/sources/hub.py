@@ -84,6 +84,37 @@ def short(commit: str | None) -> str:
     return (commit or "")[:10]
 
 
+#: An example for the hub dialog: a GPT-2 training checkpoint published as a branch.
+HUB_EXAMPLE = "stanford-crfm/alias-gpt2-small-x21@checkpoint-300000"
+
+
+def hub_request(text: str) -> tuple[str, str | None]:
+    """(model name to load, problem or None) for what was typed as a hub model: NAME or
+    NAME@REVISION (a branch, tag or commit; `split_revision`), spaces around the parts
+    dropped."""
+    text = " ".join(str(text).split())
+    name, revision = split_revision(text)
+    if not name or name.startswith("@") or revision == "":
+        return text, (f"Write the model's name, and after an @ the revision if you want one "
+                      f"other than main: e.g. gpt2 or {HUB_EXAMPLE}.")
+    if " " in name or " " in (revision or ""):
+        return text, "A hub model's name and revision have no spaces."
+    return f"{name}@{revision}" if revision else name, None
+
+
+def short_commit(layer) -> str | None:
+    """The commit a hub model resolved to, as people quote it (`short`), or None (a
+    folder, a demo model, or a loader that does not say)."""
+    return short(getattr(layer, "revision", None)) or None
+
+
+def model_title(layer) -> str:
+    """The model's name as typed (gpt2@step1000) and the commit it resolved to
+    (`short_commit`), when it came from the hub."""
+    commit = short_commit(layer)
+    return f"{layer.name} (commit {commit})" if commit else layer.name
+
+
 def endpoint() -> str:
     """The hub's address: HF_ENDPOINT when set (read now, not at import)."""
     return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")

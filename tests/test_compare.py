@@ -262,6 +262,24 @@ def test_different_heads_and_context_lengths(demo, tmp_path):
     assert all(sw.assigned_of_a(b) == a for a, b in m.assignment)
 
 
+def test_a_pattern_pair_aligns_the_shorter_context(demo, tmp_path):
+    from detokgui.core.compare.views import pattern_pair
+
+    short = Layer0.from_pretrained(str(write_random_checkpoint(
+        tmp_path / "s", n_embd=48, n_head=3, n_positions=40, seed=4)), device="cpu")
+    res = pattern_pair(Pair(demo, short), 262, 50, 1, 2)
+    assert res.b.n == 39 and res.offset_b == 11
+    curves = res.curves()
+    np.testing.assert_array_equal(curves["A"][0], np.arange(51))
+    np.testing.assert_array_equal(curves["B"][0], np.arange(11, 51))
+    np.testing.assert_array_equal(curves["B"][1], res.b.pattern[0])
+    tv = 0.5 * sum(abs(res.a.pattern[0][j + 11] - res.b.pattern[0][j]) for j in range(40))
+    assert res.total_variation() == pytest.approx(float(tv))
+    header, rows = res.table()
+    assert header == ["model", "key_position", "weight"] and len(rows) == 51 + 40
+    assert rows[51] == ("B", 11, float(res.b.pattern[0][0]))
+
+
 def small_bpe_tokenizer(folder):
     """A byte-level BPE of 400 tokens trained on the sample corpus: a vocabulary that
     differs from GPT-2's (other ids, far fewer tokens, '</s>' as its special)."""

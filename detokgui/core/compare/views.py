@@ -22,6 +22,7 @@ import torch
 
 from detokgui.core.base.checks import check_heads, check_token
 from detokgui.core.base.progress import Job, Progress
+from detokgui.core.base.tables import Table
 from detokgui.core.compare.head_metrics import iter_head_metrics
 from detokgui.core.corpus.counts import iter_layer_counts
 from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION, SigmaChoice, token_sigmas
@@ -168,6 +169,23 @@ class PatternPair:
     a: PositionalPattern
     b: PositionalPattern | None
     offset_b: int
+
+    def curves(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """"A" and, when B has the query, "B" -> (A's key positions, weights)."""
+        out = {"A": (np.arange(self.a.n + 1), self.a.pattern[0])}
+        if self.b is not None:
+            out["B"] = (np.arange(self.b.n + 1) + self.offset_b, self.b.pattern[0])
+        return out
+
+    def table(self) -> Table:
+        """model,key_position,weight of both curves."""
+        return (["model", "key_position", "weight"],
+                [(name, int(x), float(w)) for name, (xs, ws) in self.curves().items()
+                 for x, w in zip(xs, ws)])
+
+    def total_variation(self) -> float:
+        """½ Σ_j |a_{j + offset_b} − b_j| over B's keys j = 0..n_b (B present)."""
+        return 0.5 * float(np.abs(self.a.pattern[0][self.offset_b:] - self.b.pattern[0]).sum())
 
 
 def pattern_pair(pair, query_a: int, n: int, head_a: int, head_b: int,

@@ -4,6 +4,7 @@ the pair)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
@@ -64,22 +65,18 @@ class CompareClassesPanel(ComparePanel):
         return (yield from cv.iter_classify_both(pair, req.n))
 
     def draw(self, res) -> None:
-        for side, table in self.tables.items():
-            table.show_classes(None if res is None else res["AB".index(side)])
         s = self.state
-        if res is not None:
-            for side, name in (("A", s.layer.name), ("B", s.layer_b.name)):
-                c = res["AB".index(side)]
-                counts = {}
-                for label in c.labels:
-                    counts[label] = counts.get(label, 0) + 1
-                summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-                self.titles[side].setText(f"<b>{side}</b>: {name} — {summary}")
-            self.status.setText(f"A at n = {res[0].n}, B at n = {res[1].n}")
-        else:
-            for label in self.titles.values():
-                label.setText("")
-            self.status.setText(self.waiting_text())
+        for k, side in enumerate("AB"):
+            c = None if res is None else res[k]
+            self.tables[side].show_classes(c)
+            if c is None:
+                self.titles[side].setText("")
+            else:
+                counts = sorted(Counter(c.labels).items())
+                self.titles[side].setText(f"<b>{side}</b>: {(s.layer, s.layer_b)[k].name} — "
+                                          + ", ".join(f"{v} {label}" for label, v in counts))
+        self.status.setText(self.waiting_text() if res is None
+                            else f"A at n = {res[0].n}, B at n = {res[1].n}")
         self._mark()
 
     def matching_changed(self) -> None:

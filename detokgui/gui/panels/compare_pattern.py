@@ -87,13 +87,7 @@ class ComparePatternPanel(ComparePanel):
 
     def curves(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """What is drawn: name -> (x = A's key positions, weights)."""
-        res = self.result
-        if res is None:
-            return {}
-        out = {"A": (np.arange(res.a.n + 1), res.a.pattern[0])}
-        if res.b is not None:
-            out["B"] = (np.arange(res.b.n + 1) + res.offset_b, res.b.pattern[0])
-        return out
+        return {} if self.result is None else self.result.curves()
 
     def draw(self, res: cv.PatternPair | None) -> None:
         self.pair_text.setText(self.pair_label())
@@ -121,10 +115,10 @@ class ComparePatternPanel(ComparePanel):
             self.status.setText(f"The query {s.token_text(res.a.token)} is {MISSING}: only "
                                 "A's pattern is drawn.")
         else:
-            diff = 0.5 * float(np.abs(res.a.pattern[0][res.offset_b:] - res.b.pattern[0]).sum())
             where = (f"; B's context is shorter: its pattern at n = {res.b.n}, aligned to n"
                      if res.offset_b else "")
-            self.status.setText(f"Total variation between the curves {num(diff)}{where}")
+            self.status.setText(f"Total variation between the curves "
+                                f"{num(res.total_variation())}{where}")
 
     def _position(self, scene_pos) -> int | None:
         if self.result is None or self.layer is None:
@@ -142,9 +136,4 @@ class ComparePatternPanel(ComparePanel):
         self.status.setText("   ".join(parts))
 
     def _table(self):
-        curves = self.curves()
-        if not curves:
-            return None
-        rows = [(name, int(x), float(w)) for name, (xs, ws) in curves.items()
-                for x, w in zip(xs, ws)]
-        return (["model", "key_position", "weight"], rows)
+        return None if self.result is None else self.result.table()

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 from detokgui.core.compare import views as cv
+from detokgui.core.compare.head_metrics import HEAD_METRICS, METRIC_LABELS, class_label
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.compare_base import ComparePanel
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
@@ -34,7 +35,6 @@ class CompareStatsPanel(ComparePanel):
         super().__init__(state, jobs, parent)
         lay = self.body_layout
         lay.addWidget(self.pair_text)
-        from detokgui.core.compare.head_metrics import METRIC_LABELS, class_label
 
         def shown(r, side):
             v = r[f"value_{side}"]
@@ -76,8 +76,6 @@ class CompareStatsPanel(ComparePanel):
         s, res = self.state, self.result
         if res is None or s.head_b is None:
             return []
-        from detokgui.core.compare.head_metrics import HEAD_METRICS
-
         names = [m for m in HEAD_METRICS if m in res[0] and m in res[1]]
         return cv.metric_pair_rows(res[0], res[1], s.head, s.head_b, names)
 
@@ -85,9 +83,7 @@ class CompareStatsPanel(ComparePanel):
         self.pair_text.setText(self.pair_label() or self.waiting_text())
         rows = self.rows()
         self.table.records().set_records(rows)
-        if self.result is None:
-            self.status.setText(self.waiting_text())
-        elif not rows:
+        if not rows:  # no result, or no head of B
             self.status.setText(self.waiting_text())
         else:
             self.status.setText(

@@ -17,7 +17,7 @@ from detokgui.api.frames import frame as data_frame
 from detokgui.api.plots import DRAWERS
 from detokgui.figures import style
 from detokgui.figures.labels import model_text
-from detokgui.gui.view_figures import draw
+from detokgui.figures.view_figure import draw
 
 
 def _heads(df) -> int:

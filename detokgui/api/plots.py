@@ -10,7 +10,7 @@ min sigma colours) and ends with the footer every exported figure has: the model
 conventions of `df.attrs`. Per-head figures have one panel per head in the frame
 (`heads=[...]` keeps only some).
 
-The window's plots export their SVG and PDF through the same drawers (`gui.view_figures`):
+The window's plots export their SVG and PDF through the same drawers (`figures.view_figure`):
 `DRAWERS` also holds one per table a view plots that no analysis returns (the positional
 bias's T_p band and B3 curves, the ROC curve, the sorted score matrix, ...), keyed by the
 name the view's `PlotFrame` declares; attrs["view"] and attrs["conventions"] (the view's

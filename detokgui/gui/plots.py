@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -57,14 +58,10 @@ from detokgui.core.base.tables import Table, write_csv
 from detokgui.core.model.conventions import DIVERGING_COLOURS
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.plot_title import PlotTitle
-from detokgui.gui.view_figures import (
-    VECTOR_FORMATS,
-    FigureRequest,
-    export_job,
-    figure_request,
-    panel_of,
-    write_figure,
-)
+from detokgui.gui.view_figures import VECTOR_FORMATS, figure_request, panel_of
+
+if TYPE_CHECKING:
+    from detokgui.figures.view_figure import FigureRequest
 
 pg.setConfigOptions(imageAxisOrder="row-major", background="w", foreground="k", antialias=True)
 
@@ -406,6 +403,8 @@ class PlotFrame(QWidget):
         if fmt == "png":
             save_png(self, path, footer=self.footer(), provenance=self.provenance())
         elif fmt in VECTOR_FORMATS:
+            from detokgui.figures.view_figure import write_figure  # matplotlib: only here
+
             write_figure(self.figure_request(), path, fmt)
         elif fmt == "csv":
             table = self.table_fn() if self.table_fn else None
@@ -476,6 +475,8 @@ class PlotFrame(QWidget):
         except ValueError as exc:
             QMessageBox.warning(self, "Export failed", failure_message(exc, path))
             return
+        from detokgui.figures.view_figure import export_job
+
         notify(self, f"Exporting {self.name} to {path}…")
         jobs.submit(f"export {path}", partial(export_job, req, path, fmt),
                     partial(self._written, path), label=f"Exporting {self.name}")

@@ -1,47 +1,20 @@
 """A view's plot as a vector figure: the SVG and PDF that a `PlotFrame` exports are the
-matplotlib figure `dg.plot` draws from the same table (`api.plots.DRAWERS`, by the
-frame's `analysis`), in the exported figures' look, not a copy of the widget.
-
-The table and the view's conventions are read on the GUI thread (`figure_request`); the
-figure is drawn and written anywhere (`write_figure`, a job of the panel's runner when
-the export starts from a menu). The figure's footer names the model (with its family,
-shapes and temperature), the view and the conventions of the drawn result as the
-window's PNG footer does; the file's metadata (SVG <title> and Dublin Core description,
-PDF Title and Subject) hold the same lines.
+matplotlib figure `dg.plot` draws from the same table (`figures.view_figure`), not a copy
+of the widget. Here the table and the view's conventions are read on the GUI thread
+(`figure_request`): the figure's footer names the model (with its family, shapes and
+temperature), the view and the conventions of the drawn result as the window's PNG
+footer does.
 """
 
 from __future__ import annotations
 
-import io
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from detokgui.core.base.atomic import write_bytes
-from detokgui.core.base.tables import Table
+if TYPE_CHECKING:
+    from detokgui.figures.view_figure import FigureRequest
 
 VECTOR_FORMATS = ("svg", "pdf")
-
-#: matplotlib's style (`figures.style.style`) changes its process-wide rcParams while a
-#: figure is drawn and saved: two exports at once on two worker threads take turns.
-_DRAWING = threading.Lock()
-
-
-@dataclass(frozen=True)
-class FigureRequest:
-    """What a vector export draws: the frame's table (rows read), the analysis whose
-    drawer draws it, the layer (its name goes into the DataFrame's attrs as `frame`
-    puts it) and the view's attrs; `title` and `description` for the file's metadata,
-    `provenance` the record put into it."""
-
-    table: Table
-    analysis: str
-    layer: object
-    attrs: dict
-    title: str
-    description: str
-    provenance: dict | None = None  # the record the file carries (`gui.sharing`)
 
 
 def panel_of(widget):
@@ -54,6 +27,8 @@ def panel_of(widget):
 
 def figure_request(frame) -> FigureRequest | None:
     """The figure of `frame`'s table now (GUI thread), or None when it shows no data."""
+    from detokgui.figures.view_figure import FigureRequest  # matplotlib: only on export
+
     table = frame.table_fn() if frame.table_fn is not None else None
     if table is None:
         return None
@@ -123,51 +98,3 @@ EXTRA_ATTRS: dict[str, Callable] = {
     "frequency": _frequency_attrs, "compare": _compare_attrs, "pattern_pair": _compare_attrs,
     "sinks": _sinks_attrs,
 }
-
-
-def draw(req: FigureRequest):
-    """The matplotlib Figure of `req` (`api.plots.plot` of its DataFrame)."""
-    from detokgui.api.frames import frame
-    from detokgui.api.plots import plot
-
-    df = frame(req.table, req.analysis, req.layer if req.layer is not None else _Unnamed(),
-               **req.attrs)
-    return plot(df)
-
-
-class _Unnamed:
-    """The layer of a frame outside a panel (no model): the figure names none."""
-
-    name = ""
-
-
-def figure_bytes(req: FigureRequest, fmt: str) -> bytes:
-    """The figure of `req` as an SVG or PDF document, saved as `export figures` saves
-    (`figures.style.save`: printed size, fonts as outlines / embedded, no dates), with
-    the title and the footer's lines in its metadata and the request's provenance
-    record."""
-    from detokgui.figures import style
-
-    meta = ({"Title": req.title, "Description": req.description} if fmt == "svg"
-            else {"Title": req.title, "Subject": req.description})
-    buf = io.BytesIO()
-    with _DRAWING, style.style():
-        fig = draw(req)
-        style.save(fig, buf, fmt, metadata=meta, provenance=req.provenance)
-    return buf.getvalue()
-
-
-def write_figure(req: FigureRequest, path: str | Path, fmt: str) -> None:
-    """Write the figure of `req` to `path` as `fmt` ("svg" or "pdf"); the file appears
-    whole or not at all."""
-    write_bytes(path, figure_bytes(req, fmt))
-
-
-def export_job(req: FigureRequest, path: str, fmt: str) -> OSError | None:
-    """A job body: `write_figure`, returning the OSError of a failed write (shown as a
-    warning, as a failed PNG or CSV export is) instead of raising it."""
-    try:
-        write_figure(req, path, fmt)
-    except OSError as exc:
-        return exc
-    return None

@@ -138,6 +138,20 @@ def test_results_do_not_alias_the_cache(tiny_layer):
     assert pos.position_factors(tiny_layer) is pos.position_factors(tiny_layer)
 
 
+def test_bias_figures_gather_the_lines_b3_and_band(tiny_layer):
+    figs = pos.bias_figures(tiny_layer, 20, [3, 1], "max", "mean-sigma", ("mean", "max"))
+    assert (figs.i, figs.heads, figs.b3_sigma, figs.convention) == (20, [3, 1], "max",
+                                                                     "mean-sigma")
+    assert list(figs.lines) == ["mean", "max"] and figs.b3 is figs.lines["max"]
+    one = pos.positional_bias(tiny_layer, 20, "max", [3, 1], "mean-sigma", bands=False)
+    np.testing.assert_array_equal(figs.b3.softmax, one.softmax)
+    assert figs.b3.t_p_lo is None  # no bands
+    band = pos.position_bias_band(tiny_layer, [3, 1], "mean-sigma")
+    np.testing.assert_array_equal(figs.band.mean, band.mean)
+    raw = pos.bias_figures(tiny_layer, 5, [0], "none", line_sigmas=("mean",))
+    assert raw.b3.sigma == "none" and raw.b3.convention == "none" and raw.band.heads == [0]
+
+
 def test_position_bias_band(tiny_layer, oracle):
     band = pos.position_bias_band(tiny_layer, convention="mean-sigma")
     L = tiny_layer.n_positions
@@ -193,6 +207,17 @@ def test_pattern_grid():
     assert pos.pattern_grid(np.arange(10.0), cols=5).shape == (2, 5)
     with pytest.raises(InputError):
         pos.pattern_grid([])
+
+
+def test_pattern_grid_image_levels():
+    grid = pos.pattern_grid(np.array([0.5, 0.25, 0.25, 1e-40, 0.0]))  # 2 x 3, one blank
+    shown, levels = pos.pattern_grid_image(grid)
+    assert shown.dtype == np.float32 and np.isnan(shown[1, 2]) and levels == (0.0, 0.5)
+    shown, (lo, hi) = pos.pattern_grid_image(grid, log=True)
+    assert shown[0, 0] == pytest.approx(np.log10(0.5)) and np.isnan(shown[1, 2])
+    assert (lo, hi) == (-30.0, pytest.approx(np.log10(0.5)))
+    _, levels = pos.pattern_grid_image(np.zeros((2, 2)))
+    assert levels == (0.0, 1.0)
 
 
 def test_pattern_grid_of_result(tiny_layer):

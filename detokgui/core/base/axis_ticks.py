@@ -19,3 +19,10 @@ def log_ticks(lo: float, hi: float) -> list[list[tuple[float, str]]]:
                 labelled = m in (1, 2, 5)
                 (major if labelled else minor).append((math.log10(v), f"{v:g}" if labelled else ""))
     return [major, minor]
+
+
+def cell_ticks(n: int, label=str, most: int = 20) -> list[list[tuple[float, str]]]:
+    """Ticks at the middle of n unit cells 0..n-1, every k-th labelled label(cell) with the
+    smallest k that labels at most `most` of them."""
+    step = max(1, math.ceil(n / most))
+    return [[(k + 0.5, label(k)) for k in range(0, n, step)], []]

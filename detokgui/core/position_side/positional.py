@@ -256,6 +256,35 @@ def position_bias_band(layer, heads=None,
     )
 
 
+@dataclass
+class BiasFigures:
+    """B1-B3 at query position i as the paper's Fig 3-A..D show them, without bands over
+    the vocabulary: `lines` T_pp for several sigma_i (B2), `b3` T_pp + T_p and its
+    softmax for `b3_sigma` (B3), and `band` T_p over every key j with its band (B1, the
+    same for every i)."""
+
+    i: int
+    heads: list[int]
+    b3_sigma: str
+    convention: str
+    lines: dict[str, PositionalBias]
+    b3: PositionalBias
+    band: PositionBiasBand
+
+
+def bias_figures(layer, i, heads=None, b3_sigma: str = "mean",
+                 convention: str = DEFAULT_POSITION_CONVENTION,
+                 line_sigmas=("mean", "max", "min")) -> BiasFigures:
+    """Everything of `BiasFigures` at query position i; b3 is one of `lines` when its
+    sigma is among them."""
+    hs = check_heads(layer, heads)
+    lines = bias_lines(layer, i, hs, line_sigmas, convention, bands=False)
+    b3 = lines[b3_sigma] if b3_sigma in lines else \
+        positional_bias(layer, i, b3_sigma, hs, convention, bands=False)
+    return BiasFigures(i=i, heads=hs, b3_sigma=b3_sigma, convention=convention, lines=lines,
+                       b3=b3, band=position_bias_band(layer, hs, convention))
+
+
 # --------------------------------------------------------------------------- B4
 
 
@@ -331,6 +360,18 @@ def pattern_grid(values, cols: int | None = None) -> np.ndarray:
     out = np.full(a.shape[:-1] + (r * c,), np.nan)
     out[..., :m] = a
     return out.reshape(a.shape[:-1] + (r, c))
+
+
+def pattern_grid_image(grid: np.ndarray,
+                       log: bool = False) -> tuple[np.ndarray, tuple[float, float]]:
+    """A `pattern_grid` as an image to colour: the weights, or with `log` log10 of them
+    (floored at 1e-30), NaN where the grid is blank, float32; and its colour levels 0..max
+    (log: min..max), one unit wide where they would be empty."""
+    shown = np.log10(np.clip(grid, 1e-30, None)) if log else grid
+    shown = np.where(np.isnan(grid), np.nan, shown).astype(np.float32)
+    finite = shown[np.isfinite(shown)]
+    lo, hi = (float(finite.min()), float(finite.max())) if log else (0.0, float(finite.max()))
+    return shown, (lo, hi if hi > lo else lo + 1.0)
 
 
 # --------------------------------------------------------------------------- head classes

@@ -13,11 +13,7 @@ from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
 from detokgui.core.base.axis_ticks import log_ticks
-from detokgui.core.position_side.positional import (
-    LastPositionsPP,
-    position_variance,
-    raw_pp_last_positions,
-)
+from detokgui.core.position_side import positional
 from detokgui.core.position_side.tables import last_positions_table, position_variance_table
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.option_rows import OptionRow, check, custom, option, spin
@@ -58,7 +54,7 @@ class Request:
 @dataclass
 class StatsResult:
     variance: np.ndarray  # [L]
-    last: LastPositionsPP
+    last: positional.LastPositionsPP
 
 
 class PositionStatsPanel(Panel):
@@ -140,8 +136,9 @@ class PositionStatsPanel(Panel):
 
     @staticmethod
     def compute(layer, req: Request) -> StatsResult:
-        return StatsResult(variance=position_variance(layer),
-                           last=raw_pp_last_positions(layer, req.count, list(req.heads)))
+        return StatsResult(variance=positional.position_variance(layer),
+                           last=positional.raw_pp_last_positions(layer, req.count,
+                                                                 list(req.heads)))
 
     def draw(self, result: StatsResult | None) -> None:
         self._draw_variance()
@@ -224,12 +221,10 @@ class PositionStatsPanel(Panel):
         self.status.setText(f"head {h} · j = {j}: raw T_pp {vals}")
 
     def _variance_table(self):
-        if self.result is None or self.layer is None:
-            return None
-        return position_variance_table(self.layer)
+        return None if self.result is None else position_variance_table(self.layer)
 
     def _last_table(self):
-        if self.result is None or self.layer is None:
+        if self.result is None:
             return None
         last = self.result.last
         return last_positions_table(self.layer, len(last.positions), last.heads)

@@ -26,36 +26,15 @@ from detokgui.core.model.conventions import (
     TEMPERATURE_HINT,
     temperature_label,
 )
-from detokgui.core.position_side.positional import (
-    PositionalBias,
-    PositionBiasBand,
-    bias_lines,
-    position_bias_band,
-    positional_bias,
-)
+from detokgui.core.position_side.positional import BiasFigures, bias_figures
 from detokgui.core.position_side.tables import bias_lines_table, position_band_table
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
-from detokgui.gui.option_rows import (
-    STRETCH,
-    OptionRow,
-    check,
-    combo,
-    custom,
-    option,
-    spin,
-    toggle,
-)
+from detokgui.gui.option_rows import STRETCH, OptionRow, check, combo, custom, option, spin, toggle
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import SIGMA_COLORS, PlotFrame
-from detokgui.gui.position import (
-    CONVENTION_NAMES as CONVENTION_SHORT,
-)
-from detokgui.gui.position import (
-    ConventionBox,
-    QueryPositionControl,
-    connect_position_clicks,
-)
+from detokgui.gui.position import CONVENTION_NAMES as CONVENTION_SHORT
+from detokgui.gui.position import ConventionBox, QueryPositionControl, connect_position_clicks
 from detokgui.gui.small_multiples import SmallMultiples
 from detokgui.gui.view_ranges import data_range, growing_x_range, stable_range
 
@@ -77,19 +56,6 @@ FRAMES = (
      ("softmax over j <= i of (T_pp + T_p) / τ: attention from position alone "
       f"(Fig 3-D, 10); {TEMPERATURE_HINT}")),
 )
-
-
-@dataclass
-class BiasResult:
-    """Everything the plots show at one query position, from the core functions."""
-
-    i: int
-    heads: list[int]
-    b3_sigma: str  # the sigma of T_pp + T_p and its softmax
-    convention: str  # "paper" or "mean-sigma" (core.model.conventions)
-    lines: dict[str, PositionalBias]  # B2: T_pp for sigma mean / max / min
-    b3: PositionalBias  # B3: total and softmax with `sigma`
-    band: PositionBiasBand  # B1 (does not depend on i)
 
 
 def _show(key: str):
@@ -231,14 +197,10 @@ class PositionalBiasPanel(Panel):
             self.redraw()
 
     def _apply_shown(self) -> None:
-        opts = self.options.value
         for split, keys in self.rows:
-            any_shown = False
             for k in keys:
-                shown = getattr(opts, f"show_{k}")
-                self.frames[k].setVisible(shown)
-                any_shown |= shown
-            split.setVisible(any_shown)
+                self.frames[k].setVisible(self._shown(k))
+            split.setVisible(any(self._shown(k) for k in keys))
 
     # ------------------------------------------------------------------ compute
 
@@ -251,13 +213,9 @@ class PositionalBiasPanel(Panel):
                        opts.b3_sigma, opts.convention)
 
     @staticmethod
-    def compute(layer, req: Request) -> BiasResult:
-        heads, sigma, conv = list(req.heads), req.b3_sigma, req.convention
-        lines = bias_lines(layer, req.i, heads, LINE_SIGMAS, conv, bands=False)
-        b3 = lines[sigma] if sigma in lines else \
-            positional_bias(layer, req.i, sigma, heads, conv, bands=False)
-        return BiasResult(i=req.i, heads=heads, b3_sigma=sigma, convention=conv, lines=lines,
-                          b3=b3, band=position_bias_band(layer, heads, conv))
+    def compute(layer, req: Request) -> BiasFigures:
+        return bias_figures(layer, req.i, list(req.heads), req.b3_sigma, req.convention,
+                            LINE_SIGMAS)
 
     # ------------------------------------------------------------------ draw
 
@@ -273,7 +231,7 @@ class PositionalBiasPanel(Panel):
         pad = max(1.0, 0.08 * (i - a + 1))
         return (a - 0.5, i + pad), a, i + 1
 
-    def draw(self, res: BiasResult | None) -> None:
+    def draw(self, res: BiasFigures | None) -> None:
         """Show `res` in every shown plot: a figure is one plot with a curve item per
         series, so all heads of all four plots redraw in one pass."""
         layer = self.layer
@@ -401,7 +359,7 @@ class PositionalBiasPanel(Panel):
         return bias_lines_table(layer, res.i, sigmas, res.heads, res.convention)
 
 
-def _sigma_note(res: BiasResult) -> str:
+def _sigma_note(res: BiasFigures) -> str:
     """The σ and the convention a B3 plot shows, in a few words."""
     if res.b3_sigma == "none":
         return "no LayerNorm"

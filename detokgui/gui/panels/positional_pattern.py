@@ -15,12 +15,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Slot
 from PySide6.QtGui import QColor, QPen
-from PySide6.QtWidgets import (
-    QLabel,
-    QSplitter,
-    QVBoxLayout,
-)
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
+from detokgui.core.base.axis_ticks import cell_ticks
 from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION, temperature_label
 from detokgui.core.position_side import positional
 from detokgui.core.position_side.tables import pattern_table
@@ -259,22 +256,13 @@ class PositionalPatternPanel(Panel):
         values = positional.pattern_grid(res.pattern[res.heads.index(head)], c)
         self.grid_values = values
         log = self.options.value.log
-        shown = np.log10(np.clip(values, 1e-30, None)) if log else values
-        shown = np.where(np.isnan(values), np.nan, shown).astype(np.float32)
-        finite = shown[np.isfinite(shown)]
-        lo, hi = (float(finite.min()), float(finite.max())) if log else (0.0, float(finite.max()))
-        if hi <= lo:
-            hi = lo + 1.0
-        self.grid_image.setImage(shown, levels=(lo, hi), autoLevels=False)
+        shown, levels = positional.pattern_grid_image(values, log)
+        self.grid_image.setImage(shown, levels=levels, autoLevels=False)
         rows = values.shape[0]
         self.grid_image.setRect(QRectF(0, 0, c, rows))
-        self.colorbar.setLevels((lo, hi))
-        step = max(1, math.ceil(rows / 20))
-        self.grid_plot.getAxis("left").setTicks(
-            [[(r + 0.5, str(r * c)) for r in range(0, rows, step)], []])
-        cstep = max(1, math.ceil(c / 20))
-        self.grid_plot.getAxis("bottom").setTicks(
-            [[(k + 0.5, str(k)) for k in range(0, c, cstep)], []])
+        self.colorbar.setLevels(levels)
+        self.grid_plot.getAxis("left").setTicks(cell_ticks(rows, lambda r: str(r * c)))
+        self.grid_plot.getAxis("bottom").setTicks(cell_ticks(c))
         self.grid_plot.setRange(xRange=(0, c), yRange=(0, rows), padding=0)
         n = res.n
         self.grid_mark.setRect(QRectF(n % c, n // c, 1, 1))

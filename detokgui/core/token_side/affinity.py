@@ -26,6 +26,7 @@ from detokgui.core.base.checks import (
 from detokgui.core.base.errors import InputError
 from detokgui.core.base.progress import Job, Progress
 from detokgui.core.model.conventions import SigmaChoice, token_sigmas, token_sigmas_of
+from detokgui.core.model.tokens import token_string
 from detokgui.core.token_side.vocab_pass import column_factor, row_factor
 
 #: The token sigma of the token views unless one is given: the mean over positions.
@@ -45,6 +46,16 @@ class TopK:
     ids: torch.Tensor
     scores: torch.Tensor
     sigma: SigmaChoice
+
+
+def resulting_sequence(tokenizer, res: TopK, token: int) -> str:
+    """The paper's "resulting sequence" of a ranked token: key then query as real strings,
+    e.g. key ' North' + query ' Korea' -> ' North Korea' (decode would drop a
+    sentencepiece token's leading space); newlines shown as \\n."""
+    key, query = (token, res.anchor) if res.direction == "keys" else (res.anchor, token)
+    if tokenizer is None:
+        return f"<{key}><{query}>"
+    return (token_string(tokenizer, key) + token_string(tokenizer, query)).replace("\n", "\\n")
 
 
 def _topk(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:

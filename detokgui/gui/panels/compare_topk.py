@@ -196,8 +196,7 @@ class CompareTopKPanel(ComparePanel):
             return
         self.table.records().set_records(res.rows())
         self._mark_key()
-        same = sum(1 for r in res.rows() if r["key_a"] is not None
-                   and r["rank_a_in_other"] is not None and r["rank_a_in_other"] <= res.k)
+        same = sum(rank is not None and rank <= res.k for rank in res.a.rank_in_other)
         if res.b.query is None:
             self.status.setText(f"The query {self.state.token_text(res.a.query)} is "
                                 f"{MISSING}: only A's keys are shown (–: no ranking in B; "
@@ -205,7 +204,6 @@ class CompareTopKPanel(ComparePanel):
         else:
             self.status.setText(f"{same} of A's top {len(res.a.keys)} keys are in B's top "
                                 f"{res.k} · {res.sigma.label()} · green: same rank in both")
-
 
     def _mark_key(self) -> None:
         """The selected key token's row (A's keys) highlighted."""

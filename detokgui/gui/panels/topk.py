@@ -9,13 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, Qt, Slot
-from PySide6.QtWidgets import (
-    QLabel,
-    QSplitter,
-    QVBoxLayout,
-)
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
-from detokgui.core.model.tokens import token_string
 from detokgui.core.token_side import affinity
 from detokgui.core.token_side.tables import topk_table
 from detokgui.gui.controls import bare_column
@@ -28,15 +23,6 @@ from detokgui.gui.sigma_controls import SigmaControls
 DIRECTIONS = (("keys", "Keys for the query token"), ("queries", "Queries for the key token"))
 HEAD_BACKGROUND = "#fff3c4"
 BAR, SELECTED_BAR = pg.mkBrush("#4c72b0"), pg.mkBrush("#d62728")  # the selected token's bar
-
-
-def resulting_sequence(tokenizer, first: int, second: int) -> str:
-    """The two tokens' real strings joined, e.g. key ' North' + query ' Korea' ->
-    ' North Korea' (decode would drop a sentencepiece token's leading space)."""
-    if tokenizer is None:
-        return f"<{first}><{second}>"
-    text = token_string(tokenizer, first) + token_string(tokenizer, second)
-    return text.replace("\n", "\\n")
 
 
 @dataclass(frozen=True)
@@ -90,10 +76,8 @@ class TopKPanel(Panel):
         ], token=lambda r: r[1]), tip="Click a token to select it")
         rl.addWidget(self.detail, 1)
         self.frame = PlotFrame("Top-k affinity", self._table, analysis="topk")
-        self.bars = add_plot(self.frame)
-        self.bars.invertY(True)
+        self.bars = add_plot(self.frame, invert_y=True, grid="x", alpha=0.3)
         self.bars.setMenuEnabled(False)
-        self.bars.showGrid(x=True, alpha=0.3)
         self.bar_labels = BarLabels(self.bars)
         self.frame.setMinimumHeight(220)
         rl.addWidget(self.frame, 1)
@@ -166,17 +150,11 @@ class TopKPanel(Panel):
         return (f"id {tid}\nscore {float(res.scores[col, rank]):.4f}\n"
                 f"{self._sequence(tid)!r}")
 
-    @property
-    def _tokenizer(self):
-        return self.layer.tokenizer if self.layer is not None else None
-
     def _sequence(self, tid: int) -> str:
-        res = self.result
-        if res is None:
+        if self.result is None:
             return ""
-        if res.direction == "keys":
-            return resulting_sequence(self._tokenizer, tid, res.anchor)
-        return resulting_sequence(self._tokenizer, res.anchor, tid)
+        tok = self.layer.tokenizer if self.layer is not None else None
+        return affinity.resulting_sequence(tok, self.result, tid)
 
     @Slot()
     def _show_head(self, *_) -> None:

@@ -18,7 +18,7 @@ from detokgui.core.model.sources.default_model import (
     why_not_cached,
 )
 from detokgui.core.model.sources.demo import sample_corpus
-from detokgui.core.model.sources.hub import model_title, short_commit
+from detokgui.core.model.titles import model_title, short_commit
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

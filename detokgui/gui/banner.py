@@ -25,13 +25,6 @@ _STYLES = {
 }
 
 
-def carry_sentence(name: str) -> str:
-    """The first start's hint for a machine without network: another machine writes the
-    model's layer 0 into a folder (`detokgui download`), which opens here."""
-    return (f"Without network here: run `detokgui download {name} --out FOLDER` on a machine "
-            "with network, copy FOLDER here and open it (Open folder…).")
-
-
 @dataclass(frozen=True)
 class BannerAction:
     """A button of the banner: its text, tooltip and what a click does (the banner stays

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from detokgui.core.model.families import with_family
-from detokgui.core.model.sources.hub import model_title, short_commit
+from detokgui.core.model.titles import model_title, short_commit
 from detokgui.gui.banner import Banner
 from detokgui.gui.elided_label import ElidedLabel, StatusBar
 from detokgui.gui.job_status import JobStatus

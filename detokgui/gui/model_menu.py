@@ -9,11 +9,10 @@ from PySide6.QtCore import QObject, Slot
 from PySide6.QtGui import QCursor, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMessageBox
 
-from detokgui.core.model.conventions import temperature_label
-from detokgui.core.model.families import with_family
 from detokgui.core.model.sources.default_model import DEFAULT_MODEL
 from detokgui.core.model.sources.demo import DEMO_LABELS
-from detokgui.core.model.sources.hub import HUB_EXAMPLE, hub_request, model_title
+from detokgui.core.model.sources.hub import HUB_EXAMPLE, hub_request
+from detokgui.core.model.titles import model_facts_text, model_status
 from detokgui.gui.elided_label import ElidedLabel
 from detokgui.gui.models import ModelController, recent_label, recent_models
 from detokgui.gui.options import remember, remembered
@@ -141,24 +140,6 @@ class ModelMenu(QObject):
             self.models.compare_with(folder)
 
 
-def short_name(name: str, most: int = 40) -> str:
-    """A model's name for a crowded line: a folder's last part; at most `most` characters."""
-    from pathlib import Path
-
-    if Path(name).is_dir():  # not a hub name such as EleutherAI/gpt-neo-125m
-        name = Path(name).name or name
-    return name if len(name) <= most else name[: most - 1] + "…"
-
-
-def model_facts_text(layer, load_seconds: float | None) -> str:
-    """"CPU · V=50,257 · L=1,024 · 12 heads · d=768 · τ = √d′ = 8 · loaded in 2.1 s":
-    what the status bar keeps in view whatever the window's width."""
-    took = f" · loaded in {load_seconds:.1f} s" if load_seconds else ""
-    return (f"{layer.device.type.upper()} · V={layer.n_vocab:,} · L={layer.n_positions:,} · "
-            f"{layer.n_heads} heads · d={layer.d} · {temperature_label(layer, short=True)}"
-            f"{took}")
-
-
 class ModelStatus(QObject):
     """The status bar's `label` (the model shown, or "no model", with its architecture;
     the one being loaded; A and B when comparing) and `facts` beside it
@@ -184,31 +165,9 @@ class ModelStatus(QObject):
     @Slot()
     def refresh(self, *_) -> None:
         layer, m = self.state.layer, self.models
-        text = "no model" if layer is None else with_family(model_title(layer),
-                                                              layer.family_label)
         self.facts.setText(model_facts_text(layer, m.load_seconds) if layer is not None else "")
         self.facts.setVisible(layer is not None)
-        revision = getattr(layer, "revision", None) if layer is not None else None
-        note = f"Resolved commit {revision}" if revision else ""
-        if layer is not None:
-            facts = f"{layer.name}: {layer.summary}, d′={layer.d_head}"
-            note = "\n".join(t for t in (facts, note) if t)
-        if m.loading_name is not None:
-            # short: the download's progress message beside it needs the room
-            text = f"loading {DEMO_LABELS.get(m.loading_name, m.loading_name)}…"
-            if layer is not None:
-                note = f"Showing {model_title(layer)} until the new model is ready"
-        b = self.state.layer_b
-        if b is not None and layer is not None:
-            # both names first, short: the details of each are in the tooltip
-            matching = "" if self.state.matching else " (matching heads…)"
-            note = "\n".join(part for part in (
-                f"A: {text}", f"B: {b.name} | {b.summary} | V={b.n_vocab:,} L={b.n_positions}",
-                note) if part)
-            text = (f"A: {short_name(model_title(layer))} ({layer.n_heads} heads)  ‖  "
-                    f"B: {short_name(model_title(b))} ({b.n_heads} heads){matching}")
-        elif m.loading_b_name is not None:
-            loading_b = DEMO_LABELS.get(m.loading_b_name, m.loading_b_name)
-            text += f"  ‖  B: loading {short_name(loading_b)}…"
+        text, note = model_status(layer, self.state.layer_b, m.loading_name, m.loading_b_name,
+                                  bool(self.state.matching))
         self.label.setText(text)
         self.label.set_note(note)

@@ -34,7 +34,7 @@ from detokgui.core.model.sources.default_model import (
     why_not_cached,
 )
 from detokgui.core.model.sources.demo import DEMO, DEMO_DESCRIPTION, DEMO_LABELS
-from detokgui.core.model.sources.hub import model_title
+from detokgui.core.model.titles import model_title
 from detokgui.gui.banner import ERROR, NOTICE, BannerAction
 from detokgui.gui.options import remember, remembered
 

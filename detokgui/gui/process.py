@@ -1,35 +1,28 @@
 """The interpreter and process settings of the desktop application, in one place.
 
-`configure_process(app)` is called by the app launcher (`gui.launch`) before it builds
-the window, and by nothing else in detokgui: constructing a JobRunner, a panel or a MainWindow
-in a test or a notebook changes no interpreter or process setting. An application that
-embeds the window should call it too, for the reason given by
-`collect_garbage_on_gui_thread`. It sets, each for a reason measured with the soak
-benchmark (benchmarks/bench_soak.py; the figures are in docs/performance.md):
+`configure_process(app)` is called by the launcher (`gui.launch`) before it builds the
+window, and by nothing else in detokgui: a JobRunner, panel or MainWindow built in a test
+or a notebook changes no process setting. An application that embeds the window should
+call it too (`collect_garbage_on_gui_thread` says why). Each setting was measured with the
+soak benchmark (benchmarks/bench_soak.py; figures in docs/performance.md):
 
-- **where garbage is collected**: on the GUI thread only (`collect_garbage_on_gui_thread`:
-  automatic collection off, a GUI-thread timer collects by CPython's own rules). Required:
+- **garbage is collected on the GUI thread only** (`collect_garbage_on_gui_thread`):
   collected on a worker thread, Qt objects deadlock or crash the process.
-- **what a full collection traverses**: not the objects alive when the event loop starts
+- **full collections skip the objects alive when the event loop starts**
   (`GuiThreadCollector.freeze_alive`: the modules of torch, Qt, pyqtgraph and detokgui and
-  the window's own objects, which live as long as the process). A full collection of
-  everything would stall the window for a noticeable time; one of what was made since
-  does not (freezing once the window is built, not before, leaves the window's objects
-  out too). Cyclic garbage among the frozen objects is never collected (reference
-  counting still frees the rest): a bounded cost, at most the objects alive at start.
-- **glibc's mmap threshold** (Linux with glibc): fixed at MMAP_THRESHOLD, so that every
-  block of at least 4 MiB (a computation's tables, score vectors, images) gets a mapping
-  of its own, handed back to the system when freed. By default glibc raises the
-  threshold to the size of each such block freed, up to 32 MiB, and afterwards carves
-  those temporaries from its heap between small objects that outlive them: the
-  process's resident size then kept hundreds of MB of freed memory and grew from one
-  model switch to the next with no more memory alive. The trim threshold is
-  set with it (twice, as glibc pairs them), else glibc would hand back and fault in
-  again every freed block at the top of its heap.
+  the window's own objects, alive as long as the process): a full collection of
+  everything stalled the window noticeably, one of what was made since does not. Cyclic
+  garbage among the frozen objects is never collected: at most the objects alive at start.
+- **glibc's mmap threshold is fixed** at MMAP_THRESHOLD (4 MiB), so that every larger
+  block (tables, score vectors, images) is a mapping of its own, handed back when freed.
+  By default glibc raises the threshold to each such block freed (up to 32 MiB) and then
+  carves those temporaries from its heap between longer-lived small objects: the resident
+  size kept hundreds of MB of freed memory and grew with each model switch. The trim
+  threshold is set with it (twice, as glibc pairs them), else glibc would hand back and
+  fault in again every freed block at the top of its heap.
 
-Workers' lower CPU priority is not set here: it is a property of each worker thread,
-set when a job starts (`gui.jobs`). The GIL's switch interval is Python's own: 0.2 ms
-instead of 5 ms made no difference the soak benchmark could measure.
+Workers' lower CPU priority is each worker thread's, set when a job starts (`gui.jobs`).
+The GIL's switch interval is Python's own: 0.2 ms instead of 5 ms measured no different.
 """
 
 from __future__ import annotations

@@ -102,19 +102,6 @@ def hub_request(text: str) -> tuple[str, str | None]:
     return f"{name}@{revision}" if revision else name, None
 
 
-def short_commit(layer) -> str | None:
-    """The commit a hub model resolved to, as people quote it (`short`), or None (a
-    folder, a demo model, or a loader that does not say)."""
-    return short(getattr(layer, "revision", None)) or None
-
-
-def model_title(layer) -> str:
-    """The model's name as typed (gpt2@step1000) and the commit it resolved to
-    (`short_commit`), when it came from the hub."""
-    commit = short_commit(layer)
-    return f"{layer.name} (commit {commit})" if commit else layer.name
-
-
 def endpoint() -> str:
     """The hub's address: HF_ENDPOINT when set (read now, not at import)."""
     return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")

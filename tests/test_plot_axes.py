@@ -1,14 +1,19 @@
 """A plot's ranges, levels, category labels and wrapped footer lines (core.base.plot_axes),
 without Qt."""
 
+import math
+
 import numpy as np
 
 from detokgui.core.base.plot_axes import (
     category_ticks,
+    cell_ticks,
     label_step,
+    log_ticks,
     nice_step,
     smaller_nice_step,
     symmetric_levels,
+    tick_values,
     wrap_parts,
 )
 
@@ -51,3 +56,33 @@ def test_wrap_parts_joins_then_breaks_between_words():
     assert wrap_parts(["model x", "sigma mean"], fits) == ["model x", "sigma mean"]
     assert wrap_parts(["one two three four"], fits) == ["one two", "three four"]
     assert wrap_parts([], fits) == []
+
+
+def test_log_ticks_label_one_two_five_and_mark_the_rest():
+    major, minor = log_ticks(0.3, 40.0)
+    assert [t for _, t in major] == ["0.2", "0.5", "1", "2", "5", "10", "20", "50"]
+    assert all(t == "" for _, t in minor)
+    assert (math.log10(3), "") in minor and (math.log10(60), "") in minor
+    positions = [p for p, _ in major + minor]
+    assert min(positions) >= math.log10(0.3 / 1.5) and max(positions) <= math.log10(60)
+
+
+def test_log_ticks_of_a_flat_or_non_positive_range():
+    major, _ = log_ticks(0.0, 0.0)  # clamped to 1e-30
+    assert major and all(p < -20 for p, _ in major)
+    assert log_ticks(5.0, 1.0) == log_ticks(5.0, 5.0)
+
+
+def test_cell_ticks_label_at_most_twenty_cells_at_their_middles():
+    assert cell_ticks(3) == [[(0.5, "0"), (1.5, "1"), (2.5, "2")], []]
+    labelled, unlabelled = cell_ticks(45, lambda r: str(r * 7))
+    assert unlabelled == [] and len(labelled) == 15  # every 3rd
+    assert labelled[1] == (3.5, "21")
+
+
+def test_tick_values_keep_off_the_ends_and_find_at_least_two():
+    assert tick_values(0, 100, 20) == [0, 20, 40, 60, 80, 100]
+    assert tick_values(0, 100, 20, margin=5) == [20, 40, 60, 80]
+    assert tick_values(0, 10, 8, margin=1) == [2, 4, 6, 8]  # step 10 gives none: smaller
+    assert tick_values(0, 10, 8, margin=1, floor=3) == [5]  # but none closer than 3 apart
+

@@ -31,8 +31,8 @@ from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainterPath, QPe
 from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem
 
 from detokgui.core.base.decimation import cell_lines, pixel_envelope
+from detokgui.core.base.plot_axes import nice_step, tick_values
 from detokgui.gui.plots import PlotFrame, head_color, plain_axes
-from detokgui.gui.view_ranges import nice_step, smaller_nice_step
 
 GAP_X = 0.14  # between two columns of cells, in cell widths
 GAP_Y = 0.10  # between two rows, in cell heights
@@ -427,13 +427,13 @@ class SmallMultiples(QObject):
         label_px = QFontMetrics(font).horizontalAdvance(widest) + 8
         x_per_px = (x1 - x0) / max(cell_w, 1.0)
         two = cell_w >= 2.5 * label_px
-        xs = _tick_values(x0, x1, x_per_px * max(TICK_PX_X, label_px), x_per_px * label_px / 2,
+        xs = tick_values(x0, x1, x_per_px * max(TICK_PX_X, label_px), x_per_px * label_px / 2,
                           least=2 if two else 1, floor=x_per_px * (label_px - 4) if two else 0)
         y_per_px = (y1 - y0) / max(cell_h, 1.0)
         # two labels a row where they fit; in a short cell none closer than a digit's
         # height and a little space
         label_h = QFontMetrics(left.style.get("tickFont") or QFont()).capHeight() + 4
-        ys = _tick_values(y0, y1, y_per_px * TICK_PX_Y, 0.04 * (y1 - y0),
+        ys = tick_values(y0, y1, y_per_px * TICK_PX_Y, 0.04 * (y1 - y0),
                           floor=y_per_px * label_h)
         x_step = xs[1] - xs[0] if len(xs) > 1 else 1.0
         y_step = ys[1] - ys[0] if len(ys) > 1 else 1.0
@@ -480,20 +480,3 @@ def _grid_path(corners, xs, ys) -> QPainterPath:
             grid.moveTo(cx, cy + fy)
             grid.lineTo(cx + 1.0, cy + fy)
     return grid
-
-
-def _tick_values(lo: float, hi: float, at_least: float, margin: float = 0.0,
-                 least: int = 2, floor: float = 0.0) -> list[float]:
-    """Multiples of a 1-2-5 step of at least `at_least` within lo + margin .. hi - margin
-    (none at the very ends, where a label would touch the next cell's), and at least
-    `least` of them: a smaller step until there are, but none under `floor` (labels that
-    far apart would overlap) once there is one."""
-    step = nice_step(at_least)
-    for _ in range(4):
-        first = math.ceil((lo + margin) / step - 1e-9)
-        last = math.floor((hi - margin) / step + 1e-9)
-        if last - first + 1 >= least or step < 1e-12 or \
-                (smaller_nice_step(step) < floor and last >= first):
-            break
-        step = smaller_nice_step(step)
-    return [k * step for k in range(first, last + 1)]

@@ -1,7 +1,7 @@
 """A plot's axes and labels without a plotting library: view ranges that change only when
 they must (a dragged slider rarely re-renders the axes), 1-2-5 tick steps, colour levels
-symmetric about 0, category labels thinned to what fits, and parts of a footer wrapped into
-lines. The window's plots and the exported figures measure text their own way and pass a
+symmetric about 0, category labels thinned to what fits, ticks of small cells, of a log10
+axis and of a grid of cells, and parts of a footer wrapped into lines. The window's plots and the exported figures measure text their own way and pass a
 test of width in (`wrap_parts`)."""
 
 from __future__ import annotations
@@ -122,3 +122,42 @@ def wrap_parts(parts: Sequence, fits: Callable[[str], bool]) -> list[str]:
             else:
                 lines[-1] = longer
     return lines
+
+
+def tick_values(lo: float, hi: float, at_least: float, margin: float = 0.0,
+                 least: int = 2, floor: float = 0.0) -> list[float]:
+    """Multiples of a 1-2-5 step of at least `at_least` within lo + margin .. hi - margin
+    (none at the very ends, where a label would touch the next cell's), and at least
+    `least` of them: a smaller step until there are, but none under `floor` (labels that
+    far apart would overlap) once there is one."""
+    step = nice_step(at_least)
+    for _ in range(4):
+        first = math.ceil((lo + margin) / step - 1e-9)
+        last = math.floor((hi - margin) / step + 1e-9)
+        if last - first + 1 >= least or step < 1e-12 or \
+                (smaller_nice_step(step) < floor and last >= first):
+            break
+        step = smaller_nice_step(step)
+    return [k * step for k in range(first, last + 1)]
+
+
+def log_ticks(lo: float, hi: float) -> list[list[tuple[float, str]]]:
+    """Ticks of a log10 axis over [lo, hi] (lo > 0): labelled at 1, 2 and 5 x 10^k,
+    unlabelled at the other integers (pyqtgraph labels all of 2..9 and they overlap)."""
+    lo = max(lo, 1e-30)
+    hi = max(hi, lo)
+    major, minor = [], []
+    for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
+        for m in range(1, 10):
+            v = m * 10.0 ** k
+            if lo / 1.5 <= v <= hi * 1.5:
+                labelled = m in (1, 2, 5)
+                (major if labelled else minor).append((math.log10(v), f"{v:g}" if labelled else ""))
+    return [major, minor]
+
+
+def cell_ticks(n: int, label=str, most: int = 20) -> list[list[tuple[float, str]]]:
+    """Ticks at the middle of n unit cells 0..n-1, every k-th labelled label(cell) with the
+    smallest k that labels at most `most` of them."""
+    step = max(1, math.ceil(n / most))
+    return [[(k + 0.5, label(k)) for k in range(0, n, step)], []]

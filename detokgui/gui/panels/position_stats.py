@@ -12,7 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
-from detokgui.core.base.axis_ticks import log_ticks
+from detokgui.core.base.plot_axes import log_ticks
 from detokgui.core.position_side import positional
 from detokgui.core.position_side.tables import last_positions_table, position_variance_table
 from detokgui.gui.head_controls import HeadChooser, state_heads

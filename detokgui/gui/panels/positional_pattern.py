@@ -17,7 +17,7 @@ from PySide6.QtCore import QRectF, Qt, Slot
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
-from detokgui.core.base.axis_ticks import cell_ticks
+from detokgui.core.base.plot_axes import cell_ticks
 from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION, temperature_label
 from detokgui.core.position_side import positional
 from detokgui.core.position_side.tables import pattern_table

@@ -1,8 +1,9 @@
 """A plot's axes and labels without a plotting library: view ranges that change only when
 they must (a dragged slider rarely re-renders the axes), 1-2-5 tick steps, colour levels
 symmetric about 0, category labels thinned to what fits, ticks of small cells, of a log10
-axis and of a grid of cells, and parts of a footer wrapped into lines. The window's plots and the exported figures measure text their own way and pass a
-test of width in (`wrap_parts`)."""
+axis and of a grid of cells, and parts of a footer wrapped into lines. The window's plots
+and the exported figures measure text their own way and pass a test of width in
+(`wrap_parts`)."""
 
 from __future__ import annotations
 

@@ -51,20 +51,6 @@ class FigureRequest:
     max_texts: int
 
 
-def path_row(path: str, browse, tip: str = "") -> tuple[QWidget, QLineEdit, QPushButton]:
-    """(the row, its line edit holding `path`, the Browse… button calling `browse`)."""
-    row = QWidget()
-    h = QHBoxLayout(row)
-    h.setContentsMargins(0, 0, 0, 0)
-    edit = QLineEdit(path)
-    edit.setToolTip(tip)
-    button = QPushButton("Browse…")
-    button.clicked.connect(browse)
-    h.addWidget(edit, 1)
-    h.addWidget(button)
-    return row, edit, button
-
-
 def offer_box(text: str, what: str | None, missing: str, key: str, tip: str) -> QCheckBox:
     """"TEXT (WHAT)", checked as last time (option `key`), for something the window has
     open (`what` names it); disabled and unchecked, "TEXT (MISSING)", when it has none."""
@@ -75,32 +61,71 @@ def offer_box(text: str, what: str | None, missing: str, key: str, tip: str) -> 
     return box
 
 
-def export_buttons(dialog: QDialog) -> QDialogButtonBox:
-    """Export and Cancel, accepting and rejecting `dialog`."""
-    buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-    buttons.button(QDialogButtonBox.Ok).setText("Export")
-    buttons.accepted.connect(dialog.accept)
-    buttons.rejected.connect(dialog.reject)
-    return buttons
+class ExportDialog(QDialog):
+    """What the File menu's export dialogs share: a line on what they write, the path row
+    (`add_path`), "Use the current corpus" (`add_corpus_box`), and Export and Cancel
+    (`finish`), Export enabled while `ready()`."""
+
+    def __init__(self, parent, title: str, intro: str, corpus: tuple[str, ...]):
+        super().__init__(parent)
+        self.setWindowTitle(title)
+        self.corpus = tuple(corpus)
+        self.form = QFormLayout(self)
+        self.form.addRow(QLabel(intro))
+        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        self.ok_button.setText("Export")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+
+    @property
+    def ok_button(self):
+        return self.buttons.button(QDialogButtonBox.Ok)
+
+    def add_path(self, label: str, path: str, browse, tip: str) -> QLineEdit:
+        """A row `label`: a line edit holding `path`, and `browse` the Browse… button's."""
+        row = QWidget()
+        h = QHBoxLayout(row)
+        h.setContentsMargins(0, 0, 0, 0)
+        edit = QLineEdit(path)
+        edit.setToolTip(tip)
+        edit.textChanged.connect(self._update)
+        self.browse = QPushButton("Browse…")
+        self.browse.clicked.connect(browse)
+        h.addWidget(edit, 1)
+        h.addWidget(self.browse)
+        self.form.addRow(label, row)
+        return edit
+
+    def add_corpus_box(self, corpus_text: str, key: str, tip: str) -> None:
+        self.use_corpus = offer_box("Use the current corpus",
+                                    corpus_text if self.corpus else None,
+                                    "none is open: Corpus menu", key, tip)
+        self.form.addRow("", self.use_corpus)
+
+    def chosen_corpus(self) -> tuple[str, ...]:
+        return self.corpus if self.use_corpus.isChecked() else ()
+
+    def finish(self) -> None:
+        self.form.addRow(self.buttons)
+        self._update()
+
+    def _update(self, *_) -> None:
+        self.ok_button.setEnabled(self.ready())
 
 
-class ExportFiguresDialog(QDialog):
+class ExportFiguresDialog(ExportDialog):
     """Output folder, format checkboxes, "use the current corpus", the text cap."""
 
     def __init__(self, parent, corpus: tuple[str, ...], corpus_text: str):
         from detokgui.figures.registry import DEFAULT_MAX_TEXTS
 
-        super().__init__(parent)
-        self.setWindowTitle("Export all figures")
-        self.corpus = tuple(corpus)
-        form = QFormLayout(self)
-        form.addRow(QLabel("Every figure of the paper and of the layer-0 studies that "
-                           "detokgui computes,\nwith its data as CSV and an index.md."))
-        row, self.folder, self.browse = path_row(
-            remembered(FOLDER, str(Path.home() / "detokgui-figures")), self.ask_folder,
-            "Created if missing; an existing folder gets the new files only once every "
-            "figure is done")
-        form.addRow("Folder", row)
+        super().__init__(parent, "Export all figures",
+                         "Every figure of the paper and of the layer-0 studies that "
+                         "detokgui computes,\nwith its data as CSV and an index.md.", corpus)
+        self.folder = self.add_path(
+            "Folder", remembered(FOLDER, str(Path.home() / "detokgui-figures")),
+            self.ask_folder, "Created if missing; an existing folder gets the new files only "
+            "once every figure is done")
         fmts = QWidget()
         h = QHBoxLayout(fmts)
         h.setContentsMargins(0, 0, 0, 0)
@@ -112,26 +137,17 @@ class ExportFiguresDialog(QDialog):
             box.toggled.connect(self._update)
             self.format_boxes[f] = box
             h.addWidget(box)
-        form.addRow("Formats", fmts)
-        self.use_corpus = offer_box("Use the current corpus", corpus_text if corpus else None,
-                                    "none is open: Corpus menu", USE_CORPUS,
-                                    "Without a corpus the corpus figures (Fig 2-C, 2-D, 3-E, "
-                                    "4, 5, 6 left, 11, 13) are listed as skipped in index.md")
-        form.addRow("", self.use_corpus)
+        self.form.addRow("Formats", fmts)
+        self.add_corpus_box(corpus_text, USE_CORPUS, "Without a corpus the corpus figures "
+                            "(Fig 2-C, 2-D, 3-E, 4, 5, 6 left, 11, 13) are listed as skipped "
+                            "in index.md")
         self.max_texts = QSpinBox()
         self.max_texts.setRange(1, 100000)
         self.max_texts.setValue(int(remembered(MAX_TEXTS, DEFAULT_MAX_TEXTS)))
         self.max_texts.setToolTip("Corpus windows read by the text figures (observed "
                                   "attention, six-term KL); the counts use the whole corpus")
-        form.addRow("Texts", self.max_texts)
-        self.buttons = export_buttons(self)
-        form.addRow(self.buttons)
-        self.folder.textChanged.connect(self._update)
-        self._update()
-
-    @property
-    def ok_button(self):
-        return self.buttons.button(QDialogButtonBox.Ok)
+        self.form.addRow("Texts", self.max_texts)
+        self.finish()
 
     def ask_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Folder for the figures",
@@ -142,12 +158,11 @@ class ExportFiguresDialog(QDialog):
     def formats(self) -> tuple[str, ...]:
         return tuple(f for f, box in self.format_boxes.items() if box.isChecked())
 
-    def _update(self, *_) -> None:
-        self.ok_button.setEnabled(bool(self.folder.text().strip()) and bool(self.formats()))
+    def ready(self) -> bool:
+        return bool(self.folder.text().strip()) and bool(self.formats())
 
     def request(self) -> FigureRequest:
-        corpus = self.corpus if self.use_corpus.isChecked() else ()
-        return FigureRequest(self.folder.text().strip(), self.formats(), corpus,
+        return FigureRequest(self.folder.text().strip(), self.formats(), self.chosen_corpus(),
                              self.max_texts.value())
 
     def remember_choices(self) -> None:
@@ -173,6 +188,7 @@ class FigureExporter(QObject):
 
     job_key = JOB_KEY
     title = "Export all figures"
+    what, target = "Figure", "folder"  # the request's field that names where it writes
 
     def __init__(self, window):
         super().__init__(window)
@@ -186,11 +202,14 @@ class FigureExporter(QObject):
         if w.state.layer is None:
             w.show_message("Load a model first (Model menu).", 5000)
             return
-        dialog = ExportFiguresDialog(w, w.state.corpus, w.corpus.text.removeprefix("corpus: "))
+        dialog = self.dialog(w.corpus.text.removeprefix("corpus: "))
         if dialog.exec() != QDialog.Accepted:
             return
         dialog.remember_choices()
         self.start(dialog.request())
+
+    def dialog(self, corpus_text: str) -> ExportDialog:
+        return ExportFiguresDialog(self.window, self.window.state.corpus, corpus_text)
 
     def start(self, req: FigureRequest) -> None:
         layer = self.window.state.layer
@@ -238,16 +257,18 @@ class FigureExporter(QObject):
 
     @Slot(object)
     def _done(self, report) -> None:
+        skipped = f" ({len(report.skipped)} skipped, see index.md)" if report.skipped else ""
+        self._offer(f"Wrote {len(report.built)} figures to {report.out}{skipped}",
+                    "Open the folder?", report.out)
+
+    def _offer(self, text: str, question: str, path) -> None:
+        """The job is done: `text` in the status bar and a question whether to open `path`."""
         self._close_progress()
-        folder = str(report.out)
-        text = (f"Wrote {len(report.built)} figures to {folder}"
-                + (f" ({len(report.skipped)} skipped, see index.md)" if report.skipped else ""))
         self.window.show_message(text, 15000)
-        answer = QMessageBox.question(self.window, "Export all figures",
-                                      f"{text}.\n\nOpen the folder?",
+        answer = QMessageBox.question(self.window, self.title, f"{text}.\n\n{question}",
                                       QMessageBox.Open | QMessageBox.Close, QMessageBox.Open)
         if answer == QMessageBox.Open:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(folder))
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
 
     @Slot(object, str)
     def _failed(self, exc, _message: str = "") -> None:
@@ -256,6 +277,6 @@ class FigureExporter(QObject):
     @Slot()
     def _cancelled(self) -> None:
         self._close_progress()
-        where = self.request.folder if self.request else "the folder"
-        self.window.show_message(f"Figure export cancelled: nothing was written to {where}.",
-                                 8000)
+        where = getattr(self.request, self.target) if self.request else f"the {self.target}"
+        self.window.show_message(f"{self.what} export cancelled: nothing was written to "
+                                 f"{where}.", 8000)

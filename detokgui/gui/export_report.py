@@ -13,20 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QUrl, Slot
-from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QDialog,
-    QDialogButtonBox,
-    QDoubleSpinBox,
-    QFileDialog,
-    QFormLayout,
-    QLabel,
-    QMessageBox,
-)
+from PySide6.QtCore import Slot
+from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QFileDialog
 
-from detokgui.gui.export_figures import FigureExporter, export_buttons, offer_box, path_row
+from detokgui.gui.export_figures import ExportDialog, FigureExporter, offer_box
 from detokgui.gui.options import remember, remembered
 
 JOB_KEY = "export-report"
@@ -46,34 +36,27 @@ class ReportRequest:
     page_mb: float
 
 
-class ExportReportDialog(QDialog):
+class ExportReportDialog(ExportDialog):
     """The file, "use the current corpus", "compare with model B", "figures", page MB."""
 
     def __init__(self, parent, corpus: tuple[str, ...], corpus_text: str, b_name: str | None):
         from detokgui.figures.report import DEFAULT_PAGE_MB
 
-        super().__init__(parent)
-        self.setWindowTitle("Export report")
-        self.corpus = tuple(corpus)
-        form = QFormLayout(self)
-        form.addRow(QLabel("One HTML file to open in any browser, offline: the model card,\n"
-                           "the figures, a card per head and a token search."))
-        row, self.file, self.browse = path_row(
-            remembered(FILE, str(Path.home() / "detokgui-report.html")), self.ask_file,
+        super().__init__(parent, "Export report",
+                         "One HTML file to open in any browser, offline: the model card,\n"
+                         "the figures, a card per head and a token search.", corpus)
+        self.file = self.add_path(
+            "File", remembered(FILE, str(Path.home() / "detokgui-report.html")), self.ask_file,
             "Written only when complete")
-        form.addRow("File", row)
-        self.use_corpus = offer_box("Use the current corpus", corpus_text if corpus else None,
-                                    "none is open: Corpus menu", USE_CORPUS,
-                                    "The corpus figures, the token table's most frequent "
-                                    "tokens and the bigram partners' counts")
-        form.addRow("", self.use_corpus)
+        self.add_corpus_box(corpus_text, USE_CORPUS, "The corpus figures, the token table's "
+                            "most frequent tokens and the bigram partners' counts")
         self.use_b = offer_box("Compare with model B", b_name, "none: Model › Compare with…",
                                USE_B, "Model B's card, the matched heads and the comparison "
                                "figures")
-        form.addRow("", self.use_b)
+        self.form.addRow("", self.use_b)
         self.figures = QCheckBox("Draw the figures (the slowest part)")
         self.figures.setChecked(bool(remembered(FIGURES, True)))
-        form.addRow("", self.figures)
+        self.form.addRow("", self.figures)
         self.page_mb = QDoubleSpinBox()
         self.page_mb.setRange(1.0, 1000.0)
         self.page_mb.setDecimals(1)
@@ -82,15 +65,8 @@ class ExportReportDialog(QDialog):
         self.page_mb.setToolTip("The page's size: the token search's table gets what the "
                                 "figures leave, all tokens when they fit, else the most "
                                 "frequent that do")
-        form.addRow("Page size", self.page_mb)
-        self.buttons = export_buttons(self)
-        form.addRow(self.buttons)
-        self.file.textChanged.connect(self._update)
-        self._update()
-
-    @property
-    def ok_button(self):
-        return self.buttons.button(QDialogButtonBox.Ok)
+        self.form.addRow("Page size", self.page_mb)
+        self.finish()
 
     def ask_file(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Report file", self.file.text(),
@@ -98,12 +74,11 @@ class ExportReportDialog(QDialog):
         if path:
             self.file.setText(path)
 
-    def _update(self, *_) -> None:
-        self.ok_button.setEnabled(bool(self.file.text().strip()))
+    def ready(self) -> bool:
+        return bool(self.file.text().strip())
 
     def request(self) -> ReportRequest:
-        return ReportRequest(self.file.text().strip(),
-                             self.corpus if self.use_corpus.isChecked() else (),
+        return ReportRequest(self.file.text().strip(), self.chosen_corpus(),
                              self.use_b.isChecked(), self.figures.isChecked(),
                              self.page_mb.value())
 
@@ -132,19 +107,12 @@ class ReportExporter(FigureExporter):
 
     job_key = JOB_KEY
     title = "Export report"
+    what, target = "Report", "file"
 
-    def ask(self) -> None:
-        w = self.window
-        if w.state.layer is None:
-            w.show_message("Load a model first (Model menu).", 5000)
-            return
-        b = w.state.layer_b
-        dialog = ExportReportDialog(w, w.state.corpus, w.corpus.text.removeprefix("corpus: "),
-                                    None if b is None else str(b.name))
-        if dialog.exec() != QDialog.Accepted:
-            return
-        dialog.remember_choices()
-        self.start(dialog.request())
+    def dialog(self, corpus_text: str) -> ExportDialog:
+        b = self.window.state.layer_b
+        return ExportReportDialog(self.window, self.window.state.corpus, corpus_text,
+                                  None if b is None else str(b.name))
 
     def start(self, req: ReportRequest) -> None:
         state = self.window.state
@@ -154,18 +122,5 @@ class ReportExporter(FigureExporter):
 
     @Slot(object)
     def _done(self, result) -> None:
-        self._close_progress()
-        text = f"Wrote the report {result.out} ({result.bytes / 1e6:.1f} MB)"
-        self.window.show_message(text, 15000)
-        answer = QMessageBox.question(self.window, self.title,
-                                      f"{text}.\n\nOpen it in the browser?",
-                                      QMessageBox.Open | QMessageBox.Close, QMessageBox.Open)
-        if answer == QMessageBox.Open:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(result.out)))
-
-    @Slot()
-    def _cancelled(self) -> None:
-        self._close_progress()
-        where = self.request.file if self.request else "the file"
-        self.window.show_message(f"Report export cancelled: nothing was written to {where}.",
-                                 8000)
+        self._offer(f"Wrote the report {result.out} ({result.bytes / 1e6:.1f} MB)",
+                    "Open it in the browser?", result.out)

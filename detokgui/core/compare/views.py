@@ -108,6 +108,18 @@ class SideBySideTopK:
         return out
 
 
+def other_rank(row: dict, side: str, missing: str) -> str | int:
+    """The cell "its rank in the other model" of a `SideBySideTopK.rows()` row for side
+    "a" or "b": the rank; `missing` when the other model lacks the key; "–" when it lacks
+    the query (no ranking there); "" on an empty row."""
+    if row[f"key_{side}"] is None:
+        return ""
+    if row[f"key_{side}_in_other"] is None:
+        return missing
+    rank = row[f"rank_{side}_in_other"]
+    return "–" if rank is None else rank
+
+
 def _side(layer, other, query, head, other_query, other_head, k, sigma, to_other
           ) -> TopKSide:
     if query is None:

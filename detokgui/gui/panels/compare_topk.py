@@ -48,17 +48,6 @@ class Request:
     sigma: SigmaChoice
 
 
-def other_rank(row: dict, side: str, missing: str) -> str | int:
-    """The cell "its rank in the other model": the rank; `missing` when the other model
-    lacks the key; "–" when it lacks the query (no ranking there); "" on an empty row."""
-    if row[f"key_{side}"] is None:
-        return ""
-    if row[f"key_{side}_in_other"] is None:
-        return missing
-    rank = row[f"rank_{side}_in_other"]
-    return "–" if rank is None else rank
-
-
 class CompareTopKPanel(ComparePanel):
     title = "Top-k A vs B"
     view_name = "compare-topk"
@@ -77,7 +66,7 @@ class CompareTopKPanel(ComparePanel):
                    token=lambda r: r["key_a"], tip="A's r-th key for the query (click: select "
                    "it as the key token)"),
             Column("A score", lambda r: r["score_a"], _score),
-            Column("its rank in B", lambda r: other_rank(r, "a", MISSING), numeric=True,
+            Column("its rank in B", lambda r: cv.other_rank(r, "a", MISSING), numeric=True,
                    tip="1 + the number of B's keys scoring higher for the query's token in B",
                    background=lambda r: OWN_RANK_BACKGROUND
                    if r["rank_a_in_other"] == r["rank"] else None),
@@ -86,7 +75,7 @@ class CompareTopKPanel(ComparePanel):
                    tip="B's r-th key for the query's token in B (click: select its token in "
                    "A as the key token)"),
             Column("B score", lambda r: r["score_b"], _score),
-            Column("its rank in A", lambda r: other_rank(r, "b", MISSING_IN_A), numeric=True,
+            Column("its rank in A", lambda r: cv.other_rank(r, "b", MISSING_IN_A), numeric=True,
                    background=lambda r: OWN_RANK_BACKGROUND
                    if r["rank_b_in_other"] == r["rank"] else None),
         ], token=lambda r: r["key_a"]), stretch=None,

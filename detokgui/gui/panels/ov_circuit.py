@@ -12,7 +12,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
-from detokgui.core.model.tokens import display_token
 from detokgui.core.text_side import circuits
 from detokgui.core.text_side.tables import ov_table
 from detokgui.gui.head_controls import HeadChooser, state_heads
@@ -20,7 +19,7 @@ from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, custom, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, set_title
-from detokgui.gui.records import Column, RecordsModel, TokenTableView
+from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
 
 DIRECTIONS = (("outputs", "Outputs of the query token (x → y)"),
               ("sources", "Sources of the key token (x → y)"))
@@ -67,16 +66,14 @@ class OVCircuitPanel(Panel):
         self.table = TokenTableView(RecordsModel([
             Column("head", lambda r: r[0], "d"),
             Column("rank", lambda r: r[1], "d"),
-            Column("promoted", lambda r: self._label(r[2]), token=lambda r: r[2],
+            Column("promoted", lambda r: self.state.token_text(r[2]), token=lambda r: r[2],
                    tip="Most promoted (outputs) / most promoting (sources)"),
             Column("score", lambda r: r[3], num, numeric=True),
-            Column("suppressed", lambda r: self._label(r[4]), token=lambda r: r[4],
+            Column("suppressed", lambda r: self.state.token_text(r[4]), token=lambda r: r[4],
                    tip="Most suppressed (outputs) / most suppressing (sources)"),
             Column("score ", lambda r: r[5], num, numeric=True),
         ]), stretch=4)
-        self.table.tokenActivated.connect(
-            lambda tid, as_key: (self.state.set_key_token if as_key
-                                 else self.state.set_query_token)(tid))
+        self.table.tokenActivated.connect(select_row_token(state, False))
         split.addWidget(self.table)
         self.frame = PlotFrame("OV circuit", self._table, analysis="ov")
         self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True, grid="x",
@@ -95,9 +92,6 @@ class OVCircuitPanel(Panel):
 
     def plot_frames(self):
         return [self.frame]
-
-    def _label(self, token: int) -> str:
-        return display_token(self.layer.tokenizer if self.layer else None, token)
 
     # ------------------------------------------------------------------ compute
 
@@ -130,7 +124,7 @@ class OVCircuitPanel(Panel):
                 for r, h in enumerate(res.heads) for k in range(res.top_ids.shape[1])]
         self.table.records().set_records(rows)
         self._draw_bars()
-        anchor = self._label(res.token)
+        anchor = self.state.token_text(res.token)
         what = (f"output tokens y promoted / suppressed by the source x = {anchor}"
                 if res.direction == "outputs" else
                 f"source tokens x that promote / suppress the output y = {anchor}")
@@ -161,10 +155,10 @@ class OVCircuitPanel(Panel):
         y = np.concatenate([np.arange(k), np.arange(k) + k + 0.5])
         self.bars[0].setOpts(x0=np.zeros(k), y=y[:k], width=scores[:k], height=0.7)
         self.bars[1].setOpts(x0=np.zeros(k), y=y[k:], width=scores[k:], height=0.7)
-        self.plot.getAxis("left").setTicks([[(float(v), self._label(int(t)))
-                                             for v, t in zip(y, ids)]])
+        text = self.state.token_text
+        self.plot.getAxis("left").setTicks([[(float(v), text(int(t))) for v, t in zip(y, ids)]])
         side = "outputs of" if res.direction == "outputs" else "sources of"
-        set_title(self.plot, f"head {h}: {side} {self._label(res.token)} — red: top {k}, "
+        set_title(self.plot, f"head {h}: {side} {text(res.token)} — red: top {k}, "
                            f"blue: bottom {k}")
         self.plot.setYRange(-0.6, 2 * k + 0.1, padding=0)
         lo, hi = float(min(scores.min(), 0)), float(max(scores.max(), 0))

@@ -185,8 +185,8 @@ class SentenceViewPanel(Panel):
         what = (f"{self._title(self.placed[0][1])}, every head" if grid
                 else f"head {res.heads[0]}")
         self.frame.set_title(what if grid else "")
-        self.status.setText(f"{res.source} · {n} tokens · {what} · rows: query i, columns: key j ≤ i · "
-                            f"{COLOUR_SIGN} · hover a cell, click to select")
+        self.status.setText(f"{res.source} · {n} tokens · {what} · rows: query i, columns: "
+                            f"key j ≤ i · {COLOUR_SIGN} · hover a cell, click to select")
 
     def _show(self, which: str) -> None:
         """The nine heatmaps or the mosaic in the plot frame (made when first shown)."""

@@ -254,8 +254,8 @@ class TokenSearchPanel(Panel):
         if big:
             self.big_note.setText(
                 f"<i>Showing the first {PREVIEW_CHARS:,} of {len(text):,} characters of "
-                f"{html.escape(source, quote=False)} (read-only: too long to edit here). The tokens below are "
-                "the whole text's.</i>")
+                f"{html.escape(source, quote=False)} (read-only: too long to edit here). The "
+                "tokens below are the whole text's.</i>")
         self._use_text(text)
 
     @Slot()

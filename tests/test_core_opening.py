@@ -66,3 +66,34 @@ def test_corpus_description():
     assert describe([sample_corpus()], 12, 3_100_000) == "sample corpus (12 files, 3.1 MB)"
     assert describe(["/d/a.jsonl"], 1, 200_000, 1) == "a.jsonl (1 file, 0.2 MB, 1 skipped)"
     assert describe(["/d/a.jsonl", "/d/b"], 3, 0) == "a.jsonl + 1 more (3 files, 0.0 MB)"
+
+
+def test_stored_options_a_view_takes():
+    from dataclasses import dataclass
+
+    from detokgui.core.base.session import option_changes
+
+    @dataclass(frozen=True)
+    class Options:
+        k: int = 10
+        scale: float = 1.0
+        mode: str = "a"
+
+    changes, refused = option_changes({"k": 5, "scale": 2, "mode": "z", "gone": 1, "k2": 1.5},
+                                      Options(), lambda key, value: value != "z")
+    assert changes == {"k": 5, "scale": 2}
+    assert refused == ["mode = 'z' (not a value it takes)", "gone (unknown)", "k2 (unknown)"]
+    assert option_changes({"k": "5"}, Options())[1] == ["k = '5' (not a value it takes)"]
+
+
+def test_corpus_counting_and_skipped_lines(tmp_path):
+    from detokgui.core.corpus.documents import Skipped, skipped_items
+    from detokgui.core.corpus.spec import counted_by
+
+    assert counted_by(3, None) == "by 3 local processes"
+    assert counted_by(1, "") == "by 1 local process"
+    assert counted_by(None, "tcp://h:8786") == "on the Dask cluster at tcp://h:8786"
+    skipped = [Skipped(tmp_path / f"{i}.md", "not a corpus file type") for i in range(3)]
+    assert skipped_items(skipped, 2) == [f"{tmp_path / '0.md'} (not a corpus file type)",
+                                         f"{tmp_path / '1.md'} (not a corpus file type)",
+                                         "and 1 more"]

@@ -20,8 +20,9 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
 from detokgui.core.base.pools import default_workers
 from detokgui.core.corpus.check import check_corpus
+from detokgui.core.corpus.documents import skipped_items
 from detokgui.core.corpus.readers import TEXT_COLUMN
-from detokgui.core.corpus.spec import Corpus
+from detokgui.core.corpus.spec import Corpus, counted_by
 from detokgui.gui.elided_label import ElidedLabel
 from detokgui.gui.options import remember, remembered
 
@@ -208,15 +209,11 @@ class CorpusControl(QObject):
         folder entries skipped."""
         self.text = text
         self.label.setText(text)
-        how = (f"on the Dask cluster at {self.scheduler}" if self.scheduler else
-               f"by {self.workers or default_workers()} local process"
-               f"{'es' * ((self.workers or default_workers()) != 1)}")
-        tip = f"{TOOLTIP}\nText column: {self.text_column}; counted {how}"
+        tip = (f"{TOOLTIP}\nText column: {self.text_column}; counted "
+               f"{counted_by(self.workers, self.scheduler)}")
         if skipped:
-            lines = [f"{s.path} ({s.reason})" for s in skipped[:TOOLTIP_SKIPPED]]
-            if len(skipped) > TOOLTIP_SKIPPED:
-                lines.append(f"and {len(skipped) - TOOLTIP_SKIPPED} more")
-            tip += "\n\nNot read (skipped):\n" + "\n".join(lines)
+            items = skipped_items(skipped, TOOLTIP_SKIPPED)
+            tip += "\n\nNot read (skipped):\n" + "\n".join(items)
         self.label.set_note(tip)
 
     def _failed(self, exc, _message: str = "") -> None:

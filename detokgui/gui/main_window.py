@@ -19,16 +19,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from detokgui import __version__
 from detokgui.core.model.families import with_family
 from detokgui.core.model.titles import model_title, short_commit
+from detokgui.gui import session
 from detokgui.gui.banner import Banner
+from detokgui.gui.corpus import CorpusControl
 from detokgui.gui.elided_label import ElidedLabel, StatusBar
+from detokgui.gui.export_figures import FigureExporter
+from detokgui.gui.export_report import ReportExporter
+from detokgui.gui.help_dialog import HelpDialog
 from detokgui.gui.job_status import JobStatus
 from detokgui.gui.jobs import JobRunner
 from detokgui.gui.model_menu import ModelMenu, ModelStatus
 from detokgui.gui.models import ModelController, recent_families, recent_models
 from detokgui.gui.options import flush_settings, remember, remembered
 from detokgui.gui.page_tabs import PageTabs
+from detokgui.gui.panels import PANEL_GROUPS, SIDE_PANEL_CLASSES
 from detokgui.gui.plots import EXPORT_SHORTCUTS
 from detokgui.gui.state import AppState
 
@@ -49,8 +56,6 @@ class MainWindow(QMainWindow):
 
     def __init__(self, model: str | None = None, device: str | None = None):
         super().__init__()
-        from detokgui.gui.panels import PANEL_GROUPS, SIDE_PANEL_CLASSES
-
         self.setWindowTitle("detokgui")
         self.resize(*default_size(self))
         self.device = device
@@ -151,8 +156,6 @@ class MainWindow(QMainWindow):
                      QKeySequence("Ctrl+T"),
                      "Read a text file as the Tokens view's text (any size: a long one is "
                      "shown as a read-only preview and tokenised whole)")
-        from detokgui.gui import session
-
         self._action(file_menu, "Open session…", lambda: session.ask_open(self),
                      QKeySequence("Ctrl+Shift+R"),
                      "Restore a saved session: models, A/B pair, selection, corpus, view and "
@@ -166,22 +169,16 @@ class MainWindow(QMainWindow):
             self._action(file_menu, f"Export current view as {fmt.upper()}…",
                          lambda _=False, f=fmt: self.export_current(f), QKeySequence(key))
         file_menu.addSeparator()
-        from detokgui.gui.export_figures import FigureExporter
-
         self.figure_exporter = FigureExporter(self)
         self.export_figures_action = self._action(
             file_menu, "Export all figures…", self.figure_exporter.ask, QKeySequence("Ctrl+Shift+F"),
             "Every paper and study figure as PNG/SVG/PDF with CSV data and an index.md, "
             "like `detokgui export figures`")
-        from detokgui.gui.export_report import ReportExporter
-
         self.report_exporter = ReportExporter(self)
         self.export_report_action = self._action(
             file_menu, "Export report…", self.report_exporter.ask, None,
             "One self-contained HTML page (model card, figures, head cards, token search) "
             "to open offline in a browser, like `detokgui export report`")
-
-        from detokgui.gui.corpus import CorpusControl
 
         self.corpus = CorpusControl(self, mb.addMenu("&Corpus"))
         self.statusBar().insertPermanentWidget(1, self.corpus.label)
@@ -352,8 +349,6 @@ class MainWindow(QMainWindow):
 
     def view_groups(self) -> list[tuple[str, list]]:
         """(tab group, its views) in the window's order, the side panel first."""
-        from detokgui.gui.panels import PANEL_GROUPS, SIDE_PANEL_CLASSES
-
         by_class = {type(p): p for p in self.panels}
         return [("side panel", [by_class[c] for c in SIDE_PANEL_CLASSES]),
                 *((title, [by_class[c] for c in group]) for title, group in PANEL_GROUPS)]
@@ -361,8 +356,6 @@ class MainWindow(QMainWindow):
     def show_help(self, page: str = "views") -> None:
         """The help dialog (one, not modal) at `page`, its texts made for the model now
         shown."""
-        from detokgui.gui.help_dialog import HelpDialog
-
         if self.help_dialog is None:
             self.help_dialog = HelpDialog(self, page)
         else:
@@ -372,8 +365,6 @@ class MainWindow(QMainWindow):
         self.help_dialog.raise_()
 
     def about(self) -> None:
-        from detokgui import __version__
-
         QMessageBox.about(
             self, "About detokgui",
             f"<b>detokgui {__version__}</b><br>The first attention layer of GPT-2, GPT-Neo "

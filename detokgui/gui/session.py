@@ -12,7 +12,7 @@ applied once model A is shown, B's head once B is."""
 from __future__ import annotations
 
 import html
-from dataclasses import fields
+from dataclasses import asdict
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -25,7 +25,7 @@ from detokgui.core.base.session import (
     empty_session,
     model_entry,
     model_to_open,
-    option_fits,
+    option_changes,
     read_session,
     write_session,
 )
@@ -67,8 +67,7 @@ def session_of(window) -> dict:
     for p in window.panels:
         value = getattr(getattr(p, "options", None), "value", None)
         if value is not None:
-            session["panels"][p.view_name] = {f.name: getattr(value, f.name)
-                                              for f in fields(value)}
+            session["panels"][p.view_name] = asdict(value)
     return session
 
 
@@ -129,18 +128,9 @@ class SessionRestore(QObject):
                 self.problems.append(f"the options of the view “{view}” (this version has "
                                      "no such view)")
                 continue
-            defaults = bound.cls()
-            known = {f.name for f in fields(defaults)}
-            changes, refused = {}, []
-            for key, value in options.items():
-                widget = bound.widgets.get(key)
-                if key not in known:
-                    refused.append(f"{key} (unknown)")
-                elif not option_fits(value, getattr(defaults, key)) or (
-                        isinstance(widget, QComboBox) and widget.findData(value) < 0):
-                    refused.append(f"{key} = {value!r} (not a value it takes)")
-                else:
-                    changes[key] = value
+            changes, refused = option_changes(
+                options, bound.cls(), lambda key, value, widgets=bound.widgets: not (
+                    isinstance(w := widgets.get(key), QComboBox) and w.findData(value) < 0))
             if refused:
                 self.problems.append(f"{panel.title}: option {', '.join(refused)}")
             try:
@@ -168,9 +158,8 @@ class SessionRestore(QObject):
         self.window.models.loading_name = None
         self.window.models.loadingChanged.emit()
         name = model_to_open(self.session["models"]["a"])
-        self.problems.append(f"model A, {name}: {exc}; the selection (its token ids) and "
-                             "model B were not restored either")
-        self._finish()
+        self._finish(f"model A, {name}: {exc}; the selection (its token ids) and model B "
+                     "were not restored either")
 
     def _disconnect_a(self) -> None:
         _disconnect((self.window.state.modelChanged, self._a_loaded))
@@ -180,9 +169,8 @@ class SessionRestore(QObject):
             return
         self._disconnect_a()
         if self.window.models.opened_a != self.a_name:  # cancelled, another model opened
-            self.problems.append(f"model A, {self.a_name}: another model was opened before "
-                                 "it; the selection and model B were not restored")
-            self._finish()
+            self._finish(f"model A, {self.a_name}: another model was opened before it; the "
+                         "selection and model B were not restored")
             return
         self._a_shown()
 
@@ -244,8 +232,7 @@ class SessionRestore(QObject):
             if self.window.models.loading_b_name is None:
                 self._disconnect_b()
                 name = model_to_open(self.session["models"]["b"])
-                self.problems.append(f"model B, {name}: it cannot be compared with model A")
-                self._finish()
+                self._finish(f"model B, {name}: it cannot be compared with model A")
             return
         if self.window.state.pair is None:
             return
@@ -268,18 +255,20 @@ class SessionRestore(QObject):
             return
         self._disconnect_b()
         name = model_to_open(self.session["models"]["b"])
-        self.problems.append(f"model B, {name}: {m.compare_error}")
-        self._finish()
+        self._finish(f"model B, {name}: {m.compare_error}")
 
     def _disconnect_b(self) -> None:
         _disconnect((self.window.state.compareChanged, self._b_loaded),
                     (self.window.models.loadingChanged, self._b_maybe_failed))
 
-    def _finish(self) -> None:
-        """Say what was not restored once the step that ended the restore has shown its
-        own messages (a failed model B's banner comes after the signal that ended it)."""
+    def _finish(self, problem: str | None = None) -> None:
+        """Say what was not restored (with `problem`, the step's that ended the restore)
+        once that step has shown its own messages (a failed model B's banner comes after
+        the signal that ended it)."""
         if self.done:
             return
+        if problem is not None:
+            self.problems.append(problem)
         self.done = True
         QTimer.singleShot(0, self, self._report)
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 
 from detokgui import __version__
@@ -209,3 +210,20 @@ def option_fits(value, default) -> bool:
     if default is None:
         return True
     return isinstance(value, type(default))
+
+
+def option_changes(options: dict, defaults, takes=None) -> tuple[dict, list[str]]:
+    """The stored `options` of one view that its options dataclass instance `defaults`
+    takes (a field it has, a value that `option_fits` the field's default, and that
+    `takes(key, value)` accepts when given), and a note for each one refused."""
+    known = {f.name for f in fields(defaults)}
+    changes, refused = {}, []
+    for key, value in options.items():
+        if key not in known:
+            refused.append(f"{key} (unknown)")
+        elif not option_fits(value, getattr(defaults, key)) or (
+                takes is not None and not takes(key, value)):
+            refused.append(f"{key} = {value!r} (not a value it takes)")
+        else:
+            changes[key] = value
+    return changes, refused

@@ -244,12 +244,19 @@ def corpus_files(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list
     return scan_corpus(paths).files
 
 
-def skipped_line(skipped: Sequence[Skipped], shown: int = 5) -> str:
-    """One line listing the skipped folder entries: "skipped 2 files: a/notes.md (not a
-    corpus file type), a/p.txt (a named pipe (FIFO))", the first `shown` of them."""
+def skipped_items(skipped: Sequence[Skipped], shown: int = 5) -> list[str]:
+    """"a/notes.md (not a corpus file type)" for each of the first `shown` skipped folder
+    entries, then "and N more" when there are more."""
     items = [f"{s.path} ({s.reason})" for s in skipped[:shown]]
     if len(skipped) > shown:
         items.append(f"and {len(skipped) - shown} more")
+    return items
+
+
+def skipped_line(skipped: Sequence[Skipped], shown: int = 5) -> str:
+    """One line listing the skipped folder entries: "skipped 2 files: a/notes.md (not a
+    corpus file type), a/p.txt (a named pipe (FIFO))", the first `shown` of them."""
+    items = skipped_items(skipped, shown)
     n = len(skipped)
     return f"skipped {n} file{'s' * (n != 1)} of the corpus folder: " + ", ".join(items)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from detokgui.core.base.pools import default_workers
 from detokgui.core.corpus.readers import TEXT_COLUMN
 
 
@@ -75,3 +76,12 @@ def as_corpus(paths, *, text_column: str | None = None, workers: int | None = No
     options = {k: v for k, v in (("text_column", text_column), ("workers", workers),
                                  ("scheduler", scheduler)) if v is not None}
     return base.replace(**options) if options else base
+
+
+def counted_by(workers: int | None, scheduler: str | None) -> str:
+    """How corpora are counted: "on the Dask cluster at ADDRESS" with a scheduler, else
+    "by N local processes" (`workers`; None or 0: one per core)."""
+    if scheduler:
+        return f"on the Dask cluster at {scheduler}"
+    n = workers or default_workers()
+    return f"by {n} local process{'es' * (n != 1)}"

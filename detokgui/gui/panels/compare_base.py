@@ -5,16 +5,15 @@ head matching changes."""
 
 from __future__ import annotations
 
+from functools import partial
+from html import escape
+
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtWidgets import (
-    QLabel,
-    QPushButton,
-    QStackedWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QLabel, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 
 from detokgui.gui.panels.base import Panel
+
+_esc = partial(escape, quote=False)  # & < > only: the text goes between tags
 
 NO_COMPARISON = "Compare with another model (Model > Compare with…)"
 MISSING = "missing in B"
@@ -151,7 +150,3 @@ class ComparePanel(Panel):
     def _show_page(self) -> None:
         self.stack.setCurrentWidget(self.body if self.state.layer_b is not None
                                     else self.empty)
-
-
-def _esc(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -3,6 +3,8 @@ corpus texts (C2 Empirical, C3 KL)."""
 
 from __future__ import annotations
 
+from detokgui.gui.head_controls import state_heads
+from detokgui.gui.option_rows import OptionRow
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame
 from detokgui.gui.position import connect_position_clicks
@@ -18,6 +20,20 @@ class CorpusGridPanel(Panel):
     frame_name = "plot"
     x_label = "key position j"
     empty_names_input = True
+
+    def add_options(self, layout, name: str, options, *groups) -> None:
+        """`self.options` (its heads chooser `self.heads_box`) as a row of `groups` in
+        `layout`; a change computes anew where the request changes, else redraws."""
+        self.options = OptionRow(name, options, self)
+        self.heads_box = self.options.widget("heads")
+        layout.addLayout(self.options.row(*groups))
+        self.options.changed.connect(self.refresh)
+        self.options.changed.connect(self.redraw)
+
+    def shown_rows(self, heads: list[int]) -> tuple[list[int], list[int]]:
+        """The chosen heads among the computed `heads`, and their places in it."""
+        shown = [h for h in state_heads(self.options.value.heads, self.state) if h in heads]
+        return shown, [heads.index(h) for h in shown]
 
     def add_grid(self, layout, tip: str) -> None:
         self.frame = PlotFrame(self.frame_name, self.table, analysis=self.view_name)

@@ -28,7 +28,7 @@ from detokgui.core.text_side.tables import empirical_table
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
-from detokgui.gui.option_rows import OptionRow, check, combo, custom, option, spin
+from detokgui.gui.option_rows import check, combo, custom, option, spin
 from detokgui.gui.panels.corpus_grid import CorpusGridPanel
 from detokgui.gui.plots import HEAD_COLORS
 from detokgui.gui.position import QueryPositionControl
@@ -81,12 +81,8 @@ class EmpiricalPanel(CorpusGridPanel):
         lay = QVBoxLayout(self)
         lay.addWidget(CorpusHint(state, "This view averages the model's attention over "
                                         "corpus texts."))
-        self.options = OptionRow("empirical", Options, self)
-        self.heads_box = self.options.widget("heads")
-        lay.addLayout(self.options.row("heads", "convention", ("max_texts", "prepend"),
-                                       ("window", "log")))
-        self.options.changed.connect(self.refresh)
-        self.options.changed.connect(self.redraw)
+        self.add_options(lay, "empirical", Options, "heads", "convention",
+                         ("max_texts", "prepend"), ("window", "log"))
 
         prow = QHBoxLayout()
         self.position = QueryPositionControl(

@@ -40,15 +40,13 @@ class HeadMatchingPanel(ComparePanel):
         self.image = pg.ImageItem()
         self.image.setColorMap(pg.colormap.get("viridis"))
         self.plot.addItem(self.image)
-        self.assigned = pg.ScatterPlotItem(symbol="s", size=14, brush=None,
-                                           pen=pg.mkPen("w", width=2))
-        self.assigned.setZValue(5)
-        self.plot.addItem(self.assigned)
-        self.unmatched = pg.ScatterPlotItem(symbol="s", size=14, brush=None,
-                                            pen=pg.mkPen(NO_MATCH_PEN, width=2,
-                                                         style=Qt.DashLine))
-        self.unmatched.setZValue(5)
-        self.plot.addItem(self.unmatched)
+        self.assigned, self.unmatched = (  # the matched and the unmatched assigned pairs
+            pg.ScatterPlotItem(symbol="s", size=14, brush=None, pen=pen)
+            for pen in (pg.mkPen("w", width=2),
+                        pg.mkPen(NO_MATCH_PEN, width=2, style=Qt.DashLine)))
+        for item in (self.assigned, self.unmatched):
+            item.setZValue(5)
+            self.plot.addItem(item)
         self.selected = pg.QtWidgets.QGraphicsRectItem()
         pen = QPen(QColor("#d62728"), 3)
         pen.setCosmetic(True)
@@ -75,11 +73,10 @@ class HeadMatchingPanel(ComparePanel):
     def plot_frames(self):
         return [self.frame]
 
-    def compare_changed(self) -> None:
-        self.when_visible(self._draw_matching)()
-
     def matching_changed(self) -> None:
         self.when_visible(self._draw_matching)()
+
+    compare_changed = matching_changed
 
     def showEvent(self, event):
         super().showEvent(event)

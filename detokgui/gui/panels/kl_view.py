@@ -23,9 +23,9 @@ from detokgui.core.text_side.empirical import (
 )
 from detokgui.core.text_side.tables import kl_table
 from detokgui.gui.corpus_hint import CorpusHint
-from detokgui.gui.head_controls import HeadChooser, state_heads
+from detokgui.gui.head_controls import HeadChooser
 from detokgui.gui.numbers import num
-from detokgui.gui.option_rows import OptionRow, check, combo, custom, option
+from detokgui.gui.option_rows import check, combo, custom, option
 from detokgui.gui.panels.corpus_grid import CorpusGridPanel
 from detokgui.gui.terms import TERM_COLORS, term_legend
 from detokgui.gui.text_source import max_texts_option, prepend_option, text_source
@@ -65,11 +65,8 @@ class KLPanel(CorpusGridPanel):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
         lay.addWidget(CorpusHint(state, "This view averages over corpus texts."))
-        self.options = OptionRow("kl", Options, self)
-        self.heads_box = self.options.widget("heads")
-        lay.addLayout(self.options.row("heads", "definition", ("max_texts", "prepend", "log")))
-        self.options.changed.connect(self.refresh)
-        self.options.changed.connect(self.redraw)
+        self.add_options(lay, "kl", Options, "heads", "definition",
+                         ("max_texts", "prepend", "log"))
         state.headChanged.connect(self.redraw)  # every head is computed: only redraw
         state.queryPositionChanged.connect(self.redraw)  # the marker
 
@@ -95,9 +92,6 @@ class KLPanel(CorpusGridPanel):
         for t in TERM_NAMES:
             grid.add_series(t, pg.mkPen(TERM_COLORS[t], width=1))
 
-    def shown_heads(self) -> list[int]:
-        return state_heads(self.options.value.heads, self.state)
-
     def values(self) -> np.ndarray | None:
         """What is drawn: [len(result.heads), 6, n] over the positions some text reaches
         (log10 with the log option)."""
@@ -114,8 +108,7 @@ class KLPanel(CorpusGridPanel):
             return
         vals = self.values()
         n = vals.shape[-1]
-        heads = [h for h in self.shown_heads() if h in res.heads]
-        rows = [res.heads.index(h) for h in heads]
+        heads, rows = self.shown_rows(res.heads)
         grid = self.grid
         grid.set_heads(heads)
         log = self.options.value.log

@@ -16,10 +16,10 @@ from detokgui.core.model.terms import TERM_NAMES
 from detokgui.core.text_side import sinks
 from detokgui.core.text_side.empirical import TextSource
 from detokgui.core.text_side.tables import sink_heads_table, sinks_table
-from detokgui.gui.head_controls import HeadChooser, state_heads
+from detokgui.gui.head_controls import HeadChooser
 from detokgui.gui.head_table import HeadTable
 from detokgui.gui.numbers import num
-from detokgui.gui.option_rows import OptionRow, combo, custom, option, spin
+from detokgui.gui.option_rows import combo, custom, option, spin
 from detokgui.gui.panels.corpus_grid import CorpusGridPanel
 from detokgui.gui.records import Column
 from detokgui.gui.terms import TERM_COLORS, term_legend
@@ -98,12 +98,8 @@ class SinksPanel(CorpusGridPanel):
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
-        self.options = OptionRow("sinks", Options, self)
-        self.heads_box = self.options.widget("heads")
-        lay.addLayout(self.options.row("heads", ("source", "n_texts", "length", "prepend"),
-                                       "show"))
-        self.options.changed.connect(self.refresh)
-        self.options.changed.connect(self.redraw)
+        self.add_options(lay, "sinks", Options, "heads",
+                         ("source", "n_texts", "length", "prepend"), "show")
         self.options.changed.connect(self._enable)
         state.headChanged.connect(self.redraw)  # every head is computed: only redraw
         state.queryPositionChanged.connect(self.redraw)  # the marker
@@ -155,17 +151,13 @@ class SinksPanel(CorpusGridPanel):
         grid.add_series("uniform", UNIFORM_PEN)
         grid.add_series("attention", pg.mkPen("#1f77b4", width=1.5))
 
-    def shown_heads(self) -> list[int]:
-        return state_heads(self.options.value.heads, self.state)
-
     def draw(self, res: sinks.SinkProfile | None) -> None:
         if res is None:
             self.draw_nothing("average its texts' attention to position 0")
             self.summary.set_records(())
             return
         split = self.options.value.show == "split"
-        heads = [h for h in self.shown_heads() if h in res.heads]
-        rows = [res.heads.index(h) for h in heads]
+        heads, rows = self.shown_rows(res.heads)
         n = res.n
         x = np.arange(1, n)
         grid = self.grid

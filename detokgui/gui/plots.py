@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -45,6 +46,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
     QGraphicsView,
+    QMainWindow,
     QMenu,
     QMessageBox,
     QVBoxLayout,
@@ -58,6 +60,7 @@ from detokgui.core.base.tables import Table, write_csv
 from detokgui.core.model.conventions import DIVERGING_COLOURS
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.plot_title import PlotTitle
+from detokgui.gui.sharing import view_record
 from detokgui.gui.view_figures import VECTOR_FORMATS, figure_request, panel_of
 
 if TYPE_CHECKING:
@@ -208,14 +211,6 @@ def add_plot(frame: PlotFrame, *args, bottom: str = "", left: str = "", grid: st
 # --------------------------------------------------------------------------- export
 
 
-def _export_size(widget: QWidget) -> QSize:
-    size = widget.size()
-    if size.width() < 10 or size.height() < 10:
-        size = QSize(800, 600)
-        widget.resize(size)
-    return size
-
-
 FOOTER_PT = 7.0  # the footer of an exported plot: small grey lines below it
 FOOTER_GREY = QColor(89, 89, 89)  # the figures' "0.35"
 FOOTER_MARGIN = 6.0
@@ -235,13 +230,7 @@ def footer_lines(parts: Sequence[str], width: float) -> list[str]:
     return wrap_parts(parts, lambda text: metrics.horizontalAdvance(text) <= room)
 
 
-def _footer_height(lines: Sequence[str]) -> float:
-    if not lines:
-        return 0.0
-    return len(lines) * QFontMetricsF(_footer_font()).lineSpacing() + 2 * FOOTER_MARGIN
-
-
-def _paint_footer(painter: QPainter, top: float, width: float, lines: Sequence[str]) -> None:
+def _paint_footer(painter: QPainter, top: float, lines: Sequence[str]) -> None:
     """The footer's lines from `top` down."""
     font = _footer_font()
     metrics = QFontMetricsF(font)
@@ -256,15 +245,20 @@ def _paint_footer(painter: QPainter, top: float, width: float, lines: Sequence[s
 
 def render_png(widget: QWidget, scale: float = 2.0, footer: Sequence[str] = (),
                provenance: dict | None = None) -> bytes:
-    """`widget` drawn at `scale` times its on-screen size, as PNG bytes: a high-DPI
-    rendering, with lines, markers and text in the same proportions as on screen;
-    `footer`'s parts in small grey lines below it (`footer_lines`). A plot view is drawn
-    from its scene; a widget holding one (a PlotFrame: its title above the view) is
-    drawn child by child. `provenance`: a record (`gui.sharing.view_record`) in the PNG's
-    text chunk `core.base.provenance.PNG_KEY`."""
-    size = _export_size(widget)
+    """`widget` drawn at `scale` times its on-screen size (800 x 600 when it has none yet),
+    as PNG bytes: a high-DPI rendering, with lines, markers and text in the same
+    proportions as on screen; `footer`'s parts in small grey lines below it
+    (`footer_lines`). A plot view is drawn from its scene; a widget holding one (a
+    PlotFrame: its title above the view) is drawn child by child. `provenance`: a record
+    (`gui.sharing.view_record`) in the PNG's text chunk `core.base.provenance.PNG_KEY`."""
+    size = widget.size()
+    if size.width() < 10 or size.height() < 10:
+        size = QSize(800, 600)
+        widget.resize(size)
     lines = footer_lines(footer, size.width())
-    height = size.height() + _footer_height(lines)
+    height = size.height()
+    if lines:
+        height += len(lines) * QFontMetricsF(_footer_font()).lineSpacing() + 2 * FOOTER_MARGIN
     img = QImage(round(size.width() * scale), round(height * scale), QImage.Format_ARGB32)
     img.setDevicePixelRatio(scale)
     img.fill(QColor("white"))
@@ -281,7 +275,7 @@ def render_png(widget: QWidget, scale: float = 2.0, footer: Sequence[str] = (),
                 _render_view(painter, child, child.pos())
             else:
                 child.render(painter, child.pos(), renderFlags=QWidget.RenderFlag.DrawChildren)
-    _paint_footer(painter, size.height(), size.width(), lines)
+    _paint_footer(painter, size.height(), lines)
     painter.end()
     if footer:  # the footer also as the PNG's text, for programs (and tests) that read it
         img.setText("Description", " · ".join(footer))
@@ -304,18 +298,6 @@ def png_bytes(image) -> bytes:
     if not image.save(buf, "PNG"):
         raise OSError("the PNG image could not be encoded")
     return bytes(buf.data())
-
-
-def save_png(widget: QWidget, path: str | Path, scale: float = 2.0,
-             footer: Sequence[str] = (), provenance: dict | None = None) -> None:
-    """Render `widget` into a PNG at `scale` times its on-screen size, `footer` below it,
-    `provenance` in it; the file appears whole or not at all."""
-    write_bytes(path, render_png(widget, scale, footer, provenance))
-
-
-def save_csv(table: Table, path: str | Path, provenance: dict | None = None) -> int:
-    """The table as CSV, `provenance` beside it in NAME.csv.json."""
-    return write_csv(path, table, provenance)
 
 
 class PlotFrame(QWidget):
@@ -400,8 +382,8 @@ class PlotFrame(QWidget):
         (a CSV beside it, in NAME.csv.json)."""
         path = Path(path)
         fmt = path.suffix.lower().lstrip(".")
-        if fmt == "png":
-            save_png(self, path, footer=self.footer(), provenance=self.provenance())
+        if fmt == "png":  # the file appears whole or not at all
+            write_bytes(path, render_png(self, footer=self.footer(), provenance=self.provenance()))
         elif fmt in VECTOR_FORMATS:
             from detokgui.figures.view_figure import write_figure  # matplotlib: only here
 
@@ -410,7 +392,7 @@ class PlotFrame(QWidget):
             table = self.table_fn() if self.table_fn else None
             if table is None:
                 raise ValueError(f"{self.name} has no data to export yet.")
-            n = save_csv(table, path, self.provenance())
+            n = write_csv(path, table, self.provenance())
             self.exported.emit(str(path))
             return n
         else:
@@ -421,8 +403,6 @@ class PlotFrame(QWidget):
 
     def provenance(self) -> dict:
         """The provenance record of what this plot shows now (`gui.sharing.view_record`)."""
-        from detokgui.gui.sharing import view_record
-
         return view_record(self)
 
     def figure_request(self) -> FigureRequest:
@@ -499,14 +479,10 @@ def failure_message(exc: BaseException, path) -> str:
 
 def notify(widget: QWidget, text: str, timeout_ms: int = 10000) -> None:
     """A line in the status bar of `widget`'s main window (stderr when it has none)."""
-    from PySide6.QtWidgets import QMainWindow
-
     win = widget.window()
     if isinstance(win, QMainWindow):
         win.statusBar().showMessage(text, timeout_ms)
     else:
-        import sys
-
         print(text, file=sys.stderr)
 
 
@@ -556,16 +532,13 @@ class Heatmap(pg.PlotItem):
         if self.colorbar is not None:
             self.colorbar.getAxis("right").setLabel(self.colorbar_label)
 
-    def make_colorbar(self) -> ColorBar:
-        """This map's colour bar, made on first use and kept."""
+    def attach_colorbar(self, layout: pg.GraphicsLayout, row: int, col: int,
+                        rowspan: int = 1) -> None:
+        """This map's colour bar (made on first use and kept) in `layout` at (row, col)."""
         if self.colorbar is None:
             self.colorbar = ColorBar(diverging_colormap(), label=self.colorbar_label)
             self.colorbar.setImageItem(self.image)
-        return self.colorbar
-
-    def attach_colorbar(self, layout: pg.GraphicsLayout, row: int, col: int,
-                        rowspan: int = 1) -> None:
-        layout.addItem(self.make_colorbar(), row, col, rowspan=rowspan)
+        layout.addItem(self.colorbar, row, col, rowspan=rowspan)
 
     def set_matrix(self, values: np.ndarray, row_labels: Sequence[str],
                    col_labels: Sequence[str], levels: tuple[float, float] | None = None) -> None:

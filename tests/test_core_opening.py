@@ -97,3 +97,13 @@ def test_corpus_counting_and_skipped_lines(tmp_path):
     assert skipped_items(skipped, 2) == [f"{tmp_path / '0.md'} (not a corpus file type)",
                                          f"{tmp_path / '1.md'} (not a corpus file type)",
                                          "and 1 more"]
+
+
+def test_selection_in_range():
+    from detokgui.core.base.session import selection_in_range
+
+    sel = {"head": 3, "query_token": -1, "key_token": 99, "query_position": 7}
+    assert selection_in_range(sel, 4, 100, 8) == (sel, [])
+    fits, bad = selection_in_range({"head": 4, "key_token": 100}, 4, 100, 8)
+    assert fits == {"query_token": -1, "query_position": 0}
+    assert bad == ["head 4", "key token 100"]

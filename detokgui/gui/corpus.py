@@ -1,14 +1,11 @@
 """The corpus the corpus and text views read: the Corpus menu, a status-bar label, and the
-corpus in AppState. Choosing files checks them off the GUI thread (a folder may hold many
-files) before they become the shared corpus; the last corpus is remembered.
-
-The corpus in AppState is a `core.corpus.spec.Corpus`: the paths, the text column of
-parquet, arrow and jsonl files (*Text column…*), and how its counts are made: by how many
-worker processes (*Counting processes*, one per core by default) or on which Dask cluster
-(*Count on a Dask cluster…*) — the same settings as the command line's --text-column,
---workers and --scheduler. *Open counts…* opens a counts file (.npz, `detokgui export
-counts --out FILE.npz`): the views that need counts (bigram AUROC, frequency) use it, those
-that need texts say they need corpus files."""
+corpus in AppState, a `core.corpus.spec.Corpus` with the menu's *Text column…* and how it
+is counted (*Counting processes*, one per core by default, or *Count on a Dask cluster…*),
+as the command line's --text-column, --workers and --scheduler. Chosen files are checked
+off the GUI thread (`core.corpus.check`; a folder may hold many files) before they become
+the shared corpus; the last corpus is remembered. *Open counts…* opens a counts file
+(.npz, `detokgui export counts --out FILE.npz`): the views that need counts (bigram
+AUROC, frequency) use it, those that need texts say they need corpus files."""
 
 from __future__ import annotations
 

@@ -112,12 +112,13 @@ class ModelMenu(QObject):
 
     @Slot()
     def ask_model_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(
-            self.window, "Open checkpoint folder (GPT-2, GPT-Neo or OPT)",
-            remembered(LAST_FOLDER, ""))
+        self._ask_folder("Open checkpoint folder (GPT-2, GPT-Neo or OPT)", self.models.load_model)
+
+    def _ask_folder(self, title: str, open_model) -> None:
+        folder = QFileDialog.getExistingDirectory(self.window, title, remembered(LAST_FOLDER, ""))
         if folder:
             remember(LAST_FOLDER, folder)
-            self.models.load_model(folder)
+            open_model(folder)
 
     @Slot()
     def ask_compare(self) -> None:
@@ -133,11 +134,7 @@ class ModelMenu(QObject):
             self.models.compare_with(name)
 
     def ask_compare_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(
-            self.window, "Compare with a checkpoint folder", remembered(LAST_FOLDER, ""))
-        if folder:
-            remember(LAST_FOLDER, folder)
-            self.models.compare_with(folder)
+        self._ask_folder("Compare with a checkpoint folder", self.models.compare_with)
 
 
 class ModelStatus(QObject):

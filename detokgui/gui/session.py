@@ -27,6 +27,7 @@ from detokgui.core.base.session import (
     model_to_open,
     option_changes,
     read_session,
+    selection_in_range,
     write_session,
 )
 from detokgui.core.corpus.documents import sample_paths, stored_path
@@ -193,17 +194,9 @@ class SessionRestore(QObject):
     def _selection(self) -> None:
         s, sel = self.window.state, self.session["selection"]
         layer = s.layer
-        bad = []
-        for key, low, high, setter in (("head", 0, layer.n_heads, s.set_head),
-                                       ("query_token", -1, layer.n_vocab, s.set_query_token),
-                                       ("key_token", -1, layer.n_vocab, s.set_key_token),
-                                       ("query_position", 0, layer.n_positions,
-                                        s.set_query_position)):
-            value = sel.get(key, low)
-            if low <= value < high:
-                setter(value)
-            else:
-                bad.append(f"{key.replace('_', ' ')} {value}")
+        fits, bad = selection_in_range(sel, layer.n_heads, layer.n_vocab, layer.n_positions)
+        for key, value in fits.items():
+            getattr(s, f"set_{key}")(value)  # set_head, set_query_token, ...
         text = sel.get("text")
         if text is None:  # the token set alone: its tokens as the text they spell
             tokens = sel.get("token_set", [])

@@ -227,3 +227,20 @@ def option_changes(options: dict, defaults, takes=None) -> tuple[dict, list[str]
         else:
             changes[key] = value
     return changes, refused
+
+
+def selection_in_range(selection: dict, n_heads: int, n_vocab: int, n_positions: int
+                       ) -> tuple[dict, list[str]]:
+    """The selection's head, query token, key token and query position (in that order)
+    that a model with these sizes has (a token of -1: none), and "query token 60000" for
+    each that it has not."""
+    limits = {"head": (0, n_heads), "query_token": (-1, n_vocab), "key_token": (-1, n_vocab),
+              "query_position": (0, n_positions)}
+    fits, bad = {}, []
+    for key, (low, high) in limits.items():
+        value = selection.get(key, low)
+        if low <= value < high:
+            fits[key] = value
+        else:
+            bad.append(f"{key.replace('_', ' ')} {value}")
+    return fits, bad

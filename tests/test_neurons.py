@@ -115,6 +115,21 @@ def test_planted_columns_get_their_groups(designed):
         assert st.group[k] == nr.group_of(st.r2[k], st.frequency[k], st.peak_share[k])
 
 
+def test_texts_of_the_neuron_table(designed):
+    layer, _, _, _, _ = designed
+    st = nr.neuron_stats(layer)
+    assert nr.period_text(math.inf) == "∞" and nr.period_text(25.6) == "25.6"
+    assert nr.slope_text(math.nan) == "" and nr.slope_text(0.02) == "0.02"
+    assert nr.slope_text(2e-5) == "2.00e-05" and nr.slope_text(0.0) == "0"
+    assert nr.describe_dim(st, 3).splitlines() == [
+        f"dim 3: norm {st.norm[3]:.6g}, slope {st.slope[3]:.6g}, R² {st.r2[3]:.4f}",
+        f"period 16.0 positions (f = {int(st.frequency[3])} cycles, peak share "
+        f"{st.peak_share[3]:.2f})", "group periodic"]
+    counts = " · ".join(f"{g} {st.group.count(g)}" for g in nr.NEURON_GROUPS)
+    assert nr.summary_text(st) == f"d = 64 dims · L = 128 positions · {counts} · raw"
+    assert f"R² ≥ {nr.LINEAR_MIN_R2:g}" in nr.GROUP_RULES
+
+
 def test_order(designed):
     layer, P, _, _, _ = designed
     st = nr.neuron_stats(layer)

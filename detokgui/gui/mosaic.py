@@ -17,21 +17,15 @@ from collections.abc import Sequence
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPainterPath, QPen
+from PySide6.QtGui import QFont, QPainterPath
 from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem
 
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.plots import diverging_colormap, plain_axes
-from detokgui.gui.small_multiples import grid_columns
+from detokgui.gui.small_multiples import cosmetic_pen, grid_columns
 
 GAP = 0.08  # between two maps, in map widths (at least one cell)
 TITLE_ROOM = 0.14  # above each map, in map heights, for its title
-
-
-def _cosmetic(color, width: float) -> QPen:
-    pen = QPen(QColor(color), width)
-    pen.setCosmetic(True)
-    return pen
 
 
 class HeatmapMosaic(QObject):
@@ -59,11 +53,11 @@ class HeatmapMosaic(QObject):
         self.colorbar = ColorBar(colormap or diverging_colormap(), label=label)
         self.colorbar.setImageItem(self.image)
         self.frames = QGraphicsPathItem()
-        self.frames.setPen(_cosmetic("k", 1))
+        self.frames.setPen(cosmetic_pen("k", 1))
         self.frames.setZValue(5)
         self.vb.addItem(self.frames, ignoreBounds=True)
         self.marks = QGraphicsPathItem()
-        self.marks.setPen(_cosmetic("k", 2))
+        self.marks.setPen(cosmetic_pen("k", 2))
         self.marks.setZValue(10)
         self.vb.addItem(self.marks, ignoreBounds=True)
         self.selected = QGraphicsRectItem()
@@ -159,7 +153,7 @@ class HeatmapMosaic(QObject):
             return
         x, y = self.origin(k)
         self.selected.setRect(QRectF(x, y, m, n))
-        self.selected.setPen(_cosmetic(color, 3))
+        self.selected.setPen(cosmetic_pen(color, 3))
         self.selected.setVisible(True)
 
     # ------------------------------------------------------------------ mouse

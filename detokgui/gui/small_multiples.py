@@ -50,7 +50,8 @@ def grid_columns(n: int) -> int:
     return 1 if n <= 1 else math.ceil(math.sqrt(n))
 
 
-def _cosmetic(color, width: float = 1.0, style=Qt.SolidLine) -> QPen:
+def cosmetic_pen(color, width: float = 1.0, style=Qt.SolidLine) -> QPen:
+    """A pen `width` pixels wide whatever the view's scale."""
     pen = QPen(QColor(color), width, style)
     pen.setCosmetic(True)
     return pen
@@ -90,10 +91,10 @@ class SmallMultiples(QObject):
         self.curves: dict[str, pg.PlotCurveItem] = {}
         self.band_items: dict[str, QGraphicsPathItem] = {}
         self.names: dict[int, pg.TextItem] = {}
-        self.frames = self._path_item(_cosmetic(FRAME_PEN), -15)
-        self.grid_lines = self._path_item(_cosmetic(GRID_PEN), -20)
+        self.frames = self._path_item(cosmetic_pen(FRAME_PEN), -15)
+        self.grid_lines = self._path_item(cosmetic_pen(GRID_PEN), -20)
         self.masked = self._path_item(QPen(Qt.NoPen), -30, QBrush(MASKED_BRUSH))
-        self.markers = self._path_item(_cosmetic(QColor(0, 0, 0, 170), 1, Qt.DashLine), -5)
+        self.markers = self._path_item(cosmetic_pen(QColor(0, 0, 0, 170), 1, Qt.DashLine), -5)
         self.selected = QGraphicsRectItem()
         self.selected.setZValue(10)
         self.selected.setVisible(False)
@@ -281,27 +282,19 @@ class SmallMultiples(QObject):
         curve = self.curves.get(name)
         if curve is None:
             return
-        if self.x_range is None or not self._data.get(name):
-            curve.setData([], [])
-            return
-        data = self._data[name]
-        heads = [h for h in self.heads if h in data]
+        data = self._data.get(name, {})
+        heads = [h for h in self.heads if h in data] if self.x_range is not None else []
         if not heads:
             curve.setData([], [])
             return
         x = data[heads[0]][0]
-        if all(data[h][0] is x for h in heads):  # one x for every head: map them at once
-            px, py = cell_lines([self.corners[h] for h in heads], x,
-                                 np.stack([data[h][1] for h in heads]), self.x_range,
-                                 self.y_range, self._cell_pixels()[0])
-            curve.setData(px, py, connect="finite")
-            return
-        xs, ys = [], []
-        for h in heads:
-            px, py = self._map(h, *data[h])
-            xs += [px, [np.nan]]
-            ys += [py, [np.nan]]
-        curve.setData(np.concatenate(xs), np.concatenate(ys), connect="finite")
+        # one x for every head: all mapped at once; else head by head
+        groups = [heads] if all(data[h][0] is x for h in heads) else [[h] for h in heads]
+        lines = [cell_lines([self.corners[h] for h in g], data[g[0]][0],
+                            np.stack([data[h][1] for h in g]), self.x_range, self.y_range,
+                            self._cell_pixels()[0]) for g in groups]
+        px, py = lines[0] if len(lines) == 1 else map(np.concatenate, zip(*lines))
+        curve.setData(px, py, connect="finite")
 
     def data(self, name: str, head: int) -> tuple[np.ndarray, np.ndarray]:
         """The (x, y) data of series `name` for `head`, as given."""
@@ -387,7 +380,7 @@ class SmallMultiples(QObject):
         if len(self.heads) > 1 and head in corners:
             x, y = corners[head]
             self.selected.setRect(QRectF(x, y, 1.0, 1.0))
-            self.selected.setPen(_cosmetic(head_color(head), 2))
+            self.selected.setPen(cosmetic_pen(head_color(head), 2))
             self.selected.setVisible(True)
         else:
             self.selected.setVisible(False)

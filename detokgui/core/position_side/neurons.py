@@ -27,6 +27,7 @@ Results are numpy arrays (float64) on the CPU, indexed by dimension k = 0..d-1.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,6 +98,46 @@ def group_of(r2: float, frequency: int, peak_share: float) -> str:
     if frequency >= PERIODIC_MIN_CYCLES and peak_share >= PERIODIC_MIN_PEAK_SHARE:
         return "periodic"
     return "other"
+
+
+#: The groups' rules in words, for a person (the window's tooltips).
+GROUP_RULES = (
+    "Groups (first match wins; thresholds in detokgui/core/neurons.py):\n"
+    f"  linear — the least-squares line explains R² ≥ {LINEAR_MIN_R2:g} of the variance;\n"
+    f"  periodic — dominant FFT frequency ≥ {PERIODIC_MIN_CYCLES} cycles over the L positions\n"
+    f"      and ≥ {PERIODIC_MIN_PEAK_SHARE:g} of the non-DC power in that bin and its two "
+    "neighbours;\n"
+    "  other — everything else."
+)
+
+
+def period_text(p: float) -> str:
+    """A period in positions with one decimal; ∞ for a curve without one."""
+    return "∞" if not math.isfinite(p) else f"{p:.1f}"
+
+
+def slope_text(v: float) -> str:
+    """A slope with 4 significant digits, in scientific notation outside 1e-3..1e3; blank
+    for NaN."""
+    if math.isnan(v):
+        return ""
+    return f"{v:.2e}" if v != 0 and not 1e-3 <= abs(v) < 1e3 else f"{v:.4g}"
+
+
+def describe_dim(stats: NeuronStats, k: int) -> str:
+    """Dimension k's statistics in three lines."""
+    st = stats
+    return (f"dim {k}: norm {st.norm[k]:.6g}, slope {st.slope[k]:.6g}, R² {st.r2[k]:.4f}\n"
+            f"period {period_text(float(st.period[k]))} positions (f = "
+            f"{int(st.frequency[k])} cycles, peak share {st.peak_share[k]:.2f})\n"
+            f"group {st.group[k]}")
+
+
+def summary_text(stats: NeuronStats) -> str:
+    """d, L and how many dimensions each group has, raw or scaled, in one line."""
+    counts = " · ".join(f"{g} {stats.group.count(g)}" for g in NEURON_GROUPS)
+    return (f"d = {len(stats.group)} dims · L = {stats.n_positions} positions · {counts}"
+            + (" · scaled by σ̄_j" if stats.scaled else " · raw"))
 
 
 def position_curves(layer, scaled: bool = False) -> np.ndarray:

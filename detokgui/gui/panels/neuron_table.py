@@ -5,40 +5,17 @@ several rows selectable."""
 from __future__ import annotations
 
 import itertools
-import math
 
 from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, Signal, Slot
 from PySide6.QtWidgets import QAbstractItemView, QTableView
 from superqt.utils import signals_blocked
 
 from detokgui.core.position_side import neurons
-from detokgui.core.position_side.neurons import (
-    LINEAR_MIN_R2,
-    PERIODIC_MIN_CYCLES,
-    PERIODIC_MIN_PEAK_SHARE,
-)
+from detokgui.core.position_side.neurons import GROUP_RULES, describe_dim, period_text, slope_text
 from detokgui.gui.records import Column, RecordsModel, fit_columns_on_reset
 
 COL_DIM, COL_NORM, COL_SLOPE, COL_R2, COL_PERIOD, COL_GROUP = range(6)
 GROUP_COLORS = {"linear": "#dbe9f6", "periodic": "#fde3c8", "other": None}
-GROUP_RULES = (
-    "Groups (first match wins; thresholds in detokgui/core/neurons.py):\n"
-    f"  linear — the least-squares line explains R² ≥ {LINEAR_MIN_R2:g} of the variance;\n"
-    f"  periodic — dominant FFT frequency ≥ {PERIODIC_MIN_CYCLES} cycles over the L positions\n"
-    f"      and ≥ {PERIODIC_MIN_PEAK_SHARE:g} of the non-DC power in that bin and its two "
-    "neighbours;\n"
-    "  other — everything else."
-)
-
-
-def fmt_period(p: float) -> str:
-    return "∞" if not math.isfinite(p) else f"{p:.1f}"
-
-
-def _fmt_slope(v: float) -> str:
-    if math.isnan(v):
-        return ""
-    return f"{v:.2e}" if v != 0 and not 1e-3 <= abs(v) < 1e3 else f"{v:.4g}"
 
 
 class NeuronTable(QTableView):
@@ -76,24 +53,17 @@ class NeuronTable(QTableView):
             Column("dim", lambda k: int(k), "d", "Residual dimension k (0-based)"),
             Column("norm", arr("norm"), ".4g",
                    "L2 norm of the curve over all positions: sqrt(Σ_j y_j²)"),
-            Column("slope", arr("slope"), _fmt_slope,
+            Column("slope", arr("slope"), slope_text,
                    "Least-squares slope of the curve, per position", numeric=True),
             Column("R²", arr("r2"), ".3f",
                    "R² of the least-squares line (blank for a constant curve)"),
-            Column("period", arr("period"), fmt_period,
+            Column("period", arr("period"), period_text,
                    "Dominant period L / f of the FFT of the mean-removed curve, in positions "
                    "(f = strongest non-DC frequency)", numeric=True),
             Column("group", lambda k: self.stats.group[k], "", GROUP_RULES,
                    background=lambda k: GROUP_COLORS.get(self.stats.group[k]),
-                   tooltip=self._tip),
+                   tooltip=lambda k: describe_dim(self.stats, k)),
         ]
-
-    def _tip(self, k: int) -> str:
-        st = self.stats
-        return (f"dim {k}: norm {st.norm[k]:.6g}, slope {st.slope[k]:.6g}, R² {st.r2[k]:.4f}\n"
-                f"period {fmt_period(float(st.period[k]))} positions (f = "
-                f"{int(st.frequency[k])} cycles, peak share {st.peak_share[k]:.2f})\n"
-                f"group {st.group[k]}")
 
     def set_stats(self, stats: neurons.NeuronStats | None) -> None:
         """Show these statistics, keeping the selected dims as far as they are shown."""

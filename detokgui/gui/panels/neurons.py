@@ -25,7 +25,7 @@ from superqt.utils import signals_blocked
 
 from detokgui.core.base.tables import write_csv
 from detokgui.core.position_side import neurons
-from detokgui.core.position_side.neurons import NEURON_GROUPS
+from detokgui.core.position_side.neurons import GROUP_RULES, NEURON_GROUPS, summary_text
 from detokgui.core.position_side.tables import neuron_curves_table, neurons_table
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column
@@ -33,7 +33,7 @@ from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
 from detokgui.gui.options import EXPORT_FOLDER, remember, remembered
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.neuron_overlap import OverlapView, entry_size, fit_legend, legend
-from detokgui.gui.panels.neuron_table import GROUP_RULES, NeuronTable
+from detokgui.gui.panels.neuron_table import NeuronTable
 from detokgui.gui.plots import (
     PlotFrame,
     add_plot,
@@ -253,15 +253,11 @@ class NeuronBrowserPanel(Panel):
         self._draw_curves_when_visible()
         if st is None:
             return
-        counts = {g: st.group.count(g) for g in NEURON_GROUPS}
         group = self.options.widget("group")
         group.setItemText(0, f"all ({len(st.group)})")
         for i, g in enumerate(NEURON_GROUPS, start=1):
-            group.setItemText(i, f"{g} ({counts[g]})")
-        L, d = self.curves.shape
-        self.status.setText(f"d = {d} dims · L = {L} positions · "
-                            + " · ".join(f"{g} {counts[g]}" for g in NEURON_GROUPS)
-                            + (" · scaled by σ̄_j" if st.scaled else " · raw"))
+            group.setItemText(i, f"{g} ({st.group.count(g)})")
+        self.status.setText(summary_text(st))
 
     @Slot(list)
     def _dims_selected(self, dims: list[int]) -> None:

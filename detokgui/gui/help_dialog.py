@@ -38,8 +38,17 @@ DOCS = {
 PAGES = ("views", "shortcuts", "conventions")
 
 
+TABLE = "<table cellspacing='0' cellpadding='3' border='1' style='border-collapse:collapse'>"
+
+
 def _doc(key: str) -> str:
     return f"<span style='color:#555'>({DOCS[key]})</span>"
+
+
+def _items(labels: dict[str, str]) -> str:
+    """A list item "<b>name</b>: label" per entry of `labels`."""
+    return "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>"
+                   for k, v in labels.items())
 
 
 def views_html(groups, shortcuts: dict[str, str]) -> str:
@@ -58,8 +67,7 @@ def views_html(groups, shortcuts: dict[str, str]) -> str:
         "token, query position, token set): choosing a token or a head in one view updates "
         "the others. Right-click a plot to export it as PNG, SVG or CSV; <i>File › Export "
         "all figures…</i> writes the paper's figures. What each view and its CSV columns "
-        f"mean: {_doc('views')}.</p>"
-        "<table cellspacing='0' cellpadding='3' border='1' style='border-collapse:collapse'>"
+        f"mean: {_doc('views')}.</p>{TABLE}"
         "<tr><th>tab</th><th>view</th><th>what it shows</th><th>shortcut</th></tr>"
         + "".join(rows) + "</table>")
 
@@ -69,31 +77,24 @@ def shortcuts_html(actions) -> str:
     rows = "".join(
         f"<tr><td>{html.escape(key)}</td><td>{html.escape(menu)} › {html.escape(text)}</td></tr>"
         for menu, text, key in actions)
-    return ("<table cellspacing='0' cellpadding='3' border='1' "
-            "style='border-collapse:collapse'><tr><th>key</th><th>action</th></tr>"
-            f"{rows}</table><p>Click a token to make it the query token, Shift+click to make "
-            "it the key token; click a plot at a position to choose the query position.</p>")
+    return (f"{TABLE}<tr><th>key</th><th>action</th></tr>{rows}</table><p>Click a token to "
+            "make it the query token, Shift+click to make it the key token; click a plot at a "
+            "position to choose the query position.</p>")
 
 
 def conventions_html(layer=None) -> str:
     """The conventions in brief, with the loaded model's own values when there is one."""
-    token = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>"
-                    for k, v in TOKEN_SIGMA_LABELS.items())
     tau = (f" The model shown uses {html.escape(temperature_label(layer))}."
            if layer is not None else "")
     position = (f" For the model shown: {html.escape(position_text(layer.n_positions))}."
                 if layer is not None else "")
-    kl = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>"
-                 for k, v in DEFINITION_LABELS.items())
-    auroc = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>"
-                    for k, v in NO_BIGRAM_LABELS.items())
     return f"""
 <h3>LayerNorm scale σ</h3>
 <p>Every term is divided by the LayerNorm scale σ(e + p) of the token at its position.
 A view that knows only tokens, or only positions, needs a stand-in for it
 {_doc('sigma')}.</p>
 <p><b>Token-only views</b> (top-k, heatmap, head statistics, AUROC, frequency), the
-<i>LayerNorm σ</i> box, shared by all of them:</p><ul>{token}</ul>
+<i>LayerNorm σ</i> box, shared by all of them:</p><ul>{_items(TOKEN_SIGMA_LABELS)}</ul>
 <p>"mean over positions" is the paper's (Table 1, Fig 2-B).</p>
 <p><b>Position-only views</b> (positional bias and pattern, key-position slopes, empirical
 prediction):</p>
@@ -113,8 +114,9 @@ symmetric around 0, in the window, the exported figures and <code>dg.plot</code>
 <p>Views and commands that need a query position i start at the paper's i =
 {PAPER_QUERY_POSITION} (Fig 3-B to 3-E), scaled to a model with fewer than 1024 positions:
 round(500 (L − 1) / 1023).{position} {_doc('notation')}</p>
-<h3>Six-term contribution (KL)</h3><ul>{kl}</ul><p>{_doc('text')}</p>
-<h3>Bigram AUROC: tokens without bigrams</h3><ul>{auroc}</ul><p>{_doc('token')}</p>
+<h3>Six-term contribution (KL)</h3><ul>{_items(DEFINITION_LABELS)}</ul><p>{_doc('text')}</p>
+<h3>Bigram AUROC: tokens without bigrams</h3><ul>{_items(NO_BIGRAM_LABELS)}</ul>
+<p>{_doc('token')}</p>
 <p>The documentation pages named here are in the <code>docs/</code> folder of detokgui's
 source (<code>mkdocs serve</code> shows them as a site).</p>
 """

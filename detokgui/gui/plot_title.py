@@ -75,9 +75,6 @@ class PlotTitle(QWidget):
             self._heights.clear()
             self.update()
 
-    def alignment(self):
-        return self._doc.defaultTextOption().alignment()
-
     def _wrap_at(self, width: int) -> None:
         """Lay the text out for the widget width `width` (a new text width lays out the
         whole document again: only when it changes)."""

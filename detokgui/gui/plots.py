@@ -495,7 +495,6 @@ class Heatmap(pg.PlotItem):
     bottom), columns keys."""
 
     cellClicked = Signal(int, int)  # row, col
-    cellHovered = Signal(int, int)  # row, col (-1, -1 when outside)
 
     def __init__(self, title: str = "", max_labels: int = 60, **kw):
         kw.setdefault("enableMenu", False)  # no plot menu; skips building one

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,12 +107,8 @@ class RecordsModel(QAbstractTableModel):
 
     def set_filter(self, keep: Callable[[Any], bool] | None) -> None:
         """Show only the records for which keep(record) is true (None: all)."""
-        self.layoutAboutToBeChanged.emit()
-        old = self._persistent_records()
-        self.keep = keep
-        self._arrange()
-        self._restore_persistent(old)
-        self.layoutChanged.emit()
+        with self._rearranging():
+            self.keep = keep
 
     def record(self, row: int):
         return self.records[self._order[row]]
@@ -162,15 +159,20 @@ class RecordsModel(QAbstractTableModel):
         self._order = idx.tolist()
         self._rows = None
 
-    def _persistent_records(self):
-        return [(p, int(self.order[p.row()]) if 0 <= p.row() < len(self.order) else -1)
-                for p in self.persistentIndexList()]
-
-    def _restore_persistent(self, old) -> None:
+    @contextmanager
+    def _rearranging(self):
+        """Arrange the records again after the body, the persistent indices (selection,
+        current cell) following their records."""
+        self.layoutAboutToBeChanged.emit()
+        old = [(p, int(self.order[p.row()]) if 0 <= p.row() < len(self.order) else -1)
+               for p in self.persistentIndexList()]
+        yield
+        self._arrange()
         for p, rec in old:
             row = self.row_of_record(rec) if rec >= 0 else -1
             self.changePersistentIndex(p, self.index(row, p.column()) if row >= 0
                                        else QModelIndex())
+        self.layoutChanged.emit()
 
     # ------------------------------------------------------------------ Qt model
 
@@ -218,12 +220,8 @@ class RecordsModel(QAbstractTableModel):
     def sort(self, column: int, order=Qt.AscendingOrder) -> None:
         if not 0 <= column < len(self.columns):
             return
-        self.layoutAboutToBeChanged.emit()
-        old = self._persistent_records()
-        self.sorted_by = (column, Qt.SortOrder(order))
-        self._arrange()
-        self._restore_persistent(old)
-        self.layoutChanged.emit()
+        with self._rearranging():
+            self.sorted_by = (column, Qt.SortOrder(order))
 
     def text(self, row: int, column: int) -> str:
         """A cell's display text (what data() gives, without a QModelIndex)."""

@@ -38,6 +38,18 @@ from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_ro
 from detokgui.gui.text_source import max_texts_option, prepend_option, text_source
 
 MAX_POINTS = 20000  # of the scatter
+RANKING_COLUMNS = [
+    Column("rank", lambda r: r[0], "d", "Rank by size"),
+    Column("neuron", lambda r: r[1], "d", "Layer-0 MLP neuron m"),
+    Column("size", lambda r: r[2], num,
+           "std over the vocabulary of c_m(x): the contextual component", numeric=True),
+    Column("mean", lambda r: r[3], num, "mean over the vocabulary of c_m(x)", numeric=True),
+    Column("top tokens", lambda r: r[4], "",
+           f"The {LISTED} tokens with the largest c_m(x) (for the top {TOP} neurons)",
+           tooltip=lambda r: r[4]),
+    Column("bottom tokens", lambda r: r[5], "",
+           f"The {LISTED} tokens with the smallest c_m(x)", tooltip=lambda r: r[5]),
+]
 
 
 @dataclass(frozen=True)
@@ -100,7 +112,7 @@ class ContextualPanel(Panel):
 
         split = QSplitter(Qt.Horizontal)
         left, ll = bare_column()
-        self.ranked = RecordsModel(self._ranking_columns())
+        self.ranked = RecordsModel(RANKING_COLUMNS)
         self.table = TokenTableView(self.ranked, sortable=True,
                                     tip="Neurons by the size of their contextual component; "
                                         "click one to see its tokens and its validation")
@@ -198,22 +210,6 @@ class ContextualPanel(Panel):
         return ValidationRequest(self.serial, heads, self.neuron, texts)
 
     # ------------------------------------------------------------------ ranking
-
-    @staticmethod
-    def _ranking_columns() -> list[Column]:
-        return [
-            Column("rank", lambda r: r[0], "d", "Rank by size"),
-            Column("neuron", lambda r: r[1], "d", "Layer-0 MLP neuron m"),
-            Column("size", lambda r: r[2], num,
-                   "std over the vocabulary of c_m(x): the contextual component", numeric=True),
-            Column("mean", lambda r: r[3], num, "mean over the vocabulary of c_m(x)",
-                   numeric=True),
-            Column("top tokens", lambda r: r[4], "",
-                   f"The {LISTED} tokens with the largest c_m(x) (for the top {TOP} neurons)",
-                   tooltip=lambda r: r[4]),
-            Column("bottom tokens", lambda r: r[5], "",
-                   f"The {LISTED} tokens with the smallest c_m(x)", tooltip=lambda r: r[5]),
-        ]
 
     def draw(self, res: Ranking | None) -> None:
         self.ranked.set_records(res.rows if res is not None else ())

@@ -89,9 +89,8 @@ class HeatmapPanel(Panel):
         self.frame.view.scene().sigMouseMoved.connect(self._hovered)
 
         self.options.changed.connect(self._options_changed)
-        state.queryTokenChanged.connect(self.when_visible(self._mark_selection))
-        state.keyTokenChanged.connect(self.when_visible(self._mark_selection))
-        state.headChanged.connect(self.when_visible(self._mark_selection))
+        for signal in (state.queryTokenChanged, state.keyTokenChanged, state.headChanged):
+            signal.connect(self.when_visible(self._mark_selection))
         self._options_changed(self.options.value)
 
     def plot_frames(self):
@@ -205,7 +204,4 @@ class HeatmapPanel(Panel):
     def _table(self):
         if self.values is None:
             return None
-        import torch
-
-        return heatmap_table(self.layer, torch.from_numpy(self.values), self.heads,
-                             self.tokens, self.tokens)
+        return heatmap_table(self.layer, self.values, self.heads, self.tokens, self.tokens)

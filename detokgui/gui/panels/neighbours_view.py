@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 
 from detokgui.core.model.tokens import layer_token
 from detokgui.core.token_side import neighbours as N
+from detokgui.core.token_side.tables import neighbours_table
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.numbers import num
@@ -53,14 +54,6 @@ class AnalogyRequest:
     texts: tuple[str, str, str]
     k: int
     centred: bool
-
-
-def _columns(text) -> list[Column]:
-    return [Column("rank", lambda r: r[0], num, numeric=True),
-            Column("token", lambda r: text(r[1])),
-            Column("id", lambda r: r[1], num, numeric=True),
-            Column("cosine", lambda r: r[2], num, numeric=True,
-                   tip="cosine similarity in the token embedding")]
 
 
 SIDE_BY_SIDE_MIN_WIDTH = 1000  # pixels the panel needs for the plot beside the two tables
@@ -103,8 +96,13 @@ class NeighboursPanel(Panel):
         box, bl = bare_column()
         label = wrapping_label()
         bl.addWidget(label)
-        table = TokenTableView(RecordsModel(_columns(self.state.token_text),
-                                            token=lambda r: r[1]), sortable=True, stretch=1)
+        table = TokenTableView(RecordsModel([
+            Column("rank", lambda r: r[0], num, numeric=True),
+            Column("token", lambda r: self.state.token_text(r[1])),
+            Column("id", lambda r: r[1], num, numeric=True),
+            Column("cosine", lambda r: r[2], num, numeric=True,
+                   tip="cosine similarity in the token embedding"),
+        ], token=lambda r: r[1]), sortable=True, stretch=1)
         table.horizontalHeader().setSortIndicator(0, Qt.AscendingOrder)
         table.tokenActivated.connect(select_row_token(self.state, False))
         bl.addWidget(table, 1)
@@ -155,12 +153,7 @@ class NeighboursPanel(Panel):
                             "token to select it")
 
     def _table(self):
-        nb = self.result
-        if nb is None:
-            return None
-        from detokgui.core.token_side.tables import neighbours_table
-
-        return neighbours_table(self.layer, nb)
+        return neighbours_table(self.layer, self.result) if self.result is not None else None
 
     # ------------------------------------------------------------------ analogy
 

@@ -188,10 +188,8 @@ class TopKPanel(Panel):
     @Slot(int, bool)
     def _select(self, tid: int, _as_key: bool = False) -> None:
         """A ranked token becomes the key (keys mode) or the query (queries mode)."""
-        if self.result is not None and self.result.direction == "queries":
-            self.state.set_query_token(tid)
-        else:
-            self.state.set_key_token(tid)
+        queries = self.result is not None and self.result.direction == "queries"
+        (self.state.set_query_token if queries else self.state.set_key_token)(tid)
 
     @Slot(QModelIndex)
     def _grid_clicked(self, index: QModelIndex) -> None:
@@ -199,6 +197,4 @@ class TopKPanel(Panel):
             self.state.set_head(self.result.heads[index.column() - 1])
 
     def _table(self):
-        if self.result is None:
-            return None
-        return topk_table(self.layer, self.result)
+        return topk_table(self.layer, self.result) if self.result is not None else None

@@ -12,19 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, Qt, Slot
-from PySide6.QtWidgets import (
-    QSplitter,
-    QVBoxLayout,
-)
+from PySide6.QtWidgets import QSplitter, QVBoxLayout
 from superqt.utils import signals_blocked
 
 from detokgui.core.text_side import circuits
-from detokgui.core.text_side.contextual_neurons import (
-    LISTED,
-    TOP,
-    Ranking,
-    iter_contextual_ranking,
-)
+from detokgui.core.text_side.contextual_neurons import LISTED, TOP, Ranking, iter_contextual_ranking
 from detokgui.core.text_side.empirical import TextSource
 from detokgui.core.text_side.tables import validation_table
 from detokgui.gui.controls import bare_column, wrapping_label

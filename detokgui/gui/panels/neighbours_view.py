@@ -9,11 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (
-    QLabel,
-    QSplitter,
-    QVBoxLayout,
-)
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
 from detokgui.core.model.tokens import layer_token
 from detokgui.core.token_side import neighbours as N

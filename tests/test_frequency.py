@@ -7,13 +7,15 @@ from brute_vocab import raw_model, te_matrix
 from scipy import sparse, stats
 
 from detokgui.core.base.errors import InputError
-from detokgui.core.corpus.counts import CorpusCounts
+from detokgui.core.base.progress import run
+from detokgui.core.corpus.counts import CorpusCounts, layer_corpus_counts
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side.frequency import (
     average_ranks,
     embedding_norm,
     embedding_variance,
     frequency_stats,
+    iter_corpus_frequency,
     self_assertion,
     spearman,
 )
@@ -77,6 +79,26 @@ def test_frequency_stats_against_direct_correlations(small_vocab_ckpt, small_voc
         assert abs(fs.rho_norm_t_e[h] - stats.spearmanr(norm, te[h]).statistic) < 1e-9
     assert abs(fs.rho_variance - stats.spearmanr(uni[used], var[used]).statistic) < 1e-9
     np.testing.assert_array_equal(fs.counts, uni)
+
+
+def test_scatter_points_and_the_corpus_job(small_vocab_layer, small_corpus, tmp_path,
+                                           monkeypatch):
+    monkeypatch.setenv("DETOKGUI_CACHE_DIR", str(tmp_path / "cache"))
+    layer = small_vocab_layer
+    fs = run(iter_corpus_frequency(layer, [str(small_corpus)], zero_counts="include"))
+    counts = layer_corpus_counts(layer, small_corpus)
+    np.testing.assert_array_equal(fs.counts, counts.unigrams)
+    assert fs.zero_counts == "include" and fs.heads == [0, 1, 2, 3]
+    ids, x, y = fs.points("norm", 2)
+    np.testing.assert_array_equal(ids, np.arange(layer.n_vocab))
+    np.testing.assert_array_equal(x, fs.t_e[2])
+    np.testing.assert_array_equal(y, fs.norm)
+    seen = np.flatnonzero(fs.counts)
+    for kind, want in (("t_e", fs.t_e[2, seen]), ("variance", fs.variance[seen])):
+        ids, x, y = fs.points(kind, 2)
+        np.testing.assert_array_equal(ids, seen)
+        np.testing.assert_allclose(x, np.log10(fs.counts[seen]))
+        np.testing.assert_array_equal(y, want)
 
 
 def test_frequency_bad_inputs(small_vocab_layer):

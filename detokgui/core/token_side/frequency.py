@@ -24,6 +24,8 @@ import torch
 
 from detokgui.core.base.checks import check_choice, check_heads
 from detokgui.core.base.errors import InputError
+from detokgui.core.base.progress import Job
+from detokgui.core.corpus.counts import iter_layer_counts
 from detokgui.core.model.conventions import (
     DEFAULT_T_E,
     SigmaChoice,
@@ -123,6 +125,17 @@ class FrequencyStats:
     def n_used(self) -> int:
         return int(self.used.sum())
 
+    def points(self, kind: str, head: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(token ids, x, y) of one head's scatter: "norm" is (T_e(v), |e_v|) of every
+        token; "t_e" and "variance" are (log10 count(v), T_e(v) or Var(e_v)) of the tokens
+        the corpus contains (a count of 0 has no logarithm)."""
+        r = self.heads.index(head)
+        if kind == "norm":
+            return np.arange(self.norm.shape[0]), self.t_e[r], self.norm
+        ids = np.flatnonzero(self.counts > 0)
+        y = self.variance[ids] if kind == "variance" else self.t_e[r, ids]
+        return ids, np.log10(self.counts[ids].astype(np.float64)), y
+
 
 def frequency_stats(layer, counts, sigma: SigmaChoice | None = None, heads=None,
                     zero_counts: str = "exclude", t_e: str = DEFAULT_T_E) -> FrequencyStats:
@@ -155,3 +168,11 @@ def frequency_stats(layer, counts, sigma: SigmaChoice | None = None, heads=None,
         rho_norm_t_e=spearman(np.broadcast_to(norm, t_e.shape), t_e),
         t_e_convention=te_convention,
     )
+
+
+def iter_corpus_frequency(layer, corpus, sigma: SigmaChoice | None = None,
+                          zero_counts: str = "exclude") -> Job[FrequencyStats]:
+    """`frequency_stats` of every head with the counts of the corpus at `corpus`
+    (`iter_layer_counts`: counted with the model's tokenizer, with progress)."""
+    counts = yield from iter_layer_counts(layer, corpus)
+    return frequency_stats(layer, counts, sigma, zero_counts=zero_counts)

@@ -11,7 +11,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
-from detokgui.core.corpus.counts import iter_layer_counts
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side import frequency as F
 from detokgui.gui.corpus_hint import CorpusHint
@@ -94,10 +93,8 @@ class FrequencyPanel(Panel):
         return Request(self.serial, self.state.corpus, self.state.sigma, o.zero_counts)
 
     @staticmethod
-    def compute(layer, req: Request) -> F.FrequencyStats:
-        counts = yield from iter_layer_counts(layer, req.corpus)
-        return F.frequency_stats(layer, counts, req.sigma,
-                                 zero_counts=req.zero_counts)
+    def compute(layer, req: Request):
+        return F.iter_corpus_frequency(layer, req.corpus, req.sigma, req.zero_counts)
 
     # ------------------------------------------------------------------ draw
 
@@ -106,22 +103,19 @@ class FrequencyPanel(Panel):
         log10(count) on the count axes (count-0 tokens are not drawn there)."""
         kind = self.options.value.kind
         r = fs.heads.index(head)
+        ids, x, y = fs.points(kind, head)
         te = f"T_e(v) = b^QK e_v / s_v, head {head} ({fs.sigma.label()})"
         if kind == "norm":
-            ids = np.arange(fs.norm.shape[0])
-            return (ids, fs.t_e[r], fs.norm, te, "token-embedding norm |e_v|",
+            return (ids, x, y, te, "token-embedding norm |e_v|",
                     (f"Token-embedding norm against T_e, head {head} — Spearman ρ = "
                     f"{num(float(fs.rho_norm_t_e[r]))} over all {num(int(ids.size))} tokens"))
-        ids = np.flatnonzero(fs.counts > 0)
-        x = np.log10(fs.counts[ids].astype(np.float64))
         zero = ("" if fs.zero_counts == "exclude" else
                 "; ρ includes the count-0 tokens (not drawn)")
         if kind == "variance":
-            return (ids, x, fs.variance[ids], "corpus count (log scale)",
-                    "token-embedding variance Var(e_v)",
+            return (ids, x, y, "corpus count (log scale)", "token-embedding variance Var(e_v)",
                     (f"Token-embedding variance against corpus count — Spearman ρ = "
                     f"{num(float(fs.rho_variance))} over {num(fs.n_used)} tokens{zero}"))
-        return (ids, x, fs.t_e[r, ids], "corpus count (log scale)", te,
+        return (ids, x, y, "corpus count (log scale)", te,
                 (f"Token self-assertion T_e against corpus count, head {head} — Spearman ρ = "
                 f"{num(float(fs.rho_t_e[r]))} over {num(fs.n_used)} tokens{zero}"))
 

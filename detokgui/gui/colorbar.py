@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QImage, QPen
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QGraphicsGridLayout, QSizePolicy
 
 
@@ -30,9 +30,7 @@ class _Gradient(pg.GraphicsWidget):
     def paint(self, painter, *_):
         rect = self.rect()
         painter.drawImage(rect, self.image)
-        pen = QPen(pg.mkColor(pg.getConfigOption("foreground")), 1)
-        pen.setCosmetic(True)
-        painter.setPen(pen)
+        painter.setPen(pg.mkPen(pg.getConfigOption("foreground"), width=1))  # cosmetic
         painter.drawRect(rect)
 
 

@@ -40,7 +40,6 @@ from PySide6.QtGui import (
     QFontMetricsF,
     QImage,
     QPainter,
-    QPen,
 )
 from PySide6.QtWidgets import (
     QApplication,
@@ -407,13 +406,7 @@ class PlotFrame(QWidget):
 
     def figure_request(self) -> FigureRequest:
         """What the SVG and PDF exports draw now; ValueError when nothing is shown."""
-        if self.analysis is None:
-            raise ValueError(f"{self.name} has no figure to export as SVG or PDF: export "
-                             "PNG or CSV.")
-        req = figure_request(self)
-        if req is None:
-            raise ValueError(f"{self.name} has no data to export yet.")
-        return req
+        return figure_request(self)
 
     def has_data(self) -> bool:
         return self.table_fn is not None and self.table_fn() is not None
@@ -514,9 +507,7 @@ class Heatmap(pg.PlotItem):
         self.col_labels: list[str] = []
         self.colorbar: ColorBar | None = None
         self.highlight = pg.QtWidgets.QGraphicsRectItem()
-        pen = QPen(QColor("black"), 2)
-        pen.setCosmetic(True)
-        self.highlight.setPen(pen)
+        self.highlight.setPen(pg.mkPen("k", width=2))  # cosmetic: 2 px at any zoom
         self.highlight.setZValue(10)
         self.marked = (-1, -1)
         self.highlight.setVisible(False)

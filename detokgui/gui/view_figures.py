@@ -25,13 +25,17 @@ def panel_of(widget):
     return owner
 
 
-def figure_request(frame) -> FigureRequest | None:
-    """The figure of `frame`'s table now (GUI thread), or None when it shows no data."""
-    from detokgui.figures.view_figure import FigureRequest  # matplotlib: only on export
-
+def figure_request(frame) -> FigureRequest:
+    """The figure of `frame`'s table now (GUI thread); ValueError when the frame has no
+    figure (`analysis` None) or shows no data."""
+    if frame.analysis is None:
+        raise ValueError(f"{frame.name} has no figure to export as SVG or PDF: export PNG "
+                         "or CSV.")
     table = frame.table_fn() if frame.table_fn is not None else None
     if table is None:
-        return None
+        raise ValueError(f"{frame.name} has no data to export yet.")
+    from detokgui.figures.view_figure import FigureRequest  # matplotlib: only on export
+
     header, rows = table
     panel = panel_of(frame)
     footer = frame.footer()

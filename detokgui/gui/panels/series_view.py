@@ -9,7 +9,6 @@ model. The step axis is the figure's symlog axis (`core.compare.series.step_posi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,22 +32,6 @@ from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_title
 
 JOB_KEY = "series"
 CLASS_TICKS = ((0, "duplicate-token"), (1, "detokenization"), (2, "contextual"), (3, "other"))
-
-
-@dataclass(frozen=True)
-class SeriesRequest:
-    checkpoints: tuple[str, ...]
-    steps: tuple[int, ...]
-    corpus: tuple[str, ...]
-    n_queries: int
-
-
-def compute_series(request: SeriesRequest):
-    """The job (worker thread): `core.compare.series.iter_series` of the request."""
-    from detokgui.core.compare.series import iter_series
-
-    return iter_series(list(request.checkpoints), list(request.steps),
-                       corpus=list(request.corpus) or None, n_queries=request.n_queries)
 
 
 class SeriesPanel(Panel):
@@ -160,25 +143,22 @@ class SeriesPanel(Panel):
 
     # ------------------------------------------------------------------ the job
 
-    def request_now(self) -> SeriesRequest | None:
-        if not self.checkpoints:
-            return None
-        corpus = self.state.corpus if self.use_corpus.isChecked() else ()
-        return SeriesRequest(tuple(c for c, _ in self.checkpoints),
-                             tuple(s for _, s in self.checkpoints), tuple(corpus),
-                             self.queries.value())
-
     def start(self) -> None:
-        req = self.request_now()
-        if req is None:
+        from detokgui.core.compare.series import iter_series
+
+        if not self.checkpoints:
             return
-        if self.use_corpus.isChecked() and not req.corpus:
+        names, steps = (list(t) for t in zip(*self.checkpoints))
+        corpus = list(self.state.corpus) if self.use_corpus.isChecked() else []
+        if self.use_corpus.isChecked() and not corpus:
             self.status.setText("No corpus is chosen (File > Corpus); computing without.")
+        n_queries = self.queries.value()
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.status.begin(JOB_KEY)
-        self.jobs.submit(JOB_KEY, lambda: compute_series(req), self._done,
-                         label="Training series", on_error=self._failed,
+        self.jobs.submit(JOB_KEY, lambda: iter_series(names, steps, corpus=corpus or None,
+                                                      n_queries=n_queries),
+                         self._done, label="Training series", on_error=self._failed,
                          on_cancel=self._cancelled)
 
     def cancel(self) -> None:
@@ -237,10 +217,7 @@ class SeriesPanel(Panel):
             item.sigPointsClicked.connect(self._points_clicked)
             self.plot.addItem(item)
         self.plot.getAxis("bottom").setTicks([step_ticks(max(steps))])
-        if m == "head_class":
-            self.plot.getAxis("left").setTicks([list(CLASS_TICKS)])
-        else:
-            self.plot.getAxis("left").setTicks(None)
+        self.plot.getAxis("left").setTicks([list(CLASS_TICKS)] if m == "head_class" else None)
         label = METRIC_LABELS[m]
         if m in CORPUS_METRICS and not np.isfinite(values).any():
             label += " (needs a corpus: tick 'with corpus')"

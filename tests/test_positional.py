@@ -378,6 +378,19 @@ def test_slope_extremes_and_histogram(tiny_layer):
 # --------------------------------------------------------------------------- errors
 
 
+def test_slope_overview_of_every_head(tiny_layer):
+    ov = pos.slope_overview(tiny_layer, k=3, bins=20)
+    H = tiny_layer.n_heads
+    assert ov.slopes.heads == ov.extremes.heads == list(range(H))
+    assert sorted(ov.hists) == ov.slopes.heads
+    counts, edges = ov.hists[1]
+    np.testing.assert_array_equal(counts, pos.slope_histogram(ov.slopes, 1, 20)[0])
+    rows = ov.extreme_rows(1, "bottom")
+    assert [t for t, _, _ in rows] == ov.extremes.bottom_ids[1].tolist()
+    assert [v for _, _, v in rows] == sorted(ov.slopes.column(1))[:3]
+    assert all(name == pos.display_token(tiny_layer.tokenizer, t) for t, name, _ in rows)
+
+
 def test_bad_inputs_raise_input_error(tiny_layer):
     L = tiny_layer.n_positions
     for i in (-1, L, 10**9):

@@ -17,6 +17,8 @@ from PySide6.QtCore import QPointF, Qt, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QSpinBox, QWidget
 from superqt.utils import qthrottled, signals_blocked
 
+from detokgui.core.position_side.titles import CONVENTION_NAMES
+
 DRAG_THROTTLE_MS = 66  # 15 values a second while dragged; the last one always
 
 
@@ -154,9 +156,6 @@ class PositionMarker(pg.InfiniteLine):
 
     def _drag_ended(self, *_) -> None:
         self._dragged.flush()  # the last value of the drag, if not passed on yet
-
-
-CONVENTION_NAMES = {"paper": "paper convention", "mean-sigma": "mean-σ convention"}
 
 
 class ConventionBox(QComboBox):

@@ -71,6 +71,7 @@ from detokgui.core.model.conventions import (
 from detokgui.core.model.sample import random_token_sample
 from detokgui.core.model.sigma import sigma as _sigma
 from detokgui.core.model.terms import position_factors
+from detokgui.core.model.tokens import display_token
 
 _SLOPES_KEY = "positional.token_slopes"
 _RANKS_KEY = "positional.self_ranks"
@@ -727,3 +728,32 @@ def slope_extremes(result: TokenPositionSlopes, k: int = 10) -> SlopeExtremes:
 def slope_histogram(result: TokenPositionSlopes, head: int, bins: int = 60):
     """(counts, edges) of one head's slopes over the vocabulary (numpy.histogram)."""
     return np.histogram(result.column(as_int(head, "head")), bins=check_count(bins, "number of bins"))
+
+
+@dataclass
+class SlopeOverview:
+    """B7 for every head: the slopes over the vocabulary, their k extremes, the extreme
+    tokens' strings (`names`, as shown) and each head's histogram of slopes."""
+
+    slopes: TokenPositionSlopes
+    extremes: SlopeExtremes
+    hists: dict[int, tuple[np.ndarray, np.ndarray]]
+    names: dict[int, str]
+
+    def extreme_rows(self, head: int, side: str) -> list[tuple[int, str, float]]:
+        """(token id, token, slope) of one head's "top" or "bottom" extremes, in order."""
+        r = self.extremes.heads.index(head)
+        ids = getattr(self.extremes, f"{side}_ids")[r].tolist()
+        values = getattr(self.extremes, f"{side}_values")[r].tolist()
+        return [(t, self.names[t], v) for t, v in zip(ids, values)]
+
+
+def slope_overview(layer, k: int = 10, bins: int = 60) -> SlopeOverview:
+    """`token_position_slopes` of every head with `slope_extremes` (k) and one
+    `slope_histogram` (bins) per head."""
+    res = token_position_slopes(layer)
+    ext = slope_extremes(res, k)
+    ids = set(ext.top_ids.ravel().tolist()) | set(ext.bottom_ids.ravel().tolist())
+    return SlopeOverview(slopes=res, extremes=ext,
+                         hists={h: slope_histogram(res, h, bins) for h in res.heads},
+                         names={t: display_token(layer.tokenizer, t) for t in ids})

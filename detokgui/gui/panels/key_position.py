@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from detokgui.core.model.tokens import display_token
 from detokgui.core.position_side import positional
 from detokgui.core.position_side.tables import slope_histogram_table, token_position_curve_table
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
@@ -146,15 +145,8 @@ class KeyPositionPanel(Panel):
         return SlopesRequest(self.serial, o.k, o.bins)
 
     @staticmethod
-    def compute(layer, req: SlopesRequest) -> dict:
-        """Everything the panel shows for all heads: slopes over the vocabulary, their
-        extremes with token strings, and one histogram per head."""
-        res = positional.token_position_slopes(layer)
-        ext = positional.slope_extremes(res, req.k)
-        hists = {h: positional.slope_histogram(res, h, req.bins) for h in res.heads}
-        ids = set(ext.top_ids.ravel().tolist()) | set(ext.bottom_ids.ravel().tolist())
-        names = {t: display_token(layer.tokenizer, t) for t in ids}
-        return {"slopes": res, "extremes": ext, "hists": hists, "names": names}
+    def compute(layer, req: SlopesRequest) -> positional.SlopeOverview:
+        return positional.slope_overview(layer, req.k, req.bins)
 
     def _curve_request(self):
         token = self.state.query_token
@@ -172,15 +164,15 @@ class KeyPositionPanel(Panel):
         self.head_label.setText(f"<b>Head {self.state.head}</b> (toolbar) · query token "
                                 f"<b>{self.state.token_text(self.state.query_token)}</b>")
 
-    def draw(self, data: dict | None) -> None:
+    def draw(self, data: positional.SlopeOverview | None) -> None:
         self._head_text()
         self._draw_hist()
         self._fill_tables()
         if self.channel("curve").pending is None:  # else drawn when it arrives
             self._draw_curve(self.curve)
         if data is not None:
-            V = data["slopes"].slopes.shape[0]
-            self.status.setText(f"slopes of {V:,} query tokens x {len(data['slopes'].heads)} "
+            V = data.slopes.slopes.shape[0]
+            self.status.setText(f"slopes of {V:,} query tokens x {len(data.slopes.heads)} "
                                 "heads, least squares over all key positions j = 0..L-1")
 
     @Slot()
@@ -190,13 +182,13 @@ class KeyPositionPanel(Panel):
         self._mark_rows()
 
     def head_slopes(self) -> np.ndarray | None:
-        if self.result is None or self.state.head not in self.result["slopes"].heads:
+        if self.result is None or self.state.head not in self.result.slopes.heads:
             return None
-        return self.result["slopes"].column(self.state.head)
+        return self.result.slopes.column(self.state.head)
 
     def histogram(self):
         """(counts, edges) of the selected head, as drawn."""
-        return None if self.result is None else self.result["hists"].get(self.state.head)
+        return None if self.result is None else self.result.hists.get(self.state.head)
 
     @Slot()
     def _draw_hist(self, *_) -> None:
@@ -257,14 +249,8 @@ class KeyPositionPanel(Panel):
     def _fill_tables(self) -> None:
         data, h = self.result, self.state.head
         for side, t in self.tables.items():
-            if data is None or h not in data["extremes"].heads:
-                t.records().set_records(())
-                continue
-            ext = data["extremes"]
-            r = ext.heads.index(h)
-            ids = getattr(ext, f"{side}_ids")[r].tolist()
-            vals = getattr(ext, f"{side}_values")[r].tolist()
-            t.records().set_records([(tid, data["names"][tid], v) for tid, v in zip(ids, vals)])
+            shown = data is not None and h in data.extremes.heads
+            t.records().set_records(data.extreme_rows(h, side) if shown else ())
         self._mark_rows()
 
     def _mark_rows(self) -> None:
@@ -316,7 +302,7 @@ class KeyPositionPanel(Panel):
     def _hist_table(self):
         if self.result is None or self.histogram() is None:
             return None
-        return slope_histogram_table(self.result["slopes"], self.state.head,
+        return slope_histogram_table(self.result.slopes, self.state.head,
                                      self.shown_request.bins)
 
     def _curve_table(self):

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
 from detokgui.core.base.plot_axes import log_ticks
-from detokgui.core.position_side import positional
+from detokgui.core.position_side import positional, titles
 from detokgui.core.position_side.tables import last_positions_table, position_variance_table
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.option_rows import OptionRow, check, custom, option, spin
@@ -166,8 +166,7 @@ class PositionStatsPanel(Panel):
             log_ticks(float(var.min()), float(var.max())) if self.options.value.log else None)
         self.var_plot.setXRange(-0.5, L - 0.5, padding=0.01)
         self.var_plot.enableAutoRange(y=True)
-        set_title(self.var_plot, f"<b>Variance of each position embedding</b> p<sub>j</sub> "
-                               f"over its {self.layer.d} dimensions (Fig 6 right)")
+        set_title(self.var_plot, titles.variance_title(self.layer.d))
 
     def _draw_last(self) -> None:
         res = self.result
@@ -188,17 +187,9 @@ class PositionStatsPanel(Panel):
             grid.show_series(name, True)
         for k in range(len(last.positions), len(grid.curves)):
             grid.show_series(f"q{k}", False)
-        names = " ".join(f"<span style='color:{c}'>{'<b>' if k == len(colors) - 1 else ''}"
-                         f"i = {i}{'</b>' if k == len(colors) - 1 else ''}</span>"
-                         for k, (c, i) in enumerate(zip(colors, last.positions)))
-        self.grid.set_title("<b>Position-position term without LayerNorm</b> p<sub>i</sub>"
-                            f"W<sup>QK</sup>p<sub>j</sub><sup>T</sup>, j ≤ i (Fig 7), for {names}")
-        var = res.variance
-        med = float(np.median(var)) or 1.0
-        self.status.setText(
-            f"Var(p_0) = {var[0]:.3g} ({var[0] / med:.2g}× the median), "
-            f"Var(p_{L - 1}) = {var[-1]:.3g} ({var[-1] / med:.2g}× the median) · "
-            "hover to read values, click to choose the query position")
+        self.grid.set_title(titles.last_positions_title(last.positions, colors))
+        self.status.setText(f"{titles.variance_note(res.variance)} · hover to read values, "
+                            "click to choose the query position")
 
     # ------------------------------------------------------------------ hover & export
 

@@ -24,8 +24,8 @@ from detokgui.core.model.conventions import (
     DEFAULT_POSITION_CONVENTION,
     POSITION_SIGMAS,
     TEMPERATURE_HINT,
-    temperature_label,
 )
+from detokgui.core.position_side import titles
 from detokgui.core.position_side.positional import BiasFigures, bias_figures
 from detokgui.core.position_side.tables import bias_lines_table, position_band_table
 from detokgui.gui.head_controls import HeadChooser, state_heads
@@ -40,7 +40,6 @@ from detokgui.gui.view_ranges import data_range, growing_x_range, stable_range
 
 DEFAULT_WINDOW = 32
 LINE_SIGMAS = ("mean", "max", "min")  # the B2 lines
-SIGMA_SHORT = {"mean": "σ mean", "max": "σ max", "min": "σ min", "none": "no LayerNorm"}
 SIGMA_ITEM = {"mean": "σ_i = vocabulary mean", "max": "σ_i = vocabulary max",
               "min": "σ_i = vocabulary min", "none": "no LayerNorm (raw)"}
 # key, frame name (export file stem), button text, tooltip
@@ -102,10 +101,6 @@ def _pen(sigma: str):
     """The line of a σ's curves (the figures' colours), a hairline: Qt strokes a wide
     antialiased line many times slower, too slow for a slider."""
     return pg.mkPen(SIGMA_COLORS.get(sigma, SIGMA_COLORS["none"]), width=1)
-
-
-def _coloured(sigma: str) -> str:
-    return f"<span style='color:{SIGMA_COLORS[sigma]}'>{sigma}</span>"
 
 
 class PositionalBiasPanel(Panel):
@@ -276,17 +271,7 @@ class PositionalBiasPanel(Panel):
         grid.band_items["band"].setVisible(not raw)
         grid.show_series("mean", not raw)
         grid.show_series("raw", raw)
-        if raw:
-            grid.set_title("<b>Position self-assertion without LayerNorm</b> b<sup>QK</sup>"
-                           "p<sub>j</sub><sup>T</sup> (Fig 8)")
-        elif band.convention == "paper":
-            grid.set_title("<b>Position self-assertion</b> T<sub>p</sub>(j) = b<sup>QK</sup>"
-                           "p<sub>j</sub><sup>T</sup> E<sub>v</sub>[1/σ(e<sub>v</sub>+p<sub>j"
-                           "</sub>)] (Fig 3-A) — band: 95% of tokens; paper convention")
-        else:
-            grid.set_title("<b>Position self-assertion</b> T<sub>p</sub>(j) = b<sup>QK</sup>"
-                           "p<sub>j</sub><sup>T</sup> / mean σ<sub>j</sub> — band: σ min…max;"
-                           " mean-σ convention")
+        grid.set_title(titles.tp_title(raw, band.convention))
 
     def _draw_tpp(self, grid: SmallMultiples, res, xr, a, b, windowed) -> None:
         arrays = [res.lines[s].t_pp for s in LINE_SIGMAS]
@@ -295,22 +280,18 @@ class PositionalBiasPanel(Panel):
         J = np.arange(res.i + 1)
         for s in LINE_SIGMAS:
             grid.set_series(s, J, res.lines[s].t_pp)
-        grid.set_title(f"<b>Position-position term</b> T<sub>pp</sub>(i = {res.i}, j) (Fig 3-B)"
-                       f" — σ<sub>i</sub> {', '.join(_coloured(s) for s in LINE_SIGMAS)}; "
-                       f"{CONVENTION_SHORT[res.convention]}")
+        grid.set_title(titles.tpp_title(res.i, {s: SIGMA_COLORS[s] for s in LINE_SIGMAS},
+                                        res.convention))
 
     def _draw_total(self, grid: SmallMultiples, res, xr, a, b, windowed) -> None:
         self._draw_one(grid, "total", res, res.b3.total, xr, a, b)
-        grid.set_title(f"<b>Positional bias</b> T<sub>pp</sub> + T<sub>p</sub> at i = {res.i}"
-                       f" (Fig 3-C) — {_sigma_note(res)}")
+        grid.set_title(titles.total_title(res.i, res.b3_sigma, res.convention))
 
     def _draw_softmax(self, grid: SmallMultiples, res, xr, a, b, windowed) -> None:
         # the largest probability jumps as i moves: keep the range while it stays above 1/4
         self._draw_one(grid, "softmax", res, res.b3.softmax, xr, a, b, zero_based=True,
                        min_fill=0.25)
-        grid.set_title(f"<b>Attention from position</b> softmax<sub>j≤i</sub>((T<sub>pp</sub>"
-                       f" + T<sub>p</sub>) / τ), i = {res.i}, {temperature_label(self.layer)}"
-                       f" (Fig 3-D) — {_sigma_note(res)}")
+        grid.set_title(titles.softmax_title(self.layer, res.i, res.b3_sigma, res.convention))
 
     @staticmethod
     def _draw_one(grid: SmallMultiples, name, res, values, xr, a, b, **range_kw) -> None:
@@ -344,9 +325,9 @@ class PositionalBiasPanel(Panel):
             text = "T_pp " + ", ".join(f"σ_i {s} {num(res.lines[s].t_pp[r, j])}"
                                        for s in LINE_SIGMAS)
         elif key == "total":
-            text = f"T_pp + T_p = {num(res.b3.total[r, j])} ({_sigma_note(res)})"
+            text = f"T_pp + T_p = {num(res.b3.total[r, j])} ({titles.sigma_note(res.b3_sigma, res.convention)})"
         else:
-            text = f"softmax = {num(res.b3.softmax[r, j])} ({_sigma_note(res)})"
+            text = f"softmax = {num(res.b3.softmax[r, j])} ({titles.sigma_note(res.b3_sigma, res.convention)})"
         self.status.setText(where + text)
 
     def _table(self, key: str):
@@ -357,10 +338,3 @@ class PositionalBiasPanel(Panel):
             return position_band_table(layer, res.heads, res.convention)
         sigmas = LINE_SIGMAS if key == "tpp" else (res.b3_sigma,)
         return bias_lines_table(layer, res.i, sigmas, res.heads, res.convention)
-
-
-def _sigma_note(res: BiasFigures) -> str:
-    """The σ and the convention a B3 plot shows, in a few words."""
-    if res.b3_sigma == "none":
-        return "no LayerNorm"
-    return f"{SIGMA_SHORT[res.b3_sigma]}, {CONVENTION_SHORT[res.convention]}"

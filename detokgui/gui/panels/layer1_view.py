@@ -54,21 +54,17 @@ class Request:
     bos: bool
 
 
-def _fmt(v) -> str:
-    return num(float(v))
-
-
 CIRCUIT_COLUMNS = [
     Column("layer-1 head", lambda r: r.layer1_head, "d", "Layer-1 head (0-based)"),
-    Column("induction", lambda r: r.induction, _fmt,
+    Column("induction", lambda r: r.induction, num,
            "Measured induction score: attention from the second copy of a repeated random\n"
            "sequence to the token after the earlier copy of its own token", numeric=True),
-    Column("K with prev-token head", lambda r: r.k_composition, _fmt,
+    Column("K with prev-token head", lambda r: r.k_composition, num,
            "K-composition of (the layer-0 head with the highest previous-token score, this "
            "head)", numeric=True),
     Column("K partner", lambda r: r.k_partner, "d",
            "The layer-0 head this head K-composes with most; click a row to select it"),
-    Column("partner's K", lambda r: r.k_partner_score, _fmt,
+    Column("partner's K", lambda r: r.k_partner_score, num,
            "That K-composition score", numeric=True,
            background=lambda r: "#f4c7c3" if r.k_partner_score > r.baseline_hi else None),
 ]

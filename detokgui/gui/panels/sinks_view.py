@@ -64,21 +64,17 @@ def _pale(colour: str) -> str:
     return "#" + "".join(f"{(c + 3 * 255) // 4:02x}" for c in rgb)
 
 
-def _fmt(v) -> str:
-    return num(float(v))
-
-
 SUMMARY_COLUMNS = [
     Column("head", lambda r: r["head"], "d", "Head (0-based); click a row to select it"),
-    Column("α(i→0)", lambda r: r["attention_to_0"], _fmt,
+    Column("α(i→0)", lambda r: r["attention_to_0"], num,
            "Mean attention to key position 0 over every text and query position i ≥ 1",
            numeric=True),
-    Column("uniform", lambda r: r["uniform"], _fmt,
+    Column("uniform", lambda r: r["uniform"], num,
            "Mean of 1/(i+1): the attention to 0 were every key weighted alike", numeric=True),
-    Column("A", lambda r: r["advantage"], _fmt,
+    Column("A", lambda r: r["advantage"], num,
            "Mean logit advantage A_i of position 0 (the sum of the six terms' advantages)",
            numeric=True),
-    *(Column(f"A {t}", lambda r, t=t: r[f"adv_{t}"], _fmt,
+    *(Column(f"A {t}", lambda r, t=t: r[f"adv_{t}"], num,
              f"Mean advantage of T_{t}: T_{t}[i,0] − its attention-weighted mean over the "
              "other keys", numeric=True) for t in TERM_NAMES),
     Column("sink term", lambda r: r["sink_term"], "",

@@ -14,24 +14,23 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QFileDialog,
-    QLabel,
-    QListWidget,
-    QPushButton,
-    QSpinBox,
-    QVBoxLayout,
-)
+from PySide6.QtWidgets import QFileDialog, QLabel, QListWidget, QPushButton, QVBoxLayout
 
 from detokgui.core.compare.head_metrics import CORPUS_METRICS, HEAD_METRICS, METRIC_LABELS
+from detokgui.gui.controls import check_box, combo_box, spin_box
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_title
 
 JOB_KEY = "series"
 CLASS_TICKS = ((0, "duplicate-token"), (1, "detokenization"), (2, "contextual"), (3, "other"))
+
+
+def _button(text: str, slot, tip: str = "") -> QPushButton:
+    button = QPushButton(text)
+    button.setToolTip(tip)
+    button.clicked.connect(slot)
+    return button
 
 
 class SeriesPanel(Panel):
@@ -49,18 +48,13 @@ class SeriesPanel(Panel):
         lay = QVBoxLayout(self)
 
         pick = FlowLayout()  # rows wrap: the window's minimum width is not theirs
-        folder = QPushButton("Series folder…")
-        folder.setToolTip("A folder of step-* checkpoint folders (as scripts/train_series.py "
-                          "writes): its checkpoints, by step")
-        folder.clicked.connect(lambda: self.choose_folder())
-        add = QPushButton("Add checkpoint…")
-        add.setToolTip("Add one checkpoint folder (its step read from the name, e.g. "
-                       "step-000128, else its place in the list)")
-        add.clicked.connect(lambda: self.add_checkpoint())
-        clear = QPushButton("Clear")
-        clear.clicked.connect(lambda: self.set_checkpoints([]))
-        for w in (folder, add, clear):
-            pick.addWidget(w)
+        pick.addWidget(_button("Series folder…", lambda: self.choose_folder(),
+                               "A folder of step-* checkpoint folders (as "
+                               "scripts/train_series.py writes): its checkpoints, by step"))
+        pick.addWidget(_button("Add checkpoint…", lambda: self.add_checkpoint(),
+                               "Add one checkpoint folder (its step read from the name, e.g. "
+                               "step-000128, else its place in the list)"))
+        pick.addWidget(_button("Clear", lambda: self.set_checkpoints([])))
         lay.addLayout(pick)
         self.list = QListWidget()
         self.list.setMaximumHeight(72)
@@ -69,29 +63,22 @@ class SeriesPanel(Panel):
 
         row = FlowLayout()
         row.addWidget(QLabel("metric"))
-        self.metric_box = QComboBox()
-        for m in HEAD_METRICS:
-            self.metric_box.addItem(m, m)
-            self.metric_box.setItemData(self.metric_box.count() - 1, METRIC_LABELS[m], Qt.ToolTipRole)
+        self.metric_box = combo_box((m, m) for m in HEAD_METRICS)
+        for i, m in enumerate(HEAD_METRICS):
+            self.metric_box.setItemData(i, METRIC_LABELS[m], Qt.ToolTipRole)
         self.metric_box.currentIndexChanged.connect(lambda _: self.draw_series())
         row.addWidget(self.metric_box)
         row.addWidget(QLabel("query tokens"))
-        self.queries = QSpinBox()
-        self.queries.setRange(1, 50257)
+        self.queries = spin_box(1, 50257, "Seeded sample of query tokens per checkpoint")
         self.queries.setValue(256)
-        self.queries.setToolTip("Seeded sample of query tokens per checkpoint")
         row.addWidget(self.queries)
-        self.use_corpus = QCheckBox("with corpus")
-        self.use_corpus.setToolTip("Compute the corpus metrics (mean bigram AUROC, Spearman "
-                                   "ρ(T_e, count)) with the chosen corpus")
-        row.addWidget(self.use_corpus)
-        self.run_button = QPushButton("Compute")
-        self.run_button.clicked.connect(lambda: self.start())
-        self.cancel_button = QPushButton("Cancel")
+        self.use_corpus = check_box("with corpus", "Compute the corpus metrics (mean bigram "
+                                    "AUROC, Spearman ρ(T_e, count)) with the chosen corpus")
+        self.run_button = _button("Compute", lambda: self.start())
+        self.cancel_button = _button("Cancel", lambda: self.cancel())
         self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(lambda: self.cancel())
-        row.addWidget(self.run_button)
-        row.addWidget(self.cancel_button)
+        for w in (self.use_corpus, self.run_button, self.cancel_button):
+            row.addWidget(w)
         lay.addLayout(row)
 
         self.frame = PlotFrame("Training series", self.table, analysis="series")

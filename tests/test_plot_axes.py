@@ -8,6 +8,7 @@ import numpy as np
 from detokgui.core.base.plot_axes import (
     category_ticks,
     cell_ticks,
+    heatmap_ticks,
     label_step,
     log_ticks,
     nice_step,
@@ -86,3 +87,15 @@ def test_tick_values_keep_off_the_ends_and_find_at_least_two():
     assert tick_values(0, 10, 8, margin=1) == [2, 4, 6, 8]  # step 10 gives none: smaller
     assert tick_values(0, 10, 8, margin=1, floor=3) == [5]  # but none closer than 3 apart
 
+
+
+def test_heatmap_ticks_thin_rows_and_alternate_many_columns():
+    rows = [f"r{i}" for i in range(100)]
+    cols = [f"c{i}" for i in range(20)]
+    left, bottom, top = heatmap_ticks(rows, cols, 500, 400, 10, 40, limit=60)
+    assert [p for p, _ in left[:3]] == [0.5, 2.5, 4.5]  # 100 rows of 10 px in 500 px
+    assert top is not None and bottom[0] == (0.5, "c0") and top[0] == (1.5, "c1")
+    left, bottom, top = heatmap_ticks(rows[:4], cols[:4], 500, 400, 10, 40, keep=(2, 3))
+    assert top is None and len(left) == 4 and (3.5, "c3") in bottom
+    left, _, _ = heatmap_ticks(rows, [], 5000, 400, 10, 40, limit=20)
+    assert len(left) == 20  # at most `limit` labels

@@ -36,8 +36,6 @@ DOCS = {
 }
 
 PAGES = ("views", "shortcuts", "conventions")
-
-
 TABLE = "<table cellspacing='0' cellpadding='3' border='1' style='border-collapse:collapse'>"
 
 

@@ -52,8 +52,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from detokgui.core.base import plot_axes
 from detokgui.core.base.atomic import write_bytes
-from detokgui.core.base.plot_axes import category_ticks, label_step, symmetric_levels, wrap_parts
 from detokgui.core.base.provenance import PNG_KEY, to_json
 from detokgui.core.base.tables import Table, write_csv
 from detokgui.core.model.conventions import DIVERGING_COLOURS
@@ -127,9 +127,9 @@ class BarLabels(QObject):
     def _update(self, *_) -> None:
         axis = self.plot.getAxis("left")
         metrics = QFontMetrics(axis.style.get("tickFont") or QApplication.font())
-        step = label_step(len(self.labels), self.plot.getViewBox().height() or 300,
-                          metrics.height() + 1)
-        axis.setTicks([category_ticks(self.labels, step, 0.0, self.keep), []])
+        step = plot_axes.label_step(len(self.labels), self.plot.getViewBox().height() or 300,
+                                    metrics.height() + 1)
+        axis.setTicks([plot_axes.category_ticks(self.labels, step, 0.0, self.keep), []])
 
 
 def set_label(plot: pg.PlotItem, side: str, text: str) -> None:
@@ -226,7 +226,7 @@ def footer_lines(parts: Sequence[str], width: float) -> list[str]:
     (`core.base.plot_axes.wrap_parts`), as the exported figures' footer."""
     metrics = QFontMetricsF(_footer_font())
     room = width - 2 * FOOTER_MARGIN
-    return wrap_parts(parts, lambda text: metrics.horizontalAdvance(text) <= room)
+    return plot_axes.wrap_parts(parts, lambda text: metrics.horizontalAdvance(text) <= room)
 
 
 def _paint_footer(painter: QPainter, top: float, lines: Sequence[str]) -> None:
@@ -537,7 +537,7 @@ class Heatmap(pg.PlotItem):
         self.values = values
         self.row_labels = list(row_labels)
         self.col_labels = list(col_labels)
-        levels = levels or symmetric_levels(values)
+        levels = levels or plot_axes.symmetric_levels(values)
         self.image.setImage(values, levels=levels, autoLevels=False)
         self.image.setRect(QRectF(0, 0, values.shape[1], values.shape[0]))
         if self.colorbar is not None:
@@ -589,30 +589,19 @@ class Heatmap(pg.PlotItem):
         ev.ignore()
 
     def update_ticks(self, *_) -> None:
-        """Tick labels thinned to what the view's size in pixels holds without overlap:
-        rows one text line apart; columns alternate between the bottom and top axes and
-        are a label's width apart on each (the marked row and column keep their labels)."""
+        """Tick labels thinned to what the view's size in pixels holds without overlap
+        (`core.base.plot_axes.heatmap_ticks`; the marked row and column keep theirs)."""
         vb = self.getViewBox()
         metrics = QFontMetrics(self.getAxis("left").style.get("tickFont") or self.font())
-        r_keep, c_keep = self.marked
-        rows, cols = self.row_labels, self.col_labels
-        limit = self.max_labels or 0
-        r_step = max(label_step(len(rows), vb.height() or 400, metrics.height() + 1),
-                     math.ceil(len(rows) / limit) if limit else 1)
-        left = category_ticks(rows, r_step, 0.5, r_keep if r_keep >= 0 else None)
+        widest = max((metrics.horizontalAdvance(t) for t in self.col_labels), default=0) + 8
+        left, bottom, top = plot_axes.heatmap_ticks(
+            self.row_labels, self.col_labels, vb.height() or 400, vb.width() or 400,
+            metrics.height() + 1, widest, self.max_labels or 0, self.marked)
         self.getAxis("left").setTicks([left, []])
-        widest = max((metrics.horizontalAdvance(t) for t in cols), default=0) + 8
-        alternate = len(cols) > 8 and bool(limit)
-        c_step = label_step(len(cols), (vb.width() or 400) * (2 if alternate else 1), widest)
-        c_step = max(c_step, math.ceil(len(cols) / limit) if limit else 1)
-        ticks = category_ticks(cols, c_step, 0.5, c_keep if c_keep >= 0 else None)
-        if alternate:
-            self.showAxis("top")
-            self.getAxis("bottom").setTicks([ticks[0::2], []])
-            self.getAxis("top").setTicks([ticks[1::2], []])
-        else:
-            self.hideAxis("top")
-            self.getAxis("bottom").setTicks([ticks, []])
+        self.showAxis("top", top is not None)
+        self.getAxis("bottom").setTicks([bottom, []])
+        if top is not None:
+            self.getAxis("top").setTicks([top, []])
         for name in ("left", "bottom", "top"):
             self.getAxis(name).setStyle(hideOverlappingLabels=False)
         if left:

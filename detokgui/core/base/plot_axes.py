@@ -105,6 +105,31 @@ def category_ticks(labels: Sequence[str], step: int, offset: float = 0.0,
     return ticks
 
 
+def heatmap_ticks(rows: Sequence[str], cols: Sequence[str], height: float, width: float,
+                  line_px: float, label_px: float, limit: int = 0,
+                  keep: tuple[int, int] = (-1, -1)):
+    """A matrix's tick labels at its cells' centres (i + 0.5), thinned (`label_step`) to
+    what its `height` x `width` pixels hold without overlap: rows `line_px` apart,
+    columns `label_px` (the widest label's width) apart. With `limit` > 0 a side shows
+    at most `limit` labels, and more than 8 columns alternate between the bottom and top
+    axes (so they get twice the width). The `keep` (row, column) keep their labels.
+    Returns (left, bottom, top); top is None when the columns do not alternate."""
+
+    def at_most(n: int) -> int:
+        return math.ceil(n / limit) if limit else 1
+
+    r_keep, c_keep = keep
+    r_step = max(label_step(len(rows), height, line_px), at_most(len(rows)))
+    left = category_ticks(rows, r_step, 0.5, r_keep if r_keep >= 0 else None)
+    alternate = len(cols) > 8 and bool(limit)
+    c_step = max(label_step(len(cols), width * (2 if alternate else 1), label_px),
+                 at_most(len(cols)))
+    ticks = category_ticks(cols, c_step, 0.5, c_keep if c_keep >= 0 else None)
+    if alternate:
+        return left, ticks[0::2], ticks[1::2]
+    return left, ticks, None
+
+
 def wrap_parts(parts: Sequence, fits: Callable[[str], bool]) -> list[str]:
     """The non-empty parts (of a footer, a title) joined with " · " into as few lines as
     `fits` (a line's text -> whether it is narrow enough) allows; a part too wide for one

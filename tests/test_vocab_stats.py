@@ -198,6 +198,18 @@ def test_sorted_block_table_lists_every_entry_with_ranks(v300):
     assert rows[5][7] == pytest.approx(float(b.values[1, 1]))
 
 
+def test_sorted_block_levels(v300):
+    _, layer = v300
+    b = sorted_matrix_block(layer, 1, rows=(0, 10), cols=(0, 12))
+    vals = b.values.astype(np.float32)
+    assert b.levels() == (pytest.approx(float(np.percentile(vals, 1))),
+                          pytest.approx(float(np.percentile(vals, 99.5))))
+    b.values = np.full((2, 2), np.nan)
+    assert b.levels() == (0.0, 1.0)
+    b.values = np.full((2, 2), 3.0)
+    assert b.levels() == (3.0, 4.0)
+
+
 def test_bad_arguments(v300):
     _, layer = v300
     with pytest.raises(InputError, match="direction"):

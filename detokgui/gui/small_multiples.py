@@ -99,7 +99,7 @@ class SmallMultiples(QObject):
         self.selected.setZValue(10)
         self.selected.setVisible(False)
         self.vb.addItem(self.selected, ignoreBounds=True)
-        self.vb.sigResized.connect(self._resized)
+        self.vb.sigResized.connect(self._relayout)
         if state is not None:
             state.headChanged.connect(self.mark_head)
 
@@ -176,8 +176,9 @@ class SmallMultiples(QObject):
         self.x_range, self.y_range = x_range, y_range
         self._relayout()
 
-    def _relayout(self) -> None:
-        """Frames, ticks, grid lines, marker and every series, for the heads and ranges."""
+    def _relayout(self, *_) -> None:
+        """Frames, ticks, grid lines, marker and every series, for the heads, the ranges and
+        the size (a series gets as many points as its pixel columns hold)."""
         corners = self.corners
         frames = QPainterPath()
         for x, y in corners.values():
@@ -390,13 +391,6 @@ class SmallMultiples(QObject):
         view = self.vb.viewRect()
         return (self.vb.width() / max(view.width(), 1e-9),
                 self.vb.height() / max(view.height(), 1e-9))
-
-    def _resized(self, *_) -> None:
-        self._update_ticks()
-        for name in self._data:  # at most four points a pixel column: as many as fit now
-            self._draw_series(name)
-        for name in self._bands:
-            self._draw_band(name)
 
     # ------------------------------------------------------------------ ticks
 

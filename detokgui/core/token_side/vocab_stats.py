@@ -128,6 +128,16 @@ class SortedBlock:
     row_step: int
     col_step: int
 
+    def levels(self) -> tuple[float, float]:
+        """Colour levels: the 1st to the 99.5th percentile of the finite values as float32
+        (0..1 without any; one unit wide where they meet)."""
+        values = np.asarray(self.values, dtype=np.float32)
+        finite = values[np.isfinite(values)]
+        if not finite.size:
+            return 0.0, 1.0
+        lo, hi = float(np.percentile(finite, 1)), float(np.percentile(finite, 99.5))
+        return lo, hi if hi > lo else lo + 1
+
 
 def sorted_matrix_block(layer, head: int, sigma: SigmaChoice | None = None, *,
                         direction: str = "keys", rows: tuple[int, int | None] = (0, None),

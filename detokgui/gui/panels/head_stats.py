@@ -12,10 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, QRectF, Qt, Slot
-from PySide6.QtWidgets import (
-    QSplitter,
-    QVBoxLayout,
-)
+from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side import vocab_stats as VS
@@ -61,11 +58,7 @@ class Request:
 
 
 @dataclass(frozen=True)
-class BlockRequest:
-    serial: int
-    sigma: SigmaChoice
-    direction: str
-    head: int
+class BlockRequest(Request):
     rows: int
     cols: int
 
@@ -104,7 +97,6 @@ class HeadStatsPanel(Panel):
                                analysis="score_matrix")
         self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True)
         self.image = pg.ImageItem()
-        self.image.setColorMap(pg.colormap.get("viridis"))
         self.plot.addItem(self.image)
         self.colorbar = ColorBar("viridis")
         self.colorbar.setImageItem(self.image)
@@ -175,7 +167,8 @@ class HeadStatsPanel(Panel):
         ]
         model.sorted_by = None
         self.table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
-        model.set_records(self._order(st, h), columns)
+        by = self.options.value.sort
+        model.set_records(st.order(h, by, descending=(by == "variance")), columns)
         self.table_label.setText(
             f"<b>Head {h}</b> — every {row_side} token over all {num(int(rank.shape[0]))} "
             f"{PLURAL[col_side]} by T_ee ({st.sigma.label()}); click a row to select it")
@@ -186,10 +179,6 @@ class HeadStatsPanel(Panel):
             f"head {h} · {row_side} → {PLURAL[col_side]} · median self-rank "
             f"{num(float(np.median(rank)))} · {own} · {st.sigma.label()}")
         self._mark_selection()
-
-    def _order(self, st: VS.HeadStats, head: int) -> np.ndarray:
-        by = self.options.value.sort
-        return st.order(head, by, descending=(by == "variance"))
 
     @Slot(object)
     def _resort(self, o: Options) -> None:
@@ -237,15 +226,11 @@ class HeadStatsPanel(Panel):
             set_title(self.plot, " ")
             self.block_status.setText(" ")
             return
-        vals = np.asarray(b.values, dtype=np.float32)
-        finite = vals[np.isfinite(vals)]
-        lo, hi = (float(np.percentile(finite, 1)), float(np.percentile(finite, 99.5))) \
-            if finite.size else (0.0, 1.0)
-        hi = hi if hi > lo else lo + 1
-        self.image.setImage(vals, levels=(lo, hi), autoLevels=False)
+        vals, levels = np.asarray(b.values, dtype=np.float32), b.levels()
+        self.image.setImage(vals, levels=levels, autoLevels=False)
         nr, nc = vals.shape
         self.image.setRect(QRectF(0, 0, nc * b.col_step, nr * b.row_step))
-        self.colorbar.setLevels((lo, hi))
+        self.colorbar.setLevels(levels)
         self.plot.setRange(xRange=(0, nc * b.col_step), yRange=(0, nr * b.row_step), padding=0)
         row_side, col_side = sides(b.direction)
         self.plot.setLabel("bottom", f"rank of the {col_side} (highest T_ee first)")

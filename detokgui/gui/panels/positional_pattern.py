@@ -110,7 +110,6 @@ class PositionalPatternPanel(Panel):
         self.grid_plot = add_plot(self.grid_frame, controls=False, mouse=False, invert_y=True,
                                   left="first j of the row", bottom="column (j mod C)")
         self.grid_image = pg.ImageItem()
-        self.grid_image.setColorMap(pg.colormap.get("viridis"))
         self.grid_plot.addItem(self.grid_image)
         self.grid_mark = pg.QtWidgets.QGraphicsRectItem()
         self.grid_mark.setPen(QPen(QColor("#d62728"), 0))

@@ -20,3 +20,13 @@ def test_kept_matrices_per_head(tiny_layer):
     assert np.isnan(res.values["predicted"][:, ~lower]).all()  # blank above the diagonal
     np.testing.assert_allclose(res.max_abs_diff, whole.max_abs_diff, atol=1e-6)
     assert set(MATRIX_TITLES) == set(empirical.SENTENCE_TERMS)
+
+
+def test_matrix_titles(tiny_layer):
+    from detokgui.core.model.conventions import temperature_label
+    from detokgui.core.text_side.sentence_matrices import matrix_title
+
+    assert matrix_title(tiny_layer, "ee") == "T_ee"
+    assert matrix_title(None, "predicted") == "predicted softmax(sum / τ)"
+    assert matrix_title(tiny_layer, "predicted") == (
+        f"predicted softmax(sum / τ), {temperature_label(tiny_layer, short=True)}")

@@ -34,6 +34,8 @@ def test_values_and_titles(tiny_layer):
     assert res.heads == [1, 3] and res.values.shape == (2, 3, 3)
     np.testing.assert_array_equal(res.values, block)
     assert res.value_name == "raw e W^QK e^T" and "(Fig 12)" in heatmap_title(res, 1)
+    assert res.describe(1, 0, 2) == (f"head 3  query {res.labels[0]!r}  key {res.labels[2]!r}  "
+                                      f"value {block[1, 0, 2]:.4g}")
     empty = affinity_heatmap(tiny_layer, [], (0,), SigmaChoice("mean"))
     assert empty.values is None and empty.value_name == "T_ee"
     assert heatmap_title(empty, None).startswith("Token-token affinity T_ee, all heads (Fig 2-B)")

@@ -1,7 +1,7 @@
 """The Sentence view's matrices (C1) for one text: the six terms T_ee..T_p, their sum, the
 predicted attention softmax_{j<=i}(sum / tau) and the model's own attention, for the
 heads asked for, computed one head at a time and keeping only the matrices asked for
-(`iter_sentence_matrices`); their display names (`MATRIX_TITLES`)."""
+(`iter_sentence_matrices`); their display names (`MATRIX_TITLES`, `matrix_title`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from detokgui.core.base.progress import Job, Progress
+from detokgui.core.model.conventions import temperature_label
 from detokgui.core.model.tokens import display_token
 from detokgui.core.text_side import empirical
 from detokgui.core.text_side.empirical import TextSource
@@ -18,6 +19,13 @@ MATRIX_TITLES = {
     "ee": "T_ee", "pp": "T_pp", "pe": "T_pe", "ep": "T_ep", "e": "T_e", "p": "T_p",
     "sum": "sum of the six terms", "predicted": "predicted softmax(sum / τ)",
     "actual": "actual attention (forward pass)"}
+
+
+def matrix_title(layer, m: str) -> str:
+    """The matrix's name; the prediction's says which temperature it divides by."""
+    if m == "predicted" and layer is not None:
+        return f"{MATRIX_TITLES[m]}, {temperature_label(layer, short=True)}"
+    return MATRIX_TITLES[m]
 
 
 @dataclass

@@ -29,6 +29,11 @@ class HeatmapResult:
         """What a cell holds: 'T_ee', or 'raw e W^QK e^T' without LayerNorm."""
         return "raw e W^QK e^T" if self.sigma.convention == "none" else "T_ee"
 
+    def describe(self, k: int, r: int, c: int) -> str:
+        """The hover text of cell (r, c) of the k-th head's map."""
+        return (f"head {self.heads[k]}  query {self.labels[r]!r}  key {self.labels[c]!r}  "
+                f"value {self.values[k, r, c]:.4g}")
+
 
 def heatmap_tokens(layer, source: str, token_set, query: int, head: int, sigma, size: int,
                    seed: int) -> list[int]:

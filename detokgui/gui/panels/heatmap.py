@@ -122,11 +122,8 @@ class HeatmapPanel(Panel):
 
     def _mosaic_hovered(self, k: int, r: int, c: int) -> None:
         res = self.result
-        if k < 0 or res is None or res.values is None:
-            self.status.setText(" ")
-            return
-        self.status.setText(f"head {res.heads[k]}  query {res.labels[r]!r}  key "
-                            f"{res.labels[c]!r}  value {res.values[k, r, c]:.4g}")
+        shown = k >= 0 and res is not None and res.values is not None
+        self.status.setText(res.describe(k, r, c) if shown else " ")
 
     # ------------------------------------------------------------------ compute
 

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
-from detokgui.core.model.conventions import COLOUR_SIGN, temperature_label
+from detokgui.core.model.conventions import COLOUR_SIGN
 from detokgui.core.text_side.empirical import SENTENCE_TERMS, TextSource
 from detokgui.core.text_side.sentence_matrices import (
     MATRIX_TITLES,
     SentenceMatrices,
     iter_sentence_matrices,
+    matrix_title,
 )
 from detokgui.core.text_side.tables import sentence_values_table
 from detokgui.gui.corpus_hint import CorpusHint
@@ -174,7 +175,7 @@ class SentenceViewPanel(Panel):
                 values = res.values[m][0]
                 hm.set_matrix(np.nan_to_num(values, nan=0.0) if big else values, res.labels,
                               res.labels)
-                hm.setTitle(self._title(m), size="9pt")
+                hm.setTitle(matrix_title(self.layer, m), size="9pt")
                 self._axes(hm, left=k % 3 == 0, row=k // 3)
         self._mark()
         worst = float(res.max_abs_diff.max())
@@ -182,7 +183,7 @@ class SentenceViewPanel(Panel):
         where = "" if not grid else f" (worst: head {res.heads[int(res.max_abs_diff.argmax())]})"
         self.exact.setText(f"<span style='color:{color}'>max |predicted − actual| = "
                            f"{num(worst)}{where}</span>")
-        what = (f"{self._title(self.placed[0][1])}, every head" if grid
+        what = (f"{matrix_title(self.layer, self.placed[0][1])}, every head" if grid
                 else f"head {res.heads[0]}")
         self.frame.set_title(what if grid else "")
         self.status.setText(f"{res.source} · {n} tokens · {what} · rows: query i, columns: "
@@ -209,12 +210,6 @@ class SentenceViewPanel(Panel):
             for k, hm in enumerate(self.nine):
                 view.addItem(hm, row=k // 3, col=k % 3)
         self.shown = which
-
-    def _title(self, m: str) -> str:
-        """The matrix's name; the prediction's says which temperature it divides by."""
-        if m == "predicted" and self.layer is not None:
-            return f"{MATRIX_TITLES[m]}, {temperature_label(self.layer, short=True)}"
-        return MATRIX_TITLES[m]
 
     @staticmethod
     def _axes(hm: Heatmap, left: bool, row: int) -> None:

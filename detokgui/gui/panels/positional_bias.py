@@ -229,8 +229,7 @@ class PositionalBiasPanel(Panel):
     def draw(self, res: BiasFigures | None) -> None:
         """Show `res` in every shown plot: a figure is one plot with a curve item per
         series, so all heads of all four plots redraw in one pass."""
-        layer = self.layer
-        if res is None or layer is None:
+        if res is None:
             return
         t0 = time.perf_counter()
         i, heads = res.i, res.heads
@@ -311,6 +310,7 @@ class PositionalBiasPanel(Panel):
             return
         h, j = hit
         r, i = res.heads.index(h), res.i
+        note = titles.sigma_note(res.b3_sigma, res.convention)
         where = f"head {h} · i = {i} · j = {j}: "
         if key == "tp":
             bd = res.band
@@ -325,16 +325,16 @@ class PositionalBiasPanel(Panel):
             text = "T_pp " + ", ".join(f"σ_i {s} {num(res.lines[s].t_pp[r, j])}"
                                        for s in LINE_SIGMAS)
         elif key == "total":
-            text = f"T_pp + T_p = {num(res.b3.total[r, j])} ({titles.sigma_note(res.b3_sigma, res.convention)})"
+            text = f"T_pp + T_p = {num(res.b3.total[r, j])} ({note})"
         else:
-            text = f"softmax = {num(res.b3.softmax[r, j])} ({titles.sigma_note(res.b3_sigma, res.convention)})"
+            text = f"softmax = {num(res.b3.softmax[r, j])} ({note})"
         self.status.setText(where + text)
 
     def _table(self, key: str):
-        res, layer = self.result, self.layer
-        if res is None or layer is None:
+        res = self.result
+        if res is None:
             return None
         if key == "tp":
-            return position_band_table(layer, res.heads, res.convention)
+            return position_band_table(self.layer, res.heads, res.convention)
         sigmas = LINE_SIGMAS if key == "tpp" else (res.b3_sigma,)
-        return bias_lines_table(layer, res.i, sigmas, res.heads, res.convention)
+        return bias_lines_table(self.layer, res.i, sigmas, res.heads, res.convention)

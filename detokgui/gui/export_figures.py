@@ -51,19 +51,9 @@ class FigureRequest:
     max_texts: int
 
 
-def offer_box(text: str, what: str | None, missing: str, key: str, tip: str) -> QCheckBox:
-    """"TEXT (WHAT)", checked as last time (option `key`), for something the window has
-    open (`what` names it); disabled and unchecked, "TEXT (MISSING)", when it has none."""
-    box = QCheckBox(f"{text} ({what if what is not None else missing})")
-    box.setEnabled(what is not None)
-    box.setChecked(what is not None and bool(remembered(key, True)))
-    box.setToolTip(tip)
-    return box
-
-
 class ExportDialog(QDialog):
     """What the File menu's export dialogs share: a line on what they write, the path row
-    (`add_path`), "Use the current corpus" (`add_corpus_box`), and Export and Cancel
+    (`add_path`), "Use the current corpus" (`add_corpus_box`, `add_offer`), Export and Cancel
     (`finish`), Export enabled while `ready()`."""
 
     def __init__(self, parent, title: str, intro: str, corpus: tuple[str, ...]):
@@ -96,11 +86,20 @@ class ExportDialog(QDialog):
         self.form.addRow(label, row)
         return edit
 
+    def add_offer(self, text: str, what: str | None, missing: str, key: str,
+                  tip: str) -> QCheckBox:
+        """"TEXT (WHAT)", checked as last time (option `key`), for something the window has
+        open (`what` names it); disabled and unchecked, "TEXT (MISSING)", when it has none."""
+        box = QCheckBox(f"{text} ({what if what is not None else missing})")
+        box.setEnabled(what is not None)
+        box.setChecked(what is not None and bool(remembered(key, True)))
+        box.setToolTip(tip)
+        self.form.addRow("", box)
+        return box
+
     def add_corpus_box(self, corpus_text: str, key: str, tip: str) -> None:
-        self.use_corpus = offer_box("Use the current corpus",
-                                    corpus_text if self.corpus else None,
-                                    "none is open: Corpus menu", key, tip)
-        self.form.addRow("", self.use_corpus)
+        self.use_corpus = self.add_offer("Use the current corpus", corpus_text if self.corpus
+                                         else None, "none is open: Corpus menu", key, tip)
 
     def chosen_corpus(self) -> tuple[str, ...]:
         return self.corpus if self.use_corpus.isChecked() else ()

@@ -16,7 +16,7 @@ from pathlib import Path
 from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QFileDialog
 
-from detokgui.gui.export_figures import ExportDialog, FigureExporter, offer_box
+from detokgui.gui.export_figures import ExportDialog, FigureExporter
 from detokgui.gui.options import remember, remembered
 
 JOB_KEY = "export-report"
@@ -50,10 +50,9 @@ class ExportReportDialog(ExportDialog):
             "Written only when complete")
         self.add_corpus_box(corpus_text, USE_CORPUS, "The corpus figures, the token table's "
                             "most frequent tokens and the bigram partners' counts")
-        self.use_b = offer_box("Compare with model B", b_name, "none: Model › Compare with…",
-                               USE_B, "Model B's card, the matched heads and the comparison "
-                               "figures")
-        self.form.addRow("", self.use_b)
+        self.use_b = self.add_offer("Compare with model B", b_name,
+                                    "none: Model › Compare with…", USE_B, "Model B's card, "
+                                    "the matched heads and the comparison figures")
         self.figures = QCheckBox("Draw the figures (the slowest part)")
         self.figures.setChecked(bool(remembered(FIGURES, True)))
         self.form.addRow("", self.figures)

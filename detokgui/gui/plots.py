@@ -324,15 +324,12 @@ class PlotFrame(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
         lay.addWidget(self.view)
-        actions = []
-        for fmt in EXPORT_FORMATS:
-            act = QAction(f"Export {fmt.upper()}…", self)
+        self.export_actions = [QAction(f"Export {f.upper()}…", self) for f in EXPORT_FORMATS]
+        for fmt, act in zip(EXPORT_FORMATS, self.export_actions):
             act.triggered.connect(lambda _=False, f=fmt: self.export_dialog(f))
-            actions.append(act)
         # Replace pyqtgraph's own "Export..." (its SVG exporter is broken with PySide6 6.12):
         # plots with a ViewBox menu append these actions; elsewhere a right-click shows them.
-        self.view.scene().contextMenu = actions
-        self.export_actions = actions
+        self.view.scene().contextMenu = self.export_actions
         self.view.setContextMenuPolicy(Qt.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
 
@@ -490,10 +487,8 @@ class Heatmap(pg.PlotItem):
     cellClicked = Signal(int, int)  # row, col
 
     def __init__(self, title: str = "", max_labels: int = 60, **kw):
-        kw.setdefault("enableMenu", False)  # no plot menu; skips building one
-        super().__init__(title=title, **kw)
+        super().__init__(title=title, enableMenu=False, **kw)  # no plot or view box menu
         self.max_labels = max_labels
-        self.setMenuEnabled(False)
         self.hideButtons()
         plain_axes(self)
         vb = self.getViewBox()

@@ -22,12 +22,12 @@ VIEW_NAMES = (
 #: The commands `detokgui` runs instead of opening the window (`app.main` dispatches on
 #: the first word), one line each for `detokgui --help`.
 COMMANDS = (
-    ("export", "write data (CSV) and figures without opening a window; "
-               "`detokgui export --help` lists them"),
-    ("download", "write a hub model's layer 0 into a folder to carry to an offline "
-                 "machine and open there with --model FOLDER; `detokgui download --help`"),
-    ("provenance", "print what made an exported PNG, SVG, PDF, CSV or HTML report (model, "
-                   "commit, conventions, corpus, session, date); `detokgui provenance --help`"),
+    ("export", ("write data (CSV) and figures without opening a window; "
+                "`detokgui export --help` lists them")),
+    ("download", ("write a hub model's layer 0 into a folder to carry to an offline "
+                  "machine and open there with --model FOLDER; `detokgui download --help`")),
+    ("provenance", ("print what made an exported PNG, SVG, PDF, CSV or HTML report (model, "
+                    "commit, conventions, corpus, session, date); `detokgui provenance --help`")),
 )
 
 

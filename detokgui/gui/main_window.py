@@ -91,8 +91,8 @@ class MainWindow(QMainWindow):
                 panel = cls(self.state, self.jobs)
                 idx = inner.addTab(panel, panel.title)
                 inner.setTabToolTip(idx, panel.tooltip)
-                inner.currentChanged.connect(self._remember_view)
                 self.panels.append(panel)
+            inner.currentChanged.connect(self._remember_view)
         self.tabs.currentChanged.connect(self._remember_view)
 
         self._build_toolbar()
@@ -103,13 +103,12 @@ class MainWindow(QMainWindow):
         m.message.connect(self.show_message)
         m.banner.connect(self.banner.show_text)
         m.bannerDismissed.connect(self.banner.dismiss)
-        self.state.modelChanged.connect(self._on_model)
-        self.state.compareChanged.connect(self._show_selection)
-        self.state.headBChanged.connect(self._show_selection)
-        self.state.modelRequested.connect(self.load_model)  # e.g. a training-series point
-        self.state.headChanged.connect(self.head_spin.setValue)
-        self.state.queryTokenChanged.connect(self._show_selection)
-        self.state.keyTokenChanged.connect(self._show_selection)
+        s = self.state
+        s.modelChanged.connect(self._on_model)
+        s.modelRequested.connect(self.load_model)  # e.g. a training-series point
+        s.headChanged.connect(self.head_spin.setValue)
+        for signal in (s.compareChanged, s.headBChanged, s.queryTokenChanged, s.keyTokenChanged):
+            signal.connect(self._show_selection)
         self.show_view(remembered(VIEW, "topk"))
         self.corpus.restore()
         geometry = remembered(GEOMETRY, None)

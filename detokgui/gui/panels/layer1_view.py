@@ -97,12 +97,11 @@ class Layer1Panel(Panel):
                                     self._behaviour_table, analysis="behaviour")
         self.bars = add_plot(self.bars_frame, bottom="head", left="score", grid="y",
                              controls=False, mouse=False)
-        self.prev_bars = pg.BarGraphItem(x=[], height=[], width=BAR_WIDTH, brush=PREV_COLOR,
-                                         pen=None)
-        self.ind_bars = pg.BarGraphItem(x=[], height=[], width=BAR_WIDTH,
-                                        brush=INDUCTION_COLOR, pen=None)
-        self.bars.addItem(self.prev_bars)
-        self.bars.addItem(self.ind_bars)
+        self.prev_bars, self.ind_bars = (
+            pg.BarGraphItem(x=[], height=[], width=BAR_WIDTH, brush=color, pen=None)
+            for color in (PREV_COLOR, INDUCTION_COLOR))
+        for bars in (self.prev_bars, self.ind_bars):
+            self.bars.addItem(bars)
         right.addWidget(self.bars_frame)
         self.circuit_view = HeadTable(CIRCUIT_COLUMNS, "Per layer-1 head, the weights "
                                       "(K-composition) beside the behaviour (induction "
@@ -140,8 +139,8 @@ class Layer1Panel(Panel):
         return res.composition if isinstance(res, Layer1Result) else None
 
     def _composition_table(self):
-        comp = self._composition()
-        return composition_table(comp) if comp is not None else None
+        res = self.result
+        return composition_table(res.composition) if isinstance(res, Layer1Result) else None
 
     def _behaviour_table(self):
         res = self.result
@@ -150,15 +149,12 @@ class Layer1Panel(Panel):
     def draw(self, res) -> None:
         if not isinstance(res, Layer1Result):
             self.mosaic.set_maps(np.zeros((0, 1, 1)), [], (0.0, 1.0))
-            self.prev_bars.setOpts(x=[], height=[])
-            self.ind_bars.setOpts(x=[], height=[])
+            for bars in (self.prev_bars, self.ind_bars):
+                bars.setOpts(x=[], height=[])
             self.circuit.set_records(())
-            if isinstance(res, Unavailable):
-                text = res.message
-            else:
-                text = self.empty_message(
-                    " ", "Reading block 1 and computing the composition scores… (progress "
-                         "and Cancel in the status bar)")
+            text = res.message if isinstance(res, Unavailable) else self.empty_message(
+                " ", "Reading block 1 and computing the composition scores… (progress and "
+                     "Cancel in the status bar)")
             self.frame.set_title(f"<b>Layer 1</b> — {text}" if text.strip() else " ")
             self.bars_frame.set_title(" ")
             if isinstance(res, Unavailable):

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
 from detokgui.core.model.terms import TERM_NAMES
 from detokgui.core.text_side import sinks
 from detokgui.core.text_side.empirical import TextSource
 from detokgui.core.text_side.tables import sink_heads_table, sinks_table
+from detokgui.gui.controls import bare_column
 from detokgui.gui.head_controls import HeadChooser
 from detokgui.gui.head_table import HeadTable
 from detokgui.gui.numbers import num
@@ -101,9 +102,7 @@ class SinksPanel(CorpusGridPanel):
         state.queryPositionChanged.connect(self.redraw)  # the marker
 
         split = QSplitter(Qt.Vertical)
-        top = QWidget()
-        top_lay = QVBoxLayout(top)
-        top_lay.setContentsMargins(0, 0, 0, 0)
+        top, top_lay = bare_column()
         self.add_grid(top_lay, "Hover over a plot to read every term at that position; click "
                                "to choose the query position")
         split.addWidget(top)
@@ -188,7 +187,8 @@ class SinksPanel(CorpusGridPanel):
                 "<b>Attention sinks</b>: attention to key position 0 over query position i, "
                 "mean over the texts (blue), and 1/(i+1), its share were every key weighted "
                 f"alike (grey, dashed) — {zero}")
-        self.summary.set_records(_summary_records(res))
+        header, per_head = sink_heads_table(res)
+        self.summary.set_records([dict(zip(header, row)) for row in per_head])
         self.summary_view.select_head(self.state.head)
         self.status.setText(f"{res.source} · {res.n_texts} texts · τ = "
                             f"{num(res.temperature)} · hover to read values, click to "
@@ -210,7 +210,3 @@ class SinksPanel(CorpusGridPanel):
     def table(self):
         return sinks_table(self.result) if self.result is not None else None
 
-
-def _summary_records(res: sinks.SinkProfile) -> list[dict]:
-    header, rows = sink_heads_table(res)
-    return [dict(zip(header, row)) for row in rows]

@@ -1,14 +1,17 @@
 """The status bar's part in the background jobs: a progress bar and Cancel, shown once
 jobs have run for BUSY_SHOW_MS; each job's progress message with the time left;
-"Cancelled."; and the lines the core logged while jobs ran."""
+"Cancelled."; and the lines the core logged while jobs ran (the core logs on the
+`detokgui` logger from the jobs' worker threads: `_Relay` hands each line to a signal, whose
+queued connection delivers it on the GUI thread)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QTimer, Slot
+import logging
+
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from PySide6.QtWidgets import QToolButton
 
 from detokgui.gui.models import PAIR_JOBS
-from detokgui.gui.notices import LogNotices
 from detokgui.gui.progress_bar import ProgressBar
 
 NOTICE_MS = 15000  # how long a line the core logged stays in the status bar
@@ -18,8 +21,22 @@ NOTICE_MS = 15000  # how long a line the core logged stays in the status bar
 BUSY_SHOW_MS = 250
 
 
+class _Relay(logging.Handler):
+    def __init__(self, status: JobStatus):
+        super().__init__()
+        self.status = status
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.status.noticeLogged.emit(record.getMessage())
+        except RuntimeError:  # its window was deleted without closing
+            logging.getLogger("detokgui").removeHandler(self)
+
+
 class JobStatus(QObject):
     """Adds `progress` and `cancel_button` to `status_bar` and follows `jobs`."""
+
+    noticeLogged = Signal(str)  # a message of the `detokgui` logger, from any thread
 
     def __init__(self, parent, jobs, status_bar):
         super().__init__(parent)
@@ -44,8 +61,9 @@ class JobStatus(QObject):
         jobs.submitted.connect(self.progress.start)
         jobs.busyChanged.connect(self._on_busy)
         jobs.cancelled.connect(self._on_cancelled)
-        self.notices = LogNotices(self)
-        self.notices.line.connect(self._on_notice)
+        self.noticeLogged.connect(self._on_notice)
+        self._relay = _Relay(self)
+        logging.getLogger("detokgui").addHandler(self._relay)
 
     @Slot()
     def cancel(self) -> None:
@@ -98,4 +116,4 @@ class JobStatus(QObject):
             self.status_bar.showMessage("Cancelled.", 3000)
 
     def close(self) -> None:
-        self.notices.close()
+        logging.getLogger("detokgui").removeHandler(self._relay)

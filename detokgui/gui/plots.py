@@ -278,10 +278,8 @@ def render_png(widget: QWidget, scale: float = 2.0, footer: Sequence[str] = (),
     painter.end()
     if footer:  # the footer also as the PNG's text, for programs (and tests) that read it
         img.setText("Description", " · ".join(footer))
-    if provenance is not None:
-        img.setText(PNG_KEY, to_json(provenance))
     img.setDevicePixelRatio(1.0)
-    return png_bytes(img)
+    return png_bytes(img, provenance)
 
 
 def _render_view(painter: QPainter, view: QGraphicsView, at: QPoint) -> None:
@@ -290,8 +288,10 @@ def _render_view(painter: QPainter, view: QGraphicsView, at: QPoint) -> None:
     view.scene().render(painter, QRectF(at.x(), at.y(), view.width(), view.height()), source)
 
 
-def png_bytes(image) -> bytes:
-    """A QImage or QPixmap encoded as PNG."""
+def png_bytes(image: QImage, provenance: dict | None = None) -> bytes:
+    """`image` encoded as PNG, with `provenance` (a record) in its text chunk `PNG_KEY`."""
+    if provenance is not None:
+        image.setText(PNG_KEY, to_json(provenance))
     buf = QBuffer()
     buf.open(QIODevice.WriteOnly)
     if not image.save(buf, "PNG"):

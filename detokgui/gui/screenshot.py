@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QApplication
 
 from detokgui.core.base.atomic import write_bytes
 from detokgui.gui.plots import png_bytes
+from detokgui.gui.sharing import panel_record
 
 
 class ScreenshotWhenIdle(QObject):
@@ -48,23 +49,19 @@ class ScreenshotWhenIdle(QObject):
         print("detokgui: error: timed out before the window was ready", file=sys.stderr)
         self._shoot(1)
 
-    def _image(self):
-        """The window as drawn, with the provenance record of the view in front
-        (`gui.sharing.panel_record`) when a model is shown."""
-        image = self.window.grab().toImage()
+    def _record(self) -> dict | None:
+        """The provenance record of the view in front (`gui.sharing.panel_record`) when a
+        model is shown."""
         panel = self.window.current_panel()
-        if panel is not None and self.window.state.layer is not None:
-            from detokgui.core.base.provenance import PNG_KEY, to_json
-            from detokgui.gui.sharing import panel_record
-
-            image.setText(PNG_KEY, to_json(panel_record(panel, "screenshot")))
-        return image
+        if panel is None or self.window.state.layer is None:
+            return None
+        return panel_record(panel, "screenshot")
 
     def _shoot(self, code: int) -> None:
         self.poll.stop()
         QApplication.processEvents()
         try:
-            write_bytes(self.path, png_bytes(self._image()))
+            write_bytes(self.path, png_bytes(self.window.grab().toImage(), self._record()))
         except OSError as exc:
             print(f"detokgui: error: cannot write {self.path}: {exc.strerror or exc}",
                   file=sys.stderr)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, is_dataclass
 
+from detokgui.core.corpus.provenance import corpus_identity
+from detokgui.core.model.provenance import provenance_record
 from detokgui.gui.view_figures import panel_of
 
 
@@ -32,9 +34,6 @@ def panel_options(panel) -> dict:
 def panel_record(panel, analysis: str | None, **extra) -> dict:
     """The provenance record of what `panel` shows now (GUI thread); `analysis` names the
     table or figure exported, `extra` adds top-level entries (e.g. the plot's name)."""
-    from detokgui.core.corpus.provenance import corpus_identity
-    from detokgui.core.model.provenance import provenance_record
-
     state = panel.state
     options = {**panel_options(panel), "selection": selection(state)}
     return provenance_record(
@@ -46,8 +45,6 @@ def panel_record(panel, analysis: str | None, **extra) -> dict:
 
 def view_record(frame) -> dict:
     """The provenance record of what `frame` (a PlotFrame) shows now (GUI thread)."""
-    from detokgui.core.model.provenance import provenance_record
-
     panel = panel_of(frame)
     if panel is None:
         return provenance_record(None, analysis=frame.analysis, plot=frame.name)

@@ -7,13 +7,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton
 
-
-def use_sample_corpus(state) -> None:
-    """Open the sample corpus shipped with detokgui as the Corpus menu does (checked and
-    remembered like a chosen corpus; see `AppState.request_corpus`)."""
-    from detokgui.core.model.sources.demo import sample_corpus
-
-    state.request_corpus([str(sample_corpus())])
+from detokgui.core.model.sources.demo import sample_corpus
 
 
 class CorpusHint(QFrame):
@@ -39,7 +33,8 @@ class CorpusHint(QFrame):
         self.button = QPushButton("Use sample corpus")
         self.button.setToolTip("3 MB of public-domain English (Austen, Bibles, State of the "
                                "Union addresses, Bierce)")
-        self.button.clicked.connect(lambda: use_sample_corpus(state))
+        # checked and remembered like a chosen corpus (`AppState.request_corpus`)
+        self.button.clicked.connect(lambda: state.request_corpus([str(sample_corpus())]))
         lay.addWidget(self.button)
         state.corpusChanged.connect(self.update_shown)
         self.update_shown()

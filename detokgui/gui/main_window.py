@@ -5,6 +5,7 @@ which the window shows through its signals."""
 
 from __future__ import annotations
 
+import torch
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -255,8 +256,6 @@ class MainWindow(QMainWindow):
 
     @Slot(str, str, object)
     def _on_job_failed(self, key: str, message: str, exc) -> None:
-        import torch
-
         if isinstance(exc, torch.cuda.OutOfMemoryError) and self.state.layer is not None:
             self.show_message("GPU out of memory: moving the model to the CPU.", 10000)
             self.state.set_model(self.state.layer.to("cpu"))

@@ -378,6 +378,7 @@ class PlotFrame(QWidget):
         (a CSV beside it, in NAME.csv.json)."""
         path = Path(path)
         fmt = path.suffix.lower().lstrip(".")
+        rows = None
         if fmt == "png":  # the file appears whole or not at all
             write_bytes(path, render_png(self, footer=self.footer(), provenance=self.provenance()))
         elif fmt in VECTOR_FORMATS:
@@ -388,14 +389,12 @@ class PlotFrame(QWidget):
             table = self.table_fn() if self.table_fn else None
             if table is None:
                 raise ValueError(f"{self.name} has no data to export yet.")
-            n = write_csv(path, table, self.provenance())
-            self.exported.emit(str(path))
-            return n
+            rows = write_csv(path, table, self.provenance())
         else:
             raise ValueError(f"Unknown export format {path.suffix!r}: use .png, .svg, .pdf "
                              "or .csv.")
         self.exported.emit(str(path))
-        return None
+        return rows
 
     def provenance(self) -> dict:
         """The provenance record of what this plot shows now (`gui.sharing.view_record`)."""

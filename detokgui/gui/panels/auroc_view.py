@@ -99,7 +99,6 @@ class AUROCPanel(Panel):
         lay.addWidget(split, 1)
         self.roc_status = StatusLine()
         lay.addWidget(self.roc_status)
-        self.status.setWordWrap(True)
         lay.addWidget(self.status)
 
         self.add_channel("roc", self._curve_request, self._curve_compute, self._draw_curve,

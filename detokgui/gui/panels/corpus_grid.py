@@ -40,7 +40,6 @@ class CorpusGridPanel(Panel):
         self.grid = SmallMultiples(self.frame, self.state, x_label=self.x_label)
         self.add_series(self.grid)
         layout.addWidget(self.frame, 1)
-        self.status.setWordWrap(True)
         self.status.setToolTip(tip)
         layout.addWidget(self.status)
         scene = self.frame.view.scene()

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side import frequency as F
+from detokgui.core.token_side.tables import frequency_table
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.head_controls import HeadSpin
 from detokgui.gui.numbers import num
@@ -75,7 +76,6 @@ class FrequencyPanel(Panel):
         lay.addWidget(self.frame, 1)
         self.hover = QLabel(" ")
         lay.addWidget(self.hover)
-        self.status.setWordWrap(True)
         lay.addWidget(self.status)
         self.ids = np.zeros(0, dtype=np.int64)  # token id of each drawn point
         state.headChanged.connect(self.redraw)  # every head is computed
@@ -173,9 +173,4 @@ class FrequencyPanel(Panel):
             self.state.set_query_token(int(self.ids[i]))
 
     def _table(self):
-        fs = self.result
-        if fs is None:
-            return None
-        from detokgui.core.token_side.tables import frequency_table
-
-        return frequency_table(self.layer, fs)
+        return None if self.result is None else frequency_table(self.layer, self.result)

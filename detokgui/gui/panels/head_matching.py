@@ -13,6 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPen
 
+from detokgui.core.compare.pair import matching_table
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.compare_base import ComparePanel
@@ -113,7 +114,8 @@ class HeadMatchingPanel(ComparePanel):
                            f"{len(m.assignment)} assigned pairs matched (S > θ, θ "
                            f"{float(t.min()):.2f}–{float(t.max()):.2f}); assignment's mean "
                            f"{mean:.3f}")
-        self.status.setText(self.rule_text())
+        self.status.setText(f"Dashed grey squares — {m.rule()}. Hover over a cell to read its "
+                            "parts; click to select the pair.")
         self._mark()
 
     def _mark(self) -> None:
@@ -135,12 +137,6 @@ class HeadMatchingPanel(ComparePanel):
         a, b = math.floor(p.y()), math.floor(p.x())
         ha, hb = np.asarray(m.similarity).shape
         return (a, b) if 0 <= a < ha and 0 <= b < hb else None
-
-    def rule_text(self) -> str:
-        """The status line's standing text: how "no match" is decided, then what to do."""
-        m = self.state.matching
-        return (f"Dashed grey squares — {m.rule()}. Hover over a cell to read its parts; "
-                "click to select the pair.")
 
     def describe(self, a: int, b: int) -> str:
         m = self.state.matching
@@ -167,7 +163,5 @@ class HeadMatchingPanel(ComparePanel):
             ev.accept()
 
     def _table(self):
-        from detokgui.core.compare.pair import matching_table
-
         m = self.state.matching
         return None if m is None else matching_table(m)

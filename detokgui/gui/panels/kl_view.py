@@ -92,26 +92,18 @@ class KLPanel(CorpusGridPanel):
         for t in TERM_NAMES:
             grid.add_series(t, pg.mkPen(TERM_COLORS[t], width=1))
 
-    def values(self) -> np.ndarray | None:
-        """What is drawn: [len(result.heads), 6, n] over the positions some text reaches
-        (log10 with the log option)."""
-        res = self.result
-        if res is None:
-            return None
-        n = int(np.count_nonzero(res.texts))
-        c = res.contribution[..., :n]
-        return np.log10(np.maximum(c, LOG_FLOOR)) if self.options.value.log else c
-
     def draw(self, res: empirical.KLContributions | None) -> None:
         if res is None:
             self.draw_nothing("measure the terms on its texts")
             return
-        vals = self.values()
-        n = vals.shape[-1]
+        log = self.options.value.log
+        n = int(np.count_nonzero(res.texts))  # the positions some text reaches
+        vals = res.contribution[..., :n]  # [heads, 6, n], log10 with the log option
+        if log:
+            vals = np.log10(np.maximum(vals, LOG_FLOOR))
         heads, rows = self.shown_rows(res.heads)
         grid = self.grid
         grid.set_heads(heads)
-        log = self.options.value.log
         y = stable_range(None, *data_range([vals[rows]], 0, n), zero_based=not log)
         pad = max(0.5, 0.02 * n)
         grid.set_ranges((-pad, n - 1 + pad), y)

@@ -16,7 +16,15 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QFileDialog, QLabel, QListWidget, QPushButton, QVBoxLayout
 
+from detokgui.core.base.errors import InputError
 from detokgui.core.compare.head_metrics import CORPUS_METRICS, HEAD_METRICS, METRIC_LABELS
+from detokgui.core.compare.series import (
+    iter_series,
+    series_folder,
+    series_steps,
+    step_position,
+    step_ticks,
+)
 from detokgui.gui.controls import check_box, combo_box, spin_box
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.panels.base import Panel
@@ -97,9 +105,6 @@ class SeriesPanel(Panel):
     # ------------------------------------------------------------------ checkpoints
 
     def choose_folder(self, folder: str | None = None) -> None:
-        from detokgui.core.base.errors import InputError
-        from detokgui.core.compare.series import series_folder
-
         if folder is None:
             folder = QFileDialog.getExistingDirectory(self, "Series folder")
             if not folder:
@@ -110,8 +115,6 @@ class SeriesPanel(Panel):
             self.status.setText(str(exc))
 
     def add_checkpoint(self, folder: str | None = None) -> None:
-        from detokgui.core.compare.series import series_steps
-
         if folder is None:
             folder = QFileDialog.getExistingDirectory(self, "Checkpoint folder")
             if not folder:
@@ -131,8 +134,6 @@ class SeriesPanel(Panel):
     # ------------------------------------------------------------------ the job
 
     def start(self) -> None:
-        from detokgui.core.compare.series import iter_series
-
         if not self.checkpoints:
             return
         names, steps = (list(t) for t in zip(*self.checkpoints))
@@ -181,8 +182,6 @@ class SeriesPanel(Panel):
     # ------------------------------------------------------------------ drawing
 
     def draw_series(self) -> None:
-        from detokgui.core.compare.series import step_position, step_ticks
-
         self.plot.clear()
         res = self.series
         if res is None:

@@ -176,6 +176,28 @@ def test_the_demo_against_random_weights_has_no_match(demo, demo_shaped_random):
     assert sw.matched == [False] * H
 
 
+def test_pair_texts_say_how_the_heads_were_paired(demo, demo2, demo_shaped_random):
+    from detokgui.core.compare import pair_texts as pt
+
+    assert pt.waiting_text(False, None, 0, None, 8).startswith("Pairing the two models")
+    assert pt.waiting_text(True, None, 0, None, 8).startswith("Matching the heads of A and B")
+    assert (pt.pair_label(None, 1, 2, "a<b", "c") ==
+            "<b>A head 1 ↔ B head 2</b> (chosen) · query a&lt;b (B: c)")
+    same = match_heads(Pair(demo, demo2), n_queries=Q)
+    assert pt.pair_label(same, 3, 3) == f"<b>A head 3 ↔ B head 3</b> ({same.verdict(3, 3)})"
+    none = match_heads(Pair(demo, demo_shaped_random), n_queries=Q)
+    b = none.assigned_of_a(0)
+    assert pt.waiting_text(True, none, 0, None, 8).startswith(
+        f"A's head 0 has no match in B: the assignment pairs it with B's head {b}, but "
+        f"{none.inequality(0, b)}, no more alike")
+    assert pt.no_match_label(none, 0) == (
+        "<b>A head 0</b>: <span style='color:#b00'>no match in B</span> "
+        f"(assigned B head {b}: {none.inequality(0, b)})")
+    assert pt.pair_label(none, 0, b, "x", None) == (
+        f"<b>A head 0 ↔ B head {b}</b> (chosen; <span style='color:#b00'>"
+        f"{none.verdict(0, b)}</span>) · query x (<span style='color:#b00'>missing in B</span>)")
+
+
 def test_unrelated_random_models_have_no_match_and_each_matches_itself(tmp_path):
     shape = dict(n_embd=48, n_head=6, n_positions=64)
     a, b = random_layer(tmp_path / "a", 7, **shape), random_layer(tmp_path / "b", 8, **shape)

@@ -5,18 +5,14 @@ head matching changes."""
 
 from __future__ import annotations
 
-from functools import partial
-from html import escape
-
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import QLabel, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 
+from detokgui.core.compare import pair_texts
+from detokgui.core.compare.pair_texts import MISSING  # noqa: F401 (the Compare panels' word)
 from detokgui.gui.panels.base import Panel
 
-_esc = partial(escape, quote=False)  # & < > only: the text goes between tags
-
 NO_COMPARISON = "Compare with another model (Model > Compare with…)"
-MISSING = "missing in B"
 
 
 class NoComparison(QWidget):
@@ -69,61 +65,31 @@ class ComparePanel(Panel):
         return s.pair is not None and s.head_b is not None
 
     def waiting_text(self) -> str:
-        """Why nothing is shown yet while B is open."""
+        """Why nothing is shown yet while B is open (`pair_texts.waiting_text`)."""
         s = self.state
         if s.layer_b is None:
             return ""
-        if s.pair is None:
-            return "Pairing the two models' tokens… (Model > Match heads of A and B if cancelled)"
-        if s.matching is not None and s.head_b is None:
-            assigned = s.matching.assigned_of_a(s.head)
-            if assigned is not None:
-                return (f"A's head {s.head} has no match in B: the assignment pairs it with "
-                        f"B's head {assigned}, but {s.matching.inequality(s.head, assigned)}, "
-                        "no more alike than heads of unrelated models. Click a cell of the "
-                        "Head matching view to compare it with a head of B anyway.")
-            return (f"A's head {s.head} has no match in B ({s.layer_b.n_heads} heads): click "
-                    "a cell of the Head matching view to choose a head of B for it.")
-        return "Matching the heads of A and B… (Model > Match heads of A and B if cancelled)"
+        return pair_texts.waiting_text(s.pair is not None, s.matching, s.head, s.head_b,
+                                       s.layer_b.n_heads)
 
     def pair_label(self) -> str:
-        """"A head 3 ↔ B head 5 (matched: S 0.912 > θ 0.204) · query ' Korea' (B: ' Korea')"
-        as rich text; a pair chosen by hand says "(chosen; …)", and "no match" where its
-        similarity is not above what unrelated heads reach; `no_match_label` while A's
-        head has no head of B."""
+        """The head pair and the query token of both models as rich text
+        (`pair_texts.pair_label`); `no_match_label` while A's head has no head of B."""
         s = self.state
         if s.head_b is None:
             return self.no_match_label()
         q, qb = s.query_token, s.query_token_b
-        query = ""
-        if q >= 0:
-            b = (f"B: {_esc(s.token_text_b(qb))}" if qb is not None
-                 else f"<span style='color:#b00'>{MISSING}</span>")
-            query = f" · query {_esc(s.token_text(q))} ({b})"
-        m = s.matching
-        if m is None:
-            how = "chosen"
-        elif m.match_of_a(s.head) == s.head_b:
-            how = m.verdict(s.head, s.head_b)
-        else:
-            alike = m.is_matched(s.head, s.head_b)  # above θ, though not the assignment's
-            text = m.inequality(s.head, s.head_b) if alike else m.verdict(s.head, s.head_b)
-            how = (f"chosen; <span style='color:{'#555' if alike else '#b00'}'>"
-                   f"{_esc(text)}</span>")
-        return f"<b>A head {s.head} ↔ B head {s.head_b}</b> ({how}){query}"
+        return pair_texts.pair_label(s.matching, s.head, s.head_b,
+                                     s.token_text(q) if q >= 0 else None,
+                                     s.token_text_b(qb) if qb is not None else None)
 
     def no_match_label(self) -> str:
-        """"A head 0: no match in B (assigned B head 6: S 0.140 ≤ θ 0.195)" as rich text
-        while the matching gives A's head no head of B; "" otherwise."""
+        """`pair_texts.no_match_label` while the matching gives A's head no head of B; ""
+        otherwise."""
         s = self.state
-        m = s.matching
-        if m is None or s.head_b is not None:
+        if s.matching is None or s.head_b is not None:
             return ""
-        assigned = m.assigned_of_a(s.head)
-        why = (f"assigned B head {assigned}: {m.inequality(s.head, assigned)}"
-               if assigned is not None else f"B has {m.shape[1]} heads")
-        return (f"<b>A head {s.head}</b>: <span style='color:#b00'>no match in B</span> "
-                f"({_esc(why)})")
+        return pair_texts.no_match_label(s.matching, s.head)
 
     @Slot()
     def _compare_changed(self, *_) -> None:

@@ -99,3 +99,10 @@ def test_heatmap_ticks_thin_rows_and_alternate_many_columns():
     assert top is None and len(left) == 4 and (3.5, "c3") in bottom
     left, _, _ = heatmap_ticks(rows, [], 5000, 400, 10, 40, limit=20)
     assert len(left) == 20  # at most `limit` labels
+
+
+def test_window_x_range_shows_the_last_w_keys_up_to_i():
+    from detokgui.core.base.plot_axes import window_x_range
+
+    assert window_x_range(100, 32) == ((68.5, 102.56), 69, 101)
+    assert window_x_range(5, 32) == ((-0.5, 6.0), 0, 6)  # at least one key of room

@@ -31,9 +31,10 @@ def position_at(vb: pg.ViewBox, scene_pos: QPointF, n_positions: int) -> int | N
     return int(max(0, min(n_positions - 1, round(x))))
 
 
-def connect_position_clicks(scene, locate: Callable[[QPointF], int | None],
-                            choose: Callable[[int], None]) -> None:
-    """A single left click on `scene` where locate(scene_pos) gives a position chooses it."""
+def connect_position_clicks(scene, locate: Callable[[QPointF], object | None],
+                            choose: Callable[[object], None]) -> None:
+    """A single left click on `scene` where locate(scene_pos) gives a position (or anything
+    not None: a heatmap's cell) chooses it."""
 
     def clicked(ev):
         if ev.button() != Qt.LeftButton or ev.double():

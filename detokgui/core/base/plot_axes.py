@@ -65,6 +65,13 @@ def growing_x_range(current, i: int) -> tuple[float, float]:
     return -max(0.5, 0.02 * x1), x1
 
 
+def window_x_range(i: int, w: int) -> tuple[tuple[float, float], int, int]:
+    """The x range of a window on the last w keys up to i, with a little room past i, and
+    the slice [a, b) of the keys it shows."""
+    a = max(0, i - w + 1)
+    return (a - 0.5, i + max(1.0, 0.08 * (i - a + 1))), a, i + 1
+
+
 def data_range(arrays, a: int, b: int) -> tuple[float, float]:
     """min and max over arrays[..., a:b] (NaNs ignored) of several arrays."""
     lo, hi = np.inf, -np.inf

@@ -24,6 +24,7 @@ from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.plots import PlotFrame, add_plot, set_title
+from detokgui.gui.position import connect_position_clicks
 from detokgui.gui.records import Column, RecordsModel, TokenTableView, select_row_token
 from detokgui.gui.sigma_controls import SigmaControls
 
@@ -118,7 +119,7 @@ class HeadStatsPanel(Panel):
         self.add_channel("matrix", self._block_request, self._block_compute, self._draw_block,
                          status=self.block_status, label="Sorted score matrix", coalesce=True)
         self.frame.view.scene().sigMouseMoved.connect(self._hover)
-        self.frame.view.scene().sigMouseClicked.connect(self._click)
+        connect_position_clicks(self.frame.view.scene(), self._cell, self._choose_cell)
 
     def plot_frames(self):
         return [self.frame]
@@ -266,12 +267,8 @@ class HeadStatsPanel(Panel):
             f" · {col_side} {self.state.token_text(v)!r} at rank {num(int(b.col_ranks[j]) + 1)}"
             f" · T_ee = {num(float(b.values[i, j]))}")
 
-    def _click(self, ev) -> None:
-        if ev.button() != Qt.LeftButton or ev.double():
-            return
-        hit = self._cell(ev.scenePos())
-        if hit is None:
-            return
+    def _choose_cell(self, hit) -> None:
+        """The cell's row token and column token become the query and key tokens."""
         b, i, j = hit
         u, v = int(b.row_ids[i]), int(b.key_ids[i, j])
         if b.direction == "keys":
@@ -280,7 +277,6 @@ class HeadStatsPanel(Panel):
         else:
             self.state.set_key_token(u)
             self.state.set_query_token(v)
-        ev.accept()
 
     def _block_table(self):
         b = self.channel("matrix").result

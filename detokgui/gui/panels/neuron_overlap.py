@@ -6,11 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (
-    QSizePolicy,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QSizePolicy, QVBoxLayout, QWidget
 
 from detokgui.core.position_side import neurons
 from detokgui.core.position_side.tables import embedding_overlap_table

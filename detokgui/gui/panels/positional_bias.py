@@ -20,6 +20,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 from superqt.utils import signals_blocked
 
+from detokgui.core.base.plot_axes import window_x_range
 from detokgui.core.model.conventions import (
     DEFAULT_POSITION_CONVENTION,
     POSITION_SIGMAS,
@@ -217,15 +218,6 @@ class PositionalBiasPanel(Panel):
     def _shown(self, key: str) -> bool:
         return getattr(self.options.value, f"show_{key}")
 
-    def x_window(self, i: int) -> tuple[tuple[float, float], int, int] | None:
-        """With the window on: the x range and the key slice [a, b) it shows."""
-        opts = self.options.value
-        if not opts.window:
-            return None
-        a = max(0, i - opts.window_size + 1)
-        pad = max(1.0, 0.08 * (i - a + 1))
-        return (a - 0.5, i + pad), a, i + 1
-
     def draw(self, res: BiasFigures | None) -> None:
         """Show `res` in every shown plot: a figure is one plot with a curve item per
         series, so all heads of all four plots redraw in one pass."""
@@ -233,19 +225,19 @@ class PositionalBiasPanel(Panel):
             return
         t0 = time.perf_counter()
         i, heads = res.i, res.heads
-        win = self.x_window(i)
-        if win is None:  # keys 0..i, with a strip of the masked keys past i
+        opts = self.options.value
+        if opts.window:
+            xr, a, b = window_x_range(i, opts.window_size)
+        else:  # keys 0..i, with a strip of the masked keys past i
             self._x_range = growing_x_range(self._x_range, i)
             xr, a, b = self._x_range, 0, i + 1
-        else:
-            xr, a, b = win
         for key, *_ in FRAMES:
             if self._shown(key):
                 self.grids[key].set_heads(heads)
-                getattr(self, f"_draw_{key}")(self.grids[key], res, xr, a, b, win is not None)
+                getattr(self, f"_draw_{key}")(self.grids[key], res, xr, a, b, opts.window)
         # Without i (the slider and the titles show it): a status line whose text changes
         # lays out the window again, on every step of a drag.
-        keys = (f"the last w = {self.options.value.window_size} keys up to i" if win
+        keys = (f"the last w = {opts.window_size} keys up to i" if opts.window
                 else "keys j = 0..i")
         self.status.setText(f"{len(heads)} head{'s' if len(heads) != 1 else ''} · {keys} · "
                             "hover to read values, click to choose i")

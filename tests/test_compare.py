@@ -185,6 +185,11 @@ def test_pair_texts_say_how_the_heads_were_paired(demo, demo2, demo_shaped_rando
             "<b>A head 1 ↔ B head 2</b> (chosen) · query a&lt;b (B: c)")
     same = match_heads(Pair(demo, demo2), n_queries=Q)
     assert pt.pair_label(same, 3, 3) == f"<b>A head 3 ↔ B head 3</b> ({same.verdict(3, 3)})"
+    mean = np.mean([same.similarity[a][b] for a, b in same.assignment])
+    assert pt.matching_title(same) == (
+        f"Head similarity, 8 heads of A × 8 of B; {sum(same.matched)} of 8 assigned pairs "
+        f"matched (S > θ, θ {same.threshold.min():.2f}–{same.threshold.max():.2f}); "
+        f"assignment's mean {mean:.3f}")
     none = match_heads(Pair(demo, demo_shaped_random), n_queries=Q)
     b = none.assigned_of_a(0)
     assert pt.waiting_text(True, none, 0, None, 8).startswith(

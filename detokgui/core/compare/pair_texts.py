@@ -7,6 +7,8 @@ from __future__ import annotations
 from functools import partial
 from html import escape
 
+import numpy as np
+
 MISSING = "missing in B"
 
 _esc = partial(escape, quote=False)  # & < > only: the text goes between tags
@@ -64,3 +66,16 @@ def waiting_text(paired: bool, matching, head_a: int, head_b: int | None,
         return (f"A's head {head_a} has no match in B ({n_heads_b} heads): click "
                 "a cell of the Head matching view to choose a head of B for it.")
     return "Matching the heads of A and B… (Model > Match heads of A and B if cancelled)"
+
+
+def matching_title(matching) -> str:
+    """"Head similarity, 8 heads of A × 8 of B; 8 of 8 assigned pairs matched (S > θ, θ
+    0.09–0.79); assignment's mean 1.000": the head matching's heatmap title."""
+    sim = np.asarray(matching.similarity, dtype=np.float32)
+    ha, hb = sim.shape
+    pairs = matching.assignment
+    mean = float(np.mean([sim[a, b] for a, b in pairs])) if pairs else 0.0
+    t = matching.threshold
+    return (f"Head similarity, {ha} heads of A × {hb} of B; {sum(matching.matched)} of "
+            f"{len(pairs)} assigned pairs matched (S > θ, θ "
+            f"{float(t.min()):.2f}–{float(t.max()):.2f}); assignment's mean {mean:.3f}")

@@ -14,6 +14,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPen
 
 from detokgui.core.compare.pair import matching_table
+from detokgui.core.compare.pair_texts import matching_title
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.compare_base import ComparePanel
@@ -99,21 +100,15 @@ class HeadMatchingPanel(ComparePanel):
         self.image.setImage(sim, levels=(0.0, 1.0), autoLevels=False)
         self.image.setRect(QRectF(0, 0, hb, ha))
         self.colorbar.setLevels((0.0, 1.0))
-        matched = m.matched
         for item, want in ((self.assigned, True), (self.unmatched, False)):
-            pairs = [p for p, ok in zip(m.assignment, matched) if ok is want]
+            pairs = [p for p, ok in zip(m.assignment, m.matched) if ok is want]
             item.setData([b + 0.5 for _, b in pairs], [a + 0.5 for a, _ in pairs])
         for axis, n in (("left", ha), ("bottom", hb)):
             step = max(1, math.ceil(n / MAX_TICKS))
             self.plot.getAxis(axis).setTicks([[(k + 0.5, str(k)) for k in range(0, n, step)],
                                               []])
         self.plot.setRange(xRange=(0, hb), yRange=(0, ha), padding=0)
-        mean = float(np.mean([sim[a, b] for a, b in m.assignment])) if m.assignment else 0.0
-        t = m.threshold
-        set_title(self.plot, f"Head similarity, {ha} heads of A × {hb} of B; {sum(matched)} of "
-                           f"{len(m.assignment)} assigned pairs matched (S > θ, θ "
-                           f"{float(t.min()):.2f}–{float(t.max()):.2f}); assignment's mean "
-                           f"{mean:.3f}")
+        set_title(self.plot, matching_title(m))
         self.status.setText(f"Dashed grey squares — {m.rule()}. Hover over a cell to read its "
                             "parts; click to select the pair.")
         self._mark()

@@ -202,11 +202,10 @@ class KeyPositionPanel(Panel):
         y = counts.astype(np.float64)
         if log:  # a step plot needs finite values: empty bins sit at the axis floor
             y = np.where(y > 0, y, 0.5)
-        color = pg.mkColor(head_color(h))
         fill = pg.mkColor(head_color(h))
         fill.setAlpha(90)
         style = {"stepMode": "center", "fillLevel": np.log10(0.5) if log else 0,
-                 "pen": pg.mkPen(color, width=1.5), "brush": fill}
+                 "pen": pg.mkPen(head_color(h), width=1.5), "brush": fill}
         if self.hist_curve is None:  # the items are made once and given new data after
             self.hist_curve = plot.plot(edges, y, **style)
             self.zero_line = pg.InfiniteLine(0, angle=90, pen=pg.mkPen("#888", style=Qt.DashLine))
@@ -228,8 +227,7 @@ class KeyPositionPanel(Panel):
         if marker is None or hist is None:  # no histogram: no marker, no title
             return
         title = (f"Slopes over j of raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub><sup>T</sup>,"
-                 f" head {self.state.head}, {int(hist[0].sum()):,}"
-                 " tokens u")
+                 f" head {self.state.head}, {int(hist[0].sum()):,} tokens u")
         if slopes is None or not 0 <= token < len(slopes):
             marker.setVisible(False)
             set_title(self.hist_plot, title)

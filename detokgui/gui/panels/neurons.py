@@ -349,10 +349,8 @@ class NeuronBrowserPanel(Panel):
         if beside != self._legend_beside:
             self._legend_beside = beside
             grid.removeItem(leg)
-            if beside:
-                grid.addItem(leg, row=0, col=1)
-            else:
-                grid.addItem(leg, row=1, col=0)
+            row, col = (0, 1) if beside else (1, 0)
+            grid.addItem(leg, row=row, col=col)
             grid.layout.setAlignment(leg, Qt.AlignTop | Qt.AlignLeft)
         fit_legend(leg, columns)
 

@@ -123,8 +123,9 @@ def test_texts_of_the_neuron_table(designed):
     assert nr.slope_text(2e-5) == "2.00e-05" and nr.slope_text(0.0) == "0"
     assert nr.describe_dim(st, 3).splitlines() == [
         f"dim 3: norm {st.norm[3]:.6g}, slope {st.slope[3]:.6g}, R² {st.r2[3]:.4f}",
-        f"period 16.0 positions (f = {int(st.frequency[3])} cycles, peak share "
-        f"{st.peak_share[3]:.2f})", "group periodic"]
+        (f"period 16.0 positions (f = {int(st.frequency[3])} cycles, peak share "
+         f"{st.peak_share[3]:.2f})"),
+        "group periodic"]
     counts = " · ".join(f"{g} {st.group.count(g)}" for g in nr.NEURON_GROUPS)
     assert nr.summary_text(st) == f"d = 64 dims · L = 128 positions · {counts} · raw"
     assert f"R² ≥ {nr.LINEAR_MIN_R2:g}" in nr.GROUP_RULES

@@ -383,7 +383,7 @@ def test_slope_overview_of_every_head(tiny_layer):
     H = tiny_layer.n_heads
     assert ov.slopes.heads == ov.extremes.heads == list(range(H))
     assert sorted(ov.hists) == ov.slopes.heads
-    counts, edges = ov.hists[1]
+    counts, _ = ov.hists[1]
     np.testing.assert_array_equal(counts, pos.slope_histogram(ov.slopes, 1, 20)[0])
     rows = ov.extreme_rows(1, "bottom")
     assert [t for t, _, _ in rows] == ov.extremes.bottom_ids[1].tolist()

@@ -64,7 +64,9 @@ class Column:
 
     @property
     def right(self) -> bool:
-        return self.numeric if self.numeric is not None else isinstance(self.fmt, str) and bool(self.fmt)
+        if self.numeric is not None:
+            return self.numeric
+        return isinstance(self.fmt, str) and bool(self.fmt)
 
 
 def _sort_key(value):

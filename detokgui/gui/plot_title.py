@@ -36,7 +36,7 @@ class PlotTitle(QWidget):
         self._doc = QTextDocument(self)
         self._doc.setDocumentMargin(0)
         self._doc.setDefaultFont(self.font())
-        self._doc.setDefaultTextOption(self._option(Qt.AlignHCenter))
+        self._doc.setDefaultTextOption(QTextOption(Qt.AlignHCenter))  # word-wrapped
         self.setContentsMargins(6, 3, 6, 0)
         pal = self.palette()
         pal.setColor(QPalette.Window, Qt.white)
@@ -47,12 +47,6 @@ class PlotTitle(QWidget):
         policy = QSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
         policy.setHeightForWidth(True)
         self.setSizePolicy(policy)
-
-    @staticmethod
-    def _option(align) -> QTextOption:
-        option = QTextOption(align)
-        option.setWrapMode(QTextOption.WordWrap)
-        return option
 
     def text(self) -> str:
         return self._html
@@ -71,7 +65,7 @@ class PlotTitle(QWidget):
     def setAlignment(self, align) -> None:
         align = align & Qt.AlignHorizontal_Mask
         if self._doc.defaultTextOption().alignment() != align:
-            self._doc.setDefaultTextOption(self._option(align))
+            self._doc.setDefaultTextOption(QTextOption(align))  # word-wrapped
             self._heights.clear()
             self.update()
 

@@ -44,10 +44,7 @@ class Request:
 
 
 @dataclass(frozen=True)
-class CurveRequest:
-    serial: int
-    sigma: SigmaChoice
-    corpus: tuple[str, ...]
+class CurveRequest(Request):
     query: int
     head: int
 

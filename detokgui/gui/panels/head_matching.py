@@ -11,7 +11,6 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QPen
 
 from detokgui.core.compare.pair import matching_table
 from detokgui.core.compare.pair_texts import matching_title
@@ -19,6 +18,7 @@ from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.numbers import num
 from detokgui.gui.panels.compare_base import ComparePanel
 from detokgui.gui.plots import PlotFrame, add_plot, set_title
+from detokgui.gui.small_multiples import cosmetic_pen
 
 MAX_TICKS = 32
 NO_MATCH_PEN = "#c8c8c8"
@@ -50,9 +50,7 @@ class HeadMatchingPanel(ComparePanel):
             item.setZValue(5)
             self.plot.addItem(item)
         self.selected = pg.QtWidgets.QGraphicsRectItem()
-        pen = QPen(QColor("#d62728"), 3)
-        pen.setCosmetic(True)
-        self.selected.setPen(pen)
+        self.selected.setPen(cosmetic_pen("#d62728", 3))
         self.selected.setZValue(10)
         self.selected.setVisible(False)
         self.plot.addItem(self.selected)

@@ -288,13 +288,10 @@ class SmallMultiples(QObject):
         if not heads:
             curve.setData([], [])
             return
-        x = data[heads[0]][0]
-        # one x for every head: all mapped at once; else head by head
-        groups = [heads] if all(data[h][0] is x for h in heads) else [[h] for h in heads]
-        lines = [cell_lines([self.corners[h] for h in g], data[g[0]][0],
-                            np.stack([data[h][1] for h in g]), self.x_range, self.y_range,
-                            self._cell_pixels()[0]) for g in groups]
-        px, py = lines[0] if len(lines) == 1 else map(np.concatenate, zip(*lines))
+        # set_series gives every head the same x: all cells mapped at once
+        px, py = cell_lines([self.corners[h] for h in heads], data[heads[0]][0],
+                            np.stack([data[h][1] for h in heads]), self.x_range, self.y_range,
+                            self._cell_pixels()[0])
         curve.setData(px, py, connect="finite")
 
     def data(self, name: str, head: int) -> tuple[np.ndarray, np.ndarray]:

@@ -87,10 +87,6 @@ class NeuronTable(QTableView):
     def dim_at_row(self, row: int) -> int:
         return int(self.records.record(row))
 
-    def dims(self) -> list[int]:
-        """The dimensions in the order the table shows them."""
-        return [self.dim_at_row(r) for r in range(self.records.rowCount())]
-
     def default_dims(self, n: int = 5) -> list[int]:
         """The n highest-norm dims of the shown group."""
         if self.stats is None:

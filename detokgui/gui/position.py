@@ -17,6 +17,7 @@ from PySide6.QtCore import QPointF, Qt, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QSpinBox, QWidget
 from superqt.utils import qthrottled, signals_blocked
 
+from detokgui.core.model.conventions import POSITION_CONVENTIONS
 from detokgui.core.position_side.titles import CONVENTION_NAMES
 
 DRAG_THROTTLE_MS = 66  # 15 values a second while dragged; the last one always
@@ -164,8 +165,6 @@ class ConventionBox(QComboBox):
     authors' "paper" first: a combo box whose value (currentData) is the convention's key."""
 
     def __init__(self, parent=None):
-        from detokgui.core.model.conventions import POSITION_CONVENTIONS
-
         super().__init__(parent)
         for c in POSITION_CONVENTIONS:
             self.addItem(CONVENTION_NAMES[c], c)

@@ -34,9 +34,10 @@ class NoComparison(QWidget):
 
 class ComparePanel(Panel):
     """Base of the comparison panels: subclasses put their widgets in `self.body_layout`
-    (`self.pair_text`, the head pair's line, among them) and write request / compute / draw as any panel, with `compute(pair, request)` given
-    the core.compare.pair.Pair; `request()` may rely on `self.state.pair` and
-    `self.state.head_b` (it is asked only when both are there, see `ready`)."""
+    (`self.pair_text`, the head pair's line, among them) and write request / compute /
+    draw as any panel, with `compute(pair, request)` given the core.compare.pair.Pair;
+    `request()` may rely on `self.state.pair` and `self.state.head_b` (it is asked only
+    when both are there, see `ready`)."""
 
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)

@@ -20,11 +20,11 @@ from detokgui.core.model.conventions import (
     DEFAULT_POSITION_CONVENTION,
     POSITION_CONVENTIONS,
     default_query_position,
-    temperature_label,
 )
 from detokgui.core.text_side import empirical
 from detokgui.core.text_side.empirical import CONVENTION_LABELS, TextSource
 from detokgui.core.text_side.tables import empirical_table
+from detokgui.core.text_side.titles import empirical_title
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.numbers import num
@@ -151,14 +151,7 @@ class EmpiricalPanel(CorpusGridPanel):
         J = np.arange(i + 1)
         for name, arr in zip(CURVES, arrays):
             grid.set_series(name, J, arr)
-        c = {name: PENS[name][0] for name in CURVES}
-        grid.set_title(
-            f"<b>Observed vs predicted attention</b> {'(log<sub>10</sub>) ' if o.log else ''}"
-            f"at i = {i} (Fig 3-E) — <span style='color:{c['empirical']}'>mean over "
-            f"{res.windows} windows</span> · <span style='color:{c['predicted']}'>position-only"
-            f" prediction</span> softmax((T<sub>pp</sub> + T<sub>p</sub>) / τ) "
-            f"({res.convention} convention, {temperature_label(self.layer)}, dashed) · "
-            f"<span style='color:{c['pattern']}'>mean positional pattern</span> (dotted)")
+        grid.set_title(empirical_title(self.layer, res, {n: PENS[n][0] for n in CURVES}, o.log))
         self.status.setText(
             f"i = {i} · {res.windows} of {res.texts} windows are longer than i ({res.source})"
             f" · {res.convention} convention · hover to read values, click to choose i")
@@ -169,8 +162,9 @@ class EmpiricalPanel(CorpusGridPanel):
             return f"head {h} · j = {j}: masked (keys j ≤ i = {res.i} only)"
         r = res.heads.index(h)
         return (f"head {h} · i = {res.i} · j = {j}: empirical {num(float(res.empirical[r, j]))}"
-                f" ({res.windows} windows) · predicted from position {num(float(res.predicted[r, j]))}"
-                f" · positional pattern {num(float(res.pattern[r, j]))}")
+                f" ({res.windows} windows) · predicted from position "
+                f"{num(float(res.predicted[r, j]))} · positional pattern "
+                f"{num(float(res.pattern[r, j]))}")
 
     def table(self):
         return empirical_table(self.result, pattern=True) if self.result is not None else None

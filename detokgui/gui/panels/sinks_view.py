@@ -16,6 +16,7 @@ from detokgui.core.model.terms import TERM_NAMES
 from detokgui.core.text_side import sinks
 from detokgui.core.text_side.empirical import TextSource
 from detokgui.core.text_side.tables import sink_heads_table, sinks_table
+from detokgui.core.text_side.titles import sinks_title
 from detokgui.gui.controls import bare_column
 from detokgui.gui.head_controls import HeadChooser
 from detokgui.gui.head_table import HeadTable
@@ -175,18 +176,7 @@ class SinksPanel(CorpusGridPanel):
             grid.show_series(name, not split)
         grid.set_series("attention", x, res.attention[rows][:, 1:])
         grid.set_series("uniform", x, np.broadcast_to(1.0 / (x + 1), (len(heads), n - 1)))
-        zero = ("position 0 = the prepended BOS token" if res.bos
-                else "position 0 = each text's first token")
-        if split:
-            grid.set_title(
-                "<b>Attention sinks</b>: logit advantage of key position 0 over the "
-                "attention-weighted mean of the other keys, A<sub>i</sub> (black) = Σ of the "
-                f"six terms' A<sup>X</sup><sub>i</sub> — {term_legend(res.terms)} — {zero}")
-        else:
-            grid.set_title(
-                "<b>Attention sinks</b>: attention to key position 0 over query position i, "
-                "mean over the texts (blue), and 1/(i+1), its share were every key weighted "
-                f"alike (grey, dashed) — {zero}")
+        grid.set_title(sinks_title(res, split, term_legend(res.terms)))
         header, per_head = sink_heads_table(res)
         self.summary.set_records([dict(zip(header, row)) for row in per_head])
         self.summary_view.select_head(self.state.head)

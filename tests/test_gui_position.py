@@ -519,8 +519,8 @@ def test_checkpoint_with_256_positions_end_to_end(qtbot, tmp_path):
 
 
 def test_head_lists_and_stable_ranges():
+    from detokgui.core.base.plot_axes import stable_range
     from detokgui.gui.head_controls import parse_heads
-    from detokgui.gui.view_ranges import stable_range
 
     assert parse_heads("3, 0-1 7 99", 8) == [0, 1, 3, 7]
     r = stable_range(None, -3.2, 4.1)

@@ -13,13 +13,13 @@ from conftest import SAMPLE_CORPUS, wait_idle
 from PySide6.QtCore import QPointF, Qt
 from tables import cell_text, click_cell, column_texts
 
+from detokgui.core.base.numbers import num
 from detokgui.core.model.conventions import default_query_position
 from detokgui.core.model.sources.demo import sample_corpus
 from detokgui.core.model.tokens import display_token
 from detokgui.core.text_side import circuits, empirical
 from detokgui.core.text_side.empirical import SENTENCE_TERMS, TextSource
 from detokgui.gui.corpus_hint import CorpusHint
-from detokgui.gui.numbers import num
 
 CORPUS = [str(SAMPLE_CORPUS)]
 

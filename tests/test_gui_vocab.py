@@ -16,13 +16,13 @@ from scipy.stats import spearmanr
 from tables import cell_text, click_cell, column_texts, row_count
 from test_panels import Submitted
 
+from detokgui.core.base.numbers import num
 from detokgui.core.corpus.counts import layer_corpus_counts
 from detokgui.core.model.sources.demo import sample_corpus
 from detokgui.core.token_side import auroc as A
 from detokgui.core.token_side import vocab_stats as VS
 from detokgui.core.token_side.frequency import frequency_stats
 from detokgui.gui.corpus_hint import CorpusHint
-from detokgui.gui.numbers import num
 from detokgui.gui.plots import frame_of
 
 VOCAB_VIEWS = ("headstats", "auroc", "frequency", "neighbours")

@@ -1,4 +1,4 @@
-from detokgui.gui.numbers import num
+from detokgui.core.base.numbers import num
 
 
 def test_numbers_are_shown_one_way():

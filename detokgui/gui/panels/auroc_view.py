@@ -13,12 +13,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
+from detokgui.core.base.numbers import num
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side import auroc as A
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.head_controls import HeadSpin
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, option
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_title

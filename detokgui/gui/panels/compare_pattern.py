@@ -10,9 +10,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
+from detokgui.core.base.numbers import num
 from detokgui.core.compare import views as cv
 from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, custom, option
 from detokgui.gui.panels.compare_base import MISSING, ComparePanel
 from detokgui.gui.plots import PlotFrame, add_plot, set_log_y, set_title

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from detokgui.core.base.numbers import num
 from detokgui.core.compare import views as cv
 from detokgui.core.compare.head_metrics import HEAD_METRICS, METRIC_LABELS, class_label
-from detokgui.gui.numbers import num
 from detokgui.gui.panels.compare_base import ComparePanel
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 

@@ -15,6 +15,7 @@ from PySide6.QtCore import QModelIndex, Qt, Slot
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 from superqt.utils import signals_blocked
 
+from detokgui.core.base.numbers import num
 from detokgui.core.text_side import circuits
 from detokgui.core.text_side.contextual_neurons import LISTED, TOP, Ranking, iter_contextual_ranking
 from detokgui.core.text_side.empirical import TextSource
@@ -22,7 +23,6 @@ from detokgui.core.text_side.tables import validation_table
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.head_controls import HeadSet, parse_heads
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, custom, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.plots import PlotFrame, add_plot, set_title

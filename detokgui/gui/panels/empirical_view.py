@@ -16,6 +16,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from detokgui.core.base.numbers import num
+from detokgui.core.base.plot_axes import data_range, stable_range
 from detokgui.core.model.conventions import (
     DEFAULT_POSITION_CONVENTION,
     POSITION_CONVENTIONS,
@@ -27,13 +29,11 @@ from detokgui.core.text_side.tables import empirical_table
 from detokgui.core.text_side.titles import empirical_title
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.head_controls import HeadChooser, state_heads
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import check, combo, custom, option, spin
 from detokgui.gui.panels.corpus_grid import CorpusGridPanel
 from detokgui.gui.plots import HEAD_COLORS
 from detokgui.gui.position import QueryPositionControl
 from detokgui.gui.text_source import max_texts_option, prepend_option, text_source
-from detokgui.gui.view_ranges import data_range, stable_range
 
 CURVES = ("empirical", "predicted", "pattern")
 # the figures' observed (C0) and predicted (C1, dashed); the mean pattern grey, dotted

@@ -11,12 +11,12 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
+from detokgui.core.base.numbers import num
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side import frequency as F
 from detokgui.core.token_side.tables import frequency_table
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.head_controls import HeadSpin
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, option
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, set_title

@@ -12,10 +12,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 
+from detokgui.core.base.numbers import num
 from detokgui.core.compare.pair import matching_table
 from detokgui.core.compare.pair_texts import matching_title
 from detokgui.gui.colorbar import ColorBar
-from detokgui.gui.numbers import num
 from detokgui.gui.panels.compare_base import ComparePanel
 from detokgui.gui.plots import PlotFrame, add_plot, set_title
 from detokgui.gui.small_multiples import cosmetic_pen

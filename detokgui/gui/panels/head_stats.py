@@ -14,13 +14,13 @@ import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, QRectF, Qt, Slot
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
+from detokgui.core.base.numbers import num
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side import vocab_stats as VS
 from detokgui.core.token_side.tables import sorted_block_table
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.head_controls import HeadSpin
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.plots import PlotFrame, add_plot, set_title

@@ -14,11 +14,11 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
+from detokgui.core.base.numbers import num
 from detokgui.core.position_side import positional
 from detokgui.core.position_side.tables import slope_histogram_table, token_position_curve_table
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column, wrapping_label
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y, set_title

@@ -12,6 +12,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QVBoxLayout
 
+from detokgui.core.base.numbers import num
+from detokgui.core.base.plot_axes import data_range, stable_range
 from detokgui.core.model.terms import TERM_NAMES
 from detokgui.core.text_side import empirical
 from detokgui.core.text_side.empirical import (
@@ -24,12 +26,10 @@ from detokgui.core.text_side.empirical import (
 from detokgui.core.text_side.tables import kl_table
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.head_controls import HeadChooser
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import check, combo, custom, option
 from detokgui.gui.panels.corpus_grid import CorpusGridPanel
 from detokgui.gui.terms import TERM_COLORS, term_legend
 from detokgui.gui.text_source import max_texts_option, prepend_option, text_source
-from detokgui.gui.view_ranges import data_range, stable_range
 
 LOG_FLOOR = 1e-12
 

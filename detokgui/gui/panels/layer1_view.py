@@ -16,6 +16,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
+from detokgui.core.base.numbers import num
 from detokgui.core.composition.behaviour import DEFAULT_SEQUENCES
 from detokgui.core.composition.first_two import Layer1Result, Unavailable, first_two_job
 from detokgui.core.composition.scores import KINDS, Composition
@@ -26,7 +27,6 @@ from detokgui.core.composition.tables import (
 )
 from detokgui.gui.head_table import HeadTable
 from detokgui.gui.mosaic import HeatmapMosaic
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import HEAD_COLORS, PlotFrame, add_plot

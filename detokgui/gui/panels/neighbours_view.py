@@ -11,12 +11,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
+from detokgui.core.base.numbers import num
 from detokgui.core.model.tokens import layer_token
 from detokgui.core.token_side import neighbours as N
 from detokgui.core.token_side.tables import neighbours_table
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column, wrapping_label
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, check, line_edit, option, spin
 from detokgui.gui.panels.base import Panel, StatusLine
 from detokgui.gui.plots import BarLabels, PlotFrame, add_plot, set_title

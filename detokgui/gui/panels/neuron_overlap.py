@@ -8,9 +8,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSizePolicy, QVBoxLayout, QWidget
 
+from detokgui.core.base.numbers import num
 from detokgui.core.position_side import neurons
 from detokgui.core.position_side.tables import embedding_overlap_table
-from detokgui.gui.numbers import num
 from detokgui.gui.panels.base import StatusLine
 from detokgui.gui.plots import PlotFrame, add_plot, fit_label, set_title
 

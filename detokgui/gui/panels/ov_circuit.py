@@ -12,10 +12,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
+from detokgui.core.base.numbers import num
 from detokgui.core.text_side import circuits
 from detokgui.core.text_side.tables import ov_table
 from detokgui.gui.head_controls import HeadChooser, state_heads
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import OptionRow, combo, custom, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, set_title

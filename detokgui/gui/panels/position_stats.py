@@ -12,7 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
-from detokgui.core.base.plot_axes import log_ticks
+from detokgui.core.base.plot_axes import data_range, log_ticks, stable_range
 from detokgui.core.position_side import positional, titles
 from detokgui.core.position_side.tables import last_positions_table, position_variance_table
 from detokgui.gui.head_controls import HeadChooser, state_heads
@@ -21,7 +21,6 @@ from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, set_log_y, set_title
 from detokgui.gui.position import PositionMarker, connect_position_clicks, position_at
 from detokgui.gui.small_multiples import SmallMultiples
-from detokgui.gui.view_ranges import data_range, stable_range
 
 DEFAULT_COUNT = 5
 LAST_COLOR = "#d62728"  # the last position, L-1

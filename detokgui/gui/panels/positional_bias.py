@@ -20,7 +20,8 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 from superqt.utils import signals_blocked
 
-from detokgui.core.base.plot_axes import window_x_range
+from detokgui.core.base.numbers import num
+from detokgui.core.base.plot_axes import data_range, growing_x_range, stable_range, window_x_range
 from detokgui.core.model.conventions import (
     DEFAULT_POSITION_CONVENTION,
     POSITION_SIGMAS,
@@ -30,14 +31,12 @@ from detokgui.core.position_side import titles
 from detokgui.core.position_side.positional import BiasFigures, bias_figures
 from detokgui.core.position_side.tables import bias_lines_table, position_band_table
 from detokgui.gui.head_controls import HeadChooser, state_heads
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, combo, custom, option, spin, toggle
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import SIGMA_COLORS, PlotFrame
 from detokgui.gui.position import CONVENTION_NAMES as CONVENTION_SHORT
 from detokgui.gui.position import ConventionBox, QueryPositionControl, connect_position_clicks
 from detokgui.gui.small_multiples import SmallMultiples
-from detokgui.gui.view_ranges import data_range, growing_x_range, stable_range
 
 DEFAULT_WINDOW = 32
 LINE_SIGMAS = ("mean", "max", "min")  # the B2 lines

@@ -17,13 +17,13 @@ from PySide6.QtCore import QRectF, Qt, Slot
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
+from detokgui.core.base.numbers import num
 from detokgui.core.base.plot_axes import cell_ticks
 from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION, temperature_label
 from detokgui.core.position_side import positional
 from detokgui.core.position_side.tables import pattern_table
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.controls import bare_column
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, combo, custom, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.head_classes import HeadClassesTable

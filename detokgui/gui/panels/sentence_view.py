@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
+from detokgui.core.base.numbers import num
 from detokgui.core.model.conventions import COLOUR_SIGN
 from detokgui.core.text_side.empirical import SENTENCE_TERMS, TextSource
 from detokgui.core.text_side.sentence_matrices import (
@@ -22,7 +23,6 @@ from detokgui.core.text_side.sentence_matrices import (
 from detokgui.core.text_side.tables import sentence_values_table
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.mosaic import HeatmapMosaic
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, combo, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import Heatmap, PlotFrame, head_color

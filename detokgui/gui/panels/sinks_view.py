@@ -12,6 +12,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
+from detokgui.core.base.numbers import num
+from detokgui.core.base.plot_axes import data_range, stable_range
 from detokgui.core.model.terms import TERM_NAMES
 from detokgui.core.text_side import sinks
 from detokgui.core.text_side.empirical import TextSource
@@ -20,13 +22,11 @@ from detokgui.core.text_side.titles import sinks_title
 from detokgui.gui.controls import bare_column
 from detokgui.gui.head_controls import HeadChooser
 from detokgui.gui.head_table import HeadTable
-from detokgui.gui.numbers import num
 from detokgui.gui.option_rows import combo, custom, option, spin
 from detokgui.gui.panels.corpus_grid import CorpusGridPanel
 from detokgui.gui.records import Column
 from detokgui.gui.terms import TERM_COLORS, term_legend
 from detokgui.gui.text_source import prepend_option, text_source
-from detokgui.gui.view_ranges import data_range, stable_range
 
 SOURCES = (("sample", "random token sequences"), ("corpus", "corpus texts"))
 SHOWS = (("split", "advantage, six terms"), ("attention", "attention to position 0"))

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from detokgui import __version__
 from detokgui.core.model.families import with_family
+from detokgui.core.model.sources.default_model import DEFAULT_MODEL
 from detokgui.core.model.titles import model_title, short_commit
 from detokgui.gui import session
 from detokgui.gui.banner import Banner
@@ -45,10 +46,9 @@ DEFAULT_SIZE = (1400, 900)  # or the screen's available area, if smaller
 VIEW, GEOMETRY = "window/view", "window/geometry"
 
 
-def _delegate(name: str, doc: str, owner: str = "models") -> property:
-    """A read-only attribute of the window that is its model controller's (or `owner`'s):
-    a value, or a method called as the window's."""
-    return property(lambda self: getattr(getattr(self, owner), name), doc=doc)
+def _delegate(name: str, doc: str) -> property:
+    """A read-only attribute of the window that is its model controller's."""
+    return property(lambda self: getattr(self.models, name), doc=doc)
 
 
 class MainWindow(QMainWindow):
@@ -229,14 +229,30 @@ class MainWindow(QMainWindow):
     loading_b_name = _delegate("loading_b_name", "The model B being loaded, or None.")
     compare_error = _delegate("compare_error", "Why model B could not be loaded, or None.")
 
-    open_default_model = _delegate("open_default_model", "Model A: the default model, or the demo.")
-    load_model = _delegate("load_model", "Load model A (`ModelController.load_model`).")
-    compare_with = _delegate("compare_with", "Load model B to compare with A.")
-    close_comparison = _delegate("close_comparison", "Close model B.")
-    swap_models = _delegate("swap_models", "Make B the model shown and A the one compared.")
-    match_again = _delegate("match_again", "Pair A and B and match their heads again.")
-    ask_hub_model = _delegate("ask_hub_model", "Model > Open hub model…", "model_menu")
-    ask_model_folder = _delegate("ask_model_folder", "Model > Open model folder…", "model_menu")
+    def open_default_model(self, name: str = DEFAULT_MODEL) -> None:
+        self.models.open_default_model(name)
+
+    def load_model(self, name: str, body=None, on_error=None) -> None:
+        self.models.load_model(name, body, on_error)
+
+    def compare_with(self, name: str) -> None:
+        self.models.compare_with(name)
+
+    def close_comparison(self) -> None:
+        self.models.close_comparison()
+
+    def swap_models(self) -> None:
+        self.models.swap_models()
+
+    def match_again(self) -> None:
+        self.models.match_again()
+
+    def ask_hub_model(self) -> None:
+        self.model_menu.ask_hub_model()
+
+    def ask_model_folder(self) -> None:
+        self.model_menu.ask_model_folder()
+
     model_title = staticmethod(model_title)
 
     @Slot(object)

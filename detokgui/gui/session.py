@@ -129,9 +129,12 @@ class SessionRestore(QObject):
                 self.problems.append(f"the options of the view “{view}” (this version has "
                                      "no such view)")
                 continue
-            changes, refused = option_changes(
-                options, bound.cls(), lambda key, value, widgets=bound.widgets: not (
-                    isinstance(w := widgets.get(key), QComboBox) and w.findData(value) < 0))
+            def offered(key, value, widgets=bound.widgets) -> bool:
+                """False for a combo box's choice that it no longer offers."""
+                widget = widgets.get(key)
+                return not (isinstance(widget, QComboBox) and widget.findData(value) < 0)
+
+            changes, refused = option_changes(options, bound.cls(), offered)
             if refused:
                 self.problems.append(f"{panel.title}: option {', '.join(refused)}")
             try:
@@ -258,10 +261,10 @@ class SessionRestore(QObject):
         """Say what was not restored (with `problem`, the step's that ended the restore)
         once that step has shown its own messages (a failed model B's banner comes after
         the signal that ended it)."""
-        if self.done:
-            return
         if problem is not None:
             self.problems.append(problem)
+        if self.done:
+            return
         self.done = True
         QTimer.singleShot(0, self, self._report)
 

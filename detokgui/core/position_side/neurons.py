@@ -102,7 +102,7 @@ def group_of(r2: float, frequency: int, peak_share: float) -> str:
 
 #: The groups' rules in words, for a person (the window's tooltips).
 GROUP_RULES = (
-    "Groups (first match wins; thresholds in detokgui/core/neurons.py):\n"
+    "Groups (first match wins; thresholds in detokgui/core/position_side/neurons.py):\n"
     f"  linear — the least-squares line explains R² ≥ {LINEAR_MIN_R2:g} of the variance;\n"
     f"  periodic — dominant FFT frequency ≥ {PERIODIC_MIN_CYCLES} cycles over the L positions\n"
     f"      and ≥ {PERIODIC_MIN_PEAK_SHARE:g} of the non-DC power in that bin and its two "

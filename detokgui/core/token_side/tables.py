@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from detokgui.core.base.tables import Table
 from detokgui.core.model.tokens import token_string, token_strings
 
@@ -35,8 +33,9 @@ def topk_table(layer, result) -> Table:
     return [f"{anchor}_id", f"{anchor}_token", "head", "rank", f"{ranked}_id",
             f"{ranked}_token", "score"], rows()
 
-def heatmap_table(layer, values: torch.Tensor, heads, query_ids, key_ids) -> Table:
-    """head,query_index,query_id,query_token,key_index,key_id,key_token,value."""
+def heatmap_table(layer, values, heads, query_ids, key_ids) -> Table:
+    """head,query_index,query_id,query_token,key_index,key_id,key_token,value; `values`
+    [heads, queries, keys] (a numpy array or a tensor)."""
     tok = layer.tokenizer
     qs = [(i, t, token_string(tok, t)) for i, t in enumerate(query_ids)]
     ks = [(i, t, token_string(tok, t)) for i, t in enumerate(key_ids)]

@@ -9,7 +9,6 @@ from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import QLabel, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 
 from detokgui.core.compare import pair_texts
-from detokgui.core.compare.pair_texts import MISSING  # noqa: F401 (the Compare panels' word)
 from detokgui.gui.panels.base import Panel
 
 NO_COMPARISON = "Compare with another model (Model > Compare with…)"

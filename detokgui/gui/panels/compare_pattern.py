@@ -12,9 +12,10 @@ from PySide6.QtCore import Qt
 
 from detokgui.core.base.numbers import num
 from detokgui.core.compare import views as cv
+from detokgui.core.compare.pair_texts import MISSING
 from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, custom, option
-from detokgui.gui.panels.compare_base import MISSING, ComparePanel
+from detokgui.gui.panels.compare_base import ComparePanel
 from detokgui.gui.plots import PlotFrame, add_plot, set_log_y, set_title
 from detokgui.gui.position import (
     ConventionBox,

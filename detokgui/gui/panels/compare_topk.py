@@ -10,11 +10,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QSplitter
 
 from detokgui.core.compare import views as cv
+from detokgui.core.compare.pair_texts import MISSING
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.gui.controls import bare_column
 from detokgui.gui.option_rows import STRETCH, OptionRow, option, spin
 from detokgui.gui.panels.base import StatusLine
-from detokgui.gui.panels.compare_base import MISSING, ComparePanel
+from detokgui.gui.panels.compare_base import ComparePanel
 from detokgui.gui.records import Column, RecordsModel, TokenTableView
 from detokgui.gui.sigma_controls import SigmaControls
 

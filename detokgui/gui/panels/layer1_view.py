@@ -139,8 +139,8 @@ class Layer1Panel(Panel):
         return res.composition if isinstance(res, Layer1Result) else None
 
     def _composition_table(self):
-        res = self.result
-        return composition_table(res.composition) if isinstance(res, Layer1Result) else None
+        comp = self._composition()
+        return None if comp is None else composition_table(comp)
 
     def _behaviour_table(self):
         res = self.result

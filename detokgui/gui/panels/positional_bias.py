@@ -34,7 +34,6 @@ from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, combo, custom, option, spin, toggle
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import SIGMA_COLORS, PlotFrame
-from detokgui.gui.position import CONVENTION_NAMES as CONVENTION_SHORT
 from detokgui.gui.position import ConventionBox, QueryPositionControl, connect_position_clicks
 from detokgui.gui.small_multiples import SmallMultiples
 
@@ -307,7 +306,7 @@ class PositionalBiasPanel(Panel):
             bd = res.band
             text = (f"raw b^QK p_j = {num(bd.raw[r, j])}" if self.options.value.raw else
                     f"T_p = {num(bd.mean[r, j])}, band {num(bd.lower[r, j])} … "
-                    f"{num(bd.upper[r, j])} ({CONVENTION_SHORT[bd.convention]})")
+                    f"{num(bd.upper[r, j])} ({titles.CONVENTION_NAMES[bd.convention]})")
             if j > i:
                 text += " · masked for this query (j > i)"
         elif j > i:

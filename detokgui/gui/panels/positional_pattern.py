@@ -22,13 +22,13 @@ from detokgui.core.base.plot_axes import cell_ticks
 from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION, temperature_label
 from detokgui.core.position_side import positional
 from detokgui.core.position_side.tables import pattern_table
+from detokgui.core.position_side.titles import CONVENTION_NAMES
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.controls import bare_column
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, combo, custom, option, spin
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.head_classes import HeadClassesTable
 from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_log_y, set_title
-from detokgui.gui.position import CONVENTION_NAMES as CONVENTION_SHORT
 from detokgui.gui.position import (
     ConventionBox,
     QueryPositionControl,
@@ -241,7 +241,7 @@ class PositionalPatternPanel(Panel):
         plot.enableAutoRange(axis="y")
         who = f"head {sel}" if len(heads) == 1 else "all heads"
         set_title(plot, f"Positional pattern of {self.state.token_text(res.token)!s} at n = "
-                      f"{res.n}, {who} ({CONVENTION_SHORT[res.convention]})")
+                      f"{res.n}, {who} ({CONVENTION_NAMES[res.convention]})")
 
     def _draw_grid(self, res) -> None:
         head = self.state.head
@@ -268,7 +268,7 @@ class PositionalPatternPanel(Panel):
         self.grid_mark.setVisible(True)
         what = "log10 weight" if log else "weight"
         set_title(self.grid_plot, f"head {head}: {what} on a {rows} x {c} grid (red: n; "
-                                f"{CONVENTION_SHORT[res.convention]})")
+                                f"{CONVENTION_NAMES[res.convention]})")
         self.colorbar.getAxis("right").setLabel("log10 attention weight" if log
                                                 else "attention weight")
 

@@ -155,7 +155,7 @@ def test_the_folder_opens_offline_as_the_hub_model(server, tmp_path, monkeypatch
     assert layer.name == str(carried)
 
     import detokgui as dg
-    from detokgui.figures.labels import model_name
+    from detokgui.core.model.titles import model_name
     from detokgui.gui.main_window import MainWindow
 
     assert dg.load(str(carried), device="cpu", progress=False).revision == server.commit_a

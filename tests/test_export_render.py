@@ -15,8 +15,8 @@ from test_panels import BUTTON_VIEWS, VOCAB_VIEWS
 
 from detokgui.api.frames import frame as data_frame
 from detokgui.api.plots import DRAWERS
+from detokgui.core.model.titles import model_text
 from detokgui.figures import style
-from detokgui.figures.labels import model_text
 from detokgui.figures.view_figure import draw
 
 

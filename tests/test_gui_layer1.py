@@ -17,7 +17,7 @@ from detokgui.core.base.progress import run
 from detokgui.core.composition.behaviour import behaviour_job
 from detokgui.core.composition.scores import KINDS, composition_job
 from detokgui.core.model.sources.demo import write_random_checkpoint
-from detokgui.figures.labels import model_text
+from detokgui.core.model.titles import model_text
 
 
 @pytest.fixture(scope="module")

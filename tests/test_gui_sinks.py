@@ -10,9 +10,9 @@ from test_export_render import check_vector_exports
 from test_gui_text import cell_point, read_csv, show
 
 from detokgui.core.base.numbers import num
+from detokgui.core.model.titles import model_text
 from detokgui.core.text_side import sinks
 from detokgui.core.text_side.empirical import TextSource
-from detokgui.figures.labels import model_text
 
 CORPUS = [str(SAMPLE_CORPUS)]
 

@@ -195,7 +195,7 @@ def test_bin_only_repository_downloads_whole_and_keeps_layer0(server, tiny_bin, 
 
 
 def test_revisions_resolve_to_commits(server, tiny_main, tiny_step):
-    from detokgui.figures.labels import model_name
+    from detokgui.core.model.titles import model_name
 
     step = load("test/tiny@step100")
     assert step.revision == server.commit_b and step.name == "test/tiny@step100"

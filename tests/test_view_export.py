@@ -3,6 +3,10 @@ draws the figure of the plot's table off the GUI thread and writes it; the foote
 the view's conventions as `dg.plot`'s does; a plot without data says so; the figures of
 the window's own tables draw a panel per head and a curve per series."""
 
+import os
+import subprocess
+import sys
+
 from conftest import wait_idle
 from exported import pdf_info, svg_marks, svg_text
 from PySide6.QtWidgets import QFileDialog
@@ -101,3 +105,48 @@ def test_the_window_tables_draw_a_panel_per_head(tiny_layer, tmp_path):
     marks = _svg_of(tmp_path, token_position_curve_table(layer, 4969, heads),
                     "position_curve", layer, "curve")
     assert marks["lines"] == 3 * 2 and marks["axes"] == 3
+
+
+_NO_MATPLOTLIB_ON_EXPORT = """
+import os, sys, time
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+from PySide6.QtCore import QEventLoop, QTimer
+from PySide6.QtWidgets import QApplication
+
+app = QApplication([])
+from detokgui.gui.main_window import MainWindow
+
+
+def wait(ok, seconds=120):
+    end = time.monotonic() + seconds
+    while not ok() and time.monotonic() < end:
+        loop = QEventLoop()
+        QTimer.singleShot(20, loop.quit)
+        loop.exec()
+
+
+win = MainWindow(model="demo", device="cpu")
+win.show()
+wait(lambda: win.state.layer is not None and not win.jobs.busy)
+win.show_view("bias")
+frame = win.panel("bias").plot_frames()[1]
+wait(lambda: frame.has_data() and not win.jobs.busy)
+req = frame.figure_request()
+frame.export(os.path.join(sys.argv[1], "bias.png"))
+print(len(req.table[1]), "matplotlib" in sys.modules, flush=True)
+os._exit(0)
+"""
+
+
+def test_the_gui_thread_reads_a_vector_export_without_loading_matplotlib(tmp_path):
+    """What an SVG/PDF export reads on the GUI thread (`PlotFrame.figure_request`) and a
+    PNG export with its footer load no matplotlib: importing it takes a few hundred ms,
+    which the worker drawing the figure spends instead. In a process of its own, as the
+    app runs (the test process has matplotlib loaded already)."""
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    out = subprocess.run([sys.executable, "-c", _NO_MATPLOTLIB_ON_EXPORT, str(tmp_path)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows, loaded = out.stdout.split()
+    assert int(rows) > 0 and loaded == "False", out.stdout
+    assert (tmp_path / "bias.png").stat().st_size > 0

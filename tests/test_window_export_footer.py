@@ -10,7 +10,7 @@ import numpy as np
 from conftest import close_jobs, open_window, wait_idle
 from PIL import Image
 
-from detokgui.figures.labels import model_text
+from detokgui.core.model.titles import model_text
 
 VIEWS = ("topk", "heatmap", "bias", "sentence")
 

@@ -11,8 +11,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from detokgui.core.model.titles import model_name
 from detokgui.figures import style
-from detokgui.figures.labels import footer, model_name
+from detokgui.figures.labels import footer
 from detokgui.figures.registry import Drawn, FigureContext, FigureSkipped, figure
 from detokgui.figures.style import TEXT_IN
 

@@ -28,8 +28,8 @@ from detokgui.core.base.errors import InputError
 from detokgui.core.base.progress import Job, Progress, rescaled, run
 from detokgui.core.base.tables import write_csv
 from detokgui.core.model.conventions import temperature_label
+from detokgui.core.model.titles import model_name
 from detokgui.figures import style
-from detokgui.figures.labels import model_name
 from detokgui.figures.registry import (
     DEFAULT_MAX_TEXTS,
     FIGURES,

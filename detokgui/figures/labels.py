@@ -1,28 +1,15 @@
-"""The words the figures share: the model's name, family and softmax temperature, the
+"""The words the figures share (the model's name and the footer's model text are
+`core.model.titles.model_name` / `model_text`): its family and softmax temperature, the
 heads and query positions shown, the footer's parts that say so (see `style.new_figure`),
 the T_ee heatmaps' symbol."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from detokgui.core.model.conventions import temperature_label
+from detokgui.core.model.titles import model_text
 from detokgui.figures.registry import FigureContext
 
 POSITION_LABEL = "Past token position ($j$)"
-
-
-def model_name(layer) -> str:
-    """The model as figures name it: a folder's last part, a hub model without its owner;
-    a hub model's commit appended ("tiny@step100, commit 1a2b3c4d5e")."""
-    name = str(layer.name)
-    commit = getattr(layer, "revision", None)
-    if commit:
-        from detokgui.core.model.sources.hub import split_revision
-
-        repo, rev = split_revision(name)
-        return f"{repo.rsplit('/', 1)[-1]}{'@' + rev if rev else ''}, commit {commit[:10]}"
-    return Path(name).name if ("/" in name or "\\" in name) else name
 
 
 def heads_text(hs) -> str:
@@ -42,12 +29,6 @@ def tee_symbol(h: int, raw: bool) -> str:
     without LayerNorm."""
     return (rf"$\mathbf{{e}}_i\mathbf{{W}}^{{QK}}_{{{h}}}\mathbf{{e}}_j^\top$" if raw
             else rf"$T^{{\mathrm{{ee}}}}_{{i,j,{h}}}$")
-
-
-def model_text(layer) -> str:
-    """The model as footers and the index name it: "gpt2 (GPT-2, d=768, 12 heads,
-    τ = √d′ = 8)" (`Layer0.summary`, `conventions.temperature_label`)."""
-    return f"{model_name(layer)} ({layer.summary}, {temperature_label(layer)})"
 
 
 def with_temperature(ctx: FigureContext, convention: str) -> str:

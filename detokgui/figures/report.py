@@ -58,13 +58,13 @@ from detokgui.core.base.provenance import HTML_ID
 from detokgui.core.composition.scores import KINDS, composition_job
 from detokgui.core.model.conventions import SigmaChoice, sigma_stats_job, temperature_label
 from detokgui.core.model.provenance import layer0_digest, provenance_record
+from detokgui.core.model.titles import model_name
 from detokgui.core.model.tokens import vocabulary
 from detokgui.core.position_side.positional import iter_classify_heads
 from detokgui.core.text_side.sinks import SampleTexts, iter_sinks
 from detokgui.core.token_side.vocab_pass import iter_vocab_pass
 from detokgui.figures import style
 from detokgui.figures.export import check_corpus
-from detokgui.figures.labels import model_name
 from detokgui.figures.registry import (
     DEFAULT_MAX_TEXTS,
     FigureContext,

@@ -12,9 +12,10 @@ from matplotlib.figure import Figure
 
 from detokgui.core.base.atomic import atomic_open
 from detokgui.core.model.conventions import COLOUR_SIGN_NOTE
+from detokgui.core.model.titles import model_name
 from detokgui.core.model.tokens import display_token
 from detokgui.figures import style
-from detokgui.figures.labels import model_name, tee_symbol
+from detokgui.figures.labels import tee_symbol
 
 #: Printed distance between two token labels (points): every label when they fit.
 LABEL_PITCH_PT = 1.35 * style.SMALL_PT

@@ -3,43 +3,26 @@ window shows, drawn by `dg.plot`'s drawer of the same table (`api.plots.DRAWERS`
 exported figures' look, with the file's metadata (SVG <title> and Dublin Core
 description, PDF Title and Subject) and provenance record.
 
-The window reads the table and the view's conventions on its GUI thread into a
-`FigureRequest` (`gui.view_figures.figure_request`); the figure is drawn and written
-anywhere, a job of the panel's runner when the export starts from a menu.
+The window reads the table and the view's conventions on its GUI thread into a request
+(`gui.view_figures.FigureRequest`: table, analysis, layer, attrs, title, description,
+provenance); the figure is drawn and written anywhere, a job of the panel's runner when
+the export starts from a menu.
 """
 
 from __future__ import annotations
 
 import io
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 from detokgui.core.base.atomic import write_bytes
-from detokgui.core.base.tables import Table
 
 #: matplotlib's style (`figures.style.style`) changes its process-wide rcParams while a
 #: figure is drawn and saved: two exports at once on two worker threads take turns.
 _DRAWING = threading.Lock()
 
 
-@dataclass(frozen=True)
-class FigureRequest:
-    """What a vector export draws: the frame's table (rows read), the analysis whose
-    drawer draws it, the layer (its name goes into the DataFrame's attrs as `frame`
-    puts it) and the view's attrs; `title` and `description` for the file's metadata,
-    `provenance` the record put into it."""
-
-    table: Table
-    analysis: str
-    layer: object
-    attrs: dict
-    title: str
-    description: str
-    provenance: dict | None = None  # the record the file carries (`gui.sharing`)
-
-
-def draw(req: FigureRequest):
+def draw(req):
     """The matplotlib Figure of `req` (`api.plots.plot` of its DataFrame)."""
     from detokgui.api.frames import frame
     from detokgui.api.plots import plot
@@ -55,7 +38,7 @@ class _Unnamed:
     name = ""
 
 
-def figure_bytes(req: FigureRequest, fmt: str) -> bytes:
+def figure_bytes(req, fmt: str) -> bytes:
     """The figure of `req` as an SVG or PDF document, saved as `export figures` saves
     (`figures.style.save`: printed size, fonts as outlines / embedded, no dates), with
     the title and the footer's lines in its metadata and the request's provenance
@@ -71,13 +54,13 @@ def figure_bytes(req: FigureRequest, fmt: str) -> bytes:
     return buf.getvalue()
 
 
-def write_figure(req: FigureRequest, path: str | Path, fmt: str) -> None:
+def write_figure(req, path: str | Path, fmt: str) -> None:
     """Write the figure of `req` to `path` as `fmt` ("svg" or "pdf"); the file appears
     whole or not at all."""
     write_bytes(path, figure_bytes(req, fmt))
 
 
-def export_job(req: FigureRequest, path: str, fmt: str) -> OSError | None:
+def export_job(req, path: str, fmt: str) -> OSError | None:
     """A job body: `write_figure`, returning the OSError of a failed write (shown as a
     warning, as a failed PNG or CSV export is) instead of raising it."""
     try:

@@ -13,7 +13,6 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -60,10 +59,13 @@ from detokgui.core.model.conventions import DIVERGING_COLOURS
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.plot_title import PlotTitle
 from detokgui.gui.sharing import view_record
-from detokgui.gui.view_figures import VECTOR_FORMATS, figure_request, panel_of
-
-if TYPE_CHECKING:
-    from detokgui.figures.view_figure import FigureRequest
+from detokgui.gui.view_figures import (
+    VECTOR_FORMATS,
+    FigureRequest,
+    export_job,
+    figure_request,
+    panel_of,
+)
 
 pg.setConfigOptions(imageAxisOrder="row-major", background="w", foreground="k", antialias=True)
 
@@ -444,8 +446,6 @@ class PlotFrame(QWidget):
         except ValueError as exc:
             QMessageBox.warning(self, "Export failed", failure_message(exc, path))
             return
-        from detokgui.figures.view_figure import export_job
-
         notify(self, f"Exporting {self.name} to {path}…")
         jobs.submit(f"export {path}", partial(export_job, req, path, fmt),
                     partial(self._written, path), label=f"Exporting {self.name}")

@@ -9,12 +9,29 @@ footer does.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-if TYPE_CHECKING:
-    from detokgui.figures.view_figure import FigureRequest
+from detokgui.core.base.tables import Table
 
 VECTOR_FORMATS = ("svg", "pdf")
+
+
+@dataclass(frozen=True)
+class FigureRequest:
+    """What a vector export draws (`figures.view_figure`): the frame's table (rows read),
+    the analysis whose drawer draws it, the layer (its name goes into the DataFrame's
+    attrs as `frame` puts it) and the view's attrs; `title` and `description` for the
+    file's metadata, `provenance` the record put into it. Made here, not in
+    `detokgui.figures`, whose import loads matplotlib: a view's export leaves that to
+    the worker."""
+
+    table: Table
+    analysis: str
+    layer: object
+    attrs: dict
+    title: str
+    description: str
+    provenance: dict | None = None  # the record the file carries (`gui.sharing`)
 
 
 def panel_of(widget):
@@ -34,8 +51,6 @@ def figure_request(frame) -> FigureRequest:
     table = frame.table_fn() if frame.table_fn is not None else None
     if table is None:
         raise ValueError(f"{frame.name} has no data to export yet.")
-    from detokgui.figures.view_figure import FigureRequest  # matplotlib: only on export
-
     header, rows = table
     panel = panel_of(frame)
     footer = frame.footer()
@@ -53,7 +68,7 @@ def view_attrs(panel, analysis: str) -> dict:
     convention label, per analysis a few more: `EXTRA_ATTRS`)."""
     if panel is None:
         return {}
-    from detokgui.figures.labels import model_text
+    from detokgui.core.model.titles import model_text
 
     attrs: dict = {"view": panel.title, "conventions": list(panel.result_conventions())}
     if panel.layer is not None:
@@ -85,7 +100,7 @@ def _compare_attrs(panel) -> dict:
     state = panel.state
     attrs = {}
     if state.layer_b is not None:
-        from detokgui.figures.labels import model_text
+        from detokgui.core.model.titles import model_text
 
         attrs["model_b"] = model_text(state.layer_b)
     if state.matching is not None:
@@ -102,3 +117,11 @@ EXTRA_ATTRS: dict[str, Callable] = {
     "frequency": _frequency_attrs, "compare": _compare_attrs, "pattern_pair": _compare_attrs,
     "sinks": _sinks_attrs,
 }
+
+
+def export_job(req: FigureRequest, path: str, fmt: str) -> OSError | None:
+    """A job body (worker thread): `figures.view_figure.export_job`, imported there, with
+    matplotlib, rather than on the GUI thread."""
+    from detokgui.figures.view_figure import export_job as write
+
+    return write(req, path, fmt)

@@ -1,7 +1,8 @@
 """How a model opened in the window is named: its title with the commit a hub revision
 resolved to (`model_title`), a short name for a crowded line (`short_name`), the facts the
 status bar keeps in view (`model_facts_text`) and the status bar's line for model A and
-model B, loaded or being loaded (`model_status`)."""
+model B, loaded or being loaded (`model_status`); and how figures, footers and exported
+files name it (`model_name`, `model_text`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from detokgui.core.model.conventions import temperature_label
 from detokgui.core.model.families import with_family
 from detokgui.core.model.sources.demo import DEMO_LABELS
-from detokgui.core.model.sources.hub import short
+from detokgui.core.model.sources.hub import short, split_revision
 
 
 def short_commit(layer) -> str | None:
@@ -71,3 +72,20 @@ def model_status(layer, layer_b, loading: str | None, loading_b: str | None,
     elif loading_b is not None:
         text += f"  ‖  B: loading {short_name(DEMO_LABELS.get(loading_b, loading_b))}…"
     return text, note
+
+
+def model_name(layer) -> str:
+    """The model as figures name it: a folder's last part, a hub model without its owner;
+    a hub model's commit appended ("tiny@step100, commit 1a2b3c4d5e")."""
+    name = str(layer.name)
+    commit = getattr(layer, "revision", None)
+    if commit:
+        repo, rev = split_revision(name)
+        return f"{repo.rsplit('/', 1)[-1]}{'@' + rev if rev else ''}, commit {commit[:10]}"
+    return Path(name).name if ("/" in name or "\\" in name) else name
+
+
+def model_text(layer) -> str:
+    """The model as footers and the index name it: "gpt2 (GPT-2, d=768, 12 heads,
+    τ = √d′ = 8)" (`Layer0.summary`, `conventions.temperature_label`)."""
+    return f"{model_name(layer)} ({layer.summary}, {temperature_label(layer)})"

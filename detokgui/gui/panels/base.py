@@ -316,10 +316,10 @@ class Panel(QWidget):
     def export_footer(self) -> list[str]:
         """The footer of this panel's exported PNG and SVG files, as every exported figure
         has one (`figures.style.new_figure`): detokgui and its version, the model
-        (`figures.labels.model_text`: name, commit, family, shapes, temperature), the view
+        (`core.model.titles.model_text`: name, commit, family, shapes, temperature), the view
         and the conventions of the drawn result (`result_conventions`)."""
         from detokgui import __version__
-        from detokgui.figures.labels import model_text
+        from detokgui.core.model.titles import model_text
 
         parts = [f"detokgui {__version__}"]
         if self.layer is not None:

@@ -104,6 +104,10 @@ class ExportDialog(QDialog):
     def chosen_corpus(self) -> tuple[str, ...]:
         return self.corpus if self.use_corpus.isChecked() else ()
 
+    def ready(self) -> bool:
+        """Whether what the dialog holds can be exported (each dialog says)."""
+        raise NotImplementedError
+
     def finish(self) -> None:
         self.form.addRow(self.buttons)
         self._update()

@@ -43,6 +43,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
+    QGraphicsItem,
     QGraphicsView,
     QMainWindow,
     QMenu,
@@ -100,11 +101,22 @@ def diverging_colormap() -> pg.ColorMap:
 def plain_axes(item):
     """Turn off pyqtgraph's SI multipliers ("(x0.001)" in an axis label, ticks scaled to
     match) on every axis of a PlotItem or AxisItem: ticks show the real values, as
-    everywhere else in detokgui. Returns `item`."""
+    everywhere else in detokgui. Returns `item`.
+
+    Also keep each axis, its label and the plot's title as a pixmap of the screen
+    (Qt's DeviceCoordinateCache), redrawn only when their range or text changes: a page
+    shown again, or a plot whose curves change, then copies them instead of laying out
+    and drawing their text again (a tenth of a tab switch's GUI time with 12 heads:
+    docs/performance.md). Exports draw them afresh at their own scale: Qt uses the cache
+    only for the screen."""
     axes = [item] if isinstance(item, pg.AxisItem) else \
         [item.getAxis(name) for name in ("left", "bottom", "top", "right")]
     for ax in axes:
         ax.enableAutoSIPrefix(False)
+        ax.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
+        ax.label.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
+    if isinstance(item, pg.PlotItem):
+        item.titleLabel.item.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
     return item
 
 

@@ -37,12 +37,10 @@ from matplotlib.figure import Figure
 
 from detokgui.core.base.progress import Job
 from detokgui.core.base.tables import Table
+from detokgui.figures.defaults import DEFAULT_MAX_TEXTS
 
 FIGURE_MODULES = ("paper", "studies", "corpus", "text", "compare", "series")
 
-#: How many corpus windows the text figures (observed attention, KL contributions) read
-#: by default: enough for smooth means, seconds per figure on a CPU.
-DEFAULT_MAX_TEXTS = 64
 
 
 class FigureSkipped(Exception):

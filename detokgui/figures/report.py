@@ -64,9 +64,9 @@ from detokgui.core.position_side.positional import iter_classify_heads
 from detokgui.core.text_side.sinks import SampleTexts, iter_sinks
 from detokgui.core.token_side.vocab_pass import iter_vocab_pass
 from detokgui.figures import style
+from detokgui.figures.defaults import DEFAULT_MAX_TEXTS, DEFAULT_PAGE_MB
 from detokgui.figures.export import check_corpus
 from detokgui.figures.registry import (
-    DEFAULT_MAX_TEXTS,
     FigureContext,
     FigureSkipped,
     load_figures,
@@ -74,9 +74,6 @@ from detokgui.figures.registry import (
 
 #: Keys per head and query token in the search table.
 DEFAULT_K = 5
-#: The page's size budget, MB (the issue's goal for GPT-2 small with the token table): the
-#: token table gets what the figures and the rest leave (`table_budget`).
-DEFAULT_PAGE_MB = 15.0
 #: What a page holds besides the figures, the vocabulary and the table (head cards,
 #: model card, style, script): at most this many bytes (GPT-2 small's: 0.1 MB).
 PAGE_OVERHEAD_BYTES = 300_000

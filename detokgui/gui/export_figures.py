@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from detokgui.figures.defaults import DEFAULT_MAX_TEXTS
 from detokgui.gui.options import remember, remembered
 
 JOB_KEY = "export-figures"
@@ -120,8 +121,6 @@ class ExportFiguresDialog(ExportDialog):
     """Output folder, format checkboxes, "use the current corpus", the text cap."""
 
     def __init__(self, parent, corpus: tuple[str, ...], corpus_text: str):
-        from detokgui.figures.registry import DEFAULT_MAX_TEXTS
-
         super().__init__(parent, "Export all figures",
                          "Every figure of the paper and of the layer-0 studies that "
                          "detokgui computes,\nwith its data as CSV and an index.md.", corpus)

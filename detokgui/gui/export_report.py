@@ -16,6 +16,7 @@ from pathlib import Path
 from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QFileDialog
 
+from detokgui.figures.defaults import DEFAULT_PAGE_MB
 from detokgui.gui.export_figures import ExportDialog, FigureExporter
 from detokgui.gui.options import remember, remembered
 
@@ -40,8 +41,6 @@ class ExportReportDialog(ExportDialog):
     """The file, "use the current corpus", "compare with model B", "figures", page MB."""
 
     def __init__(self, parent, corpus: tuple[str, ...], corpus_text: str, b_name: str | None):
-        from detokgui.figures.report import DEFAULT_PAGE_MB
-
         super().__init__(parent, "Export report",
                          "One HTML file to open in any browser, offline: the model card,\n"
                          "the figures, a card per head and a token search.", corpus)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 from conftest import wait_idle
 from exported import pdf_info, svg_marks, svg_text
 from PySide6.QtWidgets import QFileDialog
@@ -133,6 +134,8 @@ frame = win.panel("bias").plot_frames()[1]
 wait(lambda: frame.has_data() and not win.jobs.busy)
 req = frame.figure_request()
 frame.export(os.path.join(sys.argv[1], "bias.png"))
+for exporter in (win.figure_exporter, win.report_exporter):  # File > Export … dialogs
+    exporter.dialog("corpus").close()
 print(len(req.table[1]), "matplotlib" in sys.modules, flush=True)
 os._exit(0)
 """
@@ -140,13 +143,53 @@ os._exit(0)
 
 def test_the_gui_thread_reads_a_vector_export_without_loading_matplotlib(tmp_path):
     """What an SVG/PDF export reads on the GUI thread (`PlotFrame.figure_request`) and a
-    PNG export with its footer load no matplotlib: importing it takes a few hundred ms,
-    which the worker drawing the figure spends instead. In a process of its own, as the
+    PNG export with its footer load no matplotlib, nor do the File > Export all figures and
+    Export report dialogs: importing it takes a few hundred ms, which the worker drawing the
+    figures spends instead. In a process of its own, as the
     app runs (the test process has matplotlib loaded already)."""
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
     out = subprocess.run([sys.executable, "-c", _NO_MATPLOTLIB_ON_EXPORT, str(tmp_path)],
-                         capture_output=True, text=True, timeout=300, env=env)
+                         check=False, capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     rows, loaded = out.stdout.split()
     assert int(rows) > 0 and loaded == "False", out.stdout
     assert (tmp_path / "bias.png").stat().st_size > 0
+
+
+def test_a_png_export_draws_the_cached_axes_afresh_at_its_scale(window, qtbot):
+    """The axes, their labels and the titles are kept as pixmaps of the screen
+    (`plots.plain_axes`); a PNG export (twice the screen's size) still draws them at its
+    own scale: the same pixels as with every cache turned off, not a screen pixmap scaled
+    up."""
+    from PySide6.QtGui import QImage
+    from PySide6.QtWidgets import QGraphicsItem
+
+    from detokgui.gui.plots import render_png
+
+    win = window
+    win.show_view("slopes")
+    frame = win.panel("slopes").hist_frame
+    qtbot.waitUntil(frame.has_data, timeout=60000)
+    wait_idle(qtbot, win)
+    qtbot.wait(100)  # painted on screen: the caches are filled
+    items = frame.view.scene().items()
+    cached = [i for i in items if i.cacheMode() == QGraphicsItem.DeviceCoordinateCache]
+    assert len(cached) >= 4  # the histogram's axes, their labels and its title at least
+    with_cache = image_array(QImage.fromData(render_png(frame)))
+    for item in cached:
+        item.setCacheMode(QGraphicsItem.NoCache)
+    without = image_array(QImage.fromData(render_png(frame)))
+    assert with_cache.shape == without.shape
+    # a screen pixmap scaled up would blur every glyph: thousands of pixels; drawn afresh,
+    # at most a pixel at the end of a line (the cached item's clip) differs
+    differ = (np.abs(with_cache.astype(int) - without).max(axis=2) > 2).sum()
+    assert differ <= 4, differ
+
+
+def image_array(image) -> np.ndarray:
+    """A QImage's pixels as an (height, width, 4) uint8 array."""
+    from PySide6.QtGui import QImage
+
+    image = image.convertToFormat(QImage.Format_RGBA8888)
+    return np.frombuffer(image.constBits(), np.uint8).reshape(
+        image.height(), image.bytesPerLine() // 4, 4)[:, :image.width()].copy()

@@ -7,6 +7,7 @@ import sys
 import time
 
 from detokgui.cli.common import export_command
+from detokgui.figures.defaults import DEFAULT_MAX_TEXTS
 from detokgui.help_texts import CORPUS_PATHS
 
 
@@ -24,8 +25,8 @@ def _figures_args(p):
                         "the paper's, e.g. 1 and 7)")
     p.add_argument("--max-texts", type=int, default=None, metavar="N",
                    help="corpus windows read by the text figures (observed attention, KL "
-                        "contributions; default 64, registry.DEFAULT_MAX_TEXTS); counts use "
-                        "the whole corpus")
+                        f"contributions; default {DEFAULT_MAX_TEXTS}); counts use the whole "
+                        "corpus")
     p.add_argument("--dpi", type=int, default=None, metavar="N",
                    help="PNG resolution in dots per inch (default 300; the figures are drawn "
                         "at their printed size)")
@@ -97,7 +98,6 @@ def _check_figures(args, shape):
 )
 def export_figures_command(args, layer):
     from detokgui.figures.export import export_figures
-    from detokgui.figures.registry import DEFAULT_MAX_TEXTS
 
     max_texts = DEFAULT_MAX_TEXTS if args.max_texts is None else args.max_texts
     other = None

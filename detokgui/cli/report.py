@@ -6,12 +6,11 @@ from __future__ import annotations
 import sys
 
 from detokgui.cli.common import CliError, export_command
+from detokgui.figures.defaults import DEFAULT_K, DEFAULT_MAX_TEXTS, DEFAULT_PAGE_MB
 from detokgui.help_texts import CORPUS_PATHS
 
 
 def _report_args(p):
-    from detokgui.figures.report import DEFAULT_K, DEFAULT_PAGE_MB
-
     p.add_argument("--out", required=True, help="the HTML file (written only when complete)")
     p.add_argument("--model-b", "--compare", dest="compare", metavar="MODEL",
                    help="a second model B (hub name, folder, 'demo'): its card, the head "
@@ -32,7 +31,7 @@ def _report_args(p):
     p.add_argument("--table-mb", type=float, default=None, metavar="MB",
                    help="size budget of the token table alone, instead of --page-mb's share")
     p.add_argument("--max-texts", type=int, default=None, metavar="N",
-                   help="corpus windows read by the text figures (default 64)")
+                   help=f"corpus windows read by the text figures (default {DEFAULT_MAX_TEXTS})")
     p.add_argument("--no-figures", action="store_true",
                    help="leave the figures out (a quicker, smaller page)")
 
@@ -56,7 +55,6 @@ def _check_report(args, shape):
                 _report_args, outputs=(".html", ".htm"), check=_check_report)
 def export_report(args, layer):
     from detokgui.cli.figures import _StderrProgress
-    from detokgui.figures.registry import DEFAULT_MAX_TEXTS
     from detokgui.figures.report import write_report
 
     other = None

@@ -64,7 +64,7 @@ from detokgui.core.position_side.positional import iter_classify_heads
 from detokgui.core.text_side.sinks import SampleTexts, iter_sinks
 from detokgui.core.token_side.vocab_pass import iter_vocab_pass
 from detokgui.figures import style
-from detokgui.figures.defaults import DEFAULT_MAX_TEXTS, DEFAULT_PAGE_MB
+from detokgui.figures.defaults import DEFAULT_K, DEFAULT_MAX_TEXTS, DEFAULT_PAGE_MB
 from detokgui.figures.export import check_corpus
 from detokgui.figures.registry import (
     FigureContext,
@@ -72,8 +72,6 @@ from detokgui.figures.registry import (
     load_figures,
 )
 
-#: Keys per head and query token in the search table.
-DEFAULT_K = 5
 #: What a page holds besides the figures, the vocabulary and the table (head cards,
 #: model card, style, script): at most this many bytes (GPT-2 small's: 0.1 MB).
 PAGE_OVERHEAD_BYTES = 300_000

@@ -213,3 +213,22 @@ def test_every_per_head_export_has_head(columns, capsys, monkeypatch):
     for name, cols in columns.items():
         if " " not in name and "head" in cols and EXPORTS[name].one_model:
             assert "--head" in words(help_text(capsys, monkeypatch, 100, name)), name
+
+
+def test_export_help_loads_neither_torch_nor_matplotlib():
+    """`detokgui export --help` and `export report --help` answer at once: building the
+    parser reads the defaults from `figures.defaults`, not from the modules that compute
+    (which load torch and matplotlib, ~2 s). In a process of its own (this one has both)."""
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom detokgui.cli import main\n"
+              "for what in ([], ['report'], ['figures']):\n"
+              "    try:\n        main([*what, '--help'])\n    except SystemExit:\n        pass\n"
+              "print(sorted(m for m in ('torch', 'matplotlib') if m in sys.modules), "
+              "file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Keys per head" in out.stdout or "keys per head" in out.stdout  # report's help
+    assert out.stderr.strip().splitlines()[-1] == "[]", out.stderr[-2000:]

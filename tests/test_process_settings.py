@@ -4,6 +4,7 @@ the process's settings as they were; `gui.process.configure_process`, which the 
 calls, sets what its docstring says. Each case in a fresh interpreter: these settings are
 process-wide, and this test process has its own (conftest)."""
 
+import os
 import subprocess
 import sys
 
@@ -11,18 +12,22 @@ from conftest import SUBPROCESS_ENV
 
 # The settings a library must not change behind its user's back, as one line of text:
 # automatic garbage collection and its thresholds, the GIL's switch interval, the main
-# thread's niceness. (The C allocator's settings cannot be read back; that nothing sets
-# them is checked in the source, below.)
+# thread's niceness, the threads of the BLAS libraries loaded (numpy's; scipy's once
+# scipy.linalg is imported). (The C allocator's settings cannot be read back; that
+# nothing sets them is checked in the source, below.)
 SETTINGS = r"""
 import gc, os, sys
+from threadpoolctl import threadpool_info
 
 def settings():
+    blas = sorted(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
     return (f"gc {gc.isenabled()} {gc.get_threshold()} switch {sys.getswitchinterval()} "
-            f"nice {os.getpriority(os.PRIO_PROCESS, 0)}")
+            f"nice {os.getpriority(os.PRIO_PROCESS, 0)} blas {blas}")
 """
 
 UNCHANGED = SETTINGS + r"""
 import threading, time
+import numpy
 before = settings()
 from PySide6.QtWidgets import QApplication
 from detokgui.core.base.progress import Progress
@@ -80,7 +85,9 @@ def allocator():
     return "kept" if rss() - before > 7 * 2**20 else "handed back"
 """
 
-PLAIN_ALLOCATOR = ALLOCATOR + r"""
+PLAIN = SETTINGS + ALLOCATOR + r"""
+import numpy, scipy.linalg
+print(settings())
 print(allocator())
 """
 
@@ -89,10 +96,12 @@ import threading, time, weakref
 from PySide6.QtCore import QCoreApplication
 from detokgui.gui.process import configure_process
 
+import numpy
 app = QCoreApplication([])
 configure_process(app)
 print(allocator())
 from detokgui.gui.jobs import JobRunner
+import scipy.linalg  # loads scipy's own BLAS, after configure_process
 print(settings())
 
 app.processEvents()  # the first pass freezes what is alive
@@ -130,7 +139,7 @@ def run(script: str, *args) -> list[str]:
 def test_runner_panels_and_window_leave_the_process_settings_alone(tiny_ckpt):
     before, after = run(UNCHANGED, tiny_ckpt)[-2:]
     assert before.startswith("gc True")  # the premise: Python's defaults
-    assert after == before
+    assert after == before  # BLAS threads too: as many as the library chose
 
 
 def test_configure_process_sets_what_it_says():
@@ -140,27 +149,34 @@ def test_configure_process_sets_what_it_says():
     assert thread == "collected on the GUI thread only True"
     assert frozen == "frozen True"  # what was alive when the event loop started
     assert "switch 0.005 " in settings  # Python's own switch interval
-    plain = run(PLAIN_ALLOCATOR)[-1]
+    # numpy's and scipy's BLAS on the calling thread: no pool spinning between products
+    assert settings.endswith("blas [1, 1]"), settings
+    plain_settings, plain = run(PLAIN)[-2:]
     assert (plain, allocator) in (("kept", "handed back"), ("not glibc", "not glibc"))
+    if len(os.sched_getaffinity(0)) > 1:  # the premise: left alone, BLAS uses a pool
+        assert not plain_settings.endswith("blas [1, 1]"), plain_settings
 
 
 #: Calls that change the interpreter or the process for everyone in it, by the name called.
 PROCESS_WIDE = {"disable", "enable", "freeze", "unfreeze", "set_threshold",
                 "setswitchinterval", "mallopt", "malloc_trim", "sched_setattr", "setpriority",
-                "nice", "syscall"}
+                "nice", "syscall", "threadpool_limits", "set_num_threads"}
 #: Where detokgui may make them, and why.
 ALLOWED = {
     "detokgui/gui/process.py": "configure_process: the app's settings, called by the launcher",
     "detokgui/gui/jobs.py": "setpriority: a runner's own worker threads run at a lower "
                             "priority (their thread id, not the process)",
+    "detokgui/core/compare/series.py": "set_num_threads: a training-series task's torch "
+                                       "threads, in a worker process of its own (a spawned "
+                                       "local pool or a Dask worker)",
 }
 
 
 def test_only_the_process_module_makes_process_wide_calls():
-    """No module but gui/process.py (and jobs.py's workers' own niceness) calls gc.disable,
-    gc.freeze, sys.setswitchinterval, glibc's mallopt/malloc_trim, a raw syscall or the
-    like: the allocator's settings, which cannot be read back, are left alone by
-    construction."""
+    """No module but gui/process.py (and jobs.py's workers' own niceness, a series task's
+    torch threads in its own process) calls gc.disable, gc.freeze, sys.setswitchinterval,
+    glibc's mallopt/malloc_trim, a raw syscall, a thread-pool limit or the like: the
+    allocator's settings, which cannot be read back, are left alone by construction."""
     import ast
     from pathlib import Path
 

@@ -21,6 +21,15 @@ soak benchmark (benchmarks/bench_soak.py; figures in docs/performance.md):
   threshold is set with it (twice, as glibc pairs them), else glibc would hand back and
   fault in again every freed block at the top of its heap.
 
+- **numpy's and scipy's BLAS compute on the calling thread** (`single_threaded_blas`):
+  OpenBLAS hands each product to a pool of its own threads, which then spin for ~0.1 s
+  waiting for the next one. After one 400x400 product its helper thread had burnt
+  110-120 ms of a core, at the priority the process started with (the workers' lower one
+  does not reach it): each small product of a job (a least-squares slope, a dgemv) kept a
+  core busy that long, and on a 2-core machine the GUI thread waited for a core (the
+  soak's longest stalls outside switches 51.8-57.4 ms, and 40.1-45.7 ms with one BLAS
+  thread). detokgui's large products are torch's, which has its own threads.
+
 Workers' lower CPU priority is each worker thread's, set when a job starts (`gui.jobs`).
 The GIL's switch interval is Python's own: 0.2 ms instead of 5 ms measured no different.
 """
@@ -29,10 +38,12 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import platform
 import sys
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Slot
+from threadpoolctl import threadpool_limits
 
 MMAP_THRESHOLD = 4 * 2**20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
@@ -48,6 +59,17 @@ def configure_process(app: QCoreApplication) -> None:
     collector = collect_garbage_on_gui_thread(app)
     QTimer.singleShot(0, collector, collector.freeze_alive)  # once the window is built
     fix_mmap_threshold(MMAP_THRESHOLD)
+    single_threaded_blas()
+
+
+def single_threaded_blas() -> None:
+    """Have numpy's and scipy's BLAS compute on the calling thread only, for good: no pool
+    of BLAS threads spinning between products (the module docstring says why). The
+    libraries loaded already are limited through threadpoolctl; OpenBLAS loaded later (scipy
+    loads its own with scipy.linalg) reads OPENBLAS_NUM_THREADS, which processes started
+    from this one inherit too."""
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def fix_mmap_threshold(nbytes: int) -> bool:

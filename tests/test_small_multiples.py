@@ -214,11 +214,11 @@ def test_small_cells_keep_their_labels_apart(qtbot):
         for (x1, w1), (x2, w2) in itertools.pairwise(placed):
             assert x2 - x1 >= (w1 + w2) / 2 + 4
         if width == 340:
-            assert {sm.names[h].textItem.toPlainText() for h in (0, 24)} == {"0", "24"}
+            assert {sm.names[h].text() for h in (0, 24)} == {"0", "24"}
 
     frame.resize(1400, 900)
     qtbot.waitUntil(lambda: sm._cell_pixels()[0] > 150)
-    assert sm.names[24].textItem.toPlainText() == "head 24"
+    assert sm.names[24].text() == "head 24"
 
 
 def test_what_is_drawn_maps_back_to_the_data_and_the_title_is_the_frames(grid, qtbot):
@@ -291,3 +291,27 @@ def test_a_steady_series_is_painted_from_a_pixmap_that_follows_its_data(grid, qt
     y_high = grid.frame.view.mapFromScene(grid.scene_pos(0, 4.5, 0.8)).y()
     assert any(abs(y - y_low) <= 2 for y in low) and not any(abs(y - y_low) <= 2 for y in high)
     assert any(abs(y - y_high) <= 2 for y in high)
+
+
+def test_head_names_keep_their_size_on_screen_inside_their_cells(qtbot):
+    """A head's name is as large on screen however large the plot (it is not scaled with
+    the cells) and sits just inside its cell's top left corner, in every cell."""
+    frame = PlotFrame("test")
+    qtbot.addWidget(frame)
+    frame.show()
+    sm = SmallMultiples(frame, State(0))
+    sm.set_heads(range(4))
+    sm.set_ranges((0, 10), (0, 1))
+    sizes = set()
+    for width, height in ((520, 360), (1100, 760)):
+        frame.resize(width, height)
+        qtbot.waitUntil(lambda w=width: frame.width() == w)
+        qtbot.wait(50)
+        view = frame.view
+        for h in range(4):
+            name = sm.names[h]
+            rect = name.deviceTransform(view.viewportTransform()).mapRect(name.boundingRect())
+            corner = view.mapFromScene(sm.scene_pos(h, 0, 1))  # the cell's top left
+            assert 0 <= rect.left() - corner.x() <= 8 and 0 <= rect.top() - corner.y() <= 8
+            sizes.add((round(rect.width()), round(rect.height())))
+    assert len(sizes) == 1, sizes  # "head 0".."head 3": one size, at both plot sizes

@@ -28,7 +28,12 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainterPath, QPen
-from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsPathItem,
+    QGraphicsRectItem,
+    QGraphicsSimpleTextItem,
+)
 
 from detokgui.core.base.decimation import cell_lines, pixel_envelope
 from detokgui.core.base.plot_axes import nice_step, tick_values
@@ -42,6 +47,7 @@ MASKED_BRUSH = QColor(120, 120, 120, 38)
 FRAME_PEN = QColor(150, 150, 150)
 GRID_PEN = QColor(0, 0, 0, 28)
 NAME_FILL = QColor(255, 255, 255, 170)
+NAME_INSET = 4  # pixels between a cell's top left corner and its head's name
 NAME_SHORT_BELOW_PX = 75  # a cell narrower than this shows its head's number alone
 
 
@@ -90,7 +96,7 @@ class SmallMultiples(QObject):
         self._bands: dict[str, dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
         self.curves: dict[str, pg.PlotCurveItem] = {}
         self.band_items: dict[str, QGraphicsPathItem] = {}
-        self.names: dict[int, pg.TextItem] = {}
+        self.names: dict[int, HeadName] = {}
         self.frames = self._path_item(cosmetic_pen(FRAME_PEN), -15)
         self.grid_lines = self._path_item(cosmetic_pen(GRID_PEN), -20)
         self.masked = self._path_item(QPen(Qt.NoPen), -30, QBrush(MASKED_BRUSH))
@@ -135,13 +141,7 @@ class SmallMultiples(QObject):
             item.setVisible(h in heads)
         for h in heads:
             if h not in self.names:
-                item = pg.TextItem(f"head {h}", color=head_color(h), anchor=(0, 0),
-                                   fill=NAME_FILL)  # legible over the curves
-                font = QFont()
-                font.setPointSizeF(8.5)
-                font.setBold(True)
-                item.setFont(font)
-                item.setZValue(20)
+                item = HeadName(f"head {h}", head_color(h))
                 self.vb.addItem(item, ignoreBounds=True)
                 self.names[h] = item
             self.names[h].setVisible(True)
@@ -439,6 +439,34 @@ class SmallMultiples(QObject):
         left.setTicks([y_ticks])
         _fit_left_axis(left, y_text)
         self.grid_lines.setPath(grid)
+
+
+class HeadName(QGraphicsSimpleTextItem):
+    """A cell's "head h", top left in the cell, on a light ground that keeps it legible
+    over the curves. Its size on screen is fixed (Qt's ItemIgnoresTransformations) and it
+    is kept as a pixmap: pyqtgraph's TextItem recomputes its transform in Python before
+    every paint of the scene, which with 25 heads x 4 plots was a quarter of the GUI
+    thread's time to show all heads."""
+
+    def __init__(self, text: str, color: str):
+        super().__init__(text)
+        font = QFont()
+        font.setPointSizeF(8.5)
+        font.setBold(True)
+        self.setFont(font)
+        self.setBrush(QColor(color))
+        self.setPen(QPen(Qt.NoPen))
+        self.setZValue(20)
+        self.setFlag(QGraphicsItem.ItemIgnoresTransformations)
+        self.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
+
+    def boundingRect(self) -> QRectF:  # the text NAME_INSET pixels into the cell, its ground
+        return super().boundingRect().adjusted(-2, -1, 2, 1).translated(NAME_INSET, NAME_INSET)
+
+    def paint(self, painter, option, widget=None) -> None:
+        painter.fillRect(self.boundingRect(), NAME_FILL)
+        painter.translate(NAME_INSET, NAME_INSET)
+        super().paint(painter, option, widget)
 
 
 def _fit_left_axis(left: pg.AxisItem, texts: list[str]) -> None:

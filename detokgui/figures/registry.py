@@ -42,7 +42,6 @@ from detokgui.figures.defaults import DEFAULT_MAX_TEXTS
 FIGURE_MODULES = ("paper", "studies", "corpus", "text", "compare", "series")
 
 
-
 class FigureSkipped(Exception):
     """This figure cannot be drawn here; the message says why (it goes into index.md)."""
 

@@ -27,8 +27,9 @@ soak benchmark (benchmarks/bench_soak.py; figures in docs/performance.md):
   110-120 ms of a core, at the priority the process started with (the workers' lower one
   does not reach it): each small product of a job (a least-squares slope, a dgemv) kept a
   core busy that long, and on a 2-core machine the GUI thread waited for a core (the
-  soak's longest stalls outside switches 51.8-57.4 ms, and 40.1-45.7 ms with one BLAS
-  thread). detokgui's large products are torch's, which has its own threads.
+  soak's longest stalls outside switches, seeds 1 and 2 back to back: 64.3 and 56.4 ms,
+  with one BLAS thread 42.7 and 43.8 ms). detokgui's large products are torch's, which
+  has its own threads.
 
 Workers' lower CPU priority is each worker thread's, set when a job starts (`gui.jobs`).
 The GIL's switch interval is Python's own: 0.2 ms instead of 5 ms measured no different.

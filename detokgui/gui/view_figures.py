@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from detokgui.core.base.tables import Table
+from detokgui.core.model.titles import model_text
 
 VECTOR_FORMATS = ("svg", "pdf")
 
@@ -68,8 +69,6 @@ def view_attrs(panel, analysis: str) -> dict:
     convention label, per analysis a few more: `EXTRA_ATTRS`)."""
     if panel is None:
         return {}
-    from detokgui.core.model.titles import model_text
-
     attrs: dict = {"view": panel.title, "conventions": list(panel.result_conventions())}
     if panel.layer is not None:
         attrs["model"] = model_text(panel.layer)
@@ -100,8 +99,6 @@ def _compare_attrs(panel) -> dict:
     state = panel.state
     attrs = {}
     if state.layer_b is not None:
-        from detokgui.core.model.titles import model_text
-
         attrs["model_b"] = model_text(state.layer_b)
     if state.matching is not None:
         attrs["no_match"] = state.matching.rule()

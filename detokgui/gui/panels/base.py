@@ -31,6 +31,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 from detokgui.core.model.conventions import COLOUR_SIGN_NOTE, POSITION_CONVENTIONS
+from detokgui.core.model.titles import model_text
 from detokgui.gui.jobs import JobRunner
 from detokgui.gui.state import AppState
 
@@ -319,7 +320,6 @@ class Panel(QWidget):
         (`core.model.titles.model_text`: name, commit, family, shapes, temperature), the view
         and the conventions of the drawn result (`result_conventions`)."""
         from detokgui import __version__
-        from detokgui.core.model.titles import model_text
 
         parts = [f"detokgui {__version__}"]
         if self.layer is not None:

@@ -11,6 +11,7 @@ import numpy as np
 from conftest import wait_idle
 from exported import pdf_info, svg_marks, svg_text
 from PySide6.QtWidgets import QFileDialog
+from svgcheck import image_array
 
 from detokgui.api.frames import frame as data_frame
 from detokgui.api.plots import plot
@@ -182,14 +183,6 @@ def test_a_png_export_draws_the_cached_axes_afresh_at_its_scale(window, qtbot):
     assert with_cache.shape == without.shape
     # a screen pixmap scaled up would blur every glyph: thousands of pixels; drawn afresh,
     # at most a pixel at the end of a line (the cached item's clip) differs
-    differ = (np.abs(with_cache.astype(int) - without).max(axis=2) > 2).sum()
+    differ = (np.abs(with_cache - without).max(axis=2) > 2).sum()
     assert differ <= 4, differ
 
-
-def image_array(image) -> np.ndarray:
-    """A QImage's pixels as an (height, width, 4) uint8 array."""
-    from PySide6.QtGui import QImage
-
-    image = image.convertToFormat(QImage.Format_RGBA8888)
-    return np.frombuffer(image.constBits(), np.uint8).reshape(
-        image.height(), image.bytesPerLine() // 4, 4)[:, :image.width()].copy()

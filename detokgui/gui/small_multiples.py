@@ -81,6 +81,7 @@ class SmallMultiples(QObject):
         for side, label in (("bottom", x_label), ("left", y_label)):
             axis = self.plot.getAxis(side)
             axis.setStyle(tickLength=-4)
+            axis.setTicks([[]])  # the ticks are self.x_ticks / self.y_ticks, none yet
             if label:
                 self.plot.setLabel(side, label)
         self.heads: list[int] = []
@@ -434,10 +435,12 @@ class SmallMultiples(QObject):
                           [(v - y0) / (y1 - y0) for v in ys])
         for h, name in self.names.items():  # the number alone where a cell is small
             name.setText(f"head {h}" if cell_w >= NAME_SHORT_BELOW_PX else str(h))
+        if x_ticks != self.x_ticks:  # an axis given ticks draws them again
+            bottom.setTicks([x_ticks])
+        if y_ticks != self.y_ticks:
+            left.setTicks([y_ticks])
+            _fit_left_axis(left, y_text)
         self.x_ticks, self.y_ticks = x_ticks, y_ticks
-        bottom.setTicks([x_ticks])
-        left.setTicks([y_ticks])
-        _fit_left_axis(left, y_text)
         self.grid_lines.setPath(grid)
 
 

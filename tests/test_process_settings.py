@@ -12,17 +12,20 @@ from conftest import SUBPROCESS_ENV
 
 # The settings a library must not change behind its user's back, as one line of text:
 # automatic garbage collection and its thresholds, the GIL's switch interval, the main
-# thread's niceness, the threads of the BLAS libraries loaded (numpy's; scipy's once
-# scipy.linalg is imported). (The C allocator's settings cannot be read back; that
-# nothing sets them is checked in the source, below.)
+# thread's niceness, pyqtgraph's defaults for every plot in the process (background,
+# foreground, antialiasing, image axis order, ...), the threads of the BLAS libraries
+# loaded (numpy's; scipy's once scipy.linalg is imported). (The C allocator's settings
+# cannot be read back; that nothing sets them is checked in the source, below.)
 SETTINGS = r"""
 import gc, os, sys
+import pyqtgraph
 from threadpoolctl import threadpool_info
 
 def settings():
     blas = sorted(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+    plots = sorted((k, repr(pyqtgraph.getConfigOption(k))) for k in pyqtgraph.CONFIG_OPTIONS)
     return (f"gc {gc.isenabled()} {gc.get_threshold()} switch {sys.getswitchinterval()} "
-            f"nice {os.getpriority(os.PRIO_PROCESS, 0)} blas {blas}")
+            f"nice {os.getpriority(os.PRIO_PROCESS, 0)} pyqtgraph {plots} blas {blas}")
 """
 
 UNCHANGED = SETTINGS + r"""
@@ -139,6 +142,7 @@ def run(script: str, *args) -> list[str]:
 def test_runner_panels_and_window_leave_the_process_settings_alone(tiny_ckpt):
     before, after = run(UNCHANGED, tiny_ckpt)[-2:]
     assert before.startswith("gc True")  # the premise: Python's defaults
+    assert "('background', \"'k'\")" in before  # and pyqtgraph's (black plots)
     assert after == before  # BLAS threads too: as many as the library chose
 
 
@@ -162,7 +166,8 @@ def test_configure_process_sets_what_it_says():
 #: Calls that change the interpreter or the process for everyone in it, by the name called.
 PROCESS_WIDE = {"disable", "enable", "freeze", "unfreeze", "set_threshold",
                 "setswitchinterval", "mallopt", "malloc_trim", "sched_setattr", "setpriority",
-                "nice", "syscall", "threadpool_limits", "set_num_threads"}
+                "nice", "syscall", "threadpool_limits", "set_num_threads", "setConfigOptions",
+                "setConfigOption"}
 #: Where detokgui may make them, and why.
 ALLOWED = {
     "detokgui/gui/process.py": "configure_process: the app's settings, called by the launcher",
@@ -177,8 +182,9 @@ ALLOWED = {
 def test_only_the_process_module_makes_process_wide_calls():
     """No module but gui/process.py (and jobs.py's workers' own niceness, a series task's
     torch threads in its own process) calls gc.disable, gc.freeze, sys.setswitchinterval,
-    glibc's mallopt/malloc_trim, a raw syscall, a thread-pool limit or the like: the
-    allocator's settings, which cannot be read back, are left alone by construction."""
+    glibc's mallopt/malloc_trim, a raw syscall, a thread-pool limit, pyqtgraph's
+    setConfigOptions or the like: the allocator's settings, which cannot be read back, are
+    left alone by construction."""
     import ast
     from pathlib import Path
 

@@ -15,6 +15,8 @@ import pyqtgraph as pg
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QGraphicsGridLayout, QSizePolicy
 
+from detokgui.core.model.conventions import INK_COLOUR
+
 
 class _Gradient(pg.GraphicsWidget):
     """The colour map from its low end (bottom) to its high end (top), framed."""
@@ -30,7 +32,7 @@ class _Gradient(pg.GraphicsWidget):
     def paint(self, painter, *_):
         rect = self.rect()
         painter.drawImage(rect, self.image)
-        painter.setPen(pg.mkPen(pg.getConfigOption("foreground"), width=1))  # cosmetic
+        painter.setPen(pg.mkPen(INK_COLOUR, width=1))  # cosmetic
         painter.drawRect(rect)
 
 
@@ -48,7 +50,7 @@ class ColorBar(pg.GraphicsWidget):
         self._images: list[weakref.ref] = []
         self.values = (float(values[0]), float(values[1]))
         self.gradient = _Gradient(self._colormap, width)
-        self.axis = pg.AxisItem("right")
+        self.axis = pg.AxisItem("right", pen=INK_COLOUR, textPen=INK_COLOUR)
         self.axis.enableAutoSIPrefix(False)  # real values on the ticks, as plain_axes does
         self.axis.setRange(*self.values)
         if label:

@@ -48,7 +48,7 @@ class HeatmapMosaic(QObject):
         self.vb.setMenuEnabled(False)
         self.vb.invertY(True)  # row 0 at the top, as in a single heatmap
         self.vb.setAspectLocked(False)
-        self.image = pg.ImageItem()
+        self.image = pg.ImageItem(axisOrder="row-major")
         self.vb.addItem(self.image)
         self.colorbar = ColorBar(colormap or diverging_colormap(), label=label)
         self.colorbar.setImageItem(self.image)

@@ -56,7 +56,7 @@ from detokgui.core.base import plot_axes
 from detokgui.core.base.atomic import write_bytes
 from detokgui.core.base.provenance import PNG_KEY, to_json
 from detokgui.core.base.tables import Table, write_csv
-from detokgui.core.model.conventions import DIVERGING_COLOURS
+from detokgui.core.model.conventions import DIVERGING_COLOURS, INK_COLOUR, PAPER_COLOUR
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.plot_title import PlotTitle
 from detokgui.gui.sharing import view_record
@@ -67,8 +67,6 @@ from detokgui.gui.view_figures import (
     figure_request,
     panel_of,
 )
-
-pg.setConfigOptions(imageAxisOrder="row-major", background="w", foreground="k", antialias=True)
 
 EXPORT_FORMATS = ("png", "svg", "pdf", "csv")
 #: File > Export current view: each format's shortcut
@@ -101,7 +99,8 @@ def diverging_colormap() -> pg.ColorMap:
 def plain_axes(item):
     """Turn off pyqtgraph's SI multipliers ("(x0.001)" in an axis label, ticks scaled to
     match) on every axis of a PlotItem or AxisItem: ticks show the real values, as
-    everywhere else in detokgui. Returns `item`.
+    everywhere else in detokgui; axes, their labels and the title in INK_COLOUR. Returns
+    `item`.
 
     Also keep each axis, its label and the plot's title as a pixmap of the screen
     (Qt's DeviceCoordinateCache), redrawn only when their range or text changes: a page
@@ -113,9 +112,12 @@ def plain_axes(item):
         [item.getAxis(name) for name in ("left", "bottom", "top", "right")]
     for ax in axes:
         ax.enableAutoSIPrefix(False)
+        ax.setPen(INK_COLOUR)
+        ax.setTextPen(INK_COLOUR)
         ax.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
         ax.label.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
     if isinstance(item, pg.PlotItem):
+        item.titleLabel.setAttr("color", INK_COLOUR)
         item.titleLabel.item.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
     return item
 
@@ -329,6 +331,7 @@ class PlotFrame(QWidget):
         self.table_fn = table_fn
         self.analysis = analysis
         self.view = pg.GraphicsLayoutWidget()
+        self.view.setBackground(PAPER_COLOUR)
         # Repaint one rectangle around what changed, not the exact region: a curve over
         # every cell and a moved marker make a region of many rectangles, and painting
         # through it took 2.7x as long as through their bounding rectangle.
@@ -503,7 +506,7 @@ class Heatmap(pg.PlotItem):
         self.hideButtons()
         plain_axes(self)
         vb = self.getViewBox()
-        self.image = pg.ImageItem()
+        self.image = pg.ImageItem(axisOrder="row-major")
         vb.addItem(self.image)
         vb.invertY(True)
         vb.setAspectLocked(False)

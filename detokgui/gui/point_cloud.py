@@ -23,9 +23,9 @@ class PointCloud(QObject):
         self.x = np.zeros(0)
         self.y = np.zeros(0)
         self.scatter = pg.ScatterPlotItem(size=4, pen=None, brush=pg.mkBrush(31, 119, 180, 110),
-                                          hoverable=False, pxMode=True)
+                                          hoverable=False, pxMode=True, antialias=True)
         self.mark = pg.ScatterPlotItem(size=12, pen=pg.mkPen("#d62728", width=2), brush=None,
-                                       symbol="o")
+                                       symbol="o", antialias=True)
         self.mark.setZValue(10)
         plot.addItem(self.scatter)
         plot.addItem(self.mark)

@@ -109,6 +109,11 @@ COLOUR_SIGN_NOTE = "colours: red < 0 < blue, white at 0 (the paper's RdBu)"
 TERM_COLOURS = {"ee": "#d62728", "pp": "#1f77b4", "pe": "#2ca02c", "ep": "#9467bd",
                 "e": "#ff7f0e", "p": "#8c564b"}
 
+#: Paper and ink: every plot's background and its axes, ticks, titles and frames (the
+#: window's plots and the figures alike).
+PAPER_COLOUR = "#ffffff"
+INK_COLOUR = "#000000"
+
 PAPER_N_POSITIONS = 1024  # GPT-2's, for which the paper's positions are given
 PAPER_QUERY_POSITION = 500  # the query position of the paper's Fig 3-B to 3-E
 

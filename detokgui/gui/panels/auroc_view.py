@@ -14,7 +14,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QSplitter, QVBoxLayout
 
 from detokgui.core.base.numbers import num
-from detokgui.core.model.conventions import SigmaChoice
+from detokgui.core.model.conventions import INK_COLOUR, SigmaChoice
 from detokgui.core.token_side import auroc as A
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.corpus_hint import CorpusHint
@@ -80,8 +80,9 @@ class AUROCPanel(Panel):
                             left="true-positive rate (weighted)")
         self.roc.setRange(xRange=(0, 1), yRange=(0, 1), padding=0.02)
         self.roc.setAspectLocked(False)
-        self.roc.plot([0, 1], [0, 1], pen=pg.mkPen("#999", width=1, style=Qt.DashLine))
-        self.roc_curve = self.roc.plot([], [], pen=pg.mkPen("#1f77b4", width=2))
+        self.roc.plot([0, 1], [0, 1], pen=pg.mkPen("#999", width=1, style=Qt.DashLine),
+                      antialias=True)
+        self.roc_curve = self.roc.plot([], [], pen=pg.mkPen("#1f77b4", width=2), antialias=True)
         plots.addWidget(self.roc_frame)
         split.addWidget(plots)
 
@@ -138,7 +139,7 @@ class AUROCPanel(Panel):
         x = np.arange(len(res.heads))
         brushes = [pg.mkBrush(head_color(h) if h == head else "#9fb8d6") for h in res.heads]
         self.bars.addItem(pg.BarGraphItem(x=x, height=np.nan_to_num(means), width=0.7,
-                                          brushes=brushes))
+                                          brushes=brushes, pen=INK_COLOUR))
         top = float(np.nanmax(means)) if np.isfinite(means).any() else 1.0
         font = QFont()
         font.setPointSize(8)

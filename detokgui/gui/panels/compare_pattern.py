@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from detokgui.core.base.numbers import num
 from detokgui.core.compare import views as cv
 from detokgui.core.compare.pair_texts import MISSING
-from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION
+from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION, INK_COLOUR
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, custom, option
 from detokgui.gui.panels.compare_base import ComparePanel
 from detokgui.gui.plots import PlotFrame, add_plot, set_log_y, set_title
@@ -62,7 +62,7 @@ class ComparePatternPanel(ComparePanel):
         self.plot = add_plot(self.frame, grid="xy", bottom="key position j",
                              left="attention weight")
         self.legend = self.plot.addLegend(offset=(-10, 10), brush=(255, 255, 255, 210),
-                                          pen="#bbb")
+                                          pen="#bbb", labelTextColor=INK_COLOUR)
         self.frame.setToolTip("Click a position to make it the query position n")
         lay.addWidget(self.frame, 1)
         lay.addWidget(self.status)
@@ -107,7 +107,7 @@ class ComparePatternPanel(ComparePanel):
             sym = "o" if len(x) < 60 else None
             pen = PEN_A if name == "A" else PEN_B
             plot.plot(x, y, pen=pen, symbol=sym, symbolSize=5, symbolPen=None,
-                      symbolBrush=pen.color(), name=f"{name} head {head}")
+                      symbolBrush=pen.color(), name=f"{name} head {head}", antialias=True)
         plot.setXRange(-0.5, res.a.n + 0.5, padding=0.02)
         plot.enableAutoRange(axis="y")
         set_title(plot, f"Positional pattern of {s.token_text(res.a.token)} at n = {res.a.n}: "

@@ -138,8 +138,10 @@ class ContextualPanel(Panel):
         self.plot = add_plot(self.scatter_frame, grid="xy",
                              bottom="predicted pre-activation (bag of tokens)",
                              left="actual pre-activation (forward pass)")
-        self.points = pg.ScatterPlotItem(size=3, pen=None, brush=pg.mkBrush(31, 119, 180, 90))
-        self.diagonal = pg.PlotCurveItem(pen=pg.mkPen("#888", width=1, style=Qt.DashLine))
+        self.points = pg.ScatterPlotItem(size=3, pen=None, brush=pg.mkBrush(31, 119, 180, 90),
+                                         antialias=True)
+        self.diagonal = pg.PlotCurveItem(pen=pg.mkPen("#888", width=1, style=Qt.DashLine),
+                                         antialias=True)
         self.plot.addItem(self.diagonal)
         self.plot.addItem(self.points)
         bl.addWidget(self.scatter_frame, 1)

@@ -39,11 +39,11 @@ class HeadMatchingPanel(ComparePanel):
         self.frame = PlotFrame("Head matching", self._table, analysis="compare")
         self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True,
                              left="head of A", bottom="head of B")
-        self.image = pg.ImageItem()
+        self.image = pg.ImageItem(axisOrder="row-major")
         self.image.setColorMap(pg.colormap.get("viridis"))
         self.plot.addItem(self.image)
         self.assigned, self.unmatched = (  # the matched and the unmatched assigned pairs
-            pg.ScatterPlotItem(symbol="s", size=14, brush=None, pen=pen)
+            pg.ScatterPlotItem(symbol="s", size=14, brush=None, pen=pen, antialias=True)
             for pen in (pg.mkPen("w", width=2),
                         pg.mkPen(NO_MATCH_PEN, width=2, style=Qt.DashLine)))
         for item in (self.assigned, self.unmatched):

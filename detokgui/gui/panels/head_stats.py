@@ -97,7 +97,7 @@ class HeadStatsPanel(Panel):
         self.frame = PlotFrame("Sorted score matrix", self._block_table,
                                analysis="score_matrix")
         self.plot = add_plot(self.frame, controls=False, mouse=False, invert_y=True)
-        self.image = pg.ImageItem()
+        self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
         self.colorbar = ColorBar("viridis")
         self.colorbar.setImageItem(self.image)

@@ -205,7 +205,7 @@ class KeyPositionPanel(Panel):
         fill = pg.mkColor(head_color(h))
         fill.setAlpha(90)
         style = {"stepMode": "center", "fillLevel": np.log10(0.5) if log else 0,
-                 "pen": pg.mkPen(head_color(h), width=1.5), "brush": fill}
+                 "pen": pg.mkPen(head_color(h), width=1.5), "brush": fill, "antialias": True}
         if self.hist_curve is None:  # the items are made once and given new data after
             self.hist_curve = plot.plot(edges, y, **style)
             self.zero_line = pg.InfiniteLine(0, angle=90, pen=pg.mkPen("#888", style=Qt.DashLine))
@@ -265,8 +265,8 @@ class KeyPositionPanel(Panel):
         raw_pen = pg.mkPen(head_color(h), width=1)
         if self.curves is None:  # made once, given new data after
             fit_pen = pg.mkPen("k", width=1, style=Qt.DashLine)
-            self.curves = (plot.plot(j, curve.raw[h], pen=raw_pen),
-                           plot.plot(j, curve.fit[h], pen=fit_pen))
+            self.curves = (plot.plot(j, curve.raw[h], pen=raw_pen, antialias=True),
+                           plot.plot(j, curve.fit[h], pen=fit_pen, antialias=True))
             self.curves[1].setZValue(5)
             plot.addItem(self.position_line, ignoreBounds=True)
         else:

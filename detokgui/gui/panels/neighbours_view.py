@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
 from detokgui.core.base.numbers import num
+from detokgui.core.model.conventions import INK_COLOUR
 from detokgui.core.model.tokens import layer_token
 from detokgui.core.token_side import neighbours as N
 from detokgui.core.token_side.tables import neighbours_table
@@ -137,7 +138,7 @@ class NeighboursPanel(Panel):
         self.near_label.setText(f"<b>Nearest to {word!r}</b> by {centred}cosine in E")
         y = np.arange(len(rows))
         self.plot.addItem(pg.BarGraphItem(x0=0, y=y, height=0.7, width=np.asarray(nb.cosines),
-                                          brush="#4c72b0"))
+                                          brush="#4c72b0", pen=INK_COLOUR))
         self.bar_labels.set([self.state.token_text(t) for t in nb.ids])
         top = max([abs(c) for c in nb.cosines] + [1e-9])
         self.plot.setRange(xRange=(min(0.0, min(nb.cosines)), top * 1.05),

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSizePolicy, QVBoxLayout, QWidget
 
 from detokgui.core.base.numbers import num
+from detokgui.core.model.conventions import INK_COLOUR
 from detokgui.core.position_side import neurons
 from detokgui.core.position_side.tables import embedding_overlap_table
 from detokgui.gui.panels.base import StatusLine
@@ -22,7 +23,8 @@ AXIS_TITLES = ("SVD direction of E (0 = largest)", "SVD direction (0 = largest)"
 def legend(columns: int = 1) -> pg.LegendItem:
     """A legend for a cell of a GraphicsLayout. pyqtgraph makes legends ignore transformations
     (to float unscaled over a plot); in a layout that only keeps them small in a 2x PNG."""
-    leg = pg.LegendItem(labelTextSize="8pt", colCount=columns, frame=False)
+    leg = pg.LegendItem(labelTextSize="8pt", colCount=columns, frame=False,
+                        labelTextColor=INK_COLOUR)
     leg.setFlag(leg.GraphicsItemFlag.ItemIgnoresTransformations, False)
     return leg
 
@@ -126,7 +128,7 @@ class OverlapView(QWidget):
         base_pen = pg.mkPen("#d62728", width=1.5, style=Qt.DashLine)
         plot.addItem(pg.InfiniteLine(pos=res.baseline, angle=0, pen=base_pen))
         self.legend.addItem(bars, "overlap")
-        self.legend.addItem(pg.PlotDataItem([], [], pen=base_pen),
+        self.legend.addItem(pg.PlotDataItem([], [], pen=base_pen, antialias=True),
                             f"random: m/d = {res.baseline:.3f}")
         self._fit_legend()
         top = max(float(res.overlap.max()), res.baseline) * 1.15 or 1.0

@@ -102,7 +102,7 @@ class NeuronBrowserPanel(Panel):
         self.curve_items: dict[int, pg.PlotDataItem] = {}
         self.fit_items: list[pg.PlotDataItem] = []
         self._pool: list[tuple[pg.PlotDataItem, pg.PlotDataItem]] = []  # (curve, fit)
-        self._more_item = pg.PlotDataItem([], [], pen=pg.mkPen(None))  # "… and n more"
+        self._more_item = pg.PlotDataItem([], [], pen=pg.mkPen(None), antialias=True)  # "… and n more"
         lay = QVBoxLayout(self)
 
         self.options = OptionRow("neurons", Options, self)
@@ -314,8 +314,8 @@ class NeuronBrowserPanel(Panel):
             color = head_color(len(self._pool))
             # hairlines: Qt strokes a 1024-point antialiased curve of width 1.5 some 20x
             # slower (~45 ms per curve), which froze the first showing
-            curve = pg.PlotDataItem(pen=pg.mkPen(color, width=1))
-            fit = pg.PlotDataItem(pen=pg.mkPen(color, width=1, style=Qt.DashLine))
+            curve = pg.PlotDataItem(pen=pg.mkPen(color, width=1), antialias=True)
+            fit = pg.PlotDataItem(pen=pg.mkPen(color, width=1, style=Qt.DashLine), antialias=True)
             for item in (curve, fit):
                 item.setVisible(False)
                 self.curve_plot.addItem(item)

@@ -73,8 +73,8 @@ class PositionStatsPanel(Panel):
                                    analysis="position_variance")
         self.var_plot = add_plot(self.var_frame, controls=False, grid="xy", bottom="position j",
                                  left="Var_k P[j, k]")
-        self.var_curve = self.var_plot.plot(pen=pg.mkPen("#1f77b4", width=1))
-        self.var_ends = self.var_plot.plot(pen=None, symbol="o", symbolSize=8,
+        self.var_curve = self.var_plot.plot(pen=pg.mkPen("#1f77b4", width=1), antialias=True)
+        self.var_ends = self.var_plot.plot(pen=None, symbol="o", symbolSize=8, antialias=True,
                                            symbolBrush=LAST_COLOR, symbolPen=None)
         self.end_labels = [pg.TextItem(color="k", anchor=(0, 1)), pg.TextItem(color="k", anchor=(1, 1))]
         for t in self.end_labels:

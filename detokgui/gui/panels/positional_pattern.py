@@ -19,7 +19,11 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
 from detokgui.core.base.numbers import num
 from detokgui.core.base.plot_axes import cell_ticks
-from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION, temperature_label
+from detokgui.core.model.conventions import (
+    DEFAULT_POSITION_CONVENTION,
+    INK_COLOUR,
+    temperature_label,
+)
 from detokgui.core.position_side import positional
 from detokgui.core.position_side.tables import pattern_table
 from detokgui.core.position_side.titles import CONVENTION_NAMES
@@ -101,7 +105,8 @@ class PositionalPatternPanel(Panel):
         self.line_plot = add_plot(self.line_frame, grid="xy", bottom="key position j",
                                   left="attention weight")
         self.legend = self.line_plot.addLegend(offset=(-10, 10), colCount=4,
-                                              brush=(255, 255, 255, 210), pen="#bbb")
+                                              brush=(255, 255, 255, 210), pen="#bbb",
+                                              labelTextColor=INK_COLOUR)
         self.line_frame.setToolTip("Click a position to make it the query position n")
         plots.addWidget(self.line_frame)
 
@@ -109,7 +114,7 @@ class PositionalPatternPanel(Panel):
                                     analysis="pattern")
         self.grid_plot = add_plot(self.grid_frame, controls=False, mouse=False, invert_y=True,
                                   left="first j of the row", bottom="column (j mod C)")
-        self.grid_image = pg.ImageItem()
+        self.grid_image = pg.ImageItem(axisOrder="row-major")
         self.grid_plot.addItem(self.grid_image)
         self.grid_mark = pg.QtWidgets.QGraphicsRectItem()
         self.grid_mark.setPen(QPen(QColor("#d62728"), 0))
@@ -228,7 +233,7 @@ class PositionalPatternPanel(Panel):
             width = 2.5 if (h == sel and len(heads) > 1) else 1
             style = {"pen": pg.mkPen(head_color(h), width=width),
                      "symbol": "o" if res.n < 60 else None, "symbolSize": 5,
-                     "symbolBrush": head_color(h), "symbolPen": None}
+                     "symbolBrush": head_color(h), "symbolPen": None, "antialias": True}
             item = self.line_items.get(h)
             if item is None:
                 item = plot.plot(j, y, name=f"head {h}" if len(heads) > 1 else None, **style)

@@ -25,6 +25,7 @@ from detokgui.core.compare.series import (
     step_position,
     step_ticks,
 )
+from detokgui.core.model.conventions import INK_COLOUR
 from detokgui.gui.controls import check_box, combo_box, spin_box
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.panels.base import Panel
@@ -91,7 +92,7 @@ class SeriesPanel(Panel):
 
         self.frame = PlotFrame("Training series", self.table, analysis="series")
         self.plot = add_plot(self.frame, bottom="training step", grid="xy")
-        self.plot.addLegend(offset=(-10, 10), labelTextSize="8pt")
+        self.plot.addLegend(offset=(-10, 10), labelTextSize="8pt", labelTextColor=INK_COLOUR)
         lay.addWidget(self.frame, 1)
         lay.addWidget(self.status)
 
@@ -197,7 +198,8 @@ class SeriesPanel(Panel):
             item = pg.PlotDataItem(
                 x, values[:, h], pen=pg.mkPen(head_color(h), width=3 if thick else 1),
                 symbol="o", symbolSize=8 if thick else 5, symbolBrush=head_color(h),
-                symbolPen=None, name=f"head {h}", data=[(order[k], h) for k in range(len(x))])
+                symbolPen=None, name=f"head {h}", data=[(order[k], h) for k in range(len(x))],
+                antialias=True)
             item.setZValue(2 if thick else 1)
             item.setCurveClickable(False)
             item.sigPointsClicked.connect(self._points_clicked)

@@ -11,6 +11,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, Qt, Slot
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
+from detokgui.core.model.conventions import INK_COLOUR
 from detokgui.core.token_side import affinity
 from detokgui.core.token_side.tables import topk_table
 from detokgui.gui.controls import bare_column
@@ -178,7 +179,7 @@ class TopKPanel(Panel):
         picked = self.state.key_token if res.direction == "keys" else self.state.query_token
         brushes = [SELECTED_BAR if t == picked else BAR for t in ids]
         self.bars.addItem(pg.BarGraphItem(x0=0, y=y, height=0.7, width=np.asarray(scores),
-                                          brushes=brushes))
+                                          brushes=brushes, pen=INK_COLOUR))
         self.bar_labels.set([self.state.token_text(t) for t in ids],
                             ids.index(picked) if picked in ids else None)
         self.bars.setLabel("bottom", f"T_ee score ({res.sigma.label()})")

@@ -325,6 +325,39 @@ def test_a_slider_step_lays_out_nothing(window, qtbot):
     assert requests == []
 
 
+def test_a_result_is_painted_in_one_window_paint(window, qtbot):
+    """The four plots a drawn result changes are painted together in the window's next
+    paint: a scene whose `changed` signal has no receiver repaints the whole window as
+    soon as it has processed its items (one paint per plot, and every other result that
+    arrived in the same event-loop pass with them)."""
+    from PySide6.QtCore import QEvent, QObject
+
+    win = window
+    panel = show_bias(win, qtbot)
+    win.state.set_query_position(40)
+    qtbot.waitUntil(drawn(panel, 40), timeout=10000)
+    qtbot.wait(100)
+    paints, viewports = [], {f.view.viewport(): key for key, f in panel.frames.items()}
+
+    class Paints(QObject):
+        def eventFilter(self, obj, ev):
+            if ev.type() == QEvent.UpdateRequest and obj is win:
+                paints.append([])
+            elif ev.type() == QEvent.Paint and obj in viewports and paints:
+                paints[-1].append(viewports[obj])
+            return False
+
+    spy = Paints()
+    panel.drawn.connect(lambda _name: win.installEventFilter(spy))
+    for view in viewports:
+        view.installEventFilter(spy)
+    win.state.set_query_position(41)
+    qtbot.waitUntil(drawn(panel, 41), timeout=10000)
+    qtbot.wait(200)
+    with_plots = [p for p in paints if p]
+    assert len(with_plots) == 1 and sorted(with_plots[0]) == sorted(panel.frames), paints
+
+
 def test_click_on_a_plot_chooses_the_query_position(window, qtbot):
     win = window
     panel = show_bias(win, qtbot)

@@ -109,8 +109,8 @@ COLOUR_SIGN_NOTE = "colours: red < 0 < blue, white at 0 (the paper's RdBu)"
 TERM_COLOURS = {"ee": "#d62728", "pp": "#1f77b4", "pe": "#2ca02c", "ep": "#9467bd",
                 "e": "#ff7f0e", "p": "#8c564b"}
 
-#: Paper and ink: every plot's background and its axes, ticks, titles and frames (the
-#: window's plots and the figures alike).
+#: Paper and ink of the window's plots: their background, and their axes, ticks, titles,
+#: legends and frames (white and black, as matplotlib draws the figures).
 PAPER_COLOUR = "#ffffff"
 INK_COLOUR = "#000000"
 

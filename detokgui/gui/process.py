@@ -22,14 +22,12 @@ soak benchmark (benchmarks/bench_soak.py; figures in docs/performance.md):
   fault in again every freed block at the top of its heap.
 
 - **numpy's and scipy's BLAS compute on the calling thread** (`single_threaded_blas`):
-  OpenBLAS hands each product to a pool of its own threads, which then spin for ~0.1 s
-  waiting for the next one. After one 400x400 product its helper thread had burnt
-  110-120 ms of a core, at the priority the process started with (the workers' lower one
-  does not reach it): each small product of a job (a least-squares slope, a dgemv) kept a
-  core busy that long, and on a 2-core machine the GUI thread waited for a core (the
-  soak's longest stalls outside switches, seeds 1 and 2 back to back: 64.3 and 56.4 ms,
-  with one BLAS thread 42.7 and 43.8 ms). detokgui's large products are torch's, which
-  has its own threads.
+  OpenBLAS hands each product to a pool of its own threads, which then spin waiting for
+  the next one, at the priority the process started with (the workers' lower one does
+  not reach them): each small product of a job (a least-squares slope, a dgemv) kept a
+  core busy for a while, and on a 2-core machine the GUI thread waited for a core
+  (docs/performance.md). detokgui's large products are torch's, which has its own
+  threads.
 
 Workers' lower CPU priority is each worker thread's, set when a job starts (`gui.jobs`).
 The GIL's switch interval is Python's own: 0.2 ms instead of 5 ms measured no different.

@@ -216,6 +216,12 @@ def add_plot(frame: PlotFrame, *args, bottom: str = "", left: str = "", grid: st
         plot.getViewBox().setMouseEnabled(False, False)
     if grid:
         plot.showGrid(x="x" in grid, y="y" in grid, alpha=alpha)
+        # pyqtgraph draws the grid with the axes, translucent, across the plot: Qt's raster
+        # engine draws such lines far faster under a clip, and draws an axis kept as a
+        # pixmap into it unclipped (docs/performance.md)
+        plot.setFlag(QGraphicsItem.ItemClipsChildrenToShape)
+        for name in ("left", "bottom"):
+            plot.getAxis(name).setCacheMode(QGraphicsItem.NoCache)
     if bottom:
         plot.setLabel("bottom", bottom)
     if left:

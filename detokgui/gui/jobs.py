@@ -42,11 +42,11 @@ from detokgui.core.base.errors import Cancelled, DetokError
 from detokgui.core.base.progress import Progress
 
 PROGRESS_INTERVAL_S = 0.1
-#: A worker thread's niceness (Linux): a third of a normal thread's weight, so that on a
+#: A worker thread's niceness (Linux): a tenth of a normal thread's weight, so that on a
 #: machine with few cores the GUI thread gets a core to draw the workers' results while
 #: they compute (measured in the soak benchmark: docs/performance.md). It is a property of
 #: the runner's own pool threads, not of the process.
-WORKER_NICENESS = 5
+WORKER_NICENESS = 10
 
 _worker = threading.local()
 

@@ -342,10 +342,6 @@ class PlotFrame(QWidget):
         # every cell and a moved marker make a region of many rectangles, and painting
         # through it took 2.7x as long as through their bounding rectangle.
         self.view.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.BoundingRectViewportUpdate)
-        # A scene whose `changed` signal has no receiver repaints the whole window as soon
-        # as it has processed its items' changes; with one, its view asks for a paint in
-        # the next event-loop pass, one for every plot and result that changed meanwhile.
-        self.view.scene().changed.connect(self._scene_changed)
         self.title: PlotTitle | None = None  # made by set_title
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -359,11 +355,6 @@ class PlotFrame(QWidget):
         self.view.scene().contextMenu = self.export_actions
         self.view.setContextMenuPolicy(Qt.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
-
-    @Slot(list)
-    def _scene_changed(self, _rects) -> None:
-        """Nothing: being connected is what makes the scene's changes wait for the window's
-        next paint (see __init__)."""
 
     def showEvent(self, event) -> None:
         super().showEvent(event)

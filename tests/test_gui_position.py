@@ -10,6 +10,7 @@ from approx import roundings
 from conftest import close_jobs, open_window
 from exported import non_background_pixels, svg_shapes
 from PySide6.QtCore import QPointF, Qt
+from svgcheck import image_array
 
 from detokgui.core.model.conventions import default_query_position
 from detokgui.core.model.sources.demo import write_random_checkpoint
@@ -331,14 +332,6 @@ def test_a_page_shown_again_is_on_screen_as_drawn(window, qtbot):
     With the plots' scenes reporting their changes through a connected `changed` signal,
     Qt repainted the plot but not its axis's labels: the y labels of the range before
     stayed on screen beside the new curve."""
-    from PySide6.QtGui import QImage
-
-    def pixels(pixmap) -> np.ndarray:
-        image = pixmap.toImage().convertToFormat(QImage.Format.Format_RGB888)
-        data = np.frombuffer(image.constBits(), np.uint8, count=image.bytesPerLine() * image.height())
-        rows = data.reshape(image.height(), image.bytesPerLine())[:, :3 * image.width()]
-        return rows.reshape(image.height(), image.width(), 3).astype(int).copy()
-
     win = window
     pattern = win.panel("pattern")
     win.show_view("pattern")
@@ -356,9 +349,10 @@ def test_a_page_shown_again_is_on_screen_as_drawn(window, qtbot):
                         timeout=10000)
         qtbot.wait(300)
         corner = frame.view.mapTo(win, frame.view.rect().topLeft())
-        screen = pixels(win.screen().grabWindow(win.winId(), corner.x(), corner.y(),
-                                                frame.view.width(), frame.view.height()))
-        fresh = pixels(frame.view.grab())
+        screen = image_array(win.screen().grabWindow(
+            win.winId(), corner.x(), corner.y(), frame.view.width(), frame.view.height()
+        ).toImage())
+        fresh = image_array(frame.view.grab().toImage())
         assert screen.shape == fresh.shape
         assert (np.abs(screen - fresh).max(axis=2) > 40).sum() == 0, f"i = {i}"
 

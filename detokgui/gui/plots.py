@@ -204,7 +204,8 @@ def add_plot(frame: PlotFrame, *args, bottom: str = "", left: str = "", grid: st
     """A PlotItem in `frame` (GraphicsLayout.addPlot arguments) with plain axes.
 
     bottom / left: axis labels; grid: the axes with grid lines ("x", "y" or "xy") at
-    opacity `alpha`; controls=False: no context menu and no auto-range button; mouse=False:
+    opacity `alpha`, painted directly under the plot's clip rather than kept as pixmaps
+    (`plain_axes`); controls=False: no context menu and no auto-range button; mouse=False:
     no pan or zoom (a view the panel sets itself); invert_y: y grows downwards (rows)."""
     plot = plain_axes(frame.view.addPlot(*args, **kw))
     if not controls:

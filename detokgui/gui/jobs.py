@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QThreadPool, Signal, Slot
+from shiboken6 import isValid
 
 from detokgui.core.base.errors import Cancelled, DetokError
 from detokgui.core.base.progress import Progress
@@ -156,13 +157,6 @@ class _Task:
             gen.close()
 
 
-def _alive(obj: QObject) -> bool:
-    """The Qt object behind `obj` has not been deleted."""
-    from shiboken6 import isValid
-
-    return isValid(obj)
-
-
 def _drop_frames(exc: BaseException) -> None:
     """Detach the tracebacks of an exception and of those it was raised from: their
     frames hold the job's locals (a model, big tensors); the formatted text is kept."""
@@ -224,33 +218,20 @@ class Job(QObject):
         # At most ~10 updates a second reach the status bar: each one relays it out.
         now = time.perf_counter()
         due = now - self.shown_at >= PROGRESS_INTERVAL_S or fraction >= 1.0
-        if due and _alive(self.runner) and not self.stale and not self.finished:
+        if due and isValid(self.runner) and not self.stale and not self.finished:
             self.shown_at = now
             self.runner.progress.emit(self.key, fraction, message or self.label)
 
     @Slot(object)
     def _done(self, result: Any) -> None:
-        on_done, on_cancel = self.on_done, self.on_cancel
-        if not self._finish() or self.stale:
-            return
-        self.runner.finished.emit(self.key)
-        if self.cancel_event.is_set():  # finished just before the cancel: report the cancel
-            self.runner.cancelled.emit(self.key)
-            if on_cancel is not None:
-                on_cancel()
-        elif on_done is not None:
+        on_done = self.on_done
+        if self._end() and on_done is not None:
             on_done(result)
 
     @Slot(object, str)
     def _failed(self, exc: BaseException, tb: str) -> None:
-        on_error, on_cancel = self.on_error, self.on_cancel
-        if not self._finish() or self.stale:
-            return
-        self.runner.finished.emit(self.key)
-        if self.cancel_event.is_set():
-            self.runner.cancelled.emit(self.key)
-            if on_cancel is not None:
-                on_cancel()
+        on_error = self.on_error
+        if not self._end():
             return
         if isinstance(exc, DetokError):
             message = str(exc)
@@ -263,12 +244,22 @@ class Job(QObject):
 
     @Slot()
     def _cancelled(self) -> None:
+        self._end(cancelled=True)
+
+    def _end(self, cancelled: bool = False) -> bool:
+        """End the job and, unless it is stale, emit `finished`, then `cancelled` and
+        on_cancel() when it was cancelled (also when it ended just after the cancel); True
+        when its own outcome (result or failure) is to be reported."""
         on_cancel = self.on_cancel
-        if self._finish() and not self.stale:
-            self.runner.finished.emit(self.key)
+        if not self._finish() or self.stale:
+            return False
+        self.runner.finished.emit(self.key)
+        if cancelled or self.cancel_event.is_set():
             self.runner.cancelled.emit(self.key)
             if on_cancel is not None:
                 on_cancel()
+            return False
+        return True
 
     def _finish(self) -> bool:
         """Mark the job ended and let go of everything it held; False if it already was."""
@@ -278,7 +269,7 @@ class Job(QObject):
         self.on_done = self.on_error = self.on_cancel = None
         self.task.abandon()
         self.task = None
-        alive = _alive(self.runner)  # not when its window was closed meanwhile
+        alive = isValid(self.runner)  # not when its window was closed meanwhile
         if alive:
             self.runner._ended(self)
         self.signals.deleteLater()

@@ -12,6 +12,8 @@ write, from the weights, and what the first two blocks do, measured.
                `first_two_job(layer, sequences, prepend_bos) -> Layer1Result | Unavailable`
     tables     their CSV tables (`composition_table`: layer0_head,layer1_head,kind,score,
                baseline_mean,baseline_hi; `behaviour_table`; `circuit_table`)
+    titles     what the Layer 1 page says of them: `composition_title`, `behaviour_title`,
+               `composition_hover`
 
 Both jobs read block 1 first, on demand (`core.model.layer1.layer1_job`: a file read, or
 only block 1's byte ranges downloaded from the hub, with progress; closing the job

@@ -1,7 +1,8 @@
 """The Sentence view's matrices (C1) for one text: the six terms T_ee..T_p, their sum, the
 predicted attention softmax_{j<=i}(sum / tau) and the model's own attention, for the
 heads asked for, computed one head at a time and keeping only the matrices asked for
-(`iter_sentence_matrices`); their display names (`MATRIX_TITLES`, `matrix_title`)."""
+(`iter_sentence_matrices`); their display names (`MATRIX_TITLES`, `matrix_title`) and
+the hover line of one cell (`SentenceMatrices.describe`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from detokgui.core.base.numbers import num
 from detokgui.core.base.progress import Job, Progress
 from detokgui.core.model.conventions import temperature_label
 from detokgui.core.model.tokens import display_token
@@ -36,6 +38,16 @@ class SentenceMatrices:
     values: dict[str, np.ndarray]  # name -> [len(heads), n, n]
     max_abs_diff: np.ndarray  # [len(heads)]
     source: str  # which text
+
+    def describe(self, r: int, i: int, j: int) -> str:
+        """The hover line of cell (i, j) of head heads[r]: both tokens and every matrix
+        kept; a key after the query is masked."""
+        where = (f"head {self.heads[r]} · i = {i} {self.labels[i]!r} → j = {j} "
+                 f"{self.labels[j]!r}")
+        if j > i:
+            return where + " · masked: a query attends to keys j ≤ i only"
+        return where + " · " + " · ".join(f"{m} {num(float(v[r, i, j]))}"
+                                          for m, v in self.values.items())
 
 
 def iter_sentence_matrices(layer, tokens, texts: TextSource | None, index: int, heads,

@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from detokgui.core.base.numbers import num
 from detokgui.core.base.plot_axes import data_range, stable_range
 from detokgui.core.model.conventions import (
     DEFAULT_POSITION_CONVENTION,
@@ -26,7 +25,7 @@ from detokgui.core.model.conventions import (
 from detokgui.core.text_side import empirical
 from detokgui.core.text_side.empirical import CONVENTION_LABELS, TextSource
 from detokgui.core.text_side.tables import empirical_table
-from detokgui.core.text_side.titles import empirical_title
+from detokgui.core.text_side.titles import empirical_hover, empirical_title
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.head_controls import HeadChooser, state_heads
 from detokgui.gui.option_rows import check, combo, custom, option, spin
@@ -157,14 +156,7 @@ class EmpiricalPanel(CorpusGridPanel):
             f" · {res.convention} convention · hover to read values, click to choose i")
 
     def describe(self, h: int, j: int) -> str:
-        res = self.result
-        if j > res.i:
-            return f"head {h} · j = {j}: masked (keys j ≤ i = {res.i} only)"
-        r = res.heads.index(h)
-        return (f"head {h} · i = {res.i} · j = {j}: empirical {num(float(res.empirical[r, j]))}"
-                f" ({res.windows} windows) · predicted from position "
-                f"{num(float(res.predicted[r, j]))} · positional pattern "
-                f"{num(float(res.pattern[r, j]))}")
+        return empirical_hover(self.result, h, j)
 
     def table(self):
         return empirical_table(self.result, pattern=True) if self.result is not None else None

@@ -12,7 +12,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QVBoxLayout
 
-from detokgui.core.base.numbers import num
 from detokgui.core.base.plot_axes import data_range, stable_range
 from detokgui.core.model.terms import TERM_NAMES
 from detokgui.core.text_side import empirical
@@ -21,9 +20,9 @@ from detokgui.core.text_side.empirical import (
     DEFINITION_SHORT,
     DEFINITIONS,
     TextSource,
-    definition_label,
 )
 from detokgui.core.text_side.tables import kl_table
+from detokgui.core.text_side.titles import kl_hover, kl_title
 from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.head_controls import HeadChooser
 from detokgui.gui.option_rows import check, combo, custom, option
@@ -111,21 +110,12 @@ class KLPanel(CorpusGridPanel):
         x = np.arange(n)
         for k, t in enumerate(res.terms):
             grid.set_series(t, x, vals[rows, k])
-        self.grid.set_title(f"<b>Six-term contribution</b> {'log<sub>10</sub> ' if log else ''}"
-                            f"c<sup>X</sup><sub>i,h</sub> over query position i (Fig 4) — "
-                            f"{definition_label(self.layer, res.definition)}"
-                            f" — {term_legend(res.terms)}")
+        grid.set_title(kl_title(self.layer, res, log, term_legend(res.terms)))
         self.status.setText(f"{res.label} · mean over {res.n_texts} texts ({res.source}) · "
                             "hover to read values, click to choose i")
 
     def describe(self, h: int, i: int) -> str:
-        res = self.result
-        if i >= int(np.count_nonzero(res.texts)):
-            return f"head {h} · i = {i}: no text is longer than i"
-        c = res.contribution[res.heads.index(h), :, i]
-        return (f"head {h} · i = {i} ({int(res.texts[i])} texts) · "
-                + " · ".join(f"{t} {num(float(v))}" for t, v in zip(res.terms, c))
-                + f" · {definition_label(self.layer, res.definition)}")
+        return kl_hover(self.layer, self.result, h, i)
 
     def table(self):
         return kl_table(self.result) if self.result is not None else None

@@ -25,6 +25,12 @@ from detokgui.core.composition.tables import (
     circuit_rows,
     composition_table,
 )
+from detokgui.core.composition.titles import (
+    KIND_TITLES,
+    behaviour_title,
+    composition_hover,
+    composition_title,
+)
 from detokgui.gui.head_table import HeadTable
 from detokgui.gui.mosaic import HeatmapMosaic
 from detokgui.gui.option_rows import OptionRow, check, option, spin
@@ -32,7 +38,6 @@ from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import HEAD_COLORS, PlotFrame, add_plot
 from detokgui.gui.records import Column
 
-KIND_TITLES = {"Q": "Q-composition", "K": "K-composition", "V": "V-composition"}
 PREV_COLOR, INDUCTION_COLOR = HEAD_COLORS[0], HEAD_COLORS[1]
 BAR_WIDTH = 0.38
 
@@ -167,25 +172,14 @@ class Layer1Panel(Panel):
         self.mosaic.set_maps(comp.scores, [KIND_TITLES[k] for k in KINDS],
                              (comp.baseline_mean, top))
         self.mosaic.select(KINDS.index("K"), INDUCTION_COLOR)
-        above = {k: int(comp.stand_out(k).sum()) for k in KINDS}
-        self.frame.set_title(
-            "<b>Composition</b> of layer-0 heads (rows) with layer-1 heads (columns), "
-            f"‖W<sub>A</sub>W<sub>B</sub>‖ / (‖W<sub>A</sub>‖‖W<sub>B</sub>‖) — random "
-            f"matrices of the same shapes: mean {num(comp.baseline_mean)}, 95% band "
-            f"{num(comp.baseline_lo)}..{num(comp.baseline_hi)}, the colours start at its "
-            "mean; above the band: "
-            + ", ".join(f"{k} {above[k]}" for k in KINDS)
-            + f" pairs — layer 1: {comp.layer1_attention}")
+        self.frame.set_title(composition_title(comp))
         H0, H1 = beh.previous_token.shape[1], beh.induction.shape[1]
         self.prev_bars.setOpts(x=np.arange(H0) - BAR_WIDTH / 2, height=beh.previous_token[0])
         self.ind_bars.setOpts(x=np.arange(H1) + BAR_WIDTH / 2, height=beh.induction[1])
         self.bars.setXRange(-0.6, max(H0, H1) - 0.4, padding=0)
         self.bars.setYRange(0.0, 1.0, padding=0.02)
         prev = beh.previous_token_head()
-        self.bars_frame.set_title(
-            f"<span style='color:{PREV_COLOR}'>■ previous-token score, layer 0</span> · "
-            f"<span style='color:{INDUCTION_COLOR}'>■ induction score, layer 1</span> — "
-            f"{beh.label()}; previous-token head: {prev}")
+        self.bars_frame.set_title(behaviour_title(beh, PREV_COLOR, INDUCTION_COLOR))
         self.circuit.set_records(circuit_rows(comp, beh))
         if self.layer1_head >= H1:
             self.layer1_head = 0
@@ -202,14 +196,7 @@ class Layer1Panel(Panel):
             self.mosaic.mark(self.state.head, self.layer1_head)
 
     def describe(self, k: int, h0: int, h1: int) -> str:
-        comp = self._composition()
-        kind = KINDS[k]
-        v = float(comp.scores[k, h0, h1])
-        where = ("above" if v > comp.baseline_hi
-                 else "below" if v < comp.baseline_lo else "inside")
-        return (f"{KIND_TITLES[kind]} of layer-0 head {h0} with layer-1 head {h1}: {num(v)} "
-                f"({where} the baseline's 95% band {num(comp.baseline_lo)}.."
-                f"{num(comp.baseline_hi)}, mean {num(comp.baseline_mean)})")
+        return composition_hover(self._composition(), k, h0, h1)
 
     # ------------------------------------------------------------------ selection
 

@@ -176,7 +176,11 @@ class SentenceViewPanel(Panel):
                 hm.set_matrix(np.nan_to_num(values, nan=0.0) if big else values, res.labels,
                               res.labels)
                 hm.setTitle(matrix_title(self.layer, m), size="9pt")
-                self._axes(hm, left=k % 3 == 0, row=k // 3)
+                # query labels on the left column; key labels above the top row and below
+                # the bottom row (every other one on each when there are many)
+                hm.showAxis("left", k % 3 == 0)
+                hm.showAxis("top", k < 3 and n > 8)
+                hm.showAxis("bottom", k >= 6)
         self._mark()
         worst = float(res.max_abs_diff.max())
         color = "#1a7f37" if worst < EXACT else "#b00020"
@@ -211,15 +215,6 @@ class SentenceViewPanel(Panel):
                 view.addItem(hm, row=k // 3, col=k % 3)
         self.shown = which
 
-    @staticmethod
-    def _axes(hm: Heatmap, left: bool, row: int) -> None:
-        """Query labels on the left column; key labels above the top row and below the
-        bottom row (every other one on each when there are many)."""
-        hm.showAxis("left", left)
-        many = len(hm.col_labels) > 8
-        hm.showAxis("top", row == 0 and many)
-        hm.showAxis("bottom", row == 2)
-
     def _clicked(self, k: int, i: int, j: int) -> None:
         res = self.result
         if res is None or k >= len(self.placed):
@@ -244,14 +239,7 @@ class SentenceViewPanel(Panel):
 
     def describe(self, k: int, i: int, j: int) -> str:
         """The hover text of cell (i, j) of map k: both tokens and every value shown."""
-        res = self.result
-        r = self.placed[k][0]
-        where = (f"head {res.heads[r]} · i = {i} {res.labels[i]!r} → j = {j} "
-                 f"{res.labels[j]!r}")
-        if j > i:
-            return where + " · masked: a query attends to keys j ≤ i only"
-        return where + " · " + " · ".join(f"{m} {num(float(v[r, i, j]))}"
-                                          for m, v in res.values.items())
+        return self.result.describe(self.placed[k][0], i, j)
 
     def _hover(self, pos) -> None:
         if self.result is None:

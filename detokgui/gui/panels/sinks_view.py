@@ -18,7 +18,7 @@ from detokgui.core.model.terms import TERM_NAMES
 from detokgui.core.text_side import sinks
 from detokgui.core.text_side.empirical import TextSource
 from detokgui.core.text_side.tables import sink_heads_table, sinks_table
-from detokgui.core.text_side.titles import sinks_title
+from detokgui.core.text_side.titles import sinks_hover, sinks_title
 from detokgui.gui.controls import bare_column
 from detokgui.gui.head_controls import HeadChooser
 from detokgui.gui.head_table import HeadTable
@@ -185,17 +185,7 @@ class SinksPanel(CorpusGridPanel):
                             "choose i; the table: means per head, click to select one")
 
     def describe(self, h: int, i: int) -> str:
-        res = self.result
-        if i < 1 or i >= res.n:
-            return f"head {h} · i = {i}: no query position after 0 there"
-        r = res.heads.index(h)
-        adv = res.advantage[r, :, i]
-        best = res.terms[int(np.argmax(adv))]
-        return (f"head {h} · i = {i} ({int(res.texts[i])} texts) · α(i→0) "
-                f"{num(float(res.attention[r, i]))} (uniform {num(1 / (i + 1))}) · A "
-                f"{num(float(adv.sum()))} = "
-                + " + ".join(f"{t} {num(float(v))}" for t, v in zip(res.terms, adv))
-                + f" · most in favour of 0: {best}")
+        return sinks_hover(self.result, h, i)
 
     def table(self):
         return sinks_table(self.result) if self.result is not None else None

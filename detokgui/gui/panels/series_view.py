@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import QFileDialog, QLabel, QListWidget, QPushButton, QVBoxLayout
 
 from detokgui.core.base.errors import InputError
@@ -26,13 +26,13 @@ from detokgui.core.compare.series import (
     step_ticks,
 )
 from detokgui.core.model.conventions import INK_COLOUR
+from detokgui.core.position_side.positional import HEAD_LABELS
 from detokgui.gui.controls import check_box, combo_box, spin_box
 from detokgui.gui.flow_layout import FlowLayout
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame, add_plot, head_color, set_title
 
 JOB_KEY = "series"
-CLASS_TICKS = ((0, "duplicate-token"), (1, "detokenization"), (2, "contextual"), (3, "other"))
 
 
 def _button(text: str, slot, tip: str = "") -> QPushButton:
@@ -47,8 +47,6 @@ class SeriesPanel(Panel):
     view_name = "series"
     tooltip = ("Per-head metrics against the training step for the checkpoints of a training "
                "series; click a point to open that checkpoint")
-
-    pointClicked = Signal(str, int)  # checkpoint, head
 
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
@@ -99,35 +97,31 @@ class SeriesPanel(Panel):
         jobs.progress.connect(self._progress)
         self.status.retry.connect(lambda name: self.start() if name == JOB_KEY else None)
         state.headChanged.connect(self.when_visible(self.draw_series))
-        self.pointClicked.connect(self._open_point)
         self.status.setText("Choose a series folder (step-* checkpoints) or add checkpoints, "
                             "then Compute.")
 
     # ------------------------------------------------------------------ checkpoints
 
     def choose_folder(self, folder: str | None = None) -> None:
-        if folder is None:
-            folder = QFileDialog.getExistingDirectory(self, "Series folder")
-            if not folder:
-                return
+        folder = folder or QFileDialog.getExistingDirectory(self, "Series folder")
+        if not folder:
+            return
         try:
             self.set_checkpoints(series_folder(folder))
         except InputError as exc:
             self.status.setText(str(exc))
 
     def add_checkpoint(self, folder: str | None = None) -> None:
-        if folder is None:
-            folder = QFileDialog.getExistingDirectory(self, "Checkpoint folder")
-            if not folder:
-                return
+        folder = folder or QFileDialog.getExistingDirectory(self, "Checkpoint folder")
+        if not folder:
+            return
         names = [c for c, _ in self.checkpoints] + [str(folder)]
         self.set_checkpoints(list(zip(names, series_steps(names))))
 
     def set_checkpoints(self, checkpoints) -> None:
         self.checkpoints = [(str(c), int(s)) for c, s in checkpoints]
         self.list.clear()
-        for c, s in self.checkpoints:
-            self.list.addItem(f"step {s}: {c}")
+        self.list.addItems([f"step {s}: {c}" for c, s in self.checkpoints])
         self.run_button.setEnabled(bool(self.checkpoints))
         self.status.setText(f"{len(self.checkpoints)} checkpoints" if self.checkpoints
                             else "No checkpoints chosen.")
@@ -147,16 +141,20 @@ class SeriesPanel(Panel):
         self.status.begin(JOB_KEY)
         self.jobs.submit(JOB_KEY, lambda: iter_series(names, steps, corpus=corpus or None,
                                                       n_queries=n_queries),
-                         self._done, label="Training series", on_error=self._failed,
-                         on_cancel=self._cancelled)
+                         self._done, label="Training series",
+                         on_error=lambda _exc, msg: self._finish(msg.strip().splitlines()[-1]),
+                         on_cancel=lambda: self._finish("Training series cancelled"))
 
     def cancel(self) -> None:
         self.jobs.cancel(JOB_KEY)
 
-    def _finish(self) -> None:
+    def _finish(self, stopped: str = "") -> None:
+        """The job ended: the buttons as before; `stopped`: why it failed or stopped."""
         self.run_button.setEnabled(bool(self.checkpoints))
         self.cancel_button.setEnabled(False)
         self.status.end(JOB_KEY)
+        if stopped:
+            self.status.stopped(JOB_KEY, stopped)
 
     @Slot(str, float, str)
     def _progress(self, key: str, fraction: float, message: str) -> None:
@@ -171,14 +169,6 @@ class SeriesPanel(Panel):
                             f"{min(result.steps)}-{max(result.steps)} ({cached} from the cache); "
                             "click a point to open that checkpoint")
         self.draw_series()
-
-    def _failed(self, _exc, message: str) -> None:
-        self._finish()
-        self.status.stopped(JOB_KEY, message.strip().splitlines()[-1])
-
-    def _cancelled(self) -> None:
-        self._finish()
-        self.status.stopped(JOB_KEY, "Training series cancelled")
 
     # ------------------------------------------------------------------ drawing
 
@@ -205,7 +195,8 @@ class SeriesPanel(Panel):
             item.sigPointsClicked.connect(self._points_clicked)
             self.plot.addItem(item)
         self.plot.getAxis("bottom").setTicks([step_ticks(max(steps))])
-        self.plot.getAxis("left").setTicks([list(CLASS_TICKS)] if m == "head_class" else None)
+        classes = [list(enumerate(HEAD_LABELS))]
+        self.plot.getAxis("left").setTicks(classes if m == "head_class" else None)
         label = METRIC_LABELS[m]
         if m in CORPUS_METRICS and not np.isfinite(values).any():
             label += " (needs a corpus: tick 'with corpus')"
@@ -215,13 +206,10 @@ class SeriesPanel(Panel):
     def _points_clicked(self, _item, points, _ev=None) -> None:
         if len(points):
             i, h = points[0].data()
-            self.pointClicked.emit(self.series.checkpoints[i], int(h))
-
-    @Slot(str, int)
-    def _open_point(self, checkpoint: str, head: int) -> None:
-        self.state.set_head(head)
-        self.status.setText(f"Opening {Path(checkpoint).name} as the main model…")
-        self.state.request_model(checkpoint)
+            checkpoint = self.series.checkpoints[i]
+            self.state.set_head(int(h))
+            self.status.setText(f"Opening {Path(checkpoint).name} as the main model…")
+            self.state.request_model(checkpoint)
 
     def table(self):
         return self.series.table() if self.series is not None else None

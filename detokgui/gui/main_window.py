@@ -6,7 +6,7 @@ which the window shows through its signals."""
 from __future__ import annotations
 
 import torch
-from PySide6.QtCore import Qt, Slot
+from PySide6.QtCore import QSize, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
 
 from detokgui import __version__
 from detokgui.core.model.families import with_family
-from detokgui.core.model.sources.default_model import DEFAULT_MODEL
 from detokgui.core.model.titles import model_title, short_commit
 from detokgui.gui import session
 from detokgui.gui.banner import Banner
@@ -41,14 +40,15 @@ from detokgui.gui.panels import PANEL_GROUPS, SIDE_PANEL_CLASSES
 from detokgui.gui.plots import EXPORT_SHORTCUTS
 from detokgui.gui.state import AppState
 
-DEFAULT_SIZE = (1400, 900)  # or the screen's available area, if smaller
+DEFAULT_SIZE = (1400, 900)
 # remembered between sessions
 VIEW, GEOMETRY = "window/view", "window/geometry"
 
 
-def _delegate(name: str, doc: str) -> property:
-    """A read-only attribute of the window that is its model controller's."""
-    return property(lambda self: getattr(self.models, name), doc=doc)
+def _delegate(name: str, doc: str | None = None) -> property:
+    """A read-only attribute (or method) of the window that is its model controller's."""
+    return property(lambda self: getattr(self.models, name),
+                    doc=doc or f"The model controller's `{name}`.")
 
 
 class MainWindow(QMainWindow):
@@ -58,8 +58,8 @@ class MainWindow(QMainWindow):
     def __init__(self, model: str | None = None, device: str | None = None):
         super().__init__()
         self.setWindowTitle("detokgui")
-        self.resize(*default_size(self))
-        self.device = device
+        screen, size = self.screen(), QSize(*DEFAULT_SIZE)  # or the screen's area, if smaller
+        self.resize(size if screen is None else size.boundedTo(screen.availableGeometry().size()))
         self.state = AppState(self)
         self.jobs = JobRunner(self)
         self.models = ModelController(self.state, self.jobs, device, self)
@@ -225,33 +225,18 @@ class MainWindow(QMainWindow):
     loading_name = _delegate("loading_name", "The model A being loaded, or None.")
     load_error = _delegate("load_error", "Why model A could not be loaded, or None.")
     load_seconds = _delegate("load_seconds", "How long model A took to load (s).")
-    unavailable = _delegate("unavailable", "Why the demo is shown, not the default model.")
     loading_b_name = _delegate("loading_b_name", "The model B being loaded, or None.")
     compare_error = _delegate("compare_error", "Why model B could not be loaded, or None.")
 
-    def open_default_model(self, name: str = DEFAULT_MODEL) -> None:
-        self.models.open_default_model(name)
-
-    def load_model(self, name: str, body=None, on_error=None) -> None:
-        self.models.load_model(name, body, on_error)
-
-    def compare_with(self, name: str) -> None:
-        self.models.compare_with(name)
-
-    def close_comparison(self) -> None:
-        self.models.close_comparison()
-
-    def swap_models(self) -> None:
-        self.models.swap_models()
-
-    def match_again(self) -> None:
-        self.models.match_again()
+    open_default_model = _delegate("open_default_model")
+    load_model = _delegate("load_model")
+    compare_with = _delegate("compare_with")
+    close_comparison = _delegate("close_comparison")
+    swap_models = _delegate("swap_models")
+    match_again = _delegate("match_again")
 
     def ask_hub_model(self) -> None:
         self.model_menu.ask_hub_model()
-
-    def ask_model_folder(self) -> None:
-        self.model_menu.ask_model_folder()
 
     model_title = staticmethod(model_title)
 
@@ -393,13 +378,3 @@ class MainWindow(QMainWindow):
         self.jobs.cancel()
         self.jobs.wait(3000)
         super().closeEvent(event)
-
-
-def default_size(window) -> tuple[int, int]:
-    """DEFAULT_SIZE, or the available area of the window's screen where that is smaller."""
-    screen = window.screen()
-    w, h = DEFAULT_SIZE
-    if screen is not None:
-        area = screen.availableGeometry()
-        w, h = min(w, area.width()), min(h, area.height())
-    return w, h

@@ -11,6 +11,7 @@ bar says where the files are and the user may open the folder.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,12 +56,14 @@ class FigureRequest:
 class ExportDialog(QDialog):
     """What the File menu's export dialogs share: a line on what they write, the path row
     (`add_path`), "Use the current corpus" (`add_corpus_box`, `add_offer`), Export and Cancel
-    (`finish`), Export enabled while `ready()`."""
+    (`finish`), Export enabled while `ready()`, and the choices remembered for next time
+    (`choices`: option key -> the function reading its value)."""
 
     def __init__(self, parent, title: str, intro: str, corpus: tuple[str, ...]):
         super().__init__(parent)
         self.setWindowTitle(title)
         self.corpus = tuple(corpus)
+        self.choices: dict[str, Callable] = {}
         self.form = QFormLayout(self)
         self.form.addRow(QLabel(intro))
         self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
@@ -72,12 +75,14 @@ class ExportDialog(QDialog):
     def ok_button(self):
         return self.buttons.button(QDialogButtonBox.Ok)
 
-    def add_path(self, label: str, path: str, browse, tip: str) -> QLineEdit:
-        """A row `label`: a line edit holding `path`, and `browse` the Browse… button's."""
+    def add_path(self, label: str, key: str, default: str, browse, tip: str) -> QLineEdit:
+        """A row `label`: a line edit holding the path remembered as option `key` (else
+        `default`), and `browse` the Browse… button's."""
         row = QWidget()
         h = QHBoxLayout(row)
         h.setContentsMargins(0, 0, 0, 0)
-        edit = QLineEdit(path)
+        edit = QLineEdit(remembered(key, default))
+        self.choices[key] = lambda: edit.text().strip()
         edit.setToolTip(tip)
         edit.textChanged.connect(self._update)
         self.browse = QPushButton("Browse…")
@@ -96,6 +101,8 @@ class ExportDialog(QDialog):
         box.setChecked(what is not None and bool(remembered(key, True)))
         box.setToolTip(tip)
         self.form.addRow("", box)
+        if what is not None:
+            self.choices[key] = box.isChecked
         return box
 
     def add_corpus_box(self, corpus_text: str, key: str, tip: str) -> None:
@@ -113,6 +120,10 @@ class ExportDialog(QDialog):
         self.form.addRow(self.buttons)
         self._update()
 
+    def remember_choices(self) -> None:
+        for key, value in self.choices.items():
+            remember(key, value())
+
     def _update(self, *_) -> None:
         self.ok_button.setEnabled(self.ready())
 
@@ -125,8 +136,7 @@ class ExportFiguresDialog(ExportDialog):
                          "Every figure of the paper and of the layer-0 studies that "
                          "detokgui computes,\nwith its data as CSV and an index.md.", corpus)
         self.folder = self.add_path(
-            "Folder", remembered(FOLDER, str(Path.home() / "detokgui-figures")),
-            self.ask_folder, "Created if missing; an existing folder gets the new files only "
+            "Folder", FOLDER, str(Path.home() / "detokgui-figures"), self.ask_folder, "Created if missing; an existing folder gets the new files only "
             "once every figure is done")
         fmts = QWidget()
         h = QHBoxLayout(fmts)
@@ -140,6 +150,7 @@ class ExportFiguresDialog(ExportDialog):
             self.format_boxes[f] = box
             h.addWidget(box)
         self.form.addRow("Formats", fmts)
+        self.choices[FORMATS_KEY] = lambda: list(self.formats())
         self.add_corpus_box(corpus_text, USE_CORPUS, "Without a corpus the corpus figures "
                             "(Fig 2-C, 2-D, 3-E, 4, 5, 6 left, 11, 13) are listed as skipped "
                             "in index.md")
@@ -149,6 +160,7 @@ class ExportFiguresDialog(ExportDialog):
         self.max_texts.setToolTip("Corpus windows read by the text figures (observed "
                                   "attention, six-term KL); the counts use the whole corpus")
         self.form.addRow("Texts", self.max_texts)
+        self.choices[MAX_TEXTS] = self.max_texts.value
         self.finish()
 
     def ask_folder(self) -> None:
@@ -166,13 +178,6 @@ class ExportFiguresDialog(ExportDialog):
     def request(self) -> FigureRequest:
         return FigureRequest(self.folder.text().strip(), self.formats(), self.chosen_corpus(),
                              self.max_texts.value())
-
-    def remember_choices(self) -> None:
-        remember(FOLDER, self.folder.text().strip())
-        remember(FORMATS_KEY, list(self.formats()))
-        if self.use_corpus.isEnabled():
-            remember(USE_CORPUS, self.use_corpus.isChecked())
-        remember(MAX_TEXTS, self.max_texts.value())
 
 
 def export_job(layer, req: FigureRequest, session: str | None = None):

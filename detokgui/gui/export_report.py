@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QFileDialog
 
 from detokgui.figures.defaults import DEFAULT_PAGE_MB
 from detokgui.gui.export_figures import ExportDialog, FigureExporter
-from detokgui.gui.options import remember, remembered
+from detokgui.gui.options import remembered
 
 JOB_KEY = "export-report"
 # remembered between sessions
@@ -44,9 +44,8 @@ class ExportReportDialog(ExportDialog):
         super().__init__(parent, "Export report",
                          "One HTML file to open in any browser, offline: the model card,\n"
                          "the figures, a card per head and a token search.", corpus)
-        self.file = self.add_path(
-            "File", remembered(FILE, str(Path.home() / "detokgui-report.html")), self.ask_file,
-            "Written only when complete")
+        self.file = self.add_path("File", FILE, str(Path.home() / "detokgui-report.html"),
+                                  self.ask_file, "Written only when complete")
         self.add_corpus_box(corpus_text, USE_CORPUS, "The corpus figures, the token table's "
                             "most frequent tokens and the bigram partners' counts")
         self.use_b = self.add_offer("Compare with model B", b_name,
@@ -55,6 +54,7 @@ class ExportReportDialog(ExportDialog):
         self.figures = QCheckBox("Draw the figures (the slowest part)")
         self.figures.setChecked(bool(remembered(FIGURES, True)))
         self.form.addRow("", self.figures)
+        self.choices[FIGURES] = self.figures.isChecked
         self.page_mb = QDoubleSpinBox()
         self.page_mb.setRange(1.0, 1000.0)
         self.page_mb.setDecimals(1)
@@ -64,6 +64,7 @@ class ExportReportDialog(ExportDialog):
                                 "figures leave, all tokens when they fit, else the most "
                                 "frequent that do")
         self.form.addRow("Page size", self.page_mb)
+        self.choices[PAGE_MB] = self.page_mb.value
         self.finish()
 
     def ask_file(self) -> None:
@@ -79,15 +80,6 @@ class ExportReportDialog(ExportDialog):
         return ReportRequest(self.file.text().strip(), self.chosen_corpus(),
                              self.use_b.isChecked(), self.figures.isChecked(),
                              self.page_mb.value())
-
-    def remember_choices(self) -> None:
-        remember(FILE, self.file.text().strip())
-        if self.use_corpus.isEnabled():
-            remember(USE_CORPUS, self.use_corpus.isChecked())
-        if self.use_b.isEnabled():
-            remember(USE_B, self.use_b.isChecked())
-        remember(FIGURES, self.figures.isChecked())
-        remember(PAGE_MB, self.page_mb.value())
 
 
 def report_job(layer, layer_b, req: ReportRequest, session: str | None = None):

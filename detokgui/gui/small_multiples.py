@@ -137,17 +137,17 @@ class SmallMultiples(QObject):
         n = len(heads)
         self.cols = grid_columns(n)
         self.rows = math.ceil(n / self.cols) if n else 0
-        self.corners = self._cell_corners()
-        for h, item in self.names.items():
-            item.setVisible(h in heads)
-        for h in heads:
-            if h not in self.names:
-                item = HeadName(f"head {h}", head_color(h))
-                self.vb.addItem(item, ignoreBounds=True)
-                self.names[h] = item
-            self.names[h].setVisible(True)
+        # cell k at row k // cols (top to bottom), column k % cols: its lower-left corner
+        self.corners = {h: ((k % self.cols) * (1 + GAP_X),
+                            (self.rows - 1 - k // self.cols) * (1 + GAP_Y))
+                        for k, h in enumerate(heads)}
         for h, (x, y) in self.corners.items():
+            if h not in self.names:
+                self.names[h] = HeadName(f"head {h}", head_color(h))
+                self.vb.addItem(self.names[h], ignoreBounds=True)
             self.names[h].setPos(x + 0.01, y + 1.0 - 0.01)
+        for h, item in self.names.items():
+            item.setVisible(h in self.corners)
         width = max(1, self.cols) * (1 + GAP_X) - GAP_X
         height = max(1, self.rows) * (1 + GAP_Y) - GAP_Y
         self.vb.setRange(xRange=(-0.01, width + 0.01), yRange=(-0.01, height + 0.01), padding=0)
@@ -157,14 +157,6 @@ class SmallMultiples(QObject):
         self._relayout()
         self.mark_head()
         return True
-
-    def _cell_corners(self) -> dict[int, tuple[float, float]]:
-        """head -> (x, y) of its cell's lower-left corner in plot coordinates."""
-        out = {}
-        for k, h in enumerate(self.heads):
-            r, c = divmod(k, self.cols)
-            out[h] = (c * (1 + GAP_X), (self.rows - 1 - r) * (1 + GAP_Y))
-        return out
 
     def set_ranges(self, x_range, y_range) -> None:
         """The data ranges every cell shows (shared axes)."""
@@ -195,22 +187,21 @@ class SmallMultiples(QObject):
 
     # ------------------------------------------------------------------ mapping
 
+    def _to_plot(self, h: int, x, y):
+        """Data (x, y) of head h's cell (numbers or arrays) to plot coordinates."""
+        (x0, x1), (y0, y1) = self.x_range, self.y_range
+        cx, cy = self.corners[h]
+        return cx + (x - x0) / (x1 - x0), cy + (y - y0) / (y1 - y0)
+
     def _map(self, h: int, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Data (x, y) of head h's cell to plot coordinates; points outside the x range
         are dropped, y is clipped to the cell."""
-        (x0, x1), (y0, y1) = self.x_range, self.y_range
-        cx, cy = self.corners[h]
-        keep = (x >= x0) & (x <= x1)
-        px = cx + (x[keep] - x0) / (x1 - x0)
-        py = cy + (np.clip(y[keep], y0, y1) - y0) / (y1 - y0)
-        return px, py
+        keep = (x >= self.x_range[0]) & (x <= self.x_range[1])
+        return self._to_plot(h, x[keep], np.clip(y[keep], *self.y_range))
 
     def scene_pos(self, h: int, x: float, y: float) -> QPointF:
         """The scene position of data point (x, y) in head h's cell."""
-        (x0, x1), (y0, y1) = self.x_range, self.y_range
-        cx, cy = self.corners[h]
-        return self.vb.mapViewToScene(QPointF(cx + (x - x0) / (x1 - x0),
-                                              cy + (y - y0) / (y1 - y0)))
+        return self.vb.mapViewToScene(QPointF(*self._to_plot(h, x, y)))
 
     def to_data(self, h: int, px, py) -> tuple[np.ndarray, np.ndarray]:
         """Plot coordinates in head h's cell back to data coordinates (`_map` inverted)."""
@@ -424,15 +415,12 @@ class SmallMultiples(QObject):
         y_step = ys[1] - ys[0] if len(ys) > 1 else 1.0
         x_text = bottom.tickStrings(xs, 1.0, x_step)
         y_text = left.tickStrings(ys, 1.0, y_step)
-        x_ticks, y_ticks = [], []
-        for c in range(self.cols):
-            cx = c * (1 + GAP_X)
-            x_ticks += [(cx + (v - x0) / (x1 - x0), t) for v, t in zip(xs, x_text)]
-        for r in range(self.rows):
-            cy = (self.rows - 1 - r) * (1 + GAP_Y)
-            y_ticks += [(cy + (v - y0) / (y1 - y0), t) for v, t in zip(ys, y_text)]
-        grid = _grid_path(self.corners.values(), [(v - x0) / (x1 - x0) for v in xs],
-                          [(v - y0) / (y1 - y0) for v in ys])
+        fxs = [(v - x0) / (x1 - x0) for v in xs]  # the fractions of a cell's width, height
+        fys = [(v - y0) / (y1 - y0) for v in ys]
+        x_ticks = [(c * (1 + GAP_X) + f, t) for c in range(self.cols) for f, t in zip(fxs, x_text)]
+        y_ticks = [((self.rows - 1 - r) * (1 + GAP_Y) + f, t)
+                   for r in range(self.rows) for f, t in zip(fys, y_text)]
+        grid = _grid_path(self.corners.values(), fxs, fys)
         for h, name in self.names.items():  # the number alone where a cell is small
             name.setText(f"head {h}" if cell_w >= NAME_SHORT_BELOW_PX else str(h))
         if x_ticks != self.x_ticks:  # an axis given ticks draws them again

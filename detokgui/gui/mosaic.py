@@ -135,14 +135,11 @@ class HeatmapMosaic(QObject):
         r < 0; nothing when both are)."""
         path = QPainterPath()
         k, n, m = self.values.shape
-        for j in range(k):
+        dx, w = (c, 1) if c >= 0 else (0, m)
+        dy, h = (r, 1) if r >= 0 else (0, n)
+        for j in range(k if r >= 0 or c >= 0 else 0):
             x, y = self.origin(j)
-            if r >= 0 and c >= 0:
-                path.addRect(QRectF(x + c, y + r, 1, 1))
-            elif r >= 0:
-                path.addRect(QRectF(x, y + r, m, 1))
-            elif c >= 0:
-                path.addRect(QRectF(x + c, y, 1, n))
+            path.addRect(QRectF(x + dx, y + dy, w, h))
         self.marks.setPath(path)
 
     def select(self, k: int | None, color: str = "#d62728") -> None:

@@ -512,6 +512,8 @@ class Heatmap(pg.PlotItem):
         self.max_labels = max_labels
         self.hideButtons()
         plain_axes(self)
+        for name in ("left", "bottom", "top"):  # the labels are thinned to fit (update_ticks)
+            self.getAxis(name).setStyle(hideOverlappingLabels=False)
         vb = self.getViewBox()
         self.image = pg.ImageItem(axisOrder="row-major")
         vb.addItem(self.image)
@@ -613,13 +615,10 @@ class Heatmap(pg.PlotItem):
         left, bottom, top = plot_axes.heatmap_ticks(
             self.row_labels, self.col_labels, vb.height() or 400, vb.width() or 400,
             metrics.height() + 1, widest, self.max_labels or 0, self.marked)
-        self.getAxis("left").setTicks([left, []])
         self.showAxis("top", top is not None)
-        self.getAxis("bottom").setTicks([bottom, []])
-        if top is not None:
-            self.getAxis("top").setTicks([top, []])
-        for name in ("left", "bottom", "top"):
-            self.getAxis(name).setStyle(hideOverlappingLabels=False)
+        for name, ticks in (("left", left), ("bottom", bottom), ("top", top)):
+            if ticks is not None:
+                self.getAxis(name).setTicks([ticks, []])
         if left:
             # pyqtgraph widens the axis only on a later repaint; size it for the labels now.
             self.getAxis("left").setWidth(max(metrics.horizontalAdvance(t) for _, t in left) + 25)

@@ -2,7 +2,7 @@
 beside the six terms, empirical attention, the six-term KL contribution (`empirical`),
 the Sentence view's matrices (`sentence_matrices`), contextual neurons and OV circuits
 (`circuits`), the ranking of contextual neurons (`contextual_neurons`), their tables, and
-the titles of the empirical and attention-sink plots (`titles`).
+the titles and hover lines of the empirical, KL and attention-sink plots (`titles`).
 
 May import: `core.base`, `core.model`, `core.corpus`, `core.position_side`.
 """

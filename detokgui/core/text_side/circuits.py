@@ -549,6 +549,15 @@ class OVTopK:
     bottom_scores: np.ndarray
     final_norm: str
 
+    def describe(self, anchor: str) -> str:
+        """What the lists rank (`anchor`: the token, as text) and by which score."""
+        what = (f"output tokens y promoted / suppressed by the source x = {anchor}"
+                if self.direction == "outputs" else
+                f"source tokens x that promote / suppress the output y = {anchor}")
+        return (f"{what} · score_h(x → y) = ((e_x/s_x) W^VO_h) C diag(γ_f) e_yᵀ (tied "
+                f"unembedding; ln_f: {self.final_norm}) · {len(self.heads)} head"
+                f"{'s' * (len(self.heads) != 1)}")
+
 
 def _lnf_gamma(layer) -> torch.Tensor:
     g = layer.lnf_weight

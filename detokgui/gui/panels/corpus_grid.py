@@ -3,12 +3,16 @@ corpus texts (C2 Empirical, C3 KL)."""
 
 from __future__ import annotations
 
+import pyqtgraph as pg
+
+from detokgui.core.model.terms import TERM_NAMES
 from detokgui.gui.head_controls import state_heads
 from detokgui.gui.option_rows import OptionRow
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.plots import PlotFrame
 from detokgui.gui.position import connect_position_clicks
 from detokgui.gui.small_multiples import SmallMultiples
+from detokgui.gui.terms import TERM_COLORS
 
 
 class CorpusGridPanel(Panel):
@@ -48,7 +52,9 @@ class CorpusGridPanel(Panel):
         scene.sigMouseMoved.connect(self._hover)
 
     def add_series(self, grid: SmallMultiples) -> None:
-        raise NotImplementedError
+        """The grid's series: by default one curve per term, in the terms' colours."""
+        for t in TERM_NAMES:
+            grid.add_series(t, pg.mkPen(TERM_COLORS[t], width=1))
 
     def describe(self, head: int, position: int) -> str:
         raise NotImplementedError

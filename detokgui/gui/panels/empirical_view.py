@@ -10,11 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (
-    QHBoxLayout,
-    QPushButton,
-    QVBoxLayout,
-)
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout
 
 from detokgui.core.base.plot_axes import data_range, stable_range
 from detokgui.core.model.conventions import (

@@ -9,11 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtWidgets import QVBoxLayout
 
 from detokgui.core.base.plot_axes import data_range, stable_range
-from detokgui.core.model.terms import TERM_NAMES
 from detokgui.core.text_side import empirical
 from detokgui.core.text_side.empirical import (
     DEFINITION_LABELS,
@@ -27,7 +25,7 @@ from detokgui.gui.corpus_hint import CorpusHint
 from detokgui.gui.head_controls import HeadChooser
 from detokgui.gui.option_rows import check, combo, custom, option
 from detokgui.gui.panels.corpus_grid import CorpusGridPanel
-from detokgui.gui.terms import TERM_COLORS, term_legend
+from detokgui.gui.terms import term_legend
 from detokgui.gui.text_source import max_texts_option, prepend_option, text_source
 
 LOG_FLOOR = 1e-12
@@ -86,10 +84,6 @@ class KLPanel(CorpusGridPanel):
         return empirical.iter_kl(layer, req.texts, req.definition)
 
     # ------------------------------------------------------------------ draw
-
-    def add_series(self, grid) -> None:
-        for t in TERM_NAMES:
-            grid.add_series(t, pg.mkPen(TERM_COLORS[t], width=1))
 
     def draw(self, res: empirical.KLContributions | None) -> None:
         if res is None:

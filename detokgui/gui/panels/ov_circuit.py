@@ -124,14 +124,7 @@ class OVCircuitPanel(Panel):
                 for r, h in enumerate(res.heads) for k in range(res.top_ids.shape[1])]
         self.table.records().set_records(rows)
         self._draw_bars()
-        anchor = self.state.token_text(res.token)
-        what = (f"output tokens y promoted / suppressed by the source x = {anchor}"
-                if res.direction == "outputs" else
-                f"source tokens x that promote / suppress the output y = {anchor}")
-        self.status.setText(
-            f"{what} · score_h(x → y) = ((e_x/s_x) W^VO_h) C diag(γ_f) e_yᵀ (tied "
-            f"unembedding; ln_f: {res.final_norm}) · {len(res.heads)} head"
-            f"{'s' * (len(res.heads) != 1)}")
+        self.status.setText(res.describe(self.state.token_text(res.token)))
 
     def bar_head(self) -> int | None:
         """The head of the bar chart: the selected head when shown, else the first."""

@@ -141,8 +141,7 @@ class SinksPanel(CorpusGridPanel):
     # ------------------------------------------------------------------ draw
 
     def add_series(self, grid) -> None:
-        for t in TERM_NAMES:
-            grid.add_series(t, pg.mkPen(TERM_COLORS[t], width=1))
+        super().add_series(grid)  # the six terms
         grid.add_series("advantage", TOTAL_PEN)
         grid.add_series("uniform", UNIFORM_PEN)
         grid.add_series("attention", pg.mkPen("#1f77b4", width=1.5))

@@ -155,7 +155,7 @@ def test_demo_against_itself_shows_the_identity_matching(qtbot, demo_window):
     label = win.model_label.text()
     assert label.startswith("A: demo model") and "B: demo model" in label
     # hovering a cell names its parts
-    assert "similarity" in panel.describe(2, 2) and "assigned" in panel.describe(2, 2)
+    assert "similarity" in s.matching.describe(2, 2) and "assigned" in s.matching.describe(2, 2)
 
     topk = show(qtbot, win, "compare-topk")
     rows = topk_rows(topk)
@@ -306,8 +306,8 @@ def test_random_weights_are_said_to_have_no_match(qtbot, demo_window, tiny_ckpt)
     said = panel.status.text()
     assert said.startswith("Dashed grey squares — no match: S ≤ θ") and "θ here 0." in said
     a, b = m.assignment[0]
-    assert " · assigned, no match: S " in panel.describe(a, b)
-    assert f"family-wise {m.p_adjusted[a, b]:.2g}" in panel.describe(a, b)
+    assert " · assigned, no match: S " in m.describe(a, b)
+    assert f"family-wise {m.p_adjusted[a, b]:.2g}" in m.describe(a, b)
     s.set_head(a)
     assert s.head_b is None  # A's head has no match, so no head of B is shown
     assert f"no match in B</span> (assigned B head {b}: S " in panel.pair_text.text()

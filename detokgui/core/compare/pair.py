@@ -56,6 +56,7 @@ import numpy as np
 
 from detokgui.core.base.checks import as_int, check_count, check_token
 from detokgui.core.base.errors import InputError
+from detokgui.core.base.numbers import num
 from detokgui.core.base.progress import Job, Progress, rescaled, run
 from detokgui.core.compare.head_metrics import HEAD_METRICS, iter_head_metrics
 from detokgui.core.model.conventions import sigma_stats_job
@@ -296,6 +297,20 @@ class HeadMatching:
         """"matched: S 0.981 > θ 0.203" or "no match: S 0.137 ≤ θ 0.168"."""
         word = "matched" if self.is_matched(head_a, head_b) else "no match"
         return f"{word}: {self.inequality(head_a, head_b)}"
+
+    def describe(self, head_a: int, head_b: int) -> str:
+        """A pair of heads as the matching's heatmap names its cell: similarity and its
+        two parts, the verdict ("assigned, matched: …") for a pair of the assignment, else
+        the inequality, and the pair's p-values."""
+        a, b = int(head_a), int(head_b)
+        if self.assigned_of_a(a) == b:
+            verdict = " · assigned, " + self.verdict(a, b)
+        else:
+            verdict = " · " + self.inequality(a, b)
+        return (f"A head {a} × B head {b}: similarity {num(float(self.similarity[a][b]))} "
+                f"(positional {num(float(self.positional[a][b]))}, affinity "
+                f"{num(float(self.affinity[a][b]))}){verdict}; p {float(self.p_value[a][b]):.2g}, "
+                f"family-wise {float(self.p_adjusted[a][b]):.2g}")
 
     def with_alpha(self, alpha: float) -> HeadMatching:
         """The same matching with the threshold at another family-wise level."""

@@ -54,6 +54,9 @@ class ComparePanel(Panel):
         state.compareChanged.connect(self._compare_changed)
         state.matchingChanged.connect(self._matching_changed)
         state.headBChanged.connect(self.refresh)
+        heads = self.when_visible(self.heads_changed)
+        for signal in (state.headChanged, state.headBChanged):
+            signal.connect(heads)
         self._show_page()
 
     def job_input(self):
@@ -106,6 +109,9 @@ class ComparePanel(Panel):
         main = self.channels.get("")
         if main is not None and main.blank:  # still nothing to compute: say why, anew
             self.redraw()
+
+    def heads_changed(self) -> None:
+        """A's head or B's changed (when shown): what needs no computation."""
 
     def matching_changed(self) -> None:
         """The head matching changed (B's head with it): what needs no computation."""

@@ -50,9 +50,6 @@ class CompareClassesPanel(ComparePanel):
         lay.addWidget(self.status)
         self.tables["A"].headActivated.connect(state.set_head)
         self.tables["B"].headActivated.connect(self._b_clicked)
-        mark = self.when_visible(self._mark)
-        for signal in (state.headChanged, state.headBChanged):
-            signal.connect(mark)
 
     def request(self):
         s = self.state
@@ -77,16 +74,15 @@ class CompareClassesPanel(ComparePanel):
                                           + ", ".join(f"{v} {label}" for label, v in counts))
         self.status.setText(self.waiting_text() if res is None
                             else f"A at n = {res[0].n}, B at n = {res[1].n}")
-        self._mark()
+        self.heads_changed()
 
-    def matching_changed(self) -> None:
-        self._mark()
-
-    def _mark(self) -> None:
+    def heads_changed(self) -> None:
         s = self.state
         self.pair_text.setText(self.pair_label() or self.waiting_text())
         self.tables["A"].mark_head(s.head)
         self.tables["B"].mark_head(-1 if s.head_b is None else s.head_b)
+
+    matching_changed = heads_changed
 
     def _b_clicked(self, head_b: int) -> None:
         m = self.state.matching

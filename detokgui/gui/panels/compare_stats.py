@@ -52,9 +52,6 @@ class CompareStatsPanel(ComparePanel):
         ], token=None), tip="The statistics of the two heads (empty: needs a corpus)")
         lay.addWidget(self.table, 1)
         lay.addWidget(self.status)
-        show = self.when_visible(self._show_heads)
-        for signal in (state.headChanged, state.headBChanged):
-            signal.connect(show)
 
     def request(self):
         s = self.state
@@ -67,10 +64,7 @@ class CompareStatsPanel(ComparePanel):
         return (yield from cv.iter_head_metrics_both(pair, req.corpus))
 
     def draw(self, res) -> None:
-        self._show_heads()
-
-    def matching_changed(self) -> None:
-        self._show_heads()
+        self.heads_changed()
 
     def rows(self) -> list[dict]:
         s, res = self.state, self.result
@@ -79,7 +73,7 @@ class CompareStatsPanel(ComparePanel):
         names = [m for m in HEAD_METRICS if m in res[0] and m in res[1]]
         return cv.metric_pair_rows(res[0], res[1], s.head, s.head_b, names)
 
-    def _show_heads(self) -> None:
+    def heads_changed(self) -> None:
         self.pair_text.setText(self.pair_label() or self.waiting_text())
         rows = self.rows()
         self.table.records().set_records(rows)
@@ -91,3 +85,5 @@ class CompareStatsPanel(ComparePanel):
                     "; the corpus metrics count the open corpus with each model's tokenizer"
                     if self.shown_request.corpus else
                     "; the corpus metrics are empty without a corpus (Corpus menu)"))
+
+    matching_changed = heads_changed

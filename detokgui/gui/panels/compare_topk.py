@@ -109,8 +109,6 @@ class CompareTopKPanel(ComparePanel):
         self.add_channel("grid", self._grid_request, self._grid_compute, self._draw_grid,
                          status=self.grid_status, label="Top-k of every matched pair")
         self.grid.clicked.connect(self._grid_clicked)
-        for signal in (state.headChanged, state.headBChanged):
-            signal.connect(self.when_visible(self.grid.viewport().update))
         self.table.tokenActivated.connect(lambda t, _shift: state.set_key_token(t))
         state.keyTokenChanged.connect(self.when_visible(self._mark_key))
         self.options.changed.connect(self.refresh)
@@ -151,6 +149,9 @@ class CompareTopKPanel(ComparePanel):
         self.grid_status.setText(
             f"{len(res.pairs)} assigned pairs, {matched} matched"
             + ("" if res.ids_b is not None else f"; the query is {MISSING}"))
+
+    def heads_changed(self) -> None:
+        self.grid.viewport().update()  # its background marks A's head
 
     def _matched(self, head_a: int, head_b: int) -> bool:
         """Whether the matching shown pairs the two heads above the no-match threshold."""

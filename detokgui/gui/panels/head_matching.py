@@ -12,7 +12,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 
-from detokgui.core.base.numbers import num
 from detokgui.core.compare.pair import matching_table
 from detokgui.core.compare.pair_texts import matching_title
 from detokgui.gui.colorbar import ColorBar
@@ -65,9 +64,6 @@ class HeadMatchingPanel(ComparePanel):
         lay.addWidget(self.status)
         self.frame.view.scene().sigMouseMoved.connect(self._hover)
         self.frame.view.scene().sigMouseClicked.connect(self._click)
-        mark = self.when_visible(self._mark)
-        for signal in (state.headChanged, state.headBChanged):
-            signal.connect(mark)
         self._draw_matching()
 
     def plot_frames(self):
@@ -109,9 +105,9 @@ class HeadMatchingPanel(ComparePanel):
         set_title(self.plot, matching_title(m))
         self.status.setText(f"Dashed grey squares — {m.rule()}. Hover over a cell to read its "
                             "parts; click to select the pair.")
-        self._mark()
+        self.heads_changed()
 
-    def _mark(self) -> None:
+    def heads_changed(self) -> None:
         s = self.state
         self.pair_text.setText(self.pair_label())
         if s.matching is None or s.head_b is None:
@@ -131,21 +127,10 @@ class HeadMatchingPanel(ComparePanel):
         ha, hb = np.asarray(m.similarity).shape
         return (a, b) if 0 <= a < ha and 0 <= b < hb else None
 
-    def describe(self, a: int, b: int) -> str:
-        m = self.state.matching
-        if (a, b) in {tuple(p) for p in m.assignment}:
-            verdict = " · assigned, " + m.verdict(a, b)
-        else:
-            verdict = " · " + m.inequality(a, b)
-        return (f"A head {a} × B head {b}: similarity {num(float(m.similarity[a][b]))} "
-                f"(positional {num(float(m.positional[a][b]))}, affinity "
-                f"{num(float(m.affinity[a][b]))}){verdict}; p {float(m.p_value[a][b]):.2g}, "
-                f"family-wise {float(m.p_adjusted[a][b]):.2g}")
-
     def _hover(self, pos) -> None:
         cell = self.cell_at(pos)
         if cell is not None:
-            self.status.setText(self.describe(*cell))
+            self.status.setText(self.state.matching.describe(*cell))
 
     def _click(self, ev) -> None:
         if ev.button() != Qt.LeftButton or ev.double():

@@ -12,7 +12,6 @@ applied once model A is shown, B's head once B is."""
 from __future__ import annotations
 
 import html
-from dataclasses import asdict
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -34,15 +33,10 @@ from detokgui.core.corpus.documents import sample_paths, stored_path
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.gui.banner import NOTICE
 from detokgui.gui.options import remember, remembered
+from detokgui.gui.sharing import panel_options
 
 FILTER = f"detokgui sessions (*{SUFFIX} *.json)"
 LAST_FOLDER = "session/folder"
-
-
-def _text_of(window) -> str | None:
-    tokens = window.panel("tokens")
-    text = getattr(tokens, "current_text", None)
-    return text[:MAX_TEXT_CHARS] if isinstance(text, str) else None
 
 
 def session_of(window) -> dict:
@@ -56,7 +50,7 @@ def session_of(window) -> dict:
         "head": s.head, "head_b": pair[1] if pair else None,
         "query_token": s.query_token, "key_token": s.key_token,
         "query_position": s.query_position, "token_set": [int(t) for t in s.token_set],
-        "text": _text_of(window),
+        "text": window.panel("tokens").current_text[:MAX_TEXT_CHARS],
         "sigma": {"kind": s.sigma.convention, "i": int(s.sigma.positions[0]),
                   "j": int(s.sigma.positions[1])},
     }
@@ -65,10 +59,8 @@ def session_of(window) -> dict:
                              "text_column": getattr(s.corpus, "text_column", "text")}
     panel = window.current_panel()
     session["view"] = panel.view_name if panel is not None else None
-    for p in window.panels:
-        value = getattr(getattr(p, "options", None), "value", None)
-        if value is not None:
-            session["panels"][p.view_name] = asdict(value)
+    session["panels"] = {p.view_name: options for p in window.panels
+                         if (options := panel_options(p))}
     return session
 
 

@@ -123,11 +123,9 @@ class AppState(QObject):
     def head_b(self) -> int | None:
         """B's head shown next to A's selected head: the one chosen with it
         (`set_head_pair`), else its match in the head matching; None before the matching."""
-        if self._head_pair is not None and self._head_pair[0] == self._head:
-            return self._head_pair[1]
-        if self._matching is None:
-            return None
-        return self._matching.match_of_a(self._head)
+        if self.head_pair is not None:
+            return self.head_pair[1]
+        return None if self._matching is None else self._matching.match_of_a(self._head)
 
     @property
     def query_token_b(self) -> int | None:
@@ -157,11 +155,7 @@ class AppState(QObject):
             self._compare_serial += 1
             self._head_pair = None
         if layer is not None:
-            self._head = min(self._head, layer.n_heads - 1)
-            self._position = min(self._position, layer.n_positions - 1)
-            self._query = self._query if 0 <= self._query < layer.n_vocab else -1
-            self._key = self._key if 0 <= self._key < layer.n_vocab else -1
-            self._token_set = [t for t in self._token_set if t < layer.n_vocab]
+            self._fit_selection(layer)
         self.modelChanged.emit(layer)
         if self._layer_b is not None:
             self.compareChanged.emit(self._layer_b)
@@ -196,6 +190,14 @@ class AppState(QObject):
             b = max(0, min(int(head_b), self._layer_b.n_heads - 1))
             self._head_pair = (self._head, b)
         self._emit_head_b(before)
+
+    def _fit_selection(self, layer) -> None:
+        """Keep the head, query position and tokens within `layer`'s."""
+        self._head = min(self._head, layer.n_heads - 1)
+        self._position = min(self._position, layer.n_positions - 1)
+        self._query = self._query if 0 <= self._query < layer.n_vocab else -1
+        self._key = self._key if 0 <= self._key < layer.n_vocab else -1
+        self._token_set = [t for t in self._token_set if t < layer.n_vocab]
 
     def _emit_head_b(self, before: int | None) -> None:
         now = self.head_b
@@ -232,7 +234,7 @@ class AppState(QObject):
         if self._layer_b is None or self._layer is None:
             return
         query_b, key_b, head_b = self.query_token_b, self.key_token_b, self.head_b
-        before = (self._query, self._key, self._head, head_b)
+        before = (self._query, self._key, self._head)
         a, b = self._layer, self._layer_b
         self._layer, self._layer_b = b, a
         from detokgui.core.compare.views import swapped_pair
@@ -244,21 +246,17 @@ class AppState(QObject):
         self._compare_serial += 1
         self._query = query_b if query_b is not None else self._query
         self._key = key_b if key_b is not None else self._key
-        self._head = head_b if head_b is not None else min(self._head, b.n_heads - 1)
-        self._position = min(self._position, b.n_positions - 1)
-        self._query = self._query if 0 <= self._query < b.n_vocab else -1
-        self._key = self._key if 0 <= self._key < b.n_vocab else -1
-        self._token_set = [t for t in self._token_set if t < b.n_vocab]
+        self._head = head_b if head_b is not None else self._head
+        self._fit_selection(b)
         self.modelChanged.emit(b)
         self.compareChanged.emit(a)
         self.matchingChanged.emit(self._matching)
-        after = (self._query, self._key, self._head, self.head_b)
+        after = (self._query, self._key, self._head)
         for signal, old, new in zip((self.queryTokenChanged, self.keyTokenChanged,
                                      self.headChanged), before, after):
             if new != old:
                 signal.emit(new)
-        if after[3] != before[3]:
-            self.headBChanged.emit(-1 if after[3] is None else after[3])
+        self._emit_head_b(head_b)
 
     def request_compare(self) -> None:
         """Ask the window to open Model > Compare with… (panels have no window)."""

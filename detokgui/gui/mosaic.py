@@ -45,7 +45,6 @@ class HeatmapMosaic(QObject):
         self.plot.hideButtons()
         self.vb: pg.ViewBox = self.plot.getViewBox()
         self.vb.setMouseEnabled(False, False)
-        self.vb.setMenuEnabled(False)
         self.vb.invertY(True)  # row 0 at the top, as in a single heatmap
         self.vb.setAspectLocked(False)
         self.image = pg.ImageItem(axisOrder="row-major")

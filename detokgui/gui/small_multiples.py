@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 
 from detokgui.core.base.decimation import cell_lines, pixel_envelope
 from detokgui.core.base.plot_axes import nice_step, tick_values
-from detokgui.gui.plots import PlotFrame, head_color, plain_axes
+from detokgui.gui.plots import PlotFrame, add_plot, head_color
 
 GAP_X = 0.14  # between two columns of cells, in cell widths
 GAP_Y = 0.10  # between two rows, in cell heights
@@ -71,19 +71,13 @@ class SmallMultiples(QObject):
         super().__init__(frame)
         self.frame = frame
         self.state = state  # with it, the selected head's cell is framed
-        self.plot: pg.PlotItem = frame.view.addPlot()
+        self.plot = add_plot(frame, bottom=x_label, left=y_label, controls=False, mouse=False)
         self.vb: pg.ViewBox = self.plot.getViewBox()
-        self.vb.setMouseEnabled(False, False)
-        self.vb.setMenuEnabled(False)
         self.vb.disableAutoRange()
-        self.plot.hideButtons()
-        plain_axes(self.plot)
-        for side, label in (("bottom", x_label), ("left", y_label)):
+        for side in ("bottom", "left"):
             axis = self.plot.getAxis(side)
             axis.setStyle(tickLength=-4)
             axis.setTicks([[]])  # the ticks are self.x_ticks / self.y_ticks, none yet
-            if label:
-                self.plot.setLabel(side, label)
         self.heads: list[int] = []
         self.cols = self.rows = 0
         self.corners: dict[int, tuple[float, float]] = {}  # head -> its cell's lower left

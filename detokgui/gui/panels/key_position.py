@@ -6,7 +6,6 @@ selected query token's curve over j with its fitted line."""
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,8 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from detokgui.core.base.numbers import num
-from detokgui.core.position_side import positional
+from detokgui.core.position_side import positional, titles
 from detokgui.core.position_side.tables import slope_histogram_table, token_position_curve_table
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column, wrapping_label
@@ -60,10 +58,6 @@ class KeyPositionPanel(Panel):
 
     def __init__(self, state, jobs, parent=None):
         super().__init__(state, jobs, parent)
-        self.marker: pg.InfiniteLine | None = None  # the query token's slope, on the histogram
-        self.hist_curve: pg.PlotDataItem | None = None  # with zero_line, made at the first draw
-        self.zero_line: pg.InfiniteLine | None = None
-        self.curves: tuple[pg.PlotDataItem, pg.PlotDataItem] | None = None  # raw, fit
         lay = QVBoxLayout(self)
 
         self.head_label = QLabel()
@@ -79,6 +73,15 @@ class KeyPositionPanel(Panel):
         self.hist_plot = add_plot(self.hist_frame, grid="xy", left="tokens",
                                   bottom="slope of e_u W^QK p_j^T over j (per position)")
         self.hist_frame.setToolTip("The red line marks the selected query token")
+        # the items are made once, hidden, and given new data at each draw
+        self.hist_curve = self.hist_plot.plot(stepMode="center", antialias=True)
+        self.zero_line = pg.InfiniteLine(0, angle=90, pen=pg.mkPen("#888", style=Qt.DashLine))
+        # the selected token's slope is named in the title: a label box on the line would
+        # hide the histogram's peak
+        self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#d62728", width=2))
+        for line in (self.zero_line, self.marker):
+            line.setVisible(False)
+            self.hist_plot.addItem(line)
         plots.addWidget(self.hist_frame)
         self.curve_frame = PlotFrame("Query token vs key position", self._curve_table,
                                      analysis="position_curve")
@@ -87,8 +90,14 @@ class KeyPositionPanel(Panel):
         self.curve_frame.setToolTip("The selected query token's raw term over key positions "
                                     "and its least-squares line.\nClick a position to make it "
                                     "the query position.")
+        self.curves = (  # raw, fit
+            self.curve_plot.plot(antialias=True),
+            self.curve_plot.plot(pen=pg.mkPen("k", width=1, style=Qt.DashLine), antialias=True))
+        self.curves[1].setZValue(5)
         self.position_line = PositionMarker(state, pen=pg.mkPen("#888", width=1),
                                             when_visible=self.when_visible)
+        self.position_line.setVisible(False)
+        self.curve_plot.addItem(self.position_line, ignoreBounds=True)
         plots.addWidget(self.curve_frame)
         plots.setSizes([420, 320])
         split.addWidget(plots)
@@ -190,11 +199,10 @@ class KeyPositionPanel(Panel):
         hist = self.histogram()
         log = self.options.value.log
         set_log_y(plot, log, "tokens")
+        self.zero_line.setVisible(hist is not None)
         if hist is None:
-            if self.hist_curve is not None:
-                self.hist_curve.setData([], [])
-                self.zero_line.setVisible(False)
-                self.marker.setVisible(False)
+            self.hist_curve.setData([], [])
+            self.marker.setVisible(False)
             set_title(plot, "")
             return
         counts, edges = hist
@@ -204,39 +212,23 @@ class KeyPositionPanel(Panel):
             y = np.where(y > 0, y, 0.5)
         fill = pg.mkColor(head_color(h))
         fill.setAlpha(90)
-        style = {"stepMode": "center", "fillLevel": np.log10(0.5) if log else 0,
-                 "pen": pg.mkPen(head_color(h), width=1.5), "brush": fill, "antialias": True}
-        if self.hist_curve is None:  # the items are made once and given new data after
-            self.hist_curve = plot.plot(edges, y, **style)
-            self.zero_line = pg.InfiniteLine(0, angle=90, pen=pg.mkPen("#888", style=Qt.DashLine))
-            plot.addItem(self.zero_line)
-            # the selected token's slope is named in the title: a label box on the line
-            # would hide the histogram's peak
-            self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#d62728", width=2))
-            plot.addItem(self.marker)
-        else:
-            self.hist_curve.setData(edges, y, **style)
-            self.zero_line.setVisible(True)
+        self.hist_curve.setData(edges, y, stepMode="center", fillLevel=np.log10(0.5) if log else 0,
+                                pen=pg.mkPen(head_color(h), width=1.5), brush=fill, antialias=True)
         self._draw_marker()
 
     def _draw_marker(self) -> None:
-        marker = self.marker
         slopes = self.head_slopes()
         token = self.state.query_token
         hist = self.histogram()
-        if marker is None or hist is None:  # no histogram: no marker, no title
+        if hist is None:  # no histogram: no marker, no title
             return
-        title = (f"Slopes over j of raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub><sup>T</sup>,"
-                 f" head {self.state.head}, {int(hist[0].sum()):,} tokens u")
-        if slopes is None or not 0 <= token < len(slopes):
-            marker.setVisible(False)
-            set_title(self.hist_plot, title)
-            return
-        v = float(slopes[token])
-        marker.setValue(v)
-        marker.setVisible(True)
-        set_title(self.hist_plot, f"{title} — <span style='color:#d62728'>red: "
-                                f"{html.escape(self.state.token_text(token))} {num(v)}</span>")
+        shown = slopes is not None and 0 <= token < len(slopes)
+        self.marker.setVisible(shown)
+        slope = float(slopes[token]) if shown else None
+        if shown:
+            self.marker.setValue(slope)
+        set_title(self.hist_plot, titles.slopes_title(
+            self.state.head, int(hist[0].sum()), self.state.token_text(token), slope))
 
     def _fill_tables(self) -> None:
         data, h = self.result, self.state.head
@@ -250,33 +242,22 @@ class KeyPositionPanel(Panel):
             t.select_token(self.state.query_token)
 
     def _draw_curve(self, curve: positional.TokenPositionCurve | None) -> None:
-        plot = self.curve_plot
         h = self.state.head
-        if curve is None or h >= len(curve.raw):
-            if self.curves is not None:
-                for item in self.curves:
-                    item.setData([], [])
-                self.position_line.setVisible(False)
-            set_title(plot, "")
+        shown = curve is not None and h < len(curve.raw)
+        self.position_line.setVisible(shown)
+        if not shown:
+            for item in self.curves:
+                item.setData([], [])
+            set_title(self.curve_plot, "")
             self._draw_marker()
             return
         j = np.arange(curve.raw.shape[1])
         # hairlines: a 1024-point antialiased curve wider than 1 px takes ~20x longer to stroke
-        raw_pen = pg.mkPen(head_color(h), width=1)
-        if self.curves is None:  # made once, given new data after
-            fit_pen = pg.mkPen("k", width=1, style=Qt.DashLine)
-            self.curves = (plot.plot(j, curve.raw[h], pen=raw_pen, antialias=True),
-                           plot.plot(j, curve.fit[h], pen=fit_pen, antialias=True))
-            self.curves[1].setZValue(5)
-            plot.addItem(self.position_line, ignoreBounds=True)
-        else:
-            self.curves[0].setData(j, curve.raw[h], pen=raw_pen)
-            self.curves[1].setData(j, curve.fit[h])
-            self.position_line.setVisible(True)
+        self.curves[0].setData(j, curve.raw[h], pen=pg.mkPen(head_color(h), width=1))
+        self.curves[1].setData(j, curve.fit[h])
         slope = (curve.fit[h][-1] - curve.fit[h][0]) / max(1, len(j) - 1)
-        set_title(plot, f"Raw e<sub>u</sub>W<sup>QK</sup>p<sub>j</sub><sup>T</sup> for u = "
-                      f"{html.escape(self.state.token_text(curve.token))}, head {h}: slope "
-                      f"{num(slope)} per position (dashed: fit)")
+        set_title(self.curve_plot,
+                  titles.curve_title(self.state.token_text(curve.token), h, slope))
         self._draw_marker()
         self._mark_rows()
 

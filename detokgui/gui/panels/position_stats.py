@@ -157,7 +157,6 @@ class PositionStatsPanel(Panel):
         self.var_ends.setData(ends, var[ends])  # log mode maps the points itself
         med = float(np.median(var)) or 1.0
         for t, e in zip(self.end_labels, [0, L - 1]):
-            e = min(e, L - 1)
             t.setText(f"j = {e}: {var[e]:.3g} ({var[e] / med:.2g}× median)")
             y = np.log10(max(var[e], 1e-30)) if self.options.value.log else var[e]
             t.setPos(e, y)
@@ -201,14 +200,8 @@ class PositionStatsPanel(Panel):
     def _hover_pp(self, pos) -> None:
         res = self.result
         hit = self.grid.position_at(pos, self._n_positions())
-        if res is None or hit is None or hit[0] not in res.last.heads:
-            return
-        h, j = hit
-        last = res.last
-        r = last.heads.index(h)
-        vals = ", ".join(f"i = {i}: {last.values[r, k, j]:.4g}" for k, i in enumerate(last.positions)
-                         if j <= i)
-        self.status.setText(f"head {h} · j = {j}: raw T_pp {vals}")
+        if res is not None and hit is not None and hit[0] in res.last.heads:
+            self.status.setText(titles.last_positions_hover(res.last, *hit))
 
     def _variance_table(self):
         return None if self.result is None else position_variance_table(self.layer)

@@ -20,7 +20,6 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 from superqt.utils import signals_blocked
 
-from detokgui.core.base.numbers import num
 from detokgui.core.base.plot_axes import data_range, growing_x_range, stable_range, window_x_range
 from detokgui.core.model.conventions import (
     DEFAULT_POSITION_CONVENTION,
@@ -232,7 +231,7 @@ class PositionalBiasPanel(Panel):
         for key, *_ in FRAMES:
             if self._shown(key):
                 self.grids[key].set_heads(heads)
-                getattr(self, f"_draw_{key}")(self.grids[key], res, xr, a, b, opts.window)
+                getattr(self, f"_draw_{key}")(self.grids[key], res, xr, a, b)
         # Without i (the slider and the titles show it): a status line whose text changes
         # lays out the window again, on every step of a drag.
         keys = (f"the last w = {opts.window_size} keys up to i" if opts.window
@@ -241,10 +240,10 @@ class PositionalBiasPanel(Panel):
                             "hover to read values, click to choose i")
         self.draw_ms = 1000 * (time.perf_counter() - t0)
 
-    def _draw_tp(self, grid: SmallMultiples, res, xr, a, b, windowed) -> None:
+    def _draw_tp(self, grid: SmallMultiples, res, xr, a, b) -> None:
         raw = self.options.value.raw
         band, L = res.band, self.layer.n_positions
-        x_range = xr if windowed else (-0.02 * L, L - 1 + 0.02 * L)
+        x_range = xr if self.options.value.window else (-0.02 * L, L - 1 + 0.02 * L)
         lo_j = max(0, int(np.floor(x_range[0] + 0.5)))
         hi_j = min(L, int(np.ceil(x_range[1])) + 1)
         arrays = [band.raw] if raw else [band.lower, band.upper, band.mean]
@@ -262,7 +261,7 @@ class PositionalBiasPanel(Panel):
         grid.show_series("raw", raw)
         grid.set_title(titles.tp_title(raw, band.convention))
 
-    def _draw_tpp(self, grid: SmallMultiples, res, xr, a, b, windowed) -> None:
+    def _draw_tpp(self, grid: SmallMultiples, res, xr, a, b) -> None:
         arrays = [res.lines[s].t_pp for s in LINE_SIGMAS]
         grid.set_ranges(xr, stable_range(grid.y_range, *data_range(arrays, a, b)))
         grid.set_marker(res.i, xr[1])
@@ -272,11 +271,11 @@ class PositionalBiasPanel(Panel):
         grid.set_title(titles.tpp_title(res.i, {s: SIGMA_COLORS[s] for s in LINE_SIGMAS},
                                         res.convention))
 
-    def _draw_total(self, grid: SmallMultiples, res, xr, a, b, windowed) -> None:
+    def _draw_total(self, grid: SmallMultiples, res, xr, a, b) -> None:
         self._draw_one(grid, "total", res, res.b3.total, xr, a, b)
         grid.set_title(titles.total_title(res.i, res.b3_sigma, res.convention))
 
-    def _draw_softmax(self, grid: SmallMultiples, res, xr, a, b, windowed) -> None:
+    def _draw_softmax(self, grid: SmallMultiples, res, xr, a, b) -> None:
         # the largest probability jumps as i moves: keep the range while it stays above 1/4
         self._draw_one(grid, "softmax", res, res.b3.softmax, xr, a, b, zero_based=True,
                        min_fill=0.25)
@@ -296,29 +295,8 @@ class PositionalBiasPanel(Panel):
     def _hover(self, key: str, pos) -> None:
         res = self.result
         hit = self.grids[key].position_at(pos, self._n_positions())
-        if res is None or hit is None or hit[0] not in res.heads:
-            return
-        h, j = hit
-        r, i = res.heads.index(h), res.i
-        note = titles.sigma_note(res.b3_sigma, res.convention)
-        where = f"head {h} · i = {i} · j = {j}: "
-        if key == "tp":
-            bd = res.band
-            text = (f"raw b^QK p_j = {num(bd.raw[r, j])}" if self.options.value.raw else
-                    f"T_p = {num(bd.mean[r, j])}, band {num(bd.lower[r, j])} … "
-                    f"{num(bd.upper[r, j])} ({titles.CONVENTION_NAMES[bd.convention]})")
-            if j > i:
-                text += " · masked for this query (j > i)"
-        elif j > i:
-            text = "masked: a query at i attends to keys j ≤ i only"
-        elif key == "tpp":
-            text = "T_pp " + ", ".join(f"σ_i {s} {num(res.lines[s].t_pp[r, j])}"
-                                       for s in LINE_SIGMAS)
-        elif key == "total":
-            text = f"T_pp + T_p = {num(res.b3.total[r, j])} ({note})"
-        else:
-            text = f"softmax = {num(res.b3.softmax[r, j])} ({note})"
-        self.status.setText(where + text)
+        if res is not None and hit is not None and hit[0] in res.heads:
+            self.status.setText(titles.bias_hover(res, key, *hit, self.options.value.raw))
 
     def _table(self, key: str):
         res = self.result

@@ -17,14 +17,9 @@ from PySide6.QtCore import QRectF, Qt, Slot
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
 
-from detokgui.core.base.numbers import num
 from detokgui.core.base.plot_axes import cell_ticks
-from detokgui.core.model.conventions import (
-    DEFAULT_POSITION_CONVENTION,
-    INK_COLOUR,
-    temperature_label,
-)
-from detokgui.core.position_side import positional
+from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION, INK_COLOUR
+from detokgui.core.position_side import positional, titles
 from detokgui.core.position_side.tables import pattern_table
 from detokgui.core.position_side.titles import CONVENTION_NAMES
 from detokgui.gui.colorbar import ColorBar
@@ -39,9 +34,6 @@ from detokgui.gui.position import (
     connect_position_clicks,
     position_at,
 )
-
-KEY_WEIGHTS = {"paper": "E_v[1/σ(e_v + p_j)] (paper convention)",
-               "mean-sigma": "1 / mean_v σ(e_v + p_j) (mean-σ convention)"}
 
 
 @dataclass(frozen=True)
@@ -191,10 +183,7 @@ class PositionalPatternPanel(Panel):
             self.status.setText("Select a query token in the Tokens panel." if self.layer else "")
         else:
             self.status.setText(
-                f"x = {self.state.token_text(res.token)} at n = {res.n}: "
-                f"σ(e_x + p_n) = {num(res.query_sigma)}; key weights "
-                f"{KEY_WEIGHTS[res.convention]}; softmax / τ, "
-                f"{temperature_label(self.layer)}")
+                titles.pattern_note(self.layer, res, self.state.token_text(res.token)))
         self._draw_line(res)
         self._draw_grid(res)
 
@@ -296,21 +285,15 @@ class PositionalPatternPanel(Panel):
         j = r * cols + c
         return j if j <= self.result.n else None
 
-    def _describe(self, j: int, heads: list[int]) -> str:
-        res = self.result
-        vals = "  ".join(f"head {h}: {num(res.pattern[res.heads.index(h), j])}"
-                         for h in heads[:12])
-        return f"key j = {j} ({res.n - j} back)   {vals}   — click to set n = {j}"
-
     def _line_hover(self, pos) -> None:
         j = self._line_position(pos)
         if j is not None and j <= self.result.n:
-            self.status.setText(self._describe(j, self.shown_heads()))
+            self.status.setText(titles.pattern_hover(self.result, j, self.shown_heads()))
 
     def _grid_hover(self, pos) -> None:
         j = self._grid_position(pos)
         if j is not None:
-            self.status.setText(self._describe(j, [self.state.head]))
+            self.status.setText(titles.pattern_hover(self.result, j, [self.state.head]))
 
     # ------------------------------------------------------------------ head classes
 

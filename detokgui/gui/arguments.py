@@ -48,10 +48,8 @@ def _commands_text() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of `detokgui [SESSION_FILE] [options]` (the window): a session file,
-    --model, --compare, --device,
-    --corpus, --text-file, --screenshot, --view, --timeout; its help lists the commands
-    (`COMMANDS`) too."""
+    """The parser of `detokgui [SESSION_FILE] [options]` (the window); its help lists the
+    commands (`COMMANDS`) too."""
     p = argparse.ArgumentParser(
         prog="detokgui",
         description=textwrap.fill(DESCRIPTION, WIDTH),

@@ -148,9 +148,10 @@ class HelpDialog(QDialog):
     def refresh(self) -> None:
         """Fill the pages from the window as it is now (its model, its actions)."""
         w = self.window_
-        shortcuts = {text: key for _, text, key in menu_shortcuts(w)}
+        actions = menu_shortcuts(w)
+        shortcuts = {text: key for _, text, key in actions}
         self.browsers["views"].setHtml(views_html(w.view_groups(), shortcuts))
-        self.browsers["shortcuts"].setHtml(shortcuts_html(menu_shortcuts(w)))
+        self.browsers["shortcuts"].setHtml(shortcuts_html(actions))
         self.browsers["conventions"].setHtml(conventions_html(w.state.layer))
 
     def show_page(self, page: str) -> None:

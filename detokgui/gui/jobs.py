@@ -336,12 +336,9 @@ class JobRunner(QObject):
         self._active.discard(job)
         if self._waiting.get(job.key) is job:
             del self._waiting[job.key]
-        elif job.started and job.key in self._waiting:
-            nxt = self._waiting.pop(job.key)
-            if not any(j.started for j in self._active if j.key == job.key):
-                nxt.start()
-            else:
-                self._waiting[job.key] = nxt
+        elif job.started and job.key in self._waiting and not any(
+                j.started for j in self._active if j.key == job.key):
+            self._waiting.pop(job.key).start()
         self.busyChanged.emit(self.busy)
 
     def discard(self, key: str) -> None:

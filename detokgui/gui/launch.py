@@ -60,7 +60,7 @@ def check_corpus_arg(paths) -> str | None:
 def check_session_arg(args) -> str | None:
     """None when the SESSION_FILE argument (if any) is a valid session and comes without
     --model/--compare (which it would contradict), else the one-line reason."""
-    if getattr(args, "session", None) is None:
+    if args.session is None:
         return None
     if args.model or args.compare:
         return ("a session file opens its own models: give either SESSION_FILE or "
@@ -148,7 +148,7 @@ def open_models(win, args) -> None:
     (a failure is the error banner, never another model; without it the default model,
     or the demo when that is not downloaded yet: `open_default_model`), and --compare as
     B when given."""
-    if getattr(args, "session", None):
+    if args.session:
         from detokgui.gui.session import open_session
 
         open_session(win, args.session)

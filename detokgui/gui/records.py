@@ -259,11 +259,12 @@ def fit_columns(view: QTableView, rows: int = 40, stretch: int | None = None) ->
             header.resizeSection(c, width)
 
 
-def fit_columns_on_reset(view: QTableView, stretch: int | None = None) -> None:
-    """Fit the columns now and whenever the model is reset or its columns change."""
+def fit_columns_on_reset(view: QTableView) -> None:
+    """Fit the columns now and whenever the model is reset or its columns change; the
+    view's `stretch` column, if it has one (negative: from the right), fills the rest."""
     def fit(*_):
         n = view.model().columnCount()
-        s = getattr(view, "stretch", stretch)
+        s = getattr(view, "stretch", None)
         fit_columns(view, stretch=(s % n) if (s is not None and n) else None)
 
     view.model().modelReset.connect(fit)

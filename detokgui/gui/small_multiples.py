@@ -252,14 +252,10 @@ class SmallMultiples(QObject):
 
     def set_series(self, name: str, x: np.ndarray, ys) -> None:
         """Series `name`: y over x for each shown head, `ys` [len(heads), len(x)] in the
-        order of `heads` (or a dict head -> y)."""
+        order of `heads`."""
         x = np.asarray(x, dtype=np.float64)
-        if isinstance(ys, dict):
-            per = {h: np.asarray(ys[h], dtype=np.float64) for h in self.heads if h in ys}
-        else:
-            arr = np.asarray(ys, dtype=np.float64)
-            per = {h: arr[r] for r, h in enumerate(self.heads)}
-        self._data[name] = {h: (x, y) for h, y in per.items()}
+        ys = np.asarray(ys, dtype=np.float64)
+        self._data[name] = {h: (x, ys[r]) for r, h in enumerate(self.heads)}
         self._draw_series(name)
 
     def show_series(self, name: str, shown: bool) -> None:

@@ -82,9 +82,7 @@ def recent_label(name: str) -> str:
 
 class ModelController(QObject):
     """Loads model A and model B on the job runner, pairs and matches them, and keeps the
-    recent models. Its attributes say what is going on: `loading_name` (A being loaded),
-    `load_error`, `unavailable` (why the demo is shown instead of the default model),
-    `loading_b_name`, `compare_error`, `load_seconds`."""
+    recent models; its attributes (set in `__init__`) say what is going on."""
 
     message = Signal(str, int)  # a status-bar line and how long it stays (ms)
     banner = Signal(str, object, str)  # html, [BannerAction], kind (banner.ERROR/NOTICE)

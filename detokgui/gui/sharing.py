@@ -21,7 +21,7 @@ def selection(state) -> dict:
     return {
         "head": state.head, "query_token": state.query_token, "key_token": state.key_token,
         "query_position": state.query_position, "token_set": list(state.token_set),
-        "sigma": state.sigma.label() if hasattr(state.sigma, "label") else str(state.sigma),
+        "sigma": state.sigma.label(),
     }
 
 

@@ -230,7 +230,7 @@ class ContextualPanel(Panel):
 
     @Slot(QModelIndex)
     def _neuron_clicked(self, index: QModelIndex) -> None:
-        if self.result is None or not index.isValid():
+        if self.result is None:  # clicked: only emitted for a valid index
             return
         self.neuron = self.ranked.record(index.row())[1]
         self.refresh()

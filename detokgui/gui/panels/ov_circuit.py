@@ -57,7 +57,6 @@ class OVCircuitPanel(Panel):
         super().__init__(state, jobs, parent)
         lay = QVBoxLayout(self)
         self.options = OptionRow("ov", Options, self)
-        self.heads_box = self.options.widget("heads")
         lay.addLayout(self.options.row("direction", "heads", "k"))
         self.options.changed.connect(self.refresh)
         state.headChanged.connect(self.when_visible(self._draw_bars))

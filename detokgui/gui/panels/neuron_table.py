@@ -27,7 +27,6 @@ class NeuronTable(QTableView):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.stats: neurons.NeuronStats | None = None
-        self.group = "all"
         self.records = RecordsModel(self._columns(), parent=self)
         self.setModel(self.records)
         self.setSortingEnabled(True)
@@ -75,7 +74,6 @@ class NeuronTable(QTableView):
     def set_group(self, group: str) -> None:
         """Show one group ("all": every dim), keeping the selection as far as it is shown."""
         keep = self.selected()
-        self.group = group
         self.records.set_filter(
             None if group == "all" else (lambda k: self.stats.group[k] == group))
         self.select_dims([k for k in keep if self.row_of(k) >= 0] or self.default_dims())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, QTimer, Slot
+from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
@@ -140,7 +140,8 @@ class NeuronBrowserPanel(Panel):
         self.curve_frame.view.addItem(self.legend, row=0, col=1)
         self.curve_frame.view.ci.layout.setAlignment(self.legend, Qt.AlignTop | Qt.AlignLeft)
         self._legend_beside = True
-        self.curve_frame.view.installEventFilter(self)  # the legend moves under a narrow plot
+        # the legend moves under a narrow plot
+        self.curve_frame.view.sigDeviceRangeChanged.connect(self._fit_legend)
         self.curve_frame.view.ci.layout.setColumnStretchFactor(0, 1)
         self.marker = PositionMarker(
             state, movable=True, live=False, when_visible=self.when_visible,
@@ -336,7 +337,7 @@ class NeuronBrowserPanel(Panel):
                     label.setText(text)
         self._fit_legend()
 
-    def _fit_legend(self) -> None:
+    def _fit_legend(self, *_) -> None:
         """Size the legend to its entries (a grid layout would squeeze it): a column beside
         the plot, or, when that would leave the curves under LEGEND_BESIDE_MIN_PLOT pixels,
         rows under it (a narrow window showed the legend and no curves)."""
@@ -353,11 +354,6 @@ class NeuronBrowserPanel(Panel):
             grid.addItem(leg, row=row, col=col)
             grid.layout.setAlignment(leg, Qt.AlignTop | Qt.AlignLeft)
         fit_legend(leg, columns)
-
-    def eventFilter(self, obj, event) -> bool:
-        if obj is self.curve_frame.view and event.type() == QEvent.Resize:
-            self._fit_legend()
-        return False
 
     def _curve_position(self, scene_pos) -> int | None:
         if self.layer is None:

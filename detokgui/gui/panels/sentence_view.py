@@ -120,15 +120,11 @@ class SentenceViewPanel(Panel):
 
     def request(self):
         layer, s, o = self.layer, self.state, self.options.value
-        texts, tokens = None, ()
-        if o.source == "corpus":
-            texts = text_source(s, 0, o.prepend)
-            if texts is None:
-                return None
-        else:
-            tokens = tuple(s.token_set[: layer.n_positions])
-            if not tokens:
-                return None
+        corpus = o.source == "corpus"
+        texts = text_source(s, 0, o.prepend) if corpus else None
+        tokens = () if corpus else tuple(s.token_set[: layer.n_positions])
+        if texts is None and not tokens:
+            return None
         if o.all_heads:
             heads, matrices = tuple(range(layer.n_heads)), (o.matrix,)
         else:

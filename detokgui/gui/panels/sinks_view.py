@@ -125,14 +125,9 @@ class SinksPanel(CorpusGridPanel):
 
     def request(self):
         o = self.options.value
-        if o.source == "corpus":
-            texts = text_source(self.state, o.n_texts, o.prepend)
-            if texts is None:
-                return None
-        else:
-            texts = sinks.SampleTexts(n_texts=o.n_texts, length=o.length,
-                                      prepend_bos=o.prepend)
-        return Request(self.serial, texts)
+        texts = (text_source(self.state, o.n_texts, o.prepend) if o.source == "corpus" else
+                 sinks.SampleTexts(n_texts=o.n_texts, length=o.length, prepend_bos=o.prepend))
+        return None if texts is None else Request(self.serial, texts)
 
     @staticmethod
     def compute(layer, req: Request):

@@ -121,10 +121,9 @@ class HeatmapMosaic(QObject):
         for j, item in enumerate(self.titles):
             item.setVisible(j < k)
             if j < k:
-                x, y = self.origin(j)
                 item.setText(titles[j])
                 item.setColor(colors[j] if colors is not None else "k")
-                item.setPos(x, y)
+                item.setPos(*self.origin(j))
         self.vb.setRange(xRange=(0, max(width, 1)), yRange=(0, max(height, 1)), padding=0.01)
 
     # ------------------------------------------------------------------ selection

@@ -166,9 +166,8 @@ class SmallMultiples(QObject):
     def _relayout(self, *_) -> None:
         """Frames, ticks, grid lines, marker and every series, for the heads, the ranges and
         the size (a series gets as many points as its pixel columns hold)."""
-        corners = self.corners
         frames = QPainterPath()
-        for x, y in corners.values():
+        for x, y in self.corners.values():
             frames.addRect(QRectF(x, y, 1.0, 1.0))
         self.frames.setPath(frames)
         self._update_ticks()
@@ -356,9 +355,8 @@ class SmallMultiples(QObject):
     def mark_head(self, *_) -> None:
         """Frame the selected head's cell when several are shown."""
         head = self.state.head if self.state is not None else None
-        corners = self.corners
-        if len(self.heads) > 1 and head in corners:
-            x, y = corners[head]
+        if len(self.heads) > 1 and head in self.corners:
+            x, y = self.corners[head]
             self.selected.setRect(QRectF(x, y, 1.0, 1.0))
             self.selected.setPen(cosmetic_pen(head_color(head), 2))
             self.selected.setVisible(True)

@@ -35,6 +35,7 @@ import torch
 
 from detokgui.core.base.checks import check_choice, check_count
 from detokgui.core.base.errors import InputError
+from detokgui.core.base.numbers import num
 from detokgui.core.base.progress import Job, Progress, run
 
 NEURON_GROUPS = ("linear", "periodic", "other")
@@ -294,3 +295,23 @@ def embedding_overlap(layer, r: int = 10, m: int = 20, scaled: bool = False,
                       centre: bool = False) -> EmbeddingOverlap:
     """`iter_embedding_overlap` run to completion."""
     return run(iter_embedding_overlap(layer, r, m, scaled, centre))
+
+
+def overlap_title(res: EmbeddingOverlap) -> str:
+    """The overlap plot's title: which E (centred or not) on how many heaviest dims of P."""
+    what = "scaled" if res.scaled else "raw"
+    return (f"SVD directions of {'centred ' if res.centred else ''}E on the {len(res.dims)} "
+            f"heaviest dims of P ({what})")
+
+
+def overlap_note(res: EmbeddingOverlap, shown: int = 4) -> tuple[str, str]:
+    """The overlap view's two short lines, the mean overlap and the first `shown` heavy
+    dims, and their tooltip with the baseline and every heavy dim. Short lines keep the
+    plot its room: the view is ~200 pixels wide under the table of a small window (m/d is
+    in its legend)."""
+    more = ", …" if len(res.dims) > shown else ""
+    dims = ", ".join(str(int(k)) for k in res.dims[:shown]) + more
+    return (f"mean overlap {num(float(res.overlap.mean()))}\nheavy dims {dims}",
+            f"The mean overlap of the {len(res.overlap)} directions (random: m/d = "
+            f"{num(res.baseline)}).\nAll position-heavy dims: "
+            + ", ".join(str(int(k)) for k in res.dims))

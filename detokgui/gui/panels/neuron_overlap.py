@@ -85,7 +85,8 @@ class OverlapView(QWidget):
         self.info.setFixedHeight(2 * self.info.fontMetrics().lineSpacing() + 4)
         bl.addWidget(self.info)
         self.frame.view.scene().sigMouseMoved.connect(self._hover)
-        self.plot.getAxis("bottom").geometryChanged.connect(self._fit_axis_title)
+        self.plot.getAxis("bottom").geometryChanged.connect(
+            lambda: fit_label(self.plot, "bottom", AXIS_TITLES))
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -98,9 +99,6 @@ class OverlapView(QWidget):
         if self.minimumHeight() != need:
             self.setMinimumHeight(need)
         self._fit_legend()
-
-    def _fit_axis_title(self) -> None:
-        fit_label(self.plot, "bottom", AXIS_TITLES)
 
     def _fit_legend(self) -> None:
         """Two columns when both entries fit the view's width, else one."""
@@ -139,18 +137,10 @@ class OverlapView(QWidget):
             axis.setTicks([[(i, str(i)) for i in range(0, r, step)], []])
         else:
             axis.setTicks(None)
-        m = len(res.dims)
-        what = "scaled" if res.scaled else "raw"
-        set_title(plot, f"SVD directions of {'centred ' if res.centred else ''}E on the {m} "
-                      f"heaviest dims of P ({what})")
-        shown = 4  # the rest in the tooltip: one short line keeps the plot its room
-        dims = ", ".join(str(int(k)) for k in res.dims[:shown]) + (", …" if m > shown else "")
-        # two short lines (random, m/d, is in the legend): the view is ~200 pixels wide
-        # under the table of a small window
-        self.info.setText(f"mean overlap {num(float(res.overlap.mean()))}\nheavy dims {dims}")
-        self.info.setToolTip(
-            f"The mean overlap of the {r} directions (random: m/d = {num(res.baseline)}).\n"
-            "All position-heavy dims: " + ", ".join(str(int(k)) for k in res.dims))
+        set_title(plot, neurons.overlap_title(res))
+        text, tip = neurons.overlap_note(res)
+        self.info.setText(text)
+        self.info.setToolTip(tip)
 
     def _hover(self, pos) -> None:
         res = self.overlap

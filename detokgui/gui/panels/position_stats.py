@@ -101,7 +101,7 @@ class PositionStatsPanel(Panel):
         lay.addWidget(self.status)
 
         self.options.changed.connect(self.refresh)
-        self.options.widget("log").toggled.connect(self._log_changed)
+        self.options.widget("log").toggled.connect(self._draw_variance)
         connect_position_clicks(self.var_plot.scene(), self._variance_position,
                                 state.set_query_position)
         connect_position_clicks(self.pp_frame.view.scene(),
@@ -109,7 +109,7 @@ class PositionStatsPanel(Panel):
                                 state.set_query_position)
         self.var_plot.scene().sigMouseMoved.connect(self._hover_variance)
         self.pp_frame.view.scene().sigMouseMoved.connect(self._hover_pp)
-        set_log_y(self.var_plot, self.options.value.log, "Var_k P[j, k]")
+        self._draw_variance()  # the axis: linear or log
 
     def plot_frames(self):
         return [self.var_frame, self.pp_frame]
@@ -117,21 +117,14 @@ class PositionStatsPanel(Panel):
     def _n_positions(self) -> int:
         return self.layer.n_positions if self.layer is not None else 0
 
-    @Slot()
-    def _log_changed(self, *_):
-        set_log_y(self.var_plot, self.options.value.log, "Var_k P[j, k]")
-        self._draw_variance()
-
     def _variance_position(self, scene_pos) -> int | None:
         return position_at(self.var_plot.getViewBox(), scene_pos, self._n_positions())
 
     # ------------------------------------------------------------------ compute
 
-    def heads(self) -> list[int]:
-        return state_heads(self.options.value.heads, self.state)
-
     def request(self):
-        return Request(self.serial, self.options.value.count, tuple(self.heads()))
+        opts = self.options.value
+        return Request(self.serial, opts.count, tuple(state_heads(opts.heads, self.state)))
 
     @staticmethod
     def compute(layer, req: Request) -> StatsResult:
@@ -145,7 +138,10 @@ class PositionStatsPanel(Panel):
 
     # ------------------------------------------------------------------ draw
 
-    def _draw_variance(self) -> None:
+    @Slot()
+    def _draw_variance(self, *_) -> None:
+        log = self.options.value.log
+        set_log_y(self.var_plot, log, "Var_k P[j, k]")
         res = self.result
         if res is None:
             return
@@ -158,10 +154,10 @@ class PositionStatsPanel(Panel):
         med = float(np.median(var)) or 1.0
         for t, e in zip(self.end_labels, [0, L - 1]):
             t.setText(f"j = {e}: {var[e]:.3g} ({var[e] / med:.2g}× median)")
-            y = np.log10(max(var[e], 1e-30)) if self.options.value.log else var[e]
+            y = np.log10(max(var[e], 1e-30)) if log else var[e]
             t.setPos(e, y)
         self.var_plot.getAxis("left").setTicks(
-            log_ticks(float(var.min()), float(var.max())) if self.options.value.log else None)
+            log_ticks(float(var.min()), float(var.max())) if log else None)
         self.var_plot.setXRange(-0.5, L - 0.5, padding=0.01)
         self.var_plot.enableAutoRange(y=True)
         set_title(self.var_plot, titles.variance_title(self.layer.d))

@@ -197,13 +197,10 @@ class PositionalBiasPanel(Panel):
 
     # ------------------------------------------------------------------ compute
 
-    def heads(self) -> list[int]:
-        return state_heads(self.options.value.heads, self.state)
-
     def request(self):
         opts = self.options.value
-        return Request(self.serial, self.state.query_position, tuple(self.heads()),
-                       opts.b3_sigma, opts.convention)
+        return Request(self.serial, self.state.query_position,
+                       tuple(state_heads(opts.heads, self.state)), opts.b3_sigma, opts.convention)
 
     @staticmethod
     def compute(layer, req: Request) -> BiasFigures:

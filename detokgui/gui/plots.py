@@ -96,11 +96,10 @@ def diverging_colormap() -> pg.ColorMap:
     return pg.ColorMap(np.linspace(0.0, 1.0, n), [QColor(c) for c in DIVERGING_COLOURS])
 
 
-def plain_axes(item):
+def plain_axes(item: pg.PlotItem) -> pg.PlotItem:
     """Turn off pyqtgraph's SI multipliers ("(x0.001)" in an axis label, ticks scaled to
-    match) on every axis of a PlotItem or AxisItem: ticks show the real values, as
-    everywhere else in detokgui; axes, their labels and the title in INK_COLOUR. Returns
-    `item`.
+    match) on every axis of a PlotItem: ticks show the real values, as everywhere else in
+    detokgui; axes, their labels and the title in INK_COLOUR. Returns `item`.
 
     Also keep each axis, its label and the plot's title as a pixmap of the screen
     (Qt's DeviceCoordinateCache), redrawn only when their range or text changes: a page
@@ -108,17 +107,15 @@ def plain_axes(item):
     and drawing their text again (a tenth of a tab switch's GUI time with 12 heads:
     docs/performance.md). Exports draw them afresh at their own scale: Qt uses the cache
     only for the screen."""
-    axes = [item] if isinstance(item, pg.AxisItem) else \
-        [item.getAxis(name) for name in ("left", "bottom", "top", "right")]
-    for ax in axes:
+    for name in ("left", "bottom", "top", "right"):
+        ax = item.getAxis(name)
         ax.enableAutoSIPrefix(False)
         ax.setPen(INK_COLOUR)
         ax.setTextPen(INK_COLOUR)
         ax.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
         ax.label.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
-    if isinstance(item, pg.PlotItem):
-        item.titleLabel.setAttr("color", INK_COLOUR)
-        item.titleLabel.item.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
+    item.titleLabel.setAttr("color", INK_COLOUR)
+    item.titleLabel.item.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
     return item
 
 

@@ -76,6 +76,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
 
         self.panels = []
+        self.tab_group = {}  # each tabbed panel's group: the QTabWidget it is a tab of
         for cls in SIDE_PANEL_CLASSES:
             panel = cls(self.state, self.jobs)
             dock = QDockWidget(panel.title, self)
@@ -93,6 +94,7 @@ class MainWindow(QMainWindow):
                 idx = inner.addTab(panel, panel.title)
                 inner.setTabToolTip(idx, panel.tooltip)
                 self.panels.append(panel)
+                self.tab_group[panel] = inner
             inner.currentChanged.connect(self._remember_view)
         self.tabs.currentChanged.connect(self._remember_view)
 
@@ -184,8 +186,7 @@ class MainWindow(QMainWindow):
         self.statusBar().insertPermanentWidget(1, self.corpus.label)
 
         view_menu = mb.addMenu("&View")
-        tabbed = [p for p in self.panels if self._inner_tabs(p) is not None]
-        for i, panel in enumerate(tabbed):
+        for i, panel in enumerate(self.tab_group):
             self._action(view_menu, panel.title,
                          lambda _=False, v=panel.view_name: self.show_view(v),
                          QKeySequence(f"Ctrl+{i + 1}") if i < 9 else None, panel.tooltip)
@@ -292,13 +293,6 @@ class MainWindow(QMainWindow):
         inner = self.tabs.currentWidget()
         return inner.currentWidget() if isinstance(inner, QTabWidget) else inner
 
-    def _inner_tabs(self, panel) -> QTabWidget | None:
-        for g in range(self.tabs.count()):
-            inner = self.tabs.widget(g)
-            if isinstance(inner, QTabWidget) and inner.indexOf(panel) >= 0:
-                return inner
-        return None
-
     def _remember_view(self, *_) -> None:
         panel = self.current_panel()
         if panel is not None:
@@ -315,7 +309,7 @@ class MainWindow(QMainWindow):
         panel = self.panel(view_name)
         if panel is None:
             return False
-        inner = self._inner_tabs(panel)
+        inner = self.tab_group.get(panel)
         if inner is not None:
             inner.setCurrentWidget(panel)  # first: the group's other current tab never shows
             self.tabs.setCurrentWidget(inner)

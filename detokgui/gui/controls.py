@@ -64,15 +64,3 @@ def bare_column() -> tuple[QWidget, QVBoxLayout]:
     lay = QVBoxLayout(box)
     lay.setContentsMargins(0, 0, 0, 0)
     return box, lay
-
-
-
-
-
-
-
-
-
-
-
-

@@ -9,16 +9,14 @@ import re
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
-    QComboBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QSpinBox,
     QWidget,
 )
 from superqt.utils import signals_blocked
 
-from detokgui.gui.controls import check_box
+from detokgui.gui.controls import check_box, combo_box, spin_box
 from detokgui.gui.flow_layout import FlowLayout
 
 HEAD_MODES = (("selected", "Selected head"), ("all", "All heads"), ("set", "Chosen heads"))
@@ -62,11 +60,9 @@ class HeadChooser(QWidget):
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(QLabel("Heads"))
-        self.combo = QComboBox()
-        for mode, text in HEAD_MODES:
-            self.combo.addItem(text, mode)
-        self.combo.setToolTip("Which heads to plot: the head selected in the toolbar, a grid of\n"
-                              "all heads, or the heads typed in the box (e.g. 0,3,7 or 0-5)")
+        self.combo = combo_box(HEAD_MODES, "Which heads to plot: the head selected in the "
+                               "toolbar, a grid of\nall heads, or the heads typed in the box "
+                               "(e.g. 0,3,7 or 0-5)")
         lay.addWidget(self.combo)
         self.edit = QLineEdit("0,1,2,3")
         self.edit.setPlaceholderText("e.g. 0,3,7")
@@ -86,8 +82,7 @@ class HeadChooser(QWidget):
 
     def setValue(self, value: str) -> None:
         mode, _, head_set = str(value).partition(":")
-        i = self.combo.findData(mode)
-        self.combo.setCurrentIndex(max(0, i))
+        self.combo.setCurrentIndex(max(0, self.combo.findData(mode)))
         if mode == "set":
             self.edit.setText(head_set)
         self.edit.setVisible(self.mode == "set")
@@ -98,9 +93,6 @@ class HeadChooser(QWidget):
             self.edit.setText(head_set)
         self.setValue(f"set:{self.edit.text()}" if mode == "set" else mode)
         self.valueChanged.emit(self.value())
-
-    def heads(self, selected: int, n_heads: int) -> list[int]:
-        return chosen_heads(self.value(), selected, n_heads)
 
     @Slot()
     def _edited(self, *_) -> None:
@@ -118,10 +110,10 @@ class HeadSet(QWidget):
         super().__init__(parent)
         self.lay = FlowLayout(self)  # a box per head: 25 or 72 of them wrap
         self.lay.addWidget(QLabel("Contextual heads"))
-        self.auto = QCheckBox("as classified")
+        self.auto = check_box("as classified", "The heads the head classification "
+                              "(Positional pattern view) calls contextual.\nUntick to choose "
+                              "the heads yourself.")
         self.auto.setChecked(True)
-        self.auto.setToolTip("The heads the head classification (Positional pattern view) "
-                             "calls contextual.\nUntick to choose the heads yourself.")
         self.auto.toggled.connect(self._changed)
         self.lay.addWidget(self.auto)
         self.boxes: list[QCheckBox] = []
@@ -183,8 +175,7 @@ class HeadSpin(QWidget):
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(QLabel("Head"))
-        self.spin = QSpinBox()
-        self.spin.setToolTip("Attention head, shared with every panel (toolbar, [ and ])")
+        self.spin = spin_box(0, 0, "Attention head, shared with every panel (toolbar, [ and ])")
         lay.addWidget(self.spin)
         self._model(state.layer)
         self.spin.valueChanged.connect(state.set_head)

@@ -14,11 +14,12 @@ from collections.abc import Callable
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Slot
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QSpinBox, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QWidget
 from superqt.utils import qthrottled, signals_blocked
 
 from detokgui.core.model.conventions import POSITION_CONVENTIONS
 from detokgui.core.position_side.titles import CONVENTION_NAMES
+from detokgui.gui.controls import spin_box
 
 DRAG_THROTTLE_MS = 66  # 15 values a second while dragged; the last one always
 
@@ -65,9 +66,7 @@ class QueryPositionControl(QWidget):
             self.slider.setPageStep(16)
             self.slider.setToolTip(tip)
             lay.addWidget(self.slider, 1)
-        self.spin = QSpinBox()
-        self.spin.setKeyboardTracking(False)
-        self.spin.setToolTip(tip)
+        self.spin = spin_box(0, 0, tip, tracking=False)
         lay.addWidget(self.spin)
         self.max_label = QLabel("of 0")
         lay.addWidget(self.max_label)
@@ -79,7 +78,7 @@ class QueryPositionControl(QWidget):
         for w in self._widgets:
             w.valueChanged.connect(self._changed)
         if self.slider is not None:
-            self.slider.sliderReleased.connect(self._drag_ended)
+            self.slider.sliderReleased.connect(self._dragged.flush)
         state.modelChanged.connect(self._model_changed)
         state.queryPositionChanged.connect(self._show)
 
@@ -93,10 +92,6 @@ class QueryPositionControl(QWidget):
         else:
             self._dragged.cancel()  # a drag's pending value must not come after this one
             self.state.set_query_position(i)
-
-    @Slot()
-    def _drag_ended(self) -> None:
-        self._dragged.flush()
 
     @Slot(object)
     def _model_changed(self, layer) -> None:
@@ -130,7 +125,8 @@ class PositionMarker(pg.InfiniteLine):
         if movable and live:
             self._dragged = qthrottled(self._moved, timeout=DRAG_THROTTLE_MS, parent=self)
             self.sigDragged.connect(self._dragged)
-            self.sigPositionChangeFinished.connect(self._drag_ended)
+            # the last value of the drag, if not passed on yet
+            self.sigPositionChangeFinished.connect(self._dragged.flush)
         elif movable:
             self.sigPositionChangeFinished.connect(self._moved)
         follow = self._show if when_visible is None else \
@@ -155,9 +151,6 @@ class PositionMarker(pg.InfiniteLine):
     def _moved(self, *_) -> None:
         self.state.set_query_position(round(self.value()))
         self._show(self.state.query_position)
-
-    def _drag_ended(self, *_) -> None:
-        self._dragged.flush()  # the last value of the drag, if not passed on yet
 
 
 class ConventionBox(QComboBox):

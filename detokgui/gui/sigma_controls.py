@@ -4,10 +4,11 @@ controls."""
 from __future__ import annotations
 
 from PySide6.QtCore import Slot
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QWidget
 from superqt.utils import signals_blocked
 
 from detokgui.core.model.conventions import TOKEN_SIGMA_LABELS, TOKEN_SIGMAS, SigmaChoice
+from detokgui.gui.controls import combo_box
 
 
 class SigmaControls(QWidget):
@@ -20,15 +21,12 @@ class SigmaControls(QWidget):
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(QLabel("LayerNorm σ:"))
-        self.combo = QComboBox()
-        for c in TOKEN_SIGMAS:
-            self.combo.addItem(TOKEN_SIGMA_LABELS[c], c)
-        self.combo.setToolTip(
+        self.combo = combo_box(
+            ((c, TOKEN_SIGMA_LABELS[c]) for c in TOKEN_SIGMAS),
             "How token-only views divide by the LayerNorm scale σ:\n"
             "mean over positions — σ_v = mean_j σ(e_v + p_j) (the paper's Table 1);\n"
             "at positions (i, j) — exact σ(e_u + p_i), σ(e_v + p_j);\n"
-            "no LayerNorm — raw e W^QK e^T."
-        )
+            "no LayerNorm — raw e W^QK e^T.")
         lay.addWidget(self.combo)
         self.i_label, self.i_spin = QLabel("i"), QSpinBox()
         self.j_label, self.j_spin = QLabel("j"), QSpinBox()

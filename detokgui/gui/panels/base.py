@@ -52,7 +52,7 @@ class StatusLine(QLabel):
     def __init__(self, text: str = " ", parent=None):
         super().__init__(parent)
         self._busy: set[str] = set()
-        self._before: tuple[str, Qt.TextFormat] = (" ", Qt.PlainText)  # text before "computing…"
+        self._before = " "  # the text before "computing…"
         # Shown after BUSY_SHOW_MS: a slider step's computation (a few ms) would otherwise
         # set the text twice more per step, each time relaying out the panel.
         self._busy_timer = QTimer(self)
@@ -63,7 +63,6 @@ class StatusLine(QLabel):
         self.setWordWrap(True)
         self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.setText(text)
-        self.setOpenExternalLinks(False)
         self.linkActivated.connect(lambda link: self.retry.emit(link.partition(":")[2]))
 
     def setText(self, text: str) -> None:
@@ -87,7 +86,7 @@ class StatusLine(QLabel):
     def _show_busy(self) -> None:
         if self._busy and self.text() != BUSY_TEXT:  # a summary comes back afterwards
             stopped = self.textFormat() == Qt.RichText  # the message of a stopped one does not
-            self._before = (" ", Qt.PlainText) if stopped else (self.text(), Qt.PlainText)
+            self._before = " " if stopped else self.text()
             self.setText(BUSY_TEXT)
 
     def end(self, name: str) -> None:
@@ -96,7 +95,7 @@ class StatusLine(QLabel):
         if not self._busy:
             self._busy_timer.stop()
             if self.text() == BUSY_TEXT:
-                self.setText(self._before[0])
+                self.setText(self._before)
         if was and not self.busy:
             self.busyChanged.emit(False)
 
@@ -147,7 +146,8 @@ class Channel(QObject):
         return None if self.panel.layer is None else self.request()
 
     def forget(self) -> None:
-        """Drop the result and every request (the model changed)."""
+        """Drop the result and every request (the model changed; the next update
+        computes or draws afresh)."""
         if self.pending is not None:
             self.panel.jobs.discard(self.key)
             self.status.end(self.name)
@@ -169,14 +169,11 @@ class Channel(QObject):
         self.dirty = False
         req = self.wanted()
         if req is None:
-            if self.blank:
-                return
-            if self.pending is not None:
-                self.panel.jobs.discard(self.key)
-            self.shown = self.pending = self.failed = self.result = None
-            self.blank = True
-            self.status.end(self.name)
-            self.draw(None)
+            if not self.blank:
+                self.forget()
+                self.blank, self.dirty = True, False
+                self.status.end(self.name)
+                self.draw(None)
             return
         self.blank = False
         if not force:
@@ -378,10 +375,7 @@ class Panel(QWidget):
     def redraw(self, *_) -> None:
         """Draw the main channel's result again (a change that needs no computation);
         a hidden panel does it when shown."""
-        if self.isVisible():
-            self.draw(self.result)
-        else:
-            self._on_show[self._redraw_now] = None
+        self.when_visible(self._redraw_now)()
 
     def _redraw_now(self) -> None:
         self.draw(self.result)

@@ -223,10 +223,10 @@ class KeyPositionPanel(Panel):
         if hist is None:  # no histogram: no marker, no title
             return
         shown = slopes is not None and 0 <= token < len(slopes)
-        self.marker.setVisible(shown)
         slope = float(slopes[token]) if shown else None
         if shown:
             self.marker.setValue(slope)
+        self.marker.setVisible(shown)
         set_title(self.hist_plot, titles.slopes_title(
             self.state.head, int(hist[0].sum()), self.state.token_text(token), slope))
 

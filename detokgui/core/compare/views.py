@@ -21,9 +21,11 @@ import numpy as np
 import torch
 
 from detokgui.core.base.checks import check_heads, check_token
+from detokgui.core.base.numbers import num
 from detokgui.core.base.progress import Job, Progress
 from detokgui.core.base.tables import Table
 from detokgui.core.compare.head_metrics import iter_head_metrics
+from detokgui.core.compare.pair_texts import MISSING
 from detokgui.core.corpus.counts import iter_layer_counts
 from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION, SigmaChoice, token_sigmas
 from detokgui.core.position_side.positional import (
@@ -198,6 +200,22 @@ class PatternPair:
     def total_variation(self) -> float:
         """½ Σ_j |a_{j + offset_b} − b_j| over B's keys j = 0..n_b (B present)."""
         return 0.5 * float(np.abs(self.a.pattern[0][self.offset_b:] - self.b.pattern[0]).sum())
+
+    def summary(self, query_text: str) -> str:
+        """One line on the pair: the total variation between the curves (and whether B's
+        context is shorter), or that B lacks the query (`query_text`: its text)."""
+        if self.b is None:
+            return f"The query {query_text} is {MISSING}: only A's pattern is drawn."
+        where = (f"; B's context is shorter: its pattern at n = {self.b.n}, aligned to n"
+                 if self.offset_b else "")
+        return f"Total variation between the curves {num(self.total_variation())}{where}"
+
+    def describe(self, j: int) -> str:
+        """A's key position j <= n: its weight in A and, where B's curve reaches it, in B."""
+        parts = [f"key j = {j} ({self.a.n - j} back)   A: {num(self.a.pattern[0][j])}"]
+        if self.b is not None and 0 <= j - self.offset_b <= self.b.n:
+            parts.append(f"B: {num(self.b.pattern[0][j - self.offset_b])}")
+        return "   ".join(parts)
 
 
 def pattern_pair(pair, query_a: int, n: int, head_a: int, head_b: int,

@@ -10,9 +10,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from detokgui.core.base.numbers import num
 from detokgui.core.compare import views as cv
-from detokgui.core.compare.pair_texts import MISSING
 from detokgui.core.model.conventions import DEFAULT_POSITION_CONVENTION, INK_COLOUR
 from detokgui.gui.option_rows import STRETCH, OptionRow, check, custom, option
 from detokgui.gui.panels.compare_base import ComparePanel
@@ -24,8 +22,8 @@ from detokgui.gui.position import (
     position_at,
 )
 
-PEN_A = pg.mkPen("#1f77b4", width=2)
-PEN_B = pg.mkPen("#ff7f0e", width=2, style=Qt.DashLine)
+PENS = {"A": pg.mkPen("#1f77b4", width=2),
+        "B": pg.mkPen("#ff7f0e", width=2, style=Qt.DashLine)}
 
 
 @dataclass(frozen=True)
@@ -102,24 +100,16 @@ class ComparePatternPanel(ComparePanel):
                                 else "Select a query token in the Tokens panel.")
             return
         s = self.state
-        for name, (x, y) in self.curves().items():
-            head = res.a.heads[0] if name == "A" else res.b.heads[0]
-            sym = "o" if len(x) < 60 else None
-            pen = PEN_A if name == "A" else PEN_B
-            plot.plot(x, y, pen=pen, symbol=sym, symbolSize=5, symbolPen=None,
-                      symbolBrush=pen.color(), name=f"{name} head {head}", antialias=True)
+        for (name, (x, y)), side in zip(res.curves().items(), (res.a, res.b)):
+            pen = PENS[name]
+            plot.plot(x, y, pen=pen, symbol="o" if len(x) < 60 else None, symbolSize=5,
+                      symbolPen=None, symbolBrush=pen.color(),
+                      name=f"{name} head {side.heads[0]}", antialias=True)
         plot.setXRange(-0.5, res.a.n + 0.5, padding=0.02)
         plot.enableAutoRange(axis="y")
         set_title(plot, f"Positional pattern of {s.token_text(res.a.token)} at n = {res.a.n}: "
                       f"A head {res.a.heads[0]} vs B head {s.head_b}")
-        if res.b is None:
-            self.status.setText(f"The query {s.token_text(res.a.token)} is {MISSING}: only "
-                                "A's pattern is drawn.")
-        else:
-            where = (f"; B's context is shorter: its pattern at n = {res.b.n}, aligned to n"
-                     if res.offset_b else "")
-            self.status.setText(f"Total variation between the curves "
-                                f"{num(res.total_variation())}{where}")
+        self.status.setText(res.summary(s.token_text(res.a.token)))
 
     def _position(self, scene_pos) -> int | None:
         if self.result is None or self.layer is None:
@@ -127,14 +117,9 @@ class ComparePatternPanel(ComparePanel):
         return position_at(self.plot.getViewBox(), scene_pos, self.layer.n_positions)
 
     def _hover(self, pos) -> None:
-        j = self._position(pos)
-        res = self.result
-        if j is None or res is None or j > res.a.n:
-            return
-        parts = [f"key j = {j} ({res.a.n - j} back)   A: {num(res.a.pattern[0][j])}"]
-        if res.b is not None and 0 <= j - res.offset_b <= res.b.n:
-            parts.append(f"B: {num(res.b.pattern[0][j - res.offset_b])}")
-        self.status.setText("   ".join(parts))
+        j = self._position(pos)  # None without a result
+        if j is not None and j <= self.result.a.n:
+            self.status.setText(self.result.describe(j))
 
     def _table(self):
         return None if self.result is None else self.result.table()

@@ -77,22 +77,15 @@ class ComparePanel(Panel):
 
     def pair_label(self) -> str:
         """The head pair and the query token of both models as rich text
-        (`pair_texts.pair_label`); `no_match_label` while A's head has no head of B."""
+        (`pair_texts.pair_label`); while A's head has no head of B,
+        `pair_texts.no_match_label` ("" without a matching)."""
         s = self.state
         if s.head_b is None:
-            return self.no_match_label()
+            return "" if s.matching is None else pair_texts.no_match_label(s.matching, s.head)
         q, qb = s.query_token, s.query_token_b
         return pair_texts.pair_label(s.matching, s.head, s.head_b,
                                      s.token_text(q) if q >= 0 else None,
                                      s.token_text_b(qb) if qb is not None else None)
-
-    def no_match_label(self) -> str:
-        """`pair_texts.no_match_label` while the matching gives A's head no head of B; ""
-        otherwise."""
-        s = self.state
-        if s.matching is None or s.head_b is not None:
-            return ""
-        return pair_texts.no_match_label(s.matching, s.head)
 
     @Slot()
     def _compare_changed(self, *_) -> None:

@@ -124,7 +124,7 @@ class HeadMatchingPanel(ComparePanel):
             return None
         p = vb.mapSceneToView(scene_pos)
         a, b = math.floor(p.y()), math.floor(p.x())
-        ha, hb = np.asarray(m.similarity).shape
+        ha, hb = m.shape
         return (a, b) if 0 <= a < ha and 0 <= b < hb else None
 
     def _hover(self, pos) -> None:

@@ -208,3 +208,15 @@ def test_embedding_overlap_matches_numpy_svd(designed):
         assert ov.centred == centre
     with pytest.raises(InputError):
         nr.token_directions(layer, 0)
+
+
+def test_overlap_title_and_note():
+    from types import SimpleNamespace as NS
+
+    res = NS(dims=np.array([7, 3, 9, 1, 4]), overlap=np.array([0.25, 0.75]), baseline=0.125,
+             scaled=True, centred=False)
+    assert nr.overlap_title(res) == "SVD directions of E on the 5 heaviest dims of P (scaled)"
+    text, tip = nr.overlap_note(res)
+    assert text == "mean overlap 0.5\nheavy dims 7, 3, 9, 1, …"
+    assert tip == ("The mean overlap of the 2 directions (random: m/d = 0.125).\n"
+                   "All position-heavy dims: 7, 3, 9, 1, 4")

@@ -34,6 +34,8 @@ FORMAT = "detokgui-provenance"
 VERSION = 1
 PNG_KEY = "detokgui-provenance"
 PDF_KEY = "DetokguiProvenance"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PNG_TEXT_CHUNKS = (b"tEXt", b"zTXt", b"iTXt")
 SVG_NAMESPACE = "https://github.com/detokgui/detokgui/provenance/1"
 SIDECAR_SUFFIX = ".json"
 #: The id of the HTML report's <script type="application/json"> holding its record.
@@ -99,19 +101,23 @@ def svg_with(svg: bytes, record: dict | None) -> bytes:
     return svg[: root.end()] + b"<metadata>" + element + b"</metadata>" + svg[root.end():]
 
 
+def _png_chunks(png: bytes):
+    """(type, data, the whole chunk) of each chunk of a PNG, after its signature."""
+    at = 8
+    while at + 8 <= len(png):
+        n = int.from_bytes(png[at: at + 4], "big")
+        yield png[at + 4: at + 8], png[at + 8: at + 8 + n], png[at: at + 12 + n]
+        at += 12 + n
+
+
 def png_with(png: bytes, record: dict) -> bytes:
     """The PNG `png` with `record` in a tEXt chunk (keyword PNG_KEY) before its IEND, in
     place of an earlier record's chunk."""
-    if png[:8] != b"\x89PNG\r\n\x1a\n":
+    if png[:8] != PNG_SIGNATURE:
         raise ValueError("not a PNG file")
-    out, at = [png[:8]], 8
-    while at + 8 <= len(png):
-        n = int.from_bytes(png[at: at + 4], "big")
-        kind = png[at + 4: at + 8]
-        chunk = png[at: at + 12 + n]
-        at += 12 + n
-        if kind in (b"tEXt", b"zTXt", b"iTXt") and \
-                chunk[8:].partition(b"\0")[0] == PNG_KEY.encode("latin-1"):
+    out = [png[:8]]
+    for kind, data, chunk in _png_chunks(png):
+        if kind in PNG_TEXT_CHUNKS and data.partition(b"\0")[0] == PNG_KEY.encode("latin-1"):
             continue
         if kind == b"IEND":
             body = b"tEXt" + PNG_KEY.encode("latin-1") + b"\0" + to_json(record).encode("latin-1")
@@ -199,17 +205,12 @@ def _html_text(data: bytes, path: Path) -> str | None:
 
 def _png_text(data: bytes, path: Path) -> str | None:
     """The text of the PNG_KEY chunk (tEXt, zTXt or iTXt), read chunk by chunk."""
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
+    if data[:8] != PNG_SIGNATURE:
         raise InputError(f"{path}: not a PNG file")
-    at = 8
-    while at + 8 <= len(data):
-        n = int.from_bytes(data[at: at + 4], "big")
-        kind = data[at + 4: at + 8]
-        body = data[at + 8: at + 8 + n]
-        at += 12 + n
-        if kind not in (b"tEXt", b"zTXt", b"iTXt"):
-            if kind == b"IEND":
-                break
+    for kind, body, _ in _png_chunks(data):
+        if kind == b"IEND":
+            break
+        if kind not in PNG_TEXT_CHUNKS:
             continue
         key, _, rest = body.partition(b"\0")
         if key.decode("latin-1") != PNG_KEY:

@@ -284,6 +284,6 @@ class FigureExporter(QObject):
     @Slot()
     def _cancelled(self) -> None:
         self._close_progress()
-        where = getattr(self.request, self.target) if self.request else f"the {self.target}"
+        where = getattr(self.request, self.target)  # the request is set before its job starts
         self.window.show_message(f"{self.what} export cancelled: nothing was written to "
                                  f"{where}.", 8000)

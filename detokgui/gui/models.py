@@ -130,7 +130,6 @@ class ModelController(QObject):
                         on_error=lambda exc, _m="", n=name: self._open_demo_instead(n, exc))
 
     def _open_demo_instead(self, name: str, exc: BaseException) -> None:
-        self.loading_name = None
         hub = OFFLINE if offline_mode() else None
         reason = (why_not_cached(name, hub) if isinstance(exc, NotCached)
                   else f"{name} could not be loaded: {exc}")

@@ -202,9 +202,8 @@ class SessionRestore(QObject):
                 text = layer.tokenizer.decode(kept)
             else:
                 s.set_token_set(kept)
-        panel = self.window.panel("tokens")
-        if text is not None and panel is not None:
-            panel.set_text(text)  # its tokens become the token set
+        if text is not None:
+            self.window.panel("tokens").set_text(text)  # its tokens become the token set
         sigma = sel.get("sigma") or {"kind": "mean"}
         s.set_sigma(SigmaChoice(sigma["kind"], (sigma.get("i", 0), sigma.get("j", 0))))
         if bad:

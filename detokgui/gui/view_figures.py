@@ -58,7 +58,7 @@ def figure_request(frame) -> FigureRequest:
     return FigureRequest((list(header), list(rows)), frame.analysis,
                          getattr(panel, "layer", None), view_attrs(panel, frame.analysis),
                          " — ".join([frame.name, *footer[1:2]]), " · ".join(footer),
-                         frame.provenance() if hasattr(frame, "provenance") else None)
+                         frame.provenance())
 
 
 def view_attrs(panel, analysis: str) -> dict:

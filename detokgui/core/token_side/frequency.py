@@ -24,6 +24,7 @@ import torch
 
 from detokgui.core.base.checks import check_choice, check_heads
 from detokgui.core.base.errors import InputError
+from detokgui.core.base.numbers import num
 from detokgui.core.base.progress import Job
 from detokgui.core.corpus.counts import iter_layer_counts
 from detokgui.core.model.conventions import (
@@ -135,6 +136,34 @@ class FrequencyStats:
         ids = np.flatnonzero(self.counts > 0)
         y = self.variance[ids] if kind == "variance" else self.t_e[r, ids]
         return ids, np.log10(self.counts[ids].astype(np.float64)), y
+
+    def scatter_text(self, kind: str, head: int) -> tuple[str, str, str]:
+        """(x label, y label, title) of one head's scatter (`points`), the title with its
+        Spearman rho and how many tokens it is over."""
+        r = self.heads.index(head)
+        te = f"T_e(v) = b^QK e_v / s_v, head {head} ({self.sigma.label()})"
+        if kind == "norm":
+            return (te, "token-embedding norm |e_v|",
+                    (f"Token-embedding norm against T_e, head {head} — Spearman ρ = "
+                     f"{num(float(self.rho_norm_t_e[r]))} over all {num(self.norm.shape[0])} "
+                     "tokens"))
+        zero = ("" if self.zero_counts == "exclude" else
+                "; ρ includes the count-0 tokens (not drawn)")
+        count = "corpus count (log scale)"
+        if kind == "variance":
+            return (count, "token-embedding variance Var(e_v)",
+                    (f"Token-embedding variance against corpus count — Spearman ρ = "
+                     f"{num(float(self.rho_variance))} over {num(self.n_used)} tokens{zero}"))
+        return (count, te,
+                (f"Token self-assertion T_e against corpus count, head {head} — Spearman ρ = "
+                 f"{num(float(self.rho_t_e[r]))} over {num(self.n_used)} tokens{zero}"))
+
+    def describe(self, v: int, head: int, name: str) -> str:
+        """The hover text of token v (`name`: its display form) in one head's scatter."""
+        r = self.heads.index(head)
+        return (f"{name!r} (id {v}) · count {num(int(self.counts[v]))} · "
+                f"T_e {num(float(self.t_e[r, v]))} · Var(e) {num(float(self.variance[v]))} · "
+                f"|e| {num(float(self.norm[v]))}")
 
 
 def frequency_stats(layer, counts, sigma: SigmaChoice | None = None, heads=None,

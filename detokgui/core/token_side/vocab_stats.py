@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,7 @@ import torch
 from detokgui.core.base.checks import check_heads
 from detokgui.core.base.diskcache import Entry
 from detokgui.core.base.errors import InputError
+from detokgui.core.base.numbers import num
 from detokgui.core.base.progress import Job, Progress, run
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.model.identity import model_identity
@@ -47,6 +49,12 @@ from detokgui.core.token_side.vocab_pass import (
 )
 
 FORMAT = "detokgui-head-stats-v1"
+PLURAL = {"query": "queries", "key": "keys"}
+
+
+def sides(direction: str) -> tuple[str, str]:
+    """(row side, column side): ("query", "key") for direction "keys"."""
+    return ("query", "key") if direction == "keys" else ("key", "query")
 
 
 # --------------------------------------------------------------------------- cache
@@ -137,6 +145,14 @@ class SortedBlock:
             return 0.0, 1.0
         lo, hi = float(np.percentile(finite, 1)), float(np.percentile(finite, 99.5))
         return lo, hi if hi > lo else lo + 1
+
+    def describe(self, i: int, j: int, name: Callable[[int], str]) -> str:
+        """The hover text of entry (i, j); `name(token id)` is a token's display form."""
+        row_side, col_side = sides(self.direction)
+        u, v = int(self.row_ids[i]), int(self.key_ids[i, j])
+        return (f"{row_side} {name(u)!r} (variance rank {num(int(self.row_ranks[i]) + 1)})"
+                f" · {col_side} {name(v)!r} at rank {num(int(self.col_ranks[j]) + 1)}"
+                f" · T_ee = {num(float(self.values[i, j]))}")
 
 
 def sorted_matrix_block(layer, head: int, sigma: SigmaChoice | None = None, *,

@@ -162,7 +162,6 @@ class AUROCPanel(Panel):
         ids = np.flatnonzero(np.isfinite(values))
         ids = ids[np.argsort(-values[ids], kind="stable")]
         text = self.state.token_text
-        model.sorted_by = None
         self.table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
         model.set_records(ids, [
             Column("query", lambda u: text(int(u))),

@@ -98,27 +98,6 @@ class FrequencyPanel(Panel):
 
     # ------------------------------------------------------------------ draw
 
-    def series(self, fs: F.FrequencyStats, head: int):
-        """(token ids, x, y, x label, y label, title) of what is drawn for one head; x is
-        log10(count) on the count axes (count-0 tokens are not drawn there)."""
-        kind = self.options.value.kind
-        r = fs.heads.index(head)
-        ids, x, y = fs.points(kind, head)
-        te = f"T_e(v) = b^QK e_v / s_v, head {head} ({fs.sigma.label()})"
-        if kind == "norm":
-            return (ids, x, y, te, "token-embedding norm |e_v|",
-                    (f"Token-embedding norm against T_e, head {head} — Spearman ρ = "
-                    f"{num(float(fs.rho_norm_t_e[r]))} over all {num(int(ids.size))} tokens"))
-        zero = ("" if fs.zero_counts == "exclude" else
-                "; ρ includes the count-0 tokens (not drawn)")
-        if kind == "variance":
-            return (ids, x, y, "corpus count (log scale)", "token-embedding variance Var(e_v)",
-                    (f"Token-embedding variance against corpus count — Spearman ρ = "
-                    f"{num(float(fs.rho_variance))} over {num(fs.n_used)} tokens{zero}"))
-        return (ids, x, y, "corpus count (log scale)", te,
-                (f"Token self-assertion T_e against corpus count, head {head} — Spearman ρ = "
-                f"{num(float(fs.rho_t_e[r]))} over {num(fs.n_used)} tokens{zero}"))
-
     def draw(self, fs: F.FrequencyStats | None) -> None:
         if fs is None:
             self.ids = np.zeros(0, dtype=np.int64)
@@ -129,11 +108,11 @@ class FrequencyPanel(Panel):
                 "Counting the corpus's tokens… (progress and Cancel in the status bar)"))
             self.clear_empty_status()
             return
-        head = min(self.state.head, len(fs.heads) - 1)
-        ids, x, y, xl, yl, title = self.series(fs, head)
-        self.ids = ids
+        kind, head = self.options.value.kind, min(self.state.head, len(fs.heads) - 1)
+        self.ids, x, y = fs.points(kind, head)
+        xl, yl, title = fs.scatter_text(kind, head)
         self.points.set_points(x, y)
-        log = self.options.value.kind != "norm"
+        log = kind != "norm"
         self.options.widget("zero_counts").setEnabled(log)  # the norm against T_e uses every token
         self.plot.getAxis("bottom").setLogMode(log)
         self.plot.setLabel("bottom", xl)
@@ -143,7 +122,7 @@ class FrequencyPanel(Panel):
         self._mark()
         absent = int((fs.counts == 0).sum())
         self.status.setText(
-            f"{num(int(ids.size))} tokens drawn · {num(absent)} tokens never occur in the "
+            f"{num(int(self.ids.size))} tokens drawn · {num(absent)} tokens never occur in the "
             f"corpus{' (not drawn on the count axis)' if log else ''} · "
             "hover to read a token, click to select it")
 
@@ -162,11 +141,8 @@ class FrequencyPanel(Panel):
         if fs is None or i < 0 or i >= self.ids.size:
             return
         v = int(self.ids[i])
-        r = fs.heads.index(min(self.state.head, len(fs.heads) - 1))
-        self.hover.setText(
-            f"{self.state.token_text(v)!r} (id {v}) · count {num(int(fs.counts[v]))} · "
-            f"T_e {num(float(fs.t_e[r, v]))} · Var(e) {num(float(fs.variance[v]))} · "
-            f"|e| {num(float(fs.norm[v]))}")
+        head = min(self.state.head, len(fs.heads) - 1)
+        self.hover.setText(fs.describe(v, head, self.state.token_text(v)))
 
     def _click(self, i: int) -> None:
         if 0 <= i < self.ids.size:

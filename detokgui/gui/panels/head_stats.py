@@ -18,6 +18,7 @@ from detokgui.core.base.numbers import num
 from detokgui.core.model.conventions import SigmaChoice
 from detokgui.core.token_side import vocab_stats as VS
 from detokgui.core.token_side.tables import sorted_block_table
+from detokgui.core.token_side.vocab_stats import PLURAL, sides
 from detokgui.gui.colorbar import ColorBar
 from detokgui.gui.controls import bare_column, wrapping_label
 from detokgui.gui.head_controls import HeadSpin
@@ -30,7 +31,6 @@ from detokgui.gui.sigma_controls import SigmaControls
 
 DIRECTIONS = (("keys", "query → keys"), ("queries", "key → queries"))
 SORTS = (("variance", "score variance (high first)"), ("self_rank", "self-rank (1 first)"))
-PLURAL = {"query": "queries", "key": "keys"}
 TOP1_COLUMN = 4
 MAX_ROWS, MAX_COLS = 400, 600  # drawn entries of the sorted matrix (a stride beyond)
 
@@ -62,11 +62,6 @@ class Request:
 class BlockRequest(Request):
     rows: int
     cols: int
-
-
-def sides(direction: str) -> tuple[str, str]:
-    """(row side, column side): ("query", "key") for direction "keys"."""
-    return ("query", "key") if direction == "keys" else ("key", "query")
 
 
 class HeadStatsPanel(Panel):
@@ -114,8 +109,8 @@ class HeadStatsPanel(Panel):
         self.options.changed.connect(self.refresh)
         self.options.changed.connect(self._resort)
         self._sorted = self.options.value.sort
-        state.queryTokenChanged.connect(self.when_visible(self._mark_selection))
-        state.keyTokenChanged.connect(self.when_visible(self._mark_selection))
+        for signal in (state.queryTokenChanged, state.keyTokenChanged):
+            signal.connect(self.when_visible(self._mark_selection))
         self.add_channel("matrix", self._block_request, self._block_compute, self._draw_block,
                          status=self.block_status, label="Sorted score matrix", coalesce=True)
         self.frame.view.scene().sigMouseMoved.connect(self._hover)
@@ -166,7 +161,6 @@ class HeadStatsPanel(Panel):
                        f"{col_side} token too)"),
             Column("top-1 score", lambda u: float(top_score[u]), num, numeric=True),
         ]
-        model.sorted_by = None
         self.table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
         by = self.options.value.sort
         model.set_records(st.order(h, by, descending=(by == "variance")), columns)
@@ -260,23 +254,15 @@ class HeadStatsPanel(Panel):
         if hit is None:
             return
         b, i, j = hit
-        row_side, col_side = sides(b.direction)
-        u, v = int(b.row_ids[i]), int(b.key_ids[i, j])
-        self.block_status.setText(
-            f"{row_side} {self.state.token_text(u)!r} (variance rank {num(int(b.row_ranks[i]) + 1)})"
-            f" · {col_side} {self.state.token_text(v)!r} at rank {num(int(b.col_ranks[j]) + 1)}"
-            f" · T_ee = {num(float(b.values[i, j]))}")
+        self.block_status.setText(b.describe(i, j, self.state.token_text))
 
     def _choose_cell(self, hit) -> None:
         """The cell's row token and column token become the query and key tokens."""
         b, i, j = hit
         u, v = int(b.row_ids[i]), int(b.key_ids[i, j])
-        if b.direction == "keys":
-            self.state.set_query_token(u)
-            self.state.set_key_token(v)
-        else:
-            self.state.set_key_token(u)
-            self.state.set_query_token(v)
+        query, key = (u, v) if b.direction == "keys" else (v, u)
+        self.state.set_query_token(query)
+        self.state.set_key_token(key)
 
     def _block_table(self):
         b = self.channel("matrix").result

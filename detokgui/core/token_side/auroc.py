@@ -39,6 +39,7 @@ import torch
 from detokgui.core.base.checks import as_int, check_choice, check_count, check_heads, check_token
 from detokgui.core.base.diskcache import Entry
 from detokgui.core.base.errors import InputError
+from detokgui.core.base.numbers import num
 from detokgui.core.base.progress import Job, Progress, rescaled, run
 from detokgui.core.base.tables import Table
 from detokgui.core.corpus.counts import iter_layer_counts
@@ -207,6 +208,20 @@ class BigramAUROC:
         with np.errstate(invalid="ignore"):
             means = np.where(ok, v, 0.0).sum(axis=1) / np.where(n > 0, n, 1)
         return np.where(n > 0, means, np.nan), n
+
+    def ranked(self, head: int, no_bigram: str = "skip") -> np.ndarray:
+        """The query tokens that have an AUROC in one head, highest first (ties keep id
+        order)."""
+        values = self.values(no_bigram)[self.row(head)]
+        ids = np.flatnonzero(np.isfinite(values))
+        return ids[np.argsort(-values[ids], kind="stable")]
+
+    def summary(self, no_bigram: str = "skip") -> str:
+        """'<the mean's convention> · <sigma> · n of V tokens follow some token in the
+        corpus'."""
+        return (f"{NO_BIGRAM_LABELS[no_bigram]} · {self.sigma.label()} · "
+                f"{num(int((self.positives > 0).sum()))} of {num(self.n_vocab)} "
+                "tokens follow some token in the corpus")
 
 
 class AUROCNumerators:

@@ -57,6 +57,18 @@ def sides(direction: str) -> tuple[str, str]:
     return ("query", "key") if direction == "keys" else ("key", "query")
 
 
+def summary(st: HeadStats, head: int) -> str:
+    """One head's statistics in a line: its median self-rank and how many row tokens are
+    their own top column token."""
+    row_side, col_side = sides(st.direction)
+    rank = st.self_rank[st.row(head)]
+    n_own = int((rank == 1).sum())
+    own = (f"{num(n_own)} token{'s are' if n_own != 1 else ' is'} "
+           f"{'their' if n_own != 1 else 'its'} own top {col_side}")
+    return (f"head {head} · {row_side} → {PLURAL[col_side]} · median self-rank "
+            f"{num(float(np.median(rank)))} · {own} · {st.sigma.label()}")
+
+
 # --------------------------------------------------------------------------- cache
 
 

@@ -157,10 +157,9 @@ class AUROCPanel(Panel):
                   else "n = query tokens in the mean")
         set_title(self.bars, f"Mean bigram AUROC per head ({n_text})<br>"
                            f"<span style='font-size:9pt'>{SHORT[conv]}</span>")
-        r = res.row(head) if head in res.heads else 0
-        values = res.values(conv)[r]
-        ids = np.flatnonzero(np.isfinite(values))
-        ids = ids[np.argsort(-values[ids], kind="stable")]
+        shown = head if head in res.heads else res.heads[0]
+        values = res.values(conv)[res.row(shown)]
+        ids = res.ranked(shown, conv)
         text = self.state.token_text
         self.table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
         model.set_records(ids, [
@@ -176,12 +175,9 @@ class AUROCPanel(Panel):
         ])
         self.table.select_token(self.state.query_token)
         self.table_label.setText(
-            f"<b>Head {res.heads[r]}</b> — AUROC of {num(int(ids.size))} query tokens "
+            f"<b>Head {shown}</b> — AUROC of {num(int(ids.size))} query tokens "
             f"({SHORT[conv]}); click a row to select the query token")
-        self.status.setText(
-            f"{A.NO_BIGRAM_LABELS[conv]} · {res.sigma.label()} · "
-            f"{num(int((res.positives > 0).sum()))} of {num(int(res.positives.shape[0]))} "
-            "tokens follow some token in the corpus")
+        self.status.setText(res.summary(conv))
 
     def _bar_clicked(self, ev) -> None:
         res = self.result

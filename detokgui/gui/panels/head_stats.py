@@ -167,12 +167,7 @@ class HeadStatsPanel(Panel):
         self.table_label.setText(
             f"<b>Head {h}</b> — every {row_side} token over all {num(int(rank.shape[0]))} "
             f"{PLURAL[col_side]} by T_ee ({st.sigma.label()}); click a row to select it")
-        n_own = int((rank == 1).sum())
-        own = (f"{num(n_own)} token{'s are' if n_own != 1 else ' is'} "
-               f"{'their' if n_own != 1 else 'its'} own top {col_side}")
-        self.status.setText(
-            f"head {h} · {row_side} → {PLURAL[col_side]} · median self-rank "
-            f"{num(float(np.median(rank)))} · {own} · {st.sigma.label()}")
+        self.status.setText(VS.summary(st, h))
         self._mark_selection()
 
     @Slot(object)

@@ -158,6 +158,12 @@ class SortedBlock:
         lo, hi = float(np.percentile(finite, 1)), float(np.percentile(finite, 99.5))
         return lo, hi if hi > lo else lo + 1
 
+    def title(self) -> str:
+        """'Sorted T_ee matrix, head 3 (every 2 × 1) (<sigma>)': the strides when not 1."""
+        step = (f" (every {self.row_step} × {self.col_step})"
+                if self.row_step > 1 or self.col_step > 1 else "")
+        return f"Sorted T_ee matrix, head {self.head}{step} ({self.sigma.label()})"
+
     def describe(self, i: int, j: int, name: Callable[[int], str]) -> str:
         """The hover text of entry (i, j); `name(token id)` is a token's display form."""
         row_side, col_side = sides(self.direction)

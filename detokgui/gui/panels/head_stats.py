@@ -225,9 +225,7 @@ class HeadStatsPanel(Panel):
         row_side, col_side = sides(b.direction)
         self.plot.setLabel("bottom", f"rank of the {col_side} (highest T_ee first)")
         self.plot.setLabel("left", f"{PLURAL[row_side]} by decreasing score variance")
-        step = (f" (every {b.row_step} × {b.col_step})"
-                if b.row_step > 1 or b.col_step > 1 else "")
-        set_title(self.plot, f"Sorted T_ee matrix, head {b.head}{step} ({b.sigma.label()})")
+        set_title(self.plot, b.title())
         self.block_status.setText(
             f"Row r: the r-th {row_side} by decreasing score variance; column j: its j-th "
             f"highest T_ee over all {PLURAL[col_side]}. Hover to read a score; click to "

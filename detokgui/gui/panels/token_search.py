@@ -286,7 +286,6 @@ class TokenSearchPanel(Panel):
 
     @Slot()
     def _text_edited(self) -> None:
-        self.text_timer.stop()
         if self._big is None:
             self._use_text(self.text.toPlainText())
 

@@ -7,7 +7,7 @@ import numpy as np
 from PySide6.QtWidgets import QGraphicsItem
 from svgcheck import image_array
 
-from detokgui.gui.plots import PlotFrame, add_plot
+from detokgui.gui.plots import PlotFrame, add_plot, set_log_y
 
 
 def pixels(frame: PlotFrame) -> np.ndarray:
@@ -19,6 +19,9 @@ def grid_frame(qtbot, grid: str) -> tuple[PlotFrame, object]:
     qtbot.addWidget(frame)
     plot = add_plot(frame, grid=grid, bottom="position j")
     plot.setRange(xRange=(0, 1000), yRange=(-2, 3), padding=0)
+    # pyqtgraph fits the left axis to its tick labels after a paint, which may fall between
+    # the two grabs of a test: a fixed width keeps the layout the same in both
+    plot.getAxis("left").setWidth(48)
     frame.resize(520, 320)
     frame.show()
     qtbot.waitExposed(frame)
@@ -52,3 +55,18 @@ def test_grid_lines_are_drawn_across_the_plot_as_without_the_clip(qtbot):
 def test_a_plot_without_grid_has_none(qtbot):
     frame, plot = grid_frame(qtbot, "")
     assert not (inside(frame, plot, pixels(frame)) < 250).any()
+
+
+def test_a_log_scale_keeps_the_grid_axes_painted_directly(qtbot):
+    """set_log_y (the log toggles of the pattern, slopes and statistics plots) keeps what
+    add_plot set up: grid axes uncached, no SI prefix."""
+    frame, plot = grid_frame(qtbot, "xy")
+    plot.setRange(yRange=(-3, 0), padding=0)
+    for log in (True, False, True):
+        set_log_y(plot, log, "weight")
+        for name in ("left", "bottom"):
+            axis = plot.getAxis(name)
+            assert axis.cacheMode() == QGraphicsItem.NoCache
+            assert not axis.autoSIPrefix
+        assert plot.getAxis("left").logMode == log
+        assert plot.getAxis("left").labelText == ("weight (log scale)" if log else "weight")

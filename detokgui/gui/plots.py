@@ -188,10 +188,10 @@ def set_log_y(plot: pg.PlotItem, log: bool, label: str) -> None:
     if axis.logMode == log and axis.labelText == text:
         return
     # pyqtgraph works out an SI prefix (unused here) from 10**range while the range is
-    # still the linear one: 10**5000 overflowed, with a RuntimeWarning
+    # still the linear one: 10**5000 overflowed, with a RuntimeWarning. The axes keep what
+    # plain_axes and add_plot set (no SI prefix, a grid axis uncached).
     with np.errstate(over="ignore"):
         plot.setLogMode(y=log)
-        plain_axes(plot)
         plot.setLabel("left", text)
 
 

@@ -38,6 +38,8 @@ class SigmaControls(QWidget):
         self.note.setStyleSheet("color: #a15c00")
         self.note.hide()
         lay.addWidget(self.note)
+        if state.layer is not None:  # a model already loaded: its ranges, before the values
+            self._on_model(state.layer)
         self._sync(state.sigma)
         self.combo.currentIndexChanged.connect(self._write)
         self.i_spin.valueChanged.connect(self._write)

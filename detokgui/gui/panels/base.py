@@ -220,8 +220,9 @@ class Channel(QObject):
 
 class Panel(QWidget):
     """Base for panels. Subclasses set `title` and `view_name` (used by --view and the
-    export commands), return their PlotFrames from `plot_frames()`, place `self.status`,
-    and write request / compute / draw (or add channels)."""
+    export commands), keep their PlotFrame in `self.frame` (several: return them from
+    `plot_frames()`), place `self.status`, and write request / compute / draw (or add
+    channels)."""
 
     title = "Panel"
     view_name = "panel"
@@ -276,7 +277,10 @@ class Panel(QWidget):
         return ch
 
     def plot_frames(self) -> list:
-        return []
+        """The panel's PlotFrames (what its exports and screenshots cover): by default its
+        `frame`, where it has one."""
+        frame = getattr(self, "frame", None)
+        return [] if frame is None else [frame]
 
     #: Whether the empty view (`draw(None)`) names what the user has to give (a corpus):
     #: it is then drawn again when the computation starts and ends, its text from

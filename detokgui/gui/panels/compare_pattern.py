@@ -70,9 +70,6 @@ class ComparePatternPanel(ComparePanel):
                                 state.set_query_position)
         self.frame.view.scene().sigMouseMoved.connect(self._hover)
 
-    def plot_frames(self):
-        return [self.frame]
-
     def request(self):
         s = self.state
         if not self.ready() or s.query_token < 0:

@@ -62,9 +62,6 @@ class CorpusGridPanel(Panel):
     def table(self):
         raise NotImplementedError
 
-    def plot_frames(self):
-        return [self.frame]
-
     def n_positions(self) -> int:
         return self.layer.n_positions if self.layer is not None else 0
 

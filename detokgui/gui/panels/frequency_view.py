@@ -81,9 +81,6 @@ class FrequencyPanel(Panel):
         state.headChanged.connect(self.redraw)  # every head is computed
         state.queryTokenChanged.connect(self.when_visible(self._mark))
 
-    def plot_frames(self):
-        return [self.frame]
-
     # ------------------------------------------------------------------ compute
 
     def request(self):

@@ -66,9 +66,6 @@ class HeadMatchingPanel(ComparePanel):
         self.frame.view.scene().sigMouseClicked.connect(self._click)
         self._draw_matching()
 
-    def plot_frames(self):
-        return [self.frame]
-
     def matching_changed(self) -> None:
         self.when_visible(self._draw_matching)()
 

@@ -116,9 +116,6 @@ class HeadStatsPanel(Panel):
         self.frame.view.scene().sigMouseMoved.connect(self._hover)
         connect_position_clicks(self.frame.view.scene(), self._cell, self._choose_cell)
 
-    def plot_frames(self):
-        return [self.frame]
-
     # ------------------------------------------------------------------ table
 
     def request(self):

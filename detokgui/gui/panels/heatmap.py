@@ -93,9 +93,6 @@ class HeatmapPanel(Panel):
             signal.connect(self.when_visible(self._mark_selection))
         self._options_changed(self.options.value)
 
-    def plot_frames(self):
-        return [self.frame]
-
     @property
     def tokens(self) -> list[int]:
         return self.result.tokens if self.result is not None else []

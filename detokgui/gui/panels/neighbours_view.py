@@ -106,9 +106,6 @@ class NeighboursPanel(Panel):
         split.addWidget(box)
         return label, table
 
-    def plot_frames(self):
-        return [self.frame]
-
     # ------------------------------------------------------------------ nearest
 
     def request(self):

@@ -89,9 +89,6 @@ class OVCircuitPanel(Panel):
                                "Shift+click: as the key token")
         lay.addWidget(self.status)
 
-    def plot_frames(self):
-        return [self.frame]
-
     # ------------------------------------------------------------------ compute
 
     def request(self):

@@ -100,9 +100,6 @@ class SentenceViewPanel(Panel):
         state.headChanged.connect(self.when_visible(self._mark))  # the grid's framed head
         self._options_changed(self.options.value)
 
-    def plot_frames(self):
-        return [self.frame]
-
     def _needs_corpus(self) -> bool:
         options = getattr(self, "options", None)  # None while the widgets are built
         return options is not None and options.value.source == "corpus"

@@ -213,6 +213,3 @@ class SeriesPanel(Panel):
 
     def table(self):
         return self.series.table() if self.series is not None else None
-
-    def plot_frames(self) -> list:
-        return [self.frame]

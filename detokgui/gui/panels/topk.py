@@ -94,9 +94,6 @@ class TopKPanel(Panel):
         state.headChanged.connect(self.when_visible(self._show_head))
         state.keyTokenChanged.connect(self.when_visible(self._show_head))
 
-    def plot_frames(self):
-        return [self.frame]
-
     @property
     def mode(self) -> str:
         return self.options.value.direction

@@ -11,10 +11,10 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from detokgui.core.composition.titles import KIND_TITLES
 from detokgui.figures import style
 from detokgui.figures.style import TEXT_IN
 
-KIND_TITLES = {"Q": "Q-composition", "K": "K-composition", "V": "V-composition"}
 STAND_OUT_COLOR = "red"
 STAND_OUT_NOTE = "red squares: above the baseline's 97.5th percentile"
 CMAP = "viridis"

@@ -9,6 +9,7 @@ import csv
 import gc
 import shutil
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -345,6 +346,39 @@ def test_export_each_format(pe_window, qtbot, tmp_path):
     st = neurons.neuron_stats(layer)
     np.testing.assert_allclose([float(r["norm"]) for r in got], st.norm, rtol=1e-7)
     assert [r["group"] for r in got] == st.group
+
+
+def test_the_table_and_a_plot_export_to_the_folder_of_the_last_export(pe_window, qtbot,
+                                                                       tmp_path, monkeypatch):
+    """The neuron table's "Export table…" and a plot's export dialog propose the folder of
+    the last export, whichever of them wrote it (a plot's dialog read only the settings
+    file, not yet written a moment after the table's export)."""
+    from PySide6.QtWidgets import QFileDialog
+
+    panel = pe_window.panel("neurons")
+    frame = panel.plot_frames()[0]
+    qtbot.waitUntil(frame.has_data, timeout=60000)
+    starts = []
+
+    def save_as(path):
+        def dialog(_parent, _title, start, file_filter):
+            starts.append(Path(start))
+            return str(path), file_filter
+        monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(dialog))
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    save_as(first / "neurons")  # the suffix is added
+    panel.export_table_button.click()
+    assert (first / "neurons.csv").stat().st_size > 0
+    save_as(second / "curves")
+    frame.export_dialog("csv")
+    assert starts[1].parent == first
+    assert (second / "curves.csv").stat().st_size > 0
+    save_as(second / "table")
+    panel.export_table_button.click()
+    assert starts[2].parent == second
 
 
 def test_the_legend_moves_under_a_narrow_plot_and_back(pe_window, qtbot):

@@ -23,6 +23,7 @@ written a few seconds after the last change and when the window closes
 from __future__ import annotations
 
 from dataclasses import fields, replace
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QSettings, QTimer, Signal
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
     QAbstractButton,
     QComboBox,
     QDoubleSpinBox,
+    QFileDialog,
     QLineEdit,
     QSpinBox,
 )
@@ -87,6 +89,21 @@ def flush_settings() -> None:
         s.setValue(key, value)
     _pending.clear()
     s.sync()
+
+
+def ask_save_path(parent, title: str, name: str, fmt: str) -> str | None:
+    """A save dialog for a `fmt` file ("csv", "svg", ...) proposing `name` in the folder of
+    the last export: the path chosen, ".fmt" added where it lacks it and its folder
+    remembered for the next export; None when cancelled."""
+    folder = remembered(EXPORT_FOLDER, str(Path.home()))
+    path, _ = QFileDialog.getSaveFileName(parent, title, str(Path(folder) / name),
+                                          f"{fmt.upper()} (*.{fmt})")
+    if not path:
+        return None
+    if not path.lower().endswith("." + fmt):
+        path += "." + fmt
+    remember(EXPORT_FOLDER, str(Path(path).parent))
+    return path
 
 
 def remembered(key: str, default: Any) -> Any:

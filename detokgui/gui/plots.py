@@ -25,7 +25,6 @@ from PySide6.QtCore import (
     QPoint,
     QPointF,
     QRectF,
-    QSettings,
     QSize,
     Qt,
     Signal,
@@ -42,7 +41,6 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QApplication,
-    QFileDialog,
     QGraphicsItem,
     QGraphicsView,
     QMainWindow,
@@ -58,6 +56,7 @@ from detokgui.core.base.provenance import PNG_KEY, to_json
 from detokgui.core.base.tables import Table, write_csv
 from detokgui.core.model.conventions import DIVERGING_COLOURS, INK_COLOUR, PAPER_COLOUR
 from detokgui.gui.colorbar import ColorBar
+from detokgui.gui.options import ask_save_path
 from detokgui.gui.plot_title import PlotTitle
 from detokgui.gui.sharing import view_record
 from detokgui.gui.view_figures import (
@@ -434,18 +433,10 @@ class PlotFrame(QWidget):
         if not self.has_data():
             notify(self, f"{self.name}: nothing to export yet (no data is shown).")
             return
-        settings = QSettings()
-        folder = settings.value("export/folder", str(Path.home()))
         stem = self.name.lower().replace(" ", "_").replace("/", "-")
-        path, _ = QFileDialog.getSaveFileName(
-            self, f"Export {self.name} as {fmt.upper()}", str(Path(folder) / f"{stem}.{fmt}"),
-            f"{fmt.upper()} (*.{fmt})",
-        )
-        if not path:
+        path = ask_save_path(self, f"Export {self.name} as {fmt.upper()}", f"{stem}.{fmt}", fmt)
+        if path is None:
             return
-        if not path.lower().endswith("." + fmt):
-            path += "." + fmt
-        settings.setValue("export/folder", str(Path(path).parent))
         owner = panel_of(self)
         if fmt in VECTOR_FORMATS and owner is not None:
             self._export_in_background(owner.jobs, path, fmt)

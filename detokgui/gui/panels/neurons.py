@@ -7,13 +7,11 @@ embedding's top SVD directions."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import (
-    QFileDialog,
     QLabel,
     QMessageBox,
     QPushButton,
@@ -30,7 +28,7 @@ from detokgui.core.position_side.tables import neuron_curves_table, neurons_tabl
 from detokgui.gui.adaptive_splitter import AdaptiveSplitter
 from detokgui.gui.controls import bare_column
 from detokgui.gui.option_rows import OptionRow, check, combo, option, spin
-from detokgui.gui.options import EXPORT_FOLDER, remember, remembered
+from detokgui.gui.options import ask_save_path
 from detokgui.gui.panels.base import Panel
 from detokgui.gui.panels.neuron_overlap import OverlapView, entry_size, fit_legend, legend
 from detokgui.gui.panels.neuron_table import NeuronTable
@@ -387,15 +385,10 @@ class NeuronBrowserPanel(Panel):
                          panel_record(self, "neurons"))
 
     def _export_table_dialog(self) -> None:
-        folder = remembered(EXPORT_FOLDER, str(Path.home()))
         name = "pe_neurons_scaled.csv" if self.options.value.scaled else "pe_neurons.csv"
-        path, _ = QFileDialog.getSaveFileName(self, "Export the neuron table as CSV",
-                                              str(Path(folder) / name), "CSV (*.csv)")
-        if not path:
+        path = ask_save_path(self, "Export the neuron table as CSV", name, "csv")
+        if path is None:
             return
-        if not path.lower().endswith(".csv"):
-            path += ".csv"
-        remember(EXPORT_FOLDER, str(Path(path).parent))
         try:
             n = self.export_table(path)
         except (OSError, ValueError) as exc:

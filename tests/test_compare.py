@@ -204,7 +204,7 @@ def test_pair_texts_say_how_the_heads_were_paired(demo, demo2, demo_shaped_rando
 
 
 def test_unrelated_random_models_have_no_match_and_each_matches_itself(tmp_path):
-    shape = dict(n_embd=48, n_head=6, n_positions=64)
+    shape = {"n_embd": 48, "n_head": 6, "n_positions": 64}
     a, b = random_layer(tmp_path / "a", 7, **shape), random_layer(tmp_path / "b", 8, **shape)
     m = match_heads(Pair(a, b), n_queries=Q)
     assert len(m.assignment) == 6 and not any(m.matched)

@@ -60,7 +60,7 @@ def test_a_plot_without_grid_has_none(qtbot):
 def test_a_log_scale_keeps_the_grid_axes_painted_directly(qtbot):
     """set_log_y (the log toggles of the pattern, slopes and statistics plots) keeps what
     add_plot set up: grid axes uncached, no SI prefix."""
-    frame, plot = grid_frame(qtbot, "xy")
+    _frame, plot = grid_frame(qtbot, "xy")
     plot.setRange(yRange=(-3, 0), padding=0)
     for log in (True, False, True):
         set_log_y(plot, log, "weight")

@@ -56,16 +56,16 @@ def test_a_later_version_migrates_an_older_file(monkeypatch):
     ('{"format": "something-else"}', "not a detokgui session file"),
     ('{"format": "detokgui-session", "version": 99}', "version 99, written by a newer"),
     ('{"format": "detokgui-session", "version": "1"}', "must be a whole number"),
-    ('{"format": "detokgui-session", "version": 1, "models": {}, "selection": '
-     '{"head": "7"}, "panels": {}}', "selection.head must be a whole number"),
-    ('{"format": "detokgui-session", "version": 1, "models": {"a": {"name": ""}}, '
-     '"selection": {}, "panels": {}}', "models.a must be null or an object"),
-    ('{"format": "detokgui-session", "version": 1, "models": {}, "selection": '
-     '{"token_set": [1, "x"]}, "panels": {}}', "token_set must be a list of token ids"),
-    ('{"format": "detokgui-session", "version": 1, "models": {}, "selection": {}, '
-     '"panels": {"topk": {"k": [1]}}}', "panels.topk.k must be"),
-    ('{"format": "detokgui-session", "version": 1, "models": {}, "selection": {}, '
-     '"panels": {}, "corpus": {"paths": "a.txt"}}', "corpus must be null or an object"),
+    (('{"format": "detokgui-session", "version": 1, "models": {}, "selection": '
+      '{"head": "7"}, "panels": {}}'), "selection.head must be a whole number"),
+    (('{"format": "detokgui-session", "version": 1, "models": {"a": {"name": ""}}, '
+      '"selection": {}, "panels": {}}'), "models.a must be null or an object"),
+    (('{"format": "detokgui-session", "version": 1, "models": {}, "selection": '
+      '{"token_set": [1, "x"]}, "panels": {}}'), "token_set must be a list of token ids"),
+    (('{"format": "detokgui-session", "version": 1, "models": {}, "selection": {}, '
+      '"panels": {"topk": {"k": [1]}}}'), "panels.topk.k must be"),
+    (('{"format": "detokgui-session", "version": 1, "models": {}, "selection": {}, '
+      '"panels": {}, "corpus": {"paths": "a.txt"}}'), "corpus must be null or an object"),
 ])
 def test_damaged_or_hand_edited_files_are_refused_in_one_line(tmp_path, text, message):
     path = tmp_path / "bad.json"

@@ -146,8 +146,8 @@ def test_export_topk_ranks_the_one_token_given(tmp_path, capsys, tok):
     u = one_id(tok, " Korea")
     for typed in (" Korea", SPACE_MARK + "Korea"):
         out = tmp_path / "topk.csv"
-        rc, lines, err = export(capsys, "topk", "--model", "demo", "--query", typed, "--k", 3,
-                                "--out", out)
+        rc, _lines, err = export(capsys, "topk", "--model", "demo", "--query", typed, "--k", 3,
+                                 "--out", out)
         assert rc == 0, err
         with open(out, newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
@@ -183,7 +183,7 @@ def test_the_library_refuses_the_same(demo):
     assert set(by_text["query_id"]) == {u}
 
 
-def test_a_sentencepiece_tokenizer_follows_the_same_rule(spm_layer):
+def test_a_sentencepiece_tokenizer_follows_the_same_rule(spm_layer):  # noqa: F811 (a fixture)
     """Any tokenizer: a text resolves to the one id it encodes to, or is refused with
     spellings that are each one token of that tokenizer."""
     tok = spm_layer.tokenizer

@@ -75,10 +75,10 @@ def summary(saved) -> str:
     asked = f" ({saved.revision})" if saved.revision and saved.revision != saved.commit else ""
     folder = shlex.quote(str(saved.folder))
     return "\n".join([
-        f"wrote {saved.folder}: layer 0 of {saved.repo}{asked} at commit {saved.commit}, "
-        f"{_size(saved.size)} in {len(saved.files)} files ({', '.join(saved.files)})",
-        f"open it (here, or on a machine without network after copying the folder): "
-        f"detokgui --model {folder}",
+        (f"wrote {saved.folder}: layer 0 of {saved.repo}{asked} at commit {saved.commit}, "
+         f"{_size(saved.size)} in {len(saved.files)} files ({', '.join(saved.files)})"),
+        ("open it (here, or on a machine without network after copying the folder): "
+         f"detokgui --model {folder}"),
     ])
 
 

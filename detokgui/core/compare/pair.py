@@ -447,7 +447,7 @@ def null_threshold(similarity: np.ndarray, null_positional: np.ndarray,
     Ha, Hb = similarity.shape
     w = float(positional_weight)
     N = null_positional.shape[2] * null_affinity.shape[2]
-    keep = min(N, int(math.floor(alpha * N)) + 1)  # the largest values a threshold can be
+    keep = min(N, math.floor(alpha * N) + 1)  # the largest values a threshold can be
     least = np.full(N, N, dtype=np.int64)
     counts = np.empty((Ha, Hb), dtype=np.int64)
     tops = np.empty((Ha, Hb, keep))
@@ -465,7 +465,7 @@ def null_threshold(similarity: np.ndarray, null_positional: np.ndarray,
             counts[a, b] = at_or_above[0]
             tops[a, b] = ordered[N - keep :]
     least.sort()
-    c_star = int(least[int(math.floor(alpha * N))])
+    c_star = int(least[math.floor(alpha * N)])
     threshold = np.empty((Ha, Hb))
     for a in range(Ha):
         for b in range(Hb):

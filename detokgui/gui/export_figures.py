@@ -136,8 +136,9 @@ class ExportFiguresDialog(ExportDialog):
                          "Every figure of the paper and of the layer-0 studies that "
                          "detokgui computes,\nwith its data as CSV and an index.md.", corpus)
         self.folder = self.add_path(
-            "Folder", FOLDER, str(Path.home() / "detokgui-figures"), self.ask_folder, "Created if missing; an existing folder gets the new files only "
-            "once every figure is done")
+            "Folder", FOLDER, str(Path.home() / "detokgui-figures"), self.ask_folder,
+            "Created if missing; an existing folder gets the new files only once every "
+            "figure is done")
         fmts = QWidget()
         h = QHBoxLayout(fmts)
         h.setContentsMargins(0, 0, 0, 0)

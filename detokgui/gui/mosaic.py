@@ -133,11 +133,12 @@ class HeatmapMosaic(QObject):
         r < 0; nothing when both are)."""
         path = QPainterPath()
         k, n, m = self.values.shape
-        dx, w = (c, 1) if c >= 0 else (0, m)
-        dy, h = (r, 1) if r >= 0 else (0, n)
-        for j in range(k if r >= 0 or c >= 0 else 0):
-            x, y = self.origin(j)
-            path.addRect(QRectF(x + dx, y + dy, w, h))
+        if r >= 0 or c >= 0:
+            dx, w = (c, 1) if c >= 0 else (0, m)
+            dy, h = (r, 1) if r >= 0 else (0, n)
+            for j in range(k):
+                x, y = self.origin(j)
+                path.addRect(QRectF(x + dx, y + dy, w, h))
         self.marks.setPath(path)
 
     def select(self, k: int | None, color: str = "#d62728") -> None:
